@@ -1,0 +1,113 @@
+/* The aggregate of one assignment and its merge (SPEC.md section 3).
+ *
+ * An aggregate holds entity slots, each (stamp, value) with
+ * stamp = (version, command id): the header, and per student a member,
+ * submission and grade slot. A command replaces its slot iff its stamp is
+ * greater; so apply/merge are idempotent, commutative and associative, and
+ * everything above this layer (batching, retries, reloads) may re-apply
+ * freely.
+ *
+ * The representation is private to aggregate.c so that it can be made as
+ * compact as the memory budget needs; the codecs (codec.h) and tests use the
+ * accessors below. */
+#ifndef MODEL_AGGREGATE_H
+#define MODEL_AGGREGATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "command.h"
+
+typedef struct model_aggregate model_aggregate_t;
+
+typedef enum { MODEL_APPLY_STALE = 0, MODEL_APPLY_APPLIED = 1 } model_apply_result_t;
+
+typedef struct model_counts {
+  int32_t assigned, submitted, returned, graded;
+} model_counts_t;
+
+/* A new empty aggregate (no header, no students) for (tenant, assignment);
+ * both must be valid ids. Returns NULL only on allocation failure. The caller
+ * owns it; model_aggregate_destroy(NULL) is safe. */
+model_aggregate_t *model_aggregate_new(const char *tenant, size_t tenant_len, const char *assignment,
+                                       size_t assignment_len);
+void model_aggregate_destroy(model_aggregate_t *agg);
+
+/* "<tenant>/<assignment>", NUL-terminated, owned by agg. */
+const char *model_aggregate_key(const model_aggregate_t *agg, size_t *len);
+const char *model_aggregate_tenant(const model_aggregate_t *agg, size_t *len);
+const char *model_aggregate_assignment(const model_aggregate_t *agg, size_t *len);
+
+/* Applies a validated command whose (tenant, assignment) is agg's key (the
+ * caller routes commands; a mismatch is a programming error and asserts). */
+model_apply_result_t model_aggregate_apply(model_aggregate_t *agg, const model_command_t *cmd);
+
+/* Slot-wise join: every slot of src whose stamp is greater than dst's
+ * replaces dst's. Returns true if dst changed. Keys must match. */
+bool model_aggregate_merge(model_aggregate_t *dst, const model_aggregate_t *src);
+
+/* True if a and b hold the same slots (stamps and values). */
+bool model_aggregate_equal(const model_aggregate_t *a, const model_aggregate_t *b);
+
+/* A deep copy, or NULL on allocation failure. */
+model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg);
+
+/* Derived counters, recomputed from the slots. */
+model_counts_t model_aggregate_counts(const model_aggregate_t *agg);
+
+/* Bytes of heap this aggregate owns (for memory bounds and benchmarks). */
+size_t model_aggregate_memory(const model_aggregate_t *agg);
+
+/* --- read access for the codecs ------------------------------------------ */
+
+typedef struct model_stamp {
+  uint64_t version;
+  const char *id; /* command id, NUL-terminated, owned by the aggregate */
+  size_t id_len;
+} model_stamp_t;
+
+typedef struct model_header_view {
+  bool present;
+  bool deleted; /* {status: "deleted"}: no other value fields */
+  model_stamp_t stamp;
+  const char *class_id;
+  size_t class_len;
+  const char *title;
+  size_t title_len;
+  model_assignment_status_t status;
+  bool has_due_at, has_points;
+  int64_t due_at_ms;
+  double points;
+} model_header_view_t;
+
+typedef struct model_student_view {
+  const char *student;
+  size_t student_len;
+  bool has_member, has_submission, has_grade;
+  model_stamp_t member_stamp, submission_stamp, grade_stamp;
+  bool assigned;
+  model_submission_status_t submission_status;
+  bool has_submitted_at, has_returned_at;
+  int64_t submitted_at_ms, returned_at_ms;
+  bool has_points, has_feedback;
+  double points;
+  const char *feedback;
+  size_t feedback_len;
+} model_student_view_t;
+
+void model_aggregate_header(const model_aggregate_t *agg, model_header_view_t *out);
+size_t model_aggregate_student_count(const model_aggregate_t *agg);
+/* Students in ascending bytewise order of their id; i < student_count. Views
+ * point into agg and stay valid until agg is next changed. */
+void model_aggregate_student(const model_aggregate_t *agg, size_t i, model_student_view_t *out);
+
+/* --- write access for decoding stored documents -------------------------- */
+
+/* Sets a slot directly (used by the BSON decoder). Same rule as apply: the
+ * slot is replaced only if the stamp is greater. Return true if it changed.
+ * Views' stamp/strings are copied. */
+bool model_aggregate_put_header(model_aggregate_t *agg, const model_header_view_t *h);
+bool model_aggregate_put_student(model_aggregate_t *agg, const model_student_view_t *s);
+
+#endif

@@ -1,0 +1,30 @@
+/* model_buf: a growable byte buffer used by the codecs.
+ *
+ * The buffer owns `data`; model_buf_destroy() frees it (NULL-safe on the
+ * struct pointer). Appends abort() on allocation failure: the worker cannot
+ * do anything useful without memory, and callers stay simple. */
+#ifndef MODEL_BUF_H
+#define MODEL_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct model_buf {
+  char *data;
+  size_t len;
+  size_t cap;
+} model_buf_t;
+
+#define MODEL_BUF_INIT {NULL, 0, 0}
+
+void model_buf_reserve(model_buf_t *b, size_t extra);
+void model_buf_append(model_buf_t *b, const void *p, size_t n);
+void model_buf_putc(model_buf_t *b, char c);
+void model_buf_puts(model_buf_t *b, const char *s);
+void model_buf_printf(model_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s[0..n) as a JSON string literal (quotes included), escaping as RFC 8259 requires. */
+void model_buf_json_string(model_buf_t *b, const char *s, size_t n);
+void model_buf_clear(model_buf_t *b);
+void model_buf_destroy(model_buf_t *b);
+
+#endif

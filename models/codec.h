@@ -1,0 +1,40 @@
+/* The stored document (SPEC.md section 4) in its two forms: BSON for
+ * MongoDB and JSON lines for file output.
+ *
+ * Both encoders take the revision and write time from the caller: `rev` and
+ * `updatedAt` belong to the write, not to the merge. */
+#ifndef MODEL_CODEC_H
+#define MODEL_CODEC_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "aggregate.h"
+#include "buf.h"
+
+typedef struct model_error {
+  uint32_t code; /* MODEL_ERROR_* */
+  char message[256];
+} model_error_t;
+
+enum { MODEL_ERROR_NONE = 0, MODEL_ERROR_BAD_DOCUMENT = 1 };
+
+/* Appends the whole document to out, which the caller has initialised
+ * (bson_init or bson_new) and owns. Returns false only if libbson refuses
+ * (document over its size limit). */
+bool model_codec_to_bson(const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms, bson_t *out);
+
+/* Decodes a stored document into a new aggregate (caller owns it) and its
+ * rev. Returns NULL and fills err (may be NULL) if the document does not have
+ * the shape of section 4. */
+model_aggregate_t *model_codec_from_bson(const bson_t *doc, int64_t *rev, model_error_t *err);
+
+/* Appends the JSON form as one line, '\n' included. */
+void model_codec_to_json(const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms, model_buf_t *out);
+
+/* Appends a double as the shortest JSON number that reads back as the same
+ * value ("95.5", "100", "0.1"). */
+void model_codec_json_double(model_buf_t *out, double v);
+
+#endif

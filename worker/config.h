@@ -1,0 +1,84 @@
+/* Configuration (SPEC.md section 7).
+ *
+ * One table of properties (config.c) drives parsing of the INI file,
+ * environment overrides (AGGREGATOR_<SECTION>_<KEY>), --set overrides,
+ * validation, `config show` (secrets redacted), `config describe` and the
+ * generated reference docs/CONFIG.md. Precedence, lowest first: defaults,
+ * file, environment, --set. */
+#ifndef CONFIG_H
+#define CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG } config_log_level_t;
+typedef enum { LOG_FORMAT_JSON, LOG_FORMAT_TEXT } config_log_format_t;
+
+/* A librdkafka property passed through from `[kafka] rdkafka.<name> = value`. */
+typedef struct config_kv {
+  char *name;  /* without the "rdkafka." prefix */
+  char *value;
+} config_kv_t;
+
+typedef struct config {
+  char *kafka_brokers;
+  char *kafka_topics; /* comma list */
+  char *kafka_group;
+  char *kafka_dlq_topic;
+  config_kv_t *rdkafka;
+  size_t rdkafka_count;
+
+  char *store_uri; /* secret: may carry credentials */
+  char *store_database;
+  char *store_collection;
+  char *store_write_concern; /* "1", "majority", ... */
+
+  int64_t batch_max_commands;
+  int64_t batch_max_aggregates;
+  int64_t batch_linger_ms;
+  int64_t batch_max_pending_bytes;
+
+  int64_t retry_backoff_ms;
+  int64_t retry_backoff_max_ms;
+
+  int64_t cache_max_aggregates;
+
+  int64_t limits_max_command_bytes;
+
+  char *metrics_listen; /* "host:port", "" for none */
+
+  config_log_level_t log_level;
+  config_log_format_t log_format;
+
+  char *source_file; /* the file loaded, or NULL; owned */
+} config_t;
+
+typedef struct config_error {
+  char message[512]; /* one line: "FILE:LINE: key: problem" or "--set key: problem" */
+} config_error_t;
+
+/* A config holding the built-in defaults. Caller owns; config_destroy(NULL) is safe. */
+config_t *config_new(void);
+void config_destroy(config_t *cfg);
+
+/* Applies, in order, the file (if path is not NULL), the environment and the
+ * sets ("section.key=value"). Returns false with err filled on the first
+ * error; cfg is then unspecified. A NULL path loads no file (replay with
+ * --input and --output needs none). */
+bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nsets, config_error_t *err);
+
+/* Prints the effective configuration as INI, secrets redacted. */
+void config_show(const config_t *cfg, FILE *out);
+/* Prints every key with type, default, range, live-reloadable, meaning. */
+void config_describe(FILE *out);
+/* Writes the Markdown reference (docs/CONFIG.md). */
+void config_describe_markdown(FILE *out);
+
+/* For SIGHUP: copies the live-reloadable keys (batch.*, cache.*, log.level)
+ * from next into cur and returns true; names of changed keys that need a
+ * restart are appended, comma-separated, to restart_keys (may be NULL). */
+bool config_apply_live(config_t *cur, const config_t *next, char *restart_keys, size_t restart_keys_size);
+
+#endif
