@@ -1,6 +1,11 @@
-/* aggregator: command line entry point (SPEC.md section 6). */
+/* aggregator: command line entry point (SPEC.md section 6). Parses the
+ * command line only; each subcommand is in cli_<name>.c. */
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "cli.h"
 
 static const char usage[] =
     "usage:\n"
@@ -8,21 +13,65 @@ static const char usage[] =
     "  aggregator replay  [-c FILE] [--set ...] [--from beginning|RFC3339] [--until end|RFC3339]\n"
     "                     [--input FILE|-] [--output FILE|-] [--rejects FILE]\n"
     "  aggregator config  check|show|describe [-c FILE] [--set ...]\n"
-    "  aggregator --version | --help\n";
+    "  aggregator --version | --help\n"
+    "\n"
+    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+  fputs("aggregator: ", stderr);
+  fprintf(stderr, fmt, arg);
+  fputs("\n", stderr);
+  fputs(usage, stderr);
+  return 2;
+}
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fputs(usage, stderr);
-    return 2;
-  }
-  if (!strcmp(argv[1], "--version")) {
+  if (argc < 2) return usage_error("%s", "missing command");
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "--version")) {
     printf("aggregator %s\n", AGG_VERSION);
     return 0;
   }
-  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
     fputs(usage, stdout);
     return 0;
   }
-  fprintf(stderr, "aggregator: unknown command '%s'\n%s", argv[1], usage);
-  return 2;
+  bool is_run = !strcmp(cmd, "run"), is_replay = !strcmp(cmd, "replay"), is_config = !strcmp(cmd, "config");
+  if (!is_run && !is_replay && !is_config) return usage_error("unknown command '%s'", cmd);
+
+  cli_options_t o = {0};
+  o.sets = calloc((size_t)argc, sizeof *o.sets);
+  if (!o.sets) return 1;
+  int i = 2;
+  if (is_config) {
+    if (i >= argc) return usage_error("%s", "config needs check, show or describe");
+    o.action = argv[i++];
+    if (strcmp(o.action, "check") && strcmp(o.action, "show") && strcmp(o.action, "describe"))
+      return usage_error("unknown config action '%s' (expected check, show or describe)", o.action);
+  }
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    const char **slot = NULL;
+    if (!strcmp(a, "-c") || !strcmp(a, "--config")) slot = &o.config_path;
+    else if (is_replay && !strcmp(a, "--from")) slot = &o.from;
+    else if (is_replay && !strcmp(a, "--until")) slot = &o.until;
+    else if (is_replay && !strcmp(a, "--input")) slot = &o.input;
+    else if (is_replay && !strcmp(a, "--output")) slot = &o.output;
+    else if (is_replay && !strcmp(a, "--rejects")) slot = &o.rejects;
+    else if (!strcmp(a, "--set")) {
+      if (i + 1 >= argc) return usage_error("%s needs a value", a);
+      o.sets[o.nsets++] = argv[++i];
+      continue;
+    } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(usage, stdout);
+      return 0;
+    } else {
+      return usage_error("unknown option '%s'", a);
+    }
+    if (i + 1 >= argc) return usage_error("%s needs a value", a);
+    *slot = argv[++i];
+  }
+  int rc = is_run ? cli_run(&o) : is_replay ? cli_replay(&o) : cli_config(&o);
+  free(o.sets);
+  return rc;
 }
