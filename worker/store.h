@@ -1,0 +1,78 @@
+/* The MongoDB sink: batched loads and conditional bulk upserts of aggregate
+ * documents (SPEC.md sections 4 and 5).
+ *
+ * Every write is conditional on the revision the worker last saw: an item
+ * with expected rev r is a replace_one with filter {_id, rev: r} and
+ * upsert: true, whose replacement carries rev r+1. When another writer got
+ * there first the filter matches nothing and the upsert's insert hits the
+ * existing _id: a duplicate-key error (11000) for that item, reported as
+ * STORE_ITEM_CONFLICT. The caller then reloads, re-merges (the merge makes
+ * that safe) and writes again. So no write ever goes back in time.
+ *
+ * Results follow fluent-bit's sink contract: STORE_OK (every item has a
+ * result), STORE_RETRY (transient: network, election, write-concern timeout;
+ * nothing can be assumed about which items landed, and retrying is safe
+ * because writes are conditional), STORE_FATAL (configuration or auth: retrying
+ * cannot help).
+ *
+ * A store_t wraps one mongoc client and is not thread-safe: one thread owns it. */
+#ifndef STORE_H
+#define STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aggregate.h"
+
+typedef struct store store_t;
+
+typedef enum { STORE_OK = 0, STORE_RETRY = 1, STORE_FATAL = 2 } store_status_t;
+
+typedef struct store_error {
+  uint32_t domain; /* mongoc/bson error domain, 0 if none */
+  uint32_t code;   /* mongoc error or server code */
+  char message[256];
+} store_error_t;
+
+/* Connects lazily (mongoc): store_new validates the URI and options only.
+ * write_concern is "majority" or a non-negative integer. Returns NULL with
+ * err filled on a bad URI or option. Caller owns; store_destroy(NULL) is safe. */
+store_t *store_new(const char *uri, const char *database, const char *collection, const char *write_concern,
+                   store_error_t *err);
+void store_destroy(store_t *store);
+
+/* A round trip to the server (the `ping` command). */
+store_status_t store_ping(store_t *store, store_error_t *err);
+
+/* Called once per stored document found by store_load; takes ownership of agg. */
+typedef void (*store_found_cb)(void *ctx, model_aggregate_t *agg, int64_t rev);
+
+/* Loads the documents whose _id is in keys (one find with $in). Keys not
+ * found get no callback (the caller treats them as rev 0). A stored document
+ * that does not decode is an error: STORE_FATAL with its _id in err (it must
+ * not be overwritten blindly). */
+store_status_t store_load(store_t *store, const char *const *keys, size_t nkeys, store_found_cb found, void *ctx,
+                          store_error_t *err);
+
+typedef enum {
+  STORE_ITEM_PENDING = 0, /* no result (whole-batch RETRY/FATAL) */
+  STORE_ITEM_OK,          /* written; the stored rev is now rev + 1 */
+  STORE_ITEM_CONFLICT,    /* another writer got there first: reload and merge again */
+  STORE_ITEM_ERROR        /* rejected by the server for this item; see error */
+} store_item_result_t;
+
+typedef struct store_write_item {
+  const model_aggregate_t *agg; /* in: borrowed */
+  int64_t rev;                  /* in: the stored rev this write expects (0 = absent) */
+  store_item_result_t result;   /* out */
+  uint32_t error_code;          /* out, for STORE_ITEM_ERROR */
+} store_write_item_t;
+
+/* One unordered bulk write of all items with the configured write concern;
+ * updated_at_ms goes into every document's updatedAt. On STORE_OK every item
+ * has a result; otherwise items are left STORE_ITEM_PENDING and err says why. */
+store_status_t store_write(store_t *store, store_write_item_t *items, size_t nitems, int64_t updated_at_ms,
+                           store_error_t *err);
+
+#endif
