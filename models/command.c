@@ -1,0 +1,485 @@
+/* Command decoding and validation (SPEC.md section 2).
+ *
+ * Two phases. The strict scanner (json_scan.c) validates the whole text and
+ * records where the envelope's and data's known fields are; it owns the
+ * global rules (invalid_utf8, invalid_json, duplicate_key, U+0000). Then this
+ * file checks the fields. Each field has at most one fault (the first of
+ * missing / wrong type / its value rule), and the reported fault is the one
+ * with the lowest code in the spec's order, the earlier field winning a tie:
+ * this is the spec's "codes in order, fields in order" without a pass per
+ * code. Details are formatted only when a fault becomes the best so far, so
+ * the success path never touches snprintf.
+ *
+ * Fields the type ignores (student for assignment.*, data for
+ * assignment.deleted and roster.*) are never looked at beyond the global
+ * rules; in the output they are zeroed (empty strings, has_ flags false),
+ * without clearing the 6 KiB struct. */
+#include "command.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_scan.h"
+#include "timestamp.h"
+
+/* ------------------------------------------------------------------ names */
+
+static const char *const type_names[MODEL_CMD_TYPE_COUNT] = {
+    "assignment.upserted", "assignment.deleted", "submission.updated",
+    "grade.updated",       "roster.assigned",    "roster.unassigned",
+};
+
+const char *model_cmd_type_name(model_cmd_type_t t) {
+  return (unsigned)t < MODEL_CMD_TYPE_COUNT ? type_names[t] : NULL;
+}
+
+bool model_cmd_type_has_student(model_cmd_type_t t) {
+  return t == MODEL_CMD_SUBMISSION_UPDATED || t == MODEL_CMD_GRADE_UPDATED ||
+         t == MODEL_CMD_ROSTER_ASSIGNED || t == MODEL_CMD_ROSTER_UNASSIGNED;
+}
+
+static bool type_has_data(model_cmd_type_t t) {
+  return t == MODEL_CMD_ASSIGNMENT_UPSERTED || t == MODEL_CMD_SUBMISSION_UPDATED ||
+         t == MODEL_CMD_GRADE_UPDATED;
+}
+
+const char *model_reject_code_name(model_reject_code_t code) {
+  static const char *const names[MODEL_REJ_COUNT] = {
+      "ok",           "too_large",     "invalid_utf8", "invalid_json",   "duplicate_key",
+      "invalid_value", "not_object",   "missing_field", "wrong_type",    "invalid_id",
+      "unknown_type", "invalid_version", "invalid_timestamp",
+  };
+  return (unsigned)code < MODEL_REJ_COUNT ? names[code] : NULL;
+}
+
+static const char *const assignment_status_names[] = {"draft", "published", "closed"};
+static const char *const submission_status_names[] = {"working", "submitted", "returned",
+                                                      "reassigned"};
+
+const char *model_assignment_status_name(model_assignment_status_t s) {
+  return (unsigned)s < 3 ? assignment_status_names[s] : NULL;
+}
+
+const char *model_submission_status_name(model_submission_status_t s) {
+  return (unsigned)s < 4 ? submission_status_names[s] : NULL;
+}
+
+/* ----------------------------------------------------------------- schema */
+
+enum { F_ID, F_TYPE, F_TENANT, F_ASSIGNMENT, F_STUDENT, F_VERSION, F_TS, F_DATA, F_ROOT_COUNT };
+enum {
+  D_CLASS,
+  D_TITLE,
+  D_STATUS,
+  D_DUE_AT,
+  D_POINTS,
+  D_SUBMITTED_AT,
+  D_RETURNED_AT,
+  D_FEEDBACK,
+  D_COUNT
+};
+
+static const char *const root_keys[F_ROOT_COUNT] = {"id",      "type",    "tenant", "assignment",
+                                                    "student", "version", "ts",     "data"};
+static const char *const data_keys[D_COUNT] = {"class",  "title",       "status",     "dueAt",
+                                               "points", "submittedAt", "returnedAt", "feedback"};
+
+static const model_json_schema_t schema = {root_keys, F_ROOT_COUNT, F_DATA, data_keys, D_COUNT};
+
+/* ------------------------------------------------------------- the checks */
+
+typedef struct {
+  const char *buf;
+  model_reject_code_t best; /* MODEL_OK while no fault */
+  model_reject_t *rej;
+} check_t;
+
+static void fault(check_t *c, model_reject_code_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Records a fault if it outranks the best so far (strictly: on a tie the
+ * earlier field, checked first, wins). */
+static void fault(check_t *c, model_reject_code_t code, const char *fmt, ...) {
+  if (c->best != MODEL_OK && c->best <= code) return;
+  c->best = code;
+  c->rej->code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->rej->detail, sizeof c->rej->detail, fmt, ap);
+  va_end(ap);
+}
+
+/* True when a fault of this code could still become the report. */
+static inline bool may(const check_t *c, model_reject_code_t code) {
+  return c->best == MODEL_OK || code < c->best;
+}
+
+static const char *article_type(model_json_type_t t) {
+  switch (t) {
+  case MODEL_JSON_NULL: return "null";
+  case MODEL_JSON_FALSE:
+  case MODEL_JSON_TRUE: return "a boolean";
+  case MODEL_JSON_NUMBER: return "a number";
+  case MODEL_JSON_STRING: return "a string";
+  case MODEL_JSON_OBJECT: return "an object";
+  case MODEL_JSON_ARRAY: return "an array";
+  default: return "nothing";
+  }
+}
+
+/* Presence and JSON type of a field. Returns true when the value has the
+ * wanted type and its value rule must be checked. `nullable`: null (and
+ * absence) are fine and mean "no value". */
+static bool want(check_t *c, const char *name, const model_json_value_t *v, model_json_type_t type,
+                 bool required, bool nullable) {
+  if (v->type == type) return true;
+  if (v->type == MODEL_JSON_ABSENT) {
+    if (required) fault(c, MODEL_REJ_MISSING_FIELD, "%s: required field is missing", name);
+    return false;
+  }
+  if (v->type == MODEL_JSON_NULL && nullable) return false;
+  fault(c, MODEL_REJ_WRONG_TYPE, "%s: expected %s%s, got %s", name, article_type(type),
+        nullable ? " or null" : "", article_type(v->type));
+  return false;
+}
+
+static size_t unescape(const check_t *c, const model_json_value_t *v, char *out, size_t cap) {
+  return model_json_unescape(c->buf + v->start, v->len, v->escaped, out, cap);
+}
+
+/* A quoted, escaped, truncated rendering of a decoded value for details. */
+static const char *show(const char *s, size_t n, size_t cap_used, char out[64]) {
+  model_json_escape_detail(s, n < cap_used ? n : cap_used, 40, out, 64);
+  if (n > cap_used && !strstr(out, "...")) strcat(out, "...");
+  return out;
+}
+
+static const bool id_char[256] = {
+    ['-'] = 1, ['_'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
+    ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1,
+    ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1,
+    ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1,
+    ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1, ['a'] = 1, ['b'] = 1,
+    ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1,
+    ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
+    ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+};
+
+/* An id field (tenant, assignment, student, data.class) into out[MODEL_ID_MAX+1]. */
+static void check_id(check_t *c, const char *name, const model_json_value_t *v, bool required,
+                     char *out, uint8_t *out_len) {
+  if (!want(c, name, v, MODEL_JSON_STRING, required, false)) return;
+  size_t n = unescape(c, v, out, MODEL_ID_MAX);
+  bool ok = n >= 1 && n <= MODEL_ID_MAX;
+  for (size_t i = 0; ok && i < n; i++) ok = id_char[(unsigned char)out[i]];
+  if (!ok) {
+    fault(c, MODEL_REJ_INVALID_ID, "%s: does not match ^[A-Za-z0-9_-]{1,64}$", name);
+    return;
+  }
+  out[n] = '\0';
+  *out_len = (uint8_t)n;
+}
+
+/* A timestamp-or-null field; returns whether it holds a value. */
+static bool check_ts(check_t *c, const char *name, const model_json_value_t *v, bool required,
+                     bool nullable, int64_t *ms) {
+  if (!want(c, name, v, MODEL_JSON_STRING, required, nullable)) return false;
+  if (!may(c, MODEL_REJ_INVALID_TIMESTAMP)) return false;
+  char tmp[32];
+  size_t n = unescape(c, v, tmp, sizeof tmp);
+  if (n > sizeof tmp || !model_timestamp_parse(tmp, n, ms)) {
+    char shown[64];
+    fault(c, MODEL_REJ_INVALID_TIMESTAMP,
+          "%s: \"%s\" is not a timestamp YYYY-MM-DDTHH:MM:SS[.F]Z", name,
+          show(tmp, n, sizeof tmp, shown));
+    return false;
+  }
+  return true;
+}
+
+/* An enum-valued string; returns the index or -1 (fault recorded). */
+static int check_enum(check_t *c, const char *name, const model_json_value_t *v,
+                      const char *const *names, int n_names, const char *listed) {
+  if (!want(c, name, v, MODEL_JSON_STRING, true, false)) return -1;
+  char tmp[16];
+  size_t n = unescape(c, v, tmp, sizeof tmp);
+  if (n < sizeof tmp)
+    for (int i = 0; i < n_names; i++)
+      if (strlen(names[i]) == n && memcmp(names[i], tmp, n) == 0) return i;
+  char shown[64];
+  fault(c, MODEL_REJ_INVALID_VALUE, "%s: \"%s\" is not one of %s", name,
+        show(tmp, n, sizeof tmp, shown), listed);
+  return -1;
+}
+
+/* A length-limited free text (title, feedback) into out[max+1]. */
+static bool check_text(check_t *c, const char *name, const model_json_value_t *v, bool required,
+                       bool nullable, size_t min, size_t max, char *out, uint16_t *out_len) {
+  if (!want(c, name, v, MODEL_JSON_STRING, required, nullable)) {
+    out[0] = '\0';
+    *out_len = 0;
+    return false;
+  }
+  size_t n = unescape(c, v, out, max);
+  if (n < min || n > max) {
+    fault(c, MODEL_REJ_INVALID_VALUE, "%s: %zu bytes, expected %zu..%zu", name, n, min, max);
+    return false;
+  }
+  out[n] = '\0';
+  *out_len = (uint16_t)n;
+  return true;
+}
+
+static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Range check and conversion of a JSON number literal (grammar already
+ * checked) against 0..10000, exactly on the decimal value: 10000.000001 and
+ * -0.000001 are out of range even where a double would round them in; -0 is
+ * zero and is stored as +0.0. */
+static bool points_value(const char *lit, size_t len, double *out) {
+  const char *p = lit, *end = lit + len;
+  bool neg = *p == '-';
+  if (neg) p++;
+  const char *int_start = p;
+  while (p < end && *p >= '0' && *p <= '9') p++;
+  const char *int_end = p, *frac_start = p, *frac_end = p;
+  if (p < end && *p == '.') {
+    frac_start = ++p;
+    while (p < end && *p >= '0' && *p <= '9') p++;
+    frac_end = p;
+  }
+  int64_t e = 0;
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    p++;
+    bool eneg = *p == '-';
+    if (*p == '+' || *p == '-') p++;
+    for (; p < end; p++)
+      if (e < 1000000000) e = e * 10 + (*p - '0'); /* saturates far beyond any double */
+    if (eneg) e = -e;
+  }
+  /* Significant digits D (int then frac, leading zeros dropped) and X with
+   * value = 0.D * 10^X. */
+  size_t n_int = (size_t)(int_end - int_start), n_frac = (size_t)(frac_end - frac_start);
+  size_t total = n_int + n_frac, z = 0;
+#define DIGIT(i) ((i) < n_int ? int_start[(i)] : frac_start[(i) - n_int])
+  while (z < total && DIGIT(z) == '0') z++;
+  if (z == total) {
+    *out = 0.0; /* any zero, -0 included */
+    return true;
+  }
+  if (neg) return false;
+  int64_t x = (int64_t)(total - z) + e - (int64_t)n_frac;
+  if (x > 5) return false;
+  if (x == 5) { /* 10000 = 0.1 * 10^5: anything above 0.1000... is too big */
+    if (DIGIT(z) != '1') return false;
+    for (size_t i = z + 1; i < total; i++)
+      if (DIGIT(i) != '0') return false;
+  }
+  /* In range. Exact fast path (Clinger): up to 15 significant digits and a
+   * power of ten that is exact in a double give a correctly rounded result. */
+  size_t last = total;
+  while (last > z && DIGIT(last - 1) == '0') last--;
+  size_t nd = last - z;
+  int64_t e10 = x - (int64_t)nd; /* value = digits(z..last) * 10^e10 */
+  if (nd <= 15 && e10 >= -22 && e10 <= 22) {
+    uint64_t m = 0;
+    for (size_t i = z; i < last; i++) m = m * 10 + (uint64_t)(DIGIT(i) - '0');
+    *out = e10 >= 0 ? (double)m * pow10_exact[e10] : (double)m / pow10_exact[-e10];
+    return true;
+  }
+  /* Rare: strtod on "DIGITSeEXP" (no decimal point, so no locale issue).
+   * 780 digits decide the rounding of any double; a nonzero tail is kept as
+   * one sticky digit. */
+  char tmp[800];
+  size_t o = 0, keep = nd < 780 ? nd : 780;
+  for (size_t i = z; i < z + keep; i++) tmp[o++] = DIGIT(i);
+  int64_t ex = e10 + (int64_t)(nd - keep);
+  if (keep < nd) {
+    tmp[o++] = '1';
+    ex--;
+  }
+  snprintf(tmp + o, sizeof tmp - o, "e%lld", (long long)ex);
+#undef DIGIT
+  *out = strtod(tmp, NULL);
+  return true;
+}
+
+static void check_points(check_t *c, const char *name, const model_json_value_t *v, bool *has,
+                         double *points) {
+  *has = false;
+  *points = 0.0;
+  if (!want(c, name, v, MODEL_JSON_NUMBER, false, true)) return;
+  if (!may(c, MODEL_REJ_INVALID_VALUE)) return;
+  if (!points_value(c->buf + v->start, v->len, points)) {
+    char shown[64];
+    fault(c, MODEL_REJ_INVALID_VALUE, "%s: %s is out of range 0..10000", name,
+          show(c->buf + v->start, v->len, 40, shown));
+    return;
+  }
+  *has = true;
+}
+
+static void check_version(check_t *c, const model_json_value_t *v, uint64_t *version) {
+  if (!want(c, "version", v, MODEL_JSON_NUMBER, true, false)) return;
+  const char *lit = c->buf + v->start;
+  char shown[64];
+  if (v->frac_exp) {
+    fault(c, MODEL_REJ_INVALID_VERSION, "version: %s is not an integer",
+          show(lit, v->len, 40, shown));
+    return;
+  }
+  uint64_t n = 0;
+  bool ok = !v->negative && v->len <= 16;
+  for (size_t i = 0; ok && i < v->len; i++) n = n * 10 + (uint64_t)(lit[i] - '0');
+  if (!ok || n < 1 || n > MODEL_VERSION_MAX) {
+    fault(c, MODEL_REJ_INVALID_VERSION, "version: %s is out of range 1..9007199254740991",
+          show(lit, v->len, 40, shown));
+    return;
+  }
+  *version = n;
+}
+
+static void check_cmd_id(check_t *c, const model_json_value_t *v, model_command_t *cmd) {
+  if (!want(c, "id", v, MODEL_JSON_STRING, true, false)) return;
+  size_t n = unescape(c, v, cmd->id, MODEL_CMD_ID_MAX);
+  if (n < 1 || n > MODEL_CMD_ID_MAX) {
+    fault(c, MODEL_REJ_INVALID_VALUE, "id: %zu bytes, expected 1..128", n);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    unsigned char b = (unsigned char)cmd->id[i];
+    if (b < 0x21 || b > 0x7E) {
+      fault(c, MODEL_REJ_INVALID_VALUE, "id: byte 0x%02x at %zu is not printable ASCII 0x21..0x7e",
+            b, i);
+      return;
+    }
+  }
+  cmd->id[n] = '\0';
+  cmd->id_len = (uint8_t)n;
+}
+
+/* -1: type absent, not a string or unknown (fault recorded). */
+static int check_type(check_t *c, const model_json_value_t *v) {
+  if (!want(c, "type", v, MODEL_JSON_STRING, true, false)) return -1;
+  char tmp[24];
+  size_t n = unescape(c, v, tmp, sizeof tmp);
+  if (n < sizeof tmp)
+    for (int i = 0; i < MODEL_CMD_TYPE_COUNT; i++)
+      if (strlen(type_names[i]) == n && memcmp(type_names[i], tmp, n) == 0) return i;
+  char shown[64];
+  fault(c, MODEL_REJ_UNKNOWN_TYPE, "type: unknown type \"%s\"", show(tmp, n, sizeof tmp, shown));
+  return -1;
+}
+
+static void check_data(check_t *c, model_cmd_type_t t, const model_json_value_t *d,
+                       model_command_t *cmd) {
+  switch (t) {
+  case MODEL_CMD_ASSIGNMENT_UPSERTED: {
+    __typeof__(cmd->data.assignment) *a = &cmd->data.assignment;
+    check_id(c, "data.class", &d[D_CLASS], true, a->class_id, &a->class_len);
+    check_text(c, "data.title", &d[D_TITLE], true, false, 1, MODEL_TITLE_MAX, a->title, &a->title_len);
+    int st = check_enum(c, "data.status", &d[D_STATUS], assignment_status_names, 3,
+                        "draft, published, closed");
+    a->status = st < 0 ? MODEL_ASSIGNMENT_DRAFT : (model_assignment_status_t)st;
+    a->has_due_at = check_ts(c, "data.dueAt", &d[D_DUE_AT], false, true, &a->due_at_ms);
+    if (!a->has_due_at) a->due_at_ms = 0;
+    check_points(c, "data.points", &d[D_POINTS], &a->has_points, &a->points);
+    break;
+  }
+  case MODEL_CMD_SUBMISSION_UPDATED: {
+    __typeof__(cmd->data.submission) *s = &cmd->data.submission;
+    int st = check_enum(c, "data.status", &d[D_STATUS], submission_status_names, 4,
+                        "working, submitted, returned, reassigned");
+    s->status = st < 0 ? MODEL_SUBMISSION_WORKING : (model_submission_status_t)st;
+    s->has_submitted_at =
+        check_ts(c, "data.submittedAt", &d[D_SUBMITTED_AT], false, true, &s->submitted_at_ms);
+    if (!s->has_submitted_at) s->submitted_at_ms = 0;
+    s->has_returned_at =
+        check_ts(c, "data.returnedAt", &d[D_RETURNED_AT], false, true, &s->returned_at_ms);
+    if (!s->has_returned_at) s->returned_at_ms = 0;
+    break;
+  }
+  case MODEL_CMD_GRADE_UPDATED: {
+    __typeof__(cmd->data.grade) *g = &cmd->data.grade;
+    check_points(c, "data.points", &d[D_POINTS], &g->has_points, &g->points);
+    g->has_feedback = check_text(c, "data.feedback", &d[D_FEEDBACK], false, true, 0,
+                                 MODEL_FEEDBACK_MAX, g->feedback, &g->feedback_len);
+    break;
+  }
+  default: break;
+  }
+}
+
+/* The zeroing in model_command_decode() relies on this layout. */
+_Static_assert(offsetof(model_command_t, data.grade.feedback) <=
+                   offsetof(model_command_t, data.assignment.title) &&
+               offsetof(model_command_t, data.assignment.class_id) <=
+                   offsetof(model_command_t, data.assignment.title) &&
+               offsetof(model_command_t, data.submission.returned_at_ms) + sizeof(int64_t) <=
+                   offsetof(model_command_t, data.assignment.title),
+               "data variants' flags, lengths and first string bytes precede the title");
+
+bool model_command_decode(const char *buf, size_t len, size_t max_bytes, model_command_t *cmd,
+                          model_reject_t *rej) {
+  model_reject_t local;
+  if (!rej) rej = &local;
+  rej->code = MODEL_OK;
+  rej->detail[0] = '\0';
+
+  if (len > max_bytes) {
+    rej->code = MODEL_REJ_TOO_LARGE;
+    snprintf(rej->detail, sizeof rej->detail, "message is %zu bytes, limit %zu", len, max_bytes);
+    return false;
+  }
+
+  model_json_value_t rv[F_ROOT_COUNT], dv[D_COUNT];
+  model_json_result_t res;
+  if (!model_json_scan(buf, len, &schema, rv, dv, &res)) {
+    static const model_reject_code_t map[] = {
+        [MODEL_JSON_ERR_UTF8] = MODEL_REJ_INVALID_UTF8,
+        [MODEL_JSON_ERR_SYNTAX] = MODEL_REJ_INVALID_JSON,
+        [MODEL_JSON_ERR_DUPLICATE] = MODEL_REJ_DUPLICATE_KEY,
+        [MODEL_JSON_ERR_NUL] = MODEL_REJ_INVALID_VALUE,
+    };
+    rej->code = map[res.status];
+    memcpy(rej->detail, res.detail, sizeof res.detail);
+    return false;
+  }
+  if (res.top != MODEL_JSON_OBJECT) {
+    rej->code = MODEL_REJ_NOT_OBJECT;
+    snprintf(rej->detail, sizeof rej->detail, "$: expected an object at the top level, got %s",
+             article_type(res.top));
+    return false;
+  }
+
+  check_t c = {buf, MODEL_OK, rej};
+  check_cmd_id(&c, &rv[F_ID], cmd);
+  int t = check_type(&c, &rv[F_TYPE]);
+  check_id(&c, "tenant", &rv[F_TENANT], true, cmd->tenant, &cmd->tenant_len);
+  check_id(&c, "assignment", &rv[F_ASSIGNMENT], true, cmd->assignment, &cmd->assignment_len);
+  if (t >= 0 && model_cmd_type_has_student((model_cmd_type_t)t)) {
+    check_id(&c, "student", &rv[F_STUDENT], true, cmd->student, &cmd->student_len);
+  } else {
+    cmd->student[0] = '\0';
+    cmd->student_len = 0;
+  }
+  check_version(&c, &rv[F_VERSION], &cmd->version);
+  check_ts(&c, "ts", &rv[F_TS], true, false, &cmd->ts_ms);
+  if (t >= 0 && type_has_data((model_cmd_type_t)t)) {
+    if (want(&c, "data", &rv[F_DATA], MODEL_JSON_OBJECT, true, false))
+      check_data(&c, (model_cmd_type_t)t, dv, cmd);
+  } else {
+    /* Zero every has_ flag, length and first string byte of all three data
+     * variants: they all live in this prefix of the union. */
+    memset(&cmd->data, 0, offsetof(model_command_t, data.assignment.title) -
+                              offsetof(model_command_t, data) + 1);
+  }
+  if (c.best != MODEL_OK) return false;
+  cmd->type = (model_cmd_type_t)t;
+  return true;
+}

@@ -1,0 +1,119 @@
+/* model_json: a strict, single-pass, allocation-free JSON scanner with
+ * schema-directed extraction (RFC 8259, plus the global rules of SPEC.md
+ * section 2).
+ *
+ * Why not a DOM parser: decoding must run at well over a million commands a
+ * second on one core, and none of the common libraries enforce every rule the
+ * spec needs (duplicate keys compared after unescaping, lone surrogates, the
+ * order of error codes). The scanner validates the whole text and, instead of
+ * building a tree, records where the values of a few known keys are: keys of
+ * the top-level object, and keys of one object nested under a chosen
+ * top-level key (a command's `data`). Everything else is validated and
+ * skipped.
+ *
+ * What model_json_scan() checks, in the order it reports them (the first one
+ * that applies wins):
+ *   1. MODEL_JSON_ERR_UTF8: raw bytes that are not UTF-8, anywhere; or a
+ *      \uXXXX escape that makes no code point (a lone surrogate) in a string
+ *      met before the first syntax error.
+ *   2. MODEL_JSON_ERR_SYNTAX: anything RFC 8259 does not allow, and nesting
+ *      deeper than MODEL_JSON_MAX_DEPTH.
+ *   3. MODEL_JSON_ERR_DUPLICATE: one object holding two keys that are equal
+ *      once unescaped, at any depth (the first one in text order is named).
+ *   4. MODEL_JSON_ERR_NUL: a string (key or value) containing U+0000.
+ *
+ * Ownership: the scanner keeps pointers into nothing; values are offsets into
+ * the caller's buffer, which must outlive their use. It allocates nothing
+ * unless more than MODEL_JSON_STACK_KEYS keys are open at once (members of
+ * objects still being scanned), which no realistic command comes near; past
+ * that it grows a heap array, freed before it returns, so that pathological
+ * input stays linear (O(n log n)) instead of failing or going quadratic. */
+#ifndef MODEL_JSON_SCAN_H
+#define MODEL_JSON_SCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Containers nested deeper than this are a syntax error (the top-level value
+ * is depth 1). */
+#define MODEL_JSON_MAX_DEPTH 64
+/* Keys of open objects kept on the C stack before the scanner uses the heap. */
+#define MODEL_JSON_STACK_KEYS 256
+
+typedef enum {
+  MODEL_JSON_ABSENT = 0, /* key not present */
+  MODEL_JSON_NULL,
+  MODEL_JSON_FALSE,
+  MODEL_JSON_TRUE,
+  MODEL_JSON_NUMBER,
+  MODEL_JSON_STRING,
+  MODEL_JSON_OBJECT,
+  MODEL_JSON_ARRAY
+} model_json_type_t;
+
+/* "null", "false", "true", "number", "string", "object", "array"; "absent". */
+const char *model_json_type_name(model_json_type_t t);
+
+/* Where one captured value is. For a string, [start, start+len) is the text
+ * between the quotes (still escaped when `escaped`); for a number, the
+ * literal; for an object or array, only start (its opening bracket) is set. */
+typedef struct model_json_value {
+  model_json_type_t type;
+  bool escaped;    /* string contains backslash escapes */
+  bool frac_exp;   /* number has a fraction or an exponent */
+  bool negative;   /* number starts with '-' */
+  size_t start;
+  size_t len;
+} model_json_value_t;
+
+/* Which keys to capture. Names are matched against the unescaped key. Only
+ * the first occurrence of a key is captured (a second one is a duplicate,
+ * reported anyway). sub_index names the top-level key whose object value has
+ * its keys matched against sub_keys (-1: none). */
+typedef struct model_json_schema {
+  const char *const *root_keys;
+  size_t n_root;
+  int sub_index;
+  const char *const *sub_keys;
+  size_t n_sub;
+} model_json_schema_t;
+
+typedef enum {
+  MODEL_JSON_OK = 0,
+  MODEL_JSON_ERR_UTF8,
+  MODEL_JSON_ERR_SYNTAX,
+  MODEL_JSON_ERR_DUPLICATE,
+  MODEL_JSON_ERR_NUL
+} model_json_status_t;
+
+typedef struct model_json_result {
+  model_json_status_t status;
+  model_json_type_t top; /* type of the top-level value (when status is OK) */
+  size_t offset;         /* byte offset of the error */
+  char detail[160];      /* one printable-ASCII line when status is not OK */
+} model_json_result_t;
+
+/* Scans buf[0..len). root_vals[n_root] and sub_vals[n_sub] are written (all
+ * of them: ABSENT for keys not found). Returns true when status is OK. */
+bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *schema,
+                     model_json_value_t *root_vals, model_json_value_t *sub_vals,
+                     model_json_result_t *res);
+
+/* Offset of the first byte of s[0..n) that does not start a valid UTF-8
+ * sequence (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF, no
+ * truncated sequence); n when all of it is valid. */
+size_t model_utf8_check(const char *s, size_t n);
+
+/* Unescapes the content of a string that model_json_scan() accepted:
+ * s[0..n) is the text between the quotes. Writes at most cap bytes to out
+ * (no NUL) and returns the full decoded length, which may exceed cap. */
+size_t model_json_unescape(const char *s, size_t n, bool escaped, char *out, size_t cap);
+
+/* Writes s[0..n) to out (size cap >= 8, always NUL-terminated) as printable
+ * ASCII for error details: bytes outside 0x20..0x7E and '"' and '\' become
+ * \xHH or \" \\; past max_chars output characters it ends with "...".
+ * Returns the length written. */
+size_t model_json_escape_detail(const char *s, size_t n, size_t max_chars, char *out, size_t cap);
+
+#endif
