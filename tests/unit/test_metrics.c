@@ -1,0 +1,645 @@
+/* Metrics registry, readiness/liveness decisions and the HTTP endpoint
+ * (SPEC.md section 8). The registry is process-wide and CK_FORK=no runs every
+ * test in one process, so counter tests compare before/after values; the
+ * tests that depend on "never happened yet" state run first, in order. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "command.h"
+#include "metrics.h"
+
+/* ---- helpers ---- */
+
+static char *render(void) {
+  model_buf_t b = MODEL_BUF_INIT;
+  metrics_render(&b);
+  model_buf_putc(&b, '\0');
+  return b.data;
+}
+
+/* Value of the series written exactly as `series` ("name{labels}" or "name"),
+ * or NAN when the exposition has no such line. */
+static double value_in(const char *text, const char *series) {
+  size_t n = strlen(series);
+  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+    if (!strncmp(p, series, n) && p[n] == ' ') return strtod(p + n + 1, NULL);
+  }
+  return NAN;
+}
+
+static double value(const char *series) {
+  char *t = render();
+  double v = value_in(t, series);
+  free(t);
+  return v;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+typedef struct http_reply {
+  int status;
+  char head[2048];
+  char *body; /* malloc'd, NUL-terminated */
+  size_t body_len;
+} http_reply_t;
+
+/* A plain HTTP/1.0 client: one request, read to EOF. */
+static bool http_get(int port, const char *method, const char *path, http_reply_t *r) {
+  memset(r, 0, sizeof *r);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(fd, 0);
+  struct timeval tv = {10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return false;
+  }
+  char req[256];
+  int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: localhost\r\nConnection: close\r\n\r\n", method, path);
+  ck_assert_int_eq(write(fd, req, (size_t)n), n);
+  model_buf_t b = MODEL_BUF_INIT;
+  char chunk[4096];
+  ssize_t got;
+  while ((got = read(fd, chunk, sizeof chunk)) > 0) model_buf_append(&b, chunk, (size_t)got);
+  close(fd);
+  model_buf_putc(&b, '\0');
+  char *sep = strstr(b.data, "\r\n\r\n");
+  ck_assert_msg(sep != NULL, "no header end in reply: %s", b.data);
+  size_t hlen = (size_t)(sep - b.data);
+  ck_assert_uint_lt(hlen, sizeof r->head);
+  memcpy(r->head, b.data, hlen);
+  r->head[hlen] = '\0';
+  ck_assert_int_eq(sscanf(b.data, "HTTP/1.%*d %d", &r->status), 1);
+  r->body_len = b.len - 1 - (hlen + 4);
+  r->body = strdup(sep + 4);
+  model_buf_destroy(&b);
+  return true;
+}
+
+/* ---- "before anything happened" state (runs first) ---- */
+
+START_TEST(test_initial_state) {
+  char reason[128];
+  ck_assert(!metrics_healthy(reason, sizeof reason));
+  ck_assert_str_eq(reason, "main loop not started");
+  metrics_set_assigned(true);
+  ck_assert(!metrics_ready(reason, sizeof reason));
+  ck_assert_str_eq(reason, "store has not answered yet");
+  metrics_set_assigned(false);
+  ck_assert(!metrics_ready(reason, sizeof reason));
+  ck_assert_str_eq(reason, "no partition assignment");
+  ck_assert_double_eq(value("aggregator_ready"), 0);
+}
+END_TEST
+
+/* ---- counters and gauges ---- */
+
+START_TEST(test_command_counters) {
+  char *t = render();
+  /* Every type x result series exists from the start, at zero or more. */
+  static const char *const results[] = {"applied", "stale", "rejected"};
+  for (int i = 0; i < MODEL_CMD_TYPE_COUNT; i++)
+    for (int r = 0; r < 3; r++) {
+      char s[128];
+      snprintf(s, sizeof s, "aggregator_commands_total{type=\"%s\",result=\"%s\"}",
+               model_cmd_type_name((model_cmd_type_t)i), results[r]);
+      ck_assert_msg(!isnan(value_in(t, s)), "missing %s", s);
+    }
+  ck_assert(!isnan(value_in(t, "aggregator_commands_total{type=\"invalid\",result=\"rejected\"}")));
+  ck_assert(isnan(value_in(t, "aggregator_commands_total{type=\"invalid\",result=\"applied\"}")));
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_commands_total counter\n"));
+  ck_assert_ptr_nonnull(strstr(t, "# HELP aggregator_commands_total "));
+  double up_applied = value_in(t, "aggregator_commands_total{type=\"assignment.upserted\",result=\"applied\"}");
+  double grade_stale = value_in(t, "aggregator_commands_total{type=\"grade.updated\",result=\"stale\"}");
+  double grade_applied = value_in(t, "aggregator_commands_total{type=\"grade.updated\",result=\"applied\"}");
+  double invalid = value_in(t, "aggregator_commands_total{type=\"invalid\",result=\"rejected\"}");
+  double roster_rej = value_in(t, "aggregator_commands_total{type=\"roster.assigned\",result=\"rejected\"}");
+  free(t);
+
+  metrics_command("assignment.upserted", METRICS_APPLIED, 1);
+  metrics_command("assignment.upserted", METRICS_APPLIED, 1);
+  metrics_command("grade.updated", METRICS_STALE, 3);
+  metrics_command("roster.assigned", METRICS_REJECTED, 1);
+  metrics_command("invalid", METRICS_REJECTED, 1);
+  metrics_command("no.such.type", METRICS_REJECTED, 2); /* counted as invalid */
+  metrics_command(NULL, METRICS_REJECTED, 1);           /* too */
+
+  t = render();
+  ck_assert_double_eq(value_in(t, "aggregator_commands_total{type=\"assignment.upserted\",result=\"applied\"}"),
+                      up_applied + 2);
+  ck_assert_double_eq(value_in(t, "aggregator_commands_total{type=\"grade.updated\",result=\"stale\"}"),
+                      grade_stale + 3);
+  ck_assert_double_eq(value_in(t, "aggregator_commands_total{type=\"grade.updated\",result=\"applied\"}"),
+                      grade_applied);
+  ck_assert_double_eq(value_in(t, "aggregator_commands_total{type=\"roster.assigned\",result=\"rejected\"}"),
+                      roster_rej + 1);
+  ck_assert_double_eq(value_in(t, "aggregator_commands_total{type=\"invalid\",result=\"rejected\"}"), invalid + 4);
+  ck_assert_ptr_null(strstr(t, "no.such.type"));
+  free(t);
+}
+END_TEST
+
+START_TEST(test_reject_counters) {
+  char *t = render();
+  for (int c = 1; c < MODEL_REJ_COUNT; c++) {
+    char s[128];
+    snprintf(s, sizeof s, "aggregator_rejects_total{code=\"%s\"}", model_reject_code_name((model_reject_code_t)c));
+    ck_assert_msg(!isnan(value_in(t, s)), "missing %s", s);
+  }
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_rejects_total counter\n"));
+  double too_large = value_in(t, "aggregator_rejects_total{code=\"too_large\"}");
+  double dup = value_in(t, "aggregator_rejects_total{code=\"duplicate_key\"}");
+  double other = value_in(t, "aggregator_rejects_total{code=\"other\"}");
+  double json = value_in(t, "aggregator_rejects_total{code=\"invalid_json\"}");
+  free(t);
+
+  metrics_reject("too_large");
+  metrics_reject("too_large");
+  metrics_reject("duplicate_key");
+  metrics_reject("made_up_code");
+
+  t = render();
+  ck_assert_double_eq(value_in(t, "aggregator_rejects_total{code=\"too_large\"}"), too_large + 2);
+  ck_assert_double_eq(value_in(t, "aggregator_rejects_total{code=\"duplicate_key\"}"), dup + 1);
+  ck_assert_double_eq(value_in(t, "aggregator_rejects_total{code=\"other\"}"), other + 1);
+  ck_assert_double_eq(value_in(t, "aggregator_rejects_total{code=\"invalid_json\"}"), json);
+  ck_assert_ptr_null(strstr(t, "made_up_code"));
+  free(t);
+}
+END_TEST
+
+START_TEST(test_store_write_counters) {
+  double ok = value("aggregator_store_writes_total{result=\"ok\"}");
+  double conflict = value("aggregator_store_writes_total{result=\"conflict\"}");
+  double error = value("aggregator_store_writes_total{result=\"error\"}");
+  ck_assert(!isnan(ok) && !isnan(conflict) && !isnan(error));
+  metrics_store_write(METRICS_WRITE_OK, 500);
+  metrics_store_write(METRICS_WRITE_OK, 7);
+  metrics_store_write(METRICS_WRITE_CONFLICT, 2);
+  metrics_store_write(METRICS_WRITE_ERROR, 1);
+  ck_assert_double_eq(value("aggregator_store_writes_total{result=\"ok\"}"), ok + 507);
+  ck_assert_double_eq(value("aggregator_store_writes_total{result=\"conflict\"}"), conflict + 2);
+  ck_assert_double_eq(value("aggregator_store_writes_total{result=\"error\"}"), error + 1);
+}
+END_TEST
+
+START_TEST(test_gauges) {
+  metrics_set_dirty(7);
+  metrics_set_cached(100000);
+  metrics_set_pending_bytes(123456789);
+  char *t = render();
+  ck_assert_double_eq(value_in(t, "aggregator_dirty_aggregates"), 7);
+  ck_assert_double_eq(value_in(t, "aggregator_cached_aggregates"), 100000);
+  ck_assert_double_eq(value_in(t, "aggregator_pending_bytes"), 123456789);
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_dirty_aggregates gauge\n"));
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_pending_bytes gauge\n"));
+  free(t);
+  metrics_set_dirty(0); /* gauges are set, not added */
+  ck_assert_double_eq(value("aggregator_dirty_aggregates"), 0);
+}
+END_TEST
+
+START_TEST(test_consumer_lag) {
+  metrics_set_lag("commands", 0, 10);
+  metrics_set_lag("commands", 1, 5);
+  metrics_set_lag("roster", 0, 0);
+  metrics_set_lag("commands", 0, 3); /* update in place */
+  char *t = render();
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_consumer_lag gauge\n"));
+  ck_assert_double_eq(value_in(t, "aggregator_consumer_lag{topic=\"commands\",partition=\"0\"}"), 3);
+  ck_assert_double_eq(value_in(t, "aggregator_consumer_lag{topic=\"commands\",partition=\"1\"}"), 5);
+  ck_assert_double_eq(value_in(t, "aggregator_consumer_lag{topic=\"roster\",partition=\"0\"}"), 0);
+  free(t);
+
+  metrics_clear_lag("commands", 1); /* revoked */
+  metrics_clear_lag("nothing", 9);  /* unknown: no effect */
+  metrics_set_lag("we\"ird\\", 2, 1);
+  t = render();
+  ck_assert(isnan(value_in(t, "aggregator_consumer_lag{topic=\"commands\",partition=\"1\"}")));
+  ck_assert_double_eq(value_in(t, "aggregator_consumer_lag{topic=\"commands\",partition=\"0\"}"), 3);
+  ck_assert_double_eq(value_in(t, "aggregator_consumer_lag{topic=\"we\\\"ird\\\\\",partition=\"2\"}"), 1);
+  free(t);
+  metrics_clear_lag("commands", 0);
+  metrics_clear_lag("roster", 0);
+  metrics_clear_lag("we\"ird\\", 2);
+  t = render();
+  ck_assert_ptr_null(strstr(t, "aggregator_consumer_lag{"));
+  free(t);
+}
+END_TEST
+
+/* ---- histograms ---- */
+
+/* Checks the structure of one histogram family: TYPE line, buckets in
+ * ascending le order with non-decreasing cumulative counts, +Inf last and
+ * equal to _count. Returns the number of buckets. */
+static int check_histogram_shape(const char *t, const char *name) {
+  char want[160];
+  snprintf(want, sizeof want, "# TYPE %s histogram\n", name);
+  ck_assert_msg(strstr(t, want) != NULL, "no TYPE line for %s", name);
+  snprintf(want, sizeof want, "%s_bucket{le=\"", name);
+  double prev_le = -INFINITY, prev_count = -1;
+  int buckets = 0;
+  bool saw_inf = false;
+  for (const char *p = strstr(t, want); p; p = strstr(p + 1, want)) {
+    ck_assert(!saw_inf); /* nothing after +Inf */
+    const char *le = p + strlen(want);
+    double bound = !strncmp(le, "+Inf\"", 5) ? INFINITY : strtod(le, NULL);
+    saw_inf = isinf(bound);
+    ck_assert_msg(bound > prev_le, "%s: le not ascending", name);
+    const char *v = strstr(le, "} ");
+    double count = strtod(v + 2, NULL);
+    ck_assert_msg(count >= prev_count, "%s: buckets not cumulative", name);
+    prev_le = bound;
+    prev_count = count;
+    buckets++;
+  }
+  ck_assert(saw_inf);
+  snprintf(want, sizeof want, "%s_count", name);
+  ck_assert_double_eq(value_in(t, want), prev_count);
+  snprintf(want, sizeof want, "%s_sum", name);
+  ck_assert(!isnan(value_in(t, want)));
+  return buckets;
+}
+
+#define B(name, le) value_in(t, name "_bucket{le=\"" le "\"}")
+
+START_TEST(test_histograms) {
+  const char *fd = "aggregator_flush_duration_seconds";
+  const char *fa = "aggregator_flush_aggregates";
+  const char *lat = "aggregator_command_durable_latency_seconds";
+  char *t = render();
+  ck_assert_int_ge(check_histogram_shape(t, fd), 5);
+  ck_assert_int_ge(check_histogram_shape(t, fa), 5);
+  ck_assert_int_ge(check_histogram_shape(t, lat), 5);
+  double d_0025 = B("aggregator_flush_duration_seconds", "0.0025"), d_0005 = B("aggregator_flush_duration_seconds", "0.005"),
+         d_05 = B("aggregator_flush_duration_seconds", "0.5"), d_10 = B("aggregator_flush_duration_seconds", "10"),
+         d_inf = B("aggregator_flush_duration_seconds", "+Inf");
+  double d_sum = value_in(t, "aggregator_flush_duration_seconds_sum");
+  double d_count = value_in(t, "aggregator_flush_duration_seconds_count");
+  double a_5 = B("aggregator_flush_aggregates", "5"), a_10 = B("aggregator_flush_aggregates", "10"),
+         a_100 = B("aggregator_flush_aggregates", "100"), a_inf = B("aggregator_flush_aggregates", "+Inf");
+  double a_sum = value_in(t, "aggregator_flush_aggregates_sum");
+  double l_inf = B("aggregator_command_durable_latency_seconds", "+Inf");
+  double l_sum = value_in(t, "aggregator_command_durable_latency_seconds_sum");
+  double l_1 = B("aggregator_command_durable_latency_seconds", "1");
+  ck_assert(!isnan(d_0025) && !isnan(d_0005) && !isnan(d_05) && !isnan(d_10) && !isnan(a_5) && !isnan(a_10) &&
+            !isnan(a_100) && !isnan(l_1));
+  free(t);
+
+  metrics_flush(0.003, 7);    /* le 0.005 */
+  metrics_flush(0.5, 100);    /* exactly on a bound: le is inclusive */
+  metrics_flush(20.0, 20000); /* above every bound: +Inf only */
+  metrics_latency(0.75);
+  metrics_latency(NAN); /* ignored */
+
+  t = render();
+  check_histogram_shape(t, fd);
+  check_histogram_shape(t, fa);
+  check_histogram_shape(t, lat);
+  ck_assert_double_eq(B("aggregator_flush_duration_seconds", "0.0025"), d_0025);
+  ck_assert_double_eq(B("aggregator_flush_duration_seconds", "0.005"), d_0005 + 1);
+  ck_assert_double_eq(B("aggregator_flush_duration_seconds", "0.5"), d_05 + 2);
+  ck_assert_double_eq(B("aggregator_flush_duration_seconds", "10"), d_10 + 2);
+  ck_assert_double_eq(B("aggregator_flush_duration_seconds", "+Inf"), d_inf + 3);
+  ck_assert_double_eq(value_in(t, "aggregator_flush_duration_seconds_count"), d_count + 3);
+  ck_assert_double_eq_tol(value_in(t, "aggregator_flush_duration_seconds_sum"), d_sum + 20.503, 1e-9);
+  ck_assert_double_eq(B("aggregator_flush_aggregates", "5"), a_5);
+  ck_assert_double_eq(B("aggregator_flush_aggregates", "10"), a_10 + 1);
+  ck_assert_double_eq(B("aggregator_flush_aggregates", "100"), a_100 + 2);
+  ck_assert_double_eq(B("aggregator_flush_aggregates", "+Inf"), a_inf + 3);
+  ck_assert_double_eq_tol(value_in(t, "aggregator_flush_aggregates_sum"), a_sum + 20107, 1e-9);
+  ck_assert_double_eq(B("aggregator_command_durable_latency_seconds", "1"), l_1 + 1);
+  ck_assert_double_eq(B("aggregator_command_durable_latency_seconds", "+Inf"), l_inf + 1);
+  ck_assert_double_eq_tol(value_in(t, "aggregator_command_durable_latency_seconds_sum"), l_sum + 0.75, 1e-9);
+  free(t);
+}
+END_TEST
+
+/* ---- readiness and liveness ---- */
+
+START_TEST(test_readiness_transitions) {
+  char reason[128];
+  metrics_set_windows(3600, 3600);
+  metrics_set_assigned(true);
+  metrics_store_answered();
+  ck_assert(metrics_ready(reason, sizeof reason));
+  ck_assert_str_eq(reason, "");
+  ck_assert_double_eq(value("aggregator_ready"), 1);
+
+  metrics_store_failed();
+  ck_assert(!metrics_ready(reason, sizeof reason));
+  ck_assert_str_eq(reason, "store unreachable");
+  ck_assert_double_eq(value("aggregator_ready"), 0);
+
+  metrics_store_answered(); /* recovered by itself */
+  ck_assert(metrics_ready(NULL, 0));
+
+  metrics_set_assigned(false); /* rebalance took every partition */
+  ck_assert(!metrics_ready(reason, sizeof reason));
+  ck_assert_str_eq(reason, "no partition assignment");
+  metrics_set_assigned(true);
+  ck_assert(metrics_ready(NULL, 0));
+
+  /* The store has not answered within the window: not ready. */
+  metrics_set_windows(0.001, 3600);
+  sleep_ms(20);
+  ck_assert(!metrics_ready(reason, sizeof reason));
+  ck_assert_msg(!strncmp(reason, "store silent for ", 17), "reason: %s", reason);
+  metrics_store_answered();
+  metrics_set_windows(3600, 3600);
+  ck_assert(metrics_ready(NULL, 0));
+}
+END_TEST
+
+START_TEST(test_liveness) {
+  char reason[128];
+  metrics_set_windows(3600, 3600);
+  metrics_heartbeat();
+  ck_assert(metrics_healthy(reason, sizeof reason));
+  metrics_set_windows(3600, 0.001);
+  sleep_ms(20);
+  ck_assert(!metrics_healthy(reason, sizeof reason));
+  ck_assert_msg(!strncmp(reason, "main loop stalled: no heartbeat for ", 36), "reason: %s", reason);
+  metrics_heartbeat();
+  metrics_set_windows(3600, 3600);
+  ck_assert(metrics_healthy(NULL, 0));
+}
+END_TEST
+
+/* ---- process metrics ---- */
+
+START_TEST(test_process_metrics) {
+  char *t = render();
+  double cpu = value_in(t, "process_cpu_seconds_total");
+  double rss = value_in(t, "process_resident_memory_bytes");
+  double start = value_in(t, "process_start_time_seconds");
+  double fds = value_in(t, "process_open_fds");
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE process_cpu_seconds_total counter\n"));
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE process_resident_memory_bytes gauge\n"));
+  free(t);
+  ck_assert(cpu >= 0);
+  ck_assert(rss > 1024 * 1024); /* any process with libc and check mapped has more than 1 MiB resident */
+  double now = (double)time(NULL);
+  ck_assert_msg(start <= now + 1 && start > now - 3600, "start %f now %f", start, now);
+  ck_assert(fds >= 3);
+}
+END_TEST
+
+/* ---- listen address validation ---- */
+
+START_TEST(test_listen_validation) {
+  static const char *const bad[] = {"nohost", ":9464", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:9x",
+                                    "127.0.0.1:-1", "::1:9464", "[::1:9464", "[]:9464", "no-such-host.invalid:9464"};
+  char err[256];
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    err[0] = '\0';
+    ck_assert_msg(!metrics_start(bad[i], err, sizeof err), "accepted %s", bad[i]);
+    ck_assert_msg(err[0] != '\0', "no message for %s", bad[i]);
+    ck_assert_int_eq(metrics_port(), 0);
+  }
+  /* An address that is not local to this machine (TEST-NET-1): bind fails, said so. */
+  ck_assert(!metrics_start("192.0.2.1:9464", err, sizeof err));
+  ck_assert_msg(strstr(err, "bind 192.0.2.1:9464") != NULL, "err: %s", err);
+
+  /* "" is no server, and not an error. */
+  ck_assert(metrics_start("", err, sizeof err));
+  ck_assert_int_eq(metrics_port(), 0);
+  metrics_stop();
+}
+END_TEST
+
+START_TEST(test_port_in_use) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  char where[64], err[256];
+  snprintf(where, sizeof where, "127.0.0.1:%d", ntohs(a.sin_port));
+  ck_assert(!metrics_start(where, err, sizeof err));
+  ck_assert_msg(strstr(err, "Address already in use") != NULL, "err: %s", err);
+  close(fd);
+}
+END_TEST
+
+/* ---- HTTP ---- */
+
+START_TEST(test_http_endpoints) {
+  char err[256];
+  ck_assert_msg(metrics_start("127.0.0.1:0", err, sizeof err), "start: %s", err);
+  int port = metrics_port();
+  ck_assert_int_gt(port, 0);
+  ck_assert(!metrics_start("127.0.0.1:0", err, sizeof err)); /* one server per process */
+  ck_assert_ptr_nonnull(strstr(err, "already"));
+  ck_assert_int_eq(metrics_port(), port);
+
+  metrics_set_windows(3600, 3600);
+  metrics_command("submission.updated", METRICS_APPLIED, 42);
+  http_reply_t r;
+  ck_assert(http_get(port, "GET", "/metrics", &r));
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_ptr_nonnull(strcasestr(r.head, "\r\nContent-Type: text/plain; version=0.0.4"));
+  ck_assert_ptr_nonnull(strstr(r.body, "# TYPE aggregator_commands_total counter\n"));
+  ck_assert(value_in(r.body, "aggregator_commands_total{type=\"submission.updated\",result=\"applied\"}") >= 42);
+  ck_assert_ptr_nonnull(strstr(r.body, "aggregator_flush_duration_seconds_bucket{le=\"+Inf\"}"));
+  ck_assert(r.body[r.body_len - 1] == '\n'); /* the format ends every line */
+  free(r.body);
+
+  ck_assert(http_get(port, "GET", "/metrics?x=1", &r)); /* a query string does not change the route */
+  ck_assert_int_eq(r.status, 200);
+  free(r.body);
+
+  ck_assert(http_get(port, "HEAD", "/metrics", &r));
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_uint_eq(r.body_len, 0);
+  free(r.body);
+
+  metrics_heartbeat(); /* metrics_start also beat */
+  ck_assert(http_get(port, "GET", "/healthz", &r));
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_str_eq(r.body, "ok\n");
+  free(r.body);
+
+  metrics_set_windows(3600, 0.001);
+  sleep_ms(20);
+  ck_assert(http_get(port, "GET", "/healthz", &r));
+  ck_assert_int_eq(r.status, 503);
+  ck_assert_ptr_nonnull(strstr(r.body, "main loop stalled"));
+  free(r.body);
+  metrics_set_windows(3600, 3600);
+  metrics_heartbeat();
+
+  metrics_set_assigned(false);
+  ck_assert(http_get(port, "GET", "/readyz", &r));
+  ck_assert_int_eq(r.status, 503);
+  ck_assert_str_eq(r.body, "no partition assignment\n");
+  free(r.body);
+
+  metrics_set_assigned(true);
+  metrics_store_failed();
+  ck_assert(http_get(port, "GET", "/readyz", &r));
+  ck_assert_int_eq(r.status, 503);
+  ck_assert_str_eq(r.body, "store unreachable\n");
+  free(r.body);
+
+  metrics_store_answered();
+  ck_assert(http_get(port, "GET", "/readyz", &r));
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_str_eq(r.body, "ok\n");
+  free(r.body);
+  ck_assert(http_get(port, "GET", "/metrics", &r));
+  ck_assert_double_eq(value_in(r.body, "aggregator_ready"), 1);
+  free(r.body);
+
+  ck_assert(http_get(port, "GET", "/nope", &r));
+  ck_assert_int_eq(r.status, 404);
+  free(r.body);
+  ck_assert(http_get(port, "GET", "/metricsx", &r));
+  ck_assert_int_eq(r.status, 404);
+  free(r.body);
+
+  ck_assert(http_get(port, "POST", "/metrics", &r));
+  ck_assert_int_eq(r.status, 405);
+  ck_assert_ptr_nonnull(strcasestr(r.head, "\r\nAllow: GET, HEAD"));
+  free(r.body);
+
+  metrics_stop();
+  ck_assert_int_eq(metrics_port(), 0);
+  /* The socket is closed: nothing listens there any more. */
+  ck_assert(!http_get(port, "GET", "/healthz", &r));
+  metrics_stop(); /* twice is harmless */
+
+  /* And it can start again (SIGHUP does not do this, but tests and embedders may). */
+  ck_assert_msg(metrics_start("127.0.0.1:0", err, sizeof err), "restart: %s", err);
+  ck_assert(http_get(metrics_port(), "GET", "/healthz", &r));
+  ck_assert_int_eq(r.status, 200);
+  free(r.body);
+  metrics_stop();
+}
+END_TEST
+
+START_TEST(test_http_ipv6_loopback) {
+  /* Only where the machine has IPv6 loopback (containers may not). */
+  int probe = socket(AF_INET6, SOCK_STREAM, 0);
+  struct sockaddr_in6 a = {0};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  bool have_v6 = probe >= 0 && bind(probe, (struct sockaddr *)&a, sizeof a) == 0;
+  if (probe >= 0) close(probe);
+  if (!have_v6) return;
+
+  char err[256];
+  ck_assert_msg(metrics_start("[::1]:0", err, sizeof err), "start: %s", err);
+  int port = metrics_port();
+  ck_assert_int_gt(port, 0);
+  int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  a.sin6_port = htons((uint16_t)port);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  const char req[] = "GET /healthz HTTP/1.0\r\n\r\n";
+  ck_assert_int_eq(write(fd, req, sizeof req - 1), (ssize_t)(sizeof req - 1));
+  char buf[256] = {0};
+  ck_assert_int_gt(read(fd, buf, sizeof buf - 1), 12);
+  close(fd);
+  ck_assert_ptr_nonnull(strstr(buf, " 200 "));
+  /* Bound to ::1 only: the IPv4 loopback does not answer on that port. */
+  http_reply_t r;
+  ck_assert(!http_get(port, "GET", "/healthz", &r));
+  metrics_stop();
+}
+END_TEST
+
+/* The pipeline records while the HTTP thread renders: no update is lost and
+ * nothing tears (run under ASan/TSan/valgrind by the suite's users). */
+#define HAMMER_ROUNDS 20000
+static void *hammer(void *arg) {
+  (void)arg;
+  for (int i = 0; i < HAMMER_ROUNDS; i++) {
+    metrics_command("roster.unassigned", METRICS_STALE, 1);
+    metrics_store_write(METRICS_WRITE_CONFLICT, 1);
+    metrics_set_lag("hammer", i % 4, i);
+    if (i % 3 == 0) metrics_clear_lag("hammer", (i + 1) % 4);
+    if (i % 100 == 0) metrics_flush(0.01, 10);
+    metrics_set_pending_bytes((uint64_t)i);
+  }
+  return NULL;
+}
+
+START_TEST(test_concurrent_scrapes) {
+  char err[256];
+  ck_assert_msg(metrics_start("127.0.0.1:0", err, sizeof err), "start: %s", err);
+  double stale = value("aggregator_commands_total{type=\"roster.unassigned\",result=\"stale\"}");
+  double conflict = value("aggregator_store_writes_total{result=\"conflict\"}");
+  double flushes = value("aggregator_flush_aggregates_count");
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, hammer, NULL), 0);
+  for (int i = 0; i < 20; i++) {
+    http_reply_t r;
+    ck_assert(http_get(metrics_port(), "GET", "/metrics", &r));
+    ck_assert_int_eq(r.status, 200);
+    check_histogram_shape(r.body, "aggregator_flush_aggregates");
+    free(r.body);
+  }
+  pthread_join(th, NULL);
+  ck_assert_double_eq(value("aggregator_commands_total{type=\"roster.unassigned\",result=\"stale\"}"),
+                      stale + HAMMER_ROUNDS);
+  ck_assert_double_eq(value("aggregator_store_writes_total{result=\"conflict\"}"), conflict + HAMMER_ROUNDS);
+  ck_assert_double_eq(value("aggregator_flush_aggregates_count"), flushes + HAMMER_ROUNDS / 100);
+  for (int p = 0; p < 4; p++) metrics_clear_lag("hammer", p);
+  metrics_stop();
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("metrics");
+  TCase *tc = tcase_create("registry");
+  tcase_add_test(tc, test_initial_state); /* first: relies on nothing having happened */
+  tcase_add_test(tc, test_command_counters);
+  tcase_add_test(tc, test_reject_counters);
+  tcase_add_test(tc, test_store_write_counters);
+  tcase_add_test(tc, test_gauges);
+  tcase_add_test(tc, test_consumer_lag);
+  tcase_add_test(tc, test_histograms);
+  tcase_add_test(tc, test_readiness_transitions);
+  tcase_add_test(tc, test_liveness);
+  tcase_add_test(tc, test_process_metrics);
+  suite_add_tcase(s, tc);
+  TCase *http = tcase_create("http");
+  tcase_set_timeout(http, 60);
+  tcase_add_test(http, test_listen_validation);
+  tcase_add_test(http, test_port_in_use);
+  tcase_add_test(http, test_http_endpoints);
+  tcase_add_test(http, test_http_ipv6_loopback);
+  tcase_add_test(http, test_concurrent_scrapes);
+  suite_add_tcase(s, http);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

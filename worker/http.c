@@ -1,0 +1,189 @@
+/* libmicrohttpd server for /metrics, /healthz and /readyz.
+ *
+ * The endpoint is read-only and small, so the daemon is bounded: a few
+ * connections, a short idle timeout, GET and HEAD only. Handlers read the
+ * registry in metrics.c, whose functions are thread-safe. */
+#include "http.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "log.h"
+#include "metrics.h"
+
+struct http_server {
+  struct MHD_Daemon *daemon;
+  int port;
+};
+
+static void seterr(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t errsz, const char *fmt, ...) {
+  if (!err || !errsz) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errsz, fmt, ap);
+  va_end(ap);
+}
+
+bool http_parse_listen(const char *where, struct sockaddr_storage *addr, socklen_t *addrlen, char *err,
+                       size_t errsz) {
+  const char *colon = where ? strrchr(where, ':') : NULL;
+  if (!colon || colon == where) {
+    seterr(err, errsz, "'%s': expected host:port (e.g. 127.0.0.1:9464 or [::1]:9464)", where ? where : "");
+    return false;
+  }
+  char host[256];
+  size_t hlen = (size_t)(colon - where);
+  bool bracketed = where[0] == '[';
+  if (bracketed) {
+    if (hlen < 3 || where[hlen - 1] != ']') {
+      seterr(err, errsz, "'%s': an IPv6 address goes in brackets: [::1]:9464", where);
+      return false;
+    }
+    where++;
+    hlen -= 2;
+  } else if (memchr(where, ':', hlen)) {
+    seterr(err, errsz, "'%s': an IPv6 address goes in brackets: [::1]:9464", where);
+    return false;
+  }
+  if (hlen >= sizeof host) {
+    seterr(err, errsz, "host name too long");
+    return false;
+  }
+  memcpy(host, where, hlen);
+  host[hlen] = '\0';
+
+  const char *port = colon + 1;
+  size_t plen = strlen(port);
+  if (plen == 0 || plen > 5 || strspn(port, "0123456789") != plen || atol(port) > 65535) {
+    seterr(err, errsz, "'%s': port must be a number 0..65535", port);
+    return false;
+  }
+
+  struct addrinfo hints = {0}, *res = NULL;
+  hints.ai_family = bracketed ? AF_INET6 : AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV | (bracketed ? AI_NUMERICHOST : 0);
+  int rc = getaddrinfo(host, port, &hints, &res);
+  if (rc != 0 || !res) {
+    seterr(err, errsz, "host '%s': %s", host, rc ? gai_strerror(rc) : "no address");
+    if (res) freeaddrinfo(res);
+    return false;
+  }
+  memcpy(addr, res->ai_addr, res->ai_addrlen);
+  *addrlen = res->ai_addrlen;
+  freeaddrinfo(res);
+  return true;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+  (void)cls;
+  char msg[256];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  msg[strcspn(msg, "\r\n")] = '\0';
+  log_warn("metrics http server", "detail", LOG_STR, msg);
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len,
+                             enum MHD_ResponseMemoryMode mode) {
+  struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+  if (!r) {
+    if (mode == MHD_RESPMEM_MUST_FREE) free(body);
+    return MHD_NO;
+  }
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  enum MHD_Result ret = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text) {
+  return reply(c, status, "text/plain; charset=utf-8", (char *)text, strlen(text), MHD_RESPMEM_MUST_COPY);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+  (void)cls, (void)version, (void)upload_data, (void)upload_data_size, (void)con_cls;
+  if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+    return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+
+  if (!strcmp(url, "/metrics")) {
+    model_buf_t b = MODEL_BUF_INIT;
+    metrics_render(&b);
+    return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, MHD_RESPMEM_MUST_FREE);
+  }
+  bool ready = !strcmp(url, "/readyz");
+  if (ready || !strcmp(url, "/healthz")) {
+    char reason[160], body[192];
+    bool ok = ready ? metrics_ready(reason, sizeof reason) : metrics_healthy(reason, sizeof reason);
+    if (ok) return reply_text(c, MHD_HTTP_OK, "ok\n");
+    snprintf(body, sizeof body, "%s\n", reason);
+    return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, body);
+  }
+  return reply_text(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics, /healthz or /readyz\n");
+}
+
+/* Why MHD failed to start, when the cause is the bind (the usual one: address
+ * in use or not local): MHD only returns NULL, so bind a probe socket the same
+ * way to learn the errno. */
+static void explain_bind_failure(const struct sockaddr_storage *addr, socklen_t addrlen, const char *where,
+                                 char *err, size_t errsz) {
+  int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (fd >= 0 && addr->ss_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (fd < 0 || bind(fd, (const struct sockaddr *)addr, addrlen) != 0)
+    seterr(err, errsz, "bind %s: %s", where, strerror(errno));
+  else
+    seterr(err, errsz, "metrics server on %s could not start (see the log)", where);
+  if (fd >= 0) close(fd);
+}
+
+http_server_t *http_server_start(const char *where, char *err, size_t errsz) {
+  struct sockaddr_storage addr;
+  socklen_t addrlen = 0;
+  if (!http_parse_listen(where, &addr, &addrlen, err, errsz)) return NULL;
+
+  /* MHD binds exactly this address (never all interfaces), with SO_REUSEADDR
+   * so a restarted worker rebinds at once; an IPv6 address is IPv6 only. */
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+  if (addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  /* The port argument only names the port in MHD's own messages: SOCK_ADDR binds. */
+  uint16_t port = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
+                                                   : ((struct sockaddr_in *)&addr)->sin_port);
+  struct MHD_Daemon *d = MHD_start_daemon(flags, port, NULL, NULL, on_request, NULL,
+                                          MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+                                          MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
+                                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                                          MHD_OPTION_END);
+  if (!d) {
+    explain_bind_failure(&addr, addrlen, where, err, errsz);
+    return NULL;
+  }
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+  http_server_t *s = calloc(1, sizeof *s);
+  if (!s) abort();
+  s->daemon = d;
+  s->port = info ? info->port : 0;
+  return s;
+}
+
+int http_server_port(const http_server_t *s) { return s ? s->port : 0; }
+
+void http_server_stop(http_server_t *s) {
+  if (!s) return;
+  MHD_stop_daemon(s->daemon);
+  free(s);
+}

@@ -1,0 +1,30 @@
+/* The HTTP endpoint of metrics.listen: /metrics, /healthz, /readyz
+ * (SPEC.md section 8), served by libmicrohttpd on its own thread.
+ *
+ * Internal to the metrics module: the pipeline uses metrics_start/stop. The
+ * handlers only read the metrics registry (metrics.h), which is thread-safe. */
+#ifndef HTTP_H
+#define HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+typedef struct http_server http_server_t;
+
+/* Parses "host:port" into a socket address. host is an IPv4 literal, an IPv6
+ * literal in brackets ("[::1]:9464") or a name resolved now (first address
+ * wins); port is decimal 0..65535. False with err filled (may be NULL). */
+bool http_parse_listen(const char *listen, struct sockaddr_storage *addr, socklen_t *addrlen, char *err,
+                       size_t errsz);
+
+/* Binds and listens on exactly that address, then serves on a thread.
+ * Returns NULL with err filled (e.g. "bind 192.0.2.1:9464: Cannot assign
+ * requested address"). Caller owns; http_server_stop() frees. */
+http_server_t *http_server_start(const char *listen, char *err, size_t errsz);
+/* The bound port (useful after port 0). */
+int http_server_port(const http_server_t *s);
+/* Stops serving, joins the thread, closes the socket. NULL-safe. */
+void http_server_stop(http_server_t *s);
+
+#endif

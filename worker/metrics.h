@@ -1,0 +1,94 @@
+/* Metrics, health and readiness (SPEC.md section 8).
+ *
+ * One process-wide registry: the pipeline thread records, the HTTP thread
+ * (http.c, started by metrics_start) reads. Counters and gauges are C11
+ * atomics so the hot path never takes a lock; histograms and the consumer-lag
+ * table share one mutex (they change once per flush or per statistics
+ * callback, not per message).
+ *
+ * Every recording function works whether or not the server runs: with
+ * metrics.listen = "" the counters still feed the replay summary and tests.
+ *
+ * Metric names (Prometheus text format 0.0.4):
+ *   aggregator_commands_total{type,result}      result: applied|stale|rejected
+ *   aggregator_rejects_total{code}
+ *   aggregator_store_writes_total{result}       result: ok|conflict|error
+ *   aggregator_flush_duration_seconds           histogram
+ *   aggregator_flush_aggregates                 histogram
+ *   aggregator_command_durable_latency_seconds  histogram
+ *   aggregator_dirty_aggregates, aggregator_cached_aggregates, aggregator_pending_bytes
+ *   aggregator_consumer_lag{topic,partition}
+ *   aggregator_ready                            0|1, same decision as /readyz
+ *   aggregator_build_info{version}              always 1
+ *   process_cpu_seconds_total, process_resident_memory_bytes,
+ *   process_virtual_memory_bytes, process_start_time_seconds, process_open_fds */
+#ifndef METRICS_H
+#define METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+/* Defaults of the time windows behind /readyz and /healthz. */
+#define METRICS_READY_STORE_WINDOW_S 30.0 /* the store must have answered this recently */
+#define METRICS_HEALTH_HEARTBEAT_WINDOW_S 30.0 /* the main loop must have beaten this recently */
+
+/* Starts the HTTP server on listen ("host:port"; host an IPv4/IPv6 literal,
+ * IPv6 in brackets, or a name that resolves; port 0..65535, 0 = any free
+ * port, see metrics_port). "" starts no server and succeeds. Returns false
+ * with a one-line message in err (may be NULL) on a bad address, a bind
+ * failure or a second start. Also counts as a first heartbeat, so /healthz
+ * answers 200 during start-up for one heartbeat window. */
+bool metrics_start(const char *listen, char *err, size_t errsz);
+/* Stops the server, joining its thread, and releases the lag table.
+ * Counters keep their values. Safe without a start and when called twice. */
+void metrics_stop(void);
+/* The port the server is bound to; 0 when no server runs. */
+int metrics_port(void);
+
+typedef enum { METRICS_APPLIED, METRICS_STALE, METRICS_REJECTED } metrics_cmd_result_t;
+/* Adds n to aggregator_commands_total{type,result}. type is a command type
+ * name ("assignment.upserted", ...) or "invalid" for a rejected command whose
+ * type is unknown; any other string is counted as "invalid". */
+void metrics_command(const char *type, metrics_cmd_result_t r, uint64_t n);
+/* Adds 1 to aggregator_rejects_total{code}; code is a rejection code name
+ * ("too_large", ...); an unknown name is counted as code="other". */
+void metrics_reject(const char *code);
+
+typedef enum { METRICS_WRITE_OK, METRICS_WRITE_CONFLICT, METRICS_WRITE_ERROR } metrics_write_result_t;
+/* Adds n to aggregator_store_writes_total{result} (n = documents). */
+void metrics_store_write(metrics_write_result_t r, uint64_t n);
+
+/* One flush took `seconds` and wrote `aggregates` documents. */
+void metrics_flush(double seconds, uint64_t aggregates);
+/* A command became durable `seconds` after it was read from Kafka. */
+void metrics_latency(double seconds);
+
+void metrics_set_dirty(uint64_t n);
+void metrics_set_cached(uint64_t n);
+void metrics_set_pending_bytes(uint64_t n);
+/* Consumer lag per assigned partition; clear it when the partition is revoked. */
+void metrics_set_lag(const char *topic, int32_t partition, int64_t lag);
+void metrics_clear_lag(const char *topic, int32_t partition);
+
+/* Readiness inputs: ready = has an assignment AND the store answered within
+ * the store window AND it has not failed since that answer. */
+void metrics_set_assigned(bool has_assignment);
+void metrics_store_answered(void); /* any successful reply from the store */
+void metrics_store_failed(void);   /* the store could not be reached */
+/* Liveness input: call from the main loop at least every few seconds. */
+void metrics_heartbeat(void);
+
+/* The decisions behind /readyz and /healthz. When false, reason (may be
+ * NULL) gets a short human-readable cause such as "no partition assignment". */
+bool metrics_ready(char *reason, size_t reasonsz);
+bool metrics_healthy(char *reason, size_t reasonsz);
+/* Overrides the two windows (seconds, > 0); for operators' tuning and tests. */
+void metrics_set_windows(double ready_store_s, double health_heartbeat_s);
+
+/* Appends the Prometheus text exposition of every metric to out. */
+void metrics_render(model_buf_t *out);
+
+#endif
