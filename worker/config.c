@@ -1,0 +1,884 @@
+/* Configuration: loading from the file, the environment and --set, checks
+ * across keys and with librdkafka, `config show`, `config describe`,
+ * docs/CONFIG.md, and the SIGHUP merge. The keys themselves are the table in
+ * config_table.c.
+ *
+ * The INI reader is our own (about sixty lines) rather than Debian's inih:
+ * libinih 55 is built without INI_HANDLER_LINENO, so its handler never sees
+ * a line number; it also accepts `key: value`, never reports a section header
+ * that has no keys under it (a misspelt `[bacth]` would pass silently), and
+ * its options are process-wide globals. Errors must name FILE:LINE and
+ * unknown sections must be errors (SPEC 7), so a strict reader it is. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "buf.h"
+#include "config_table.h"
+
+extern char **environ;
+
+/* A value read through a `_file` key may be at most this long. */
+#define CONFIG_VALUE_FILE_MAX (1024 * 1024)
+
+/* ---- new / destroy ------------------------------------------------------- */
+
+config_t *config_new(void) {
+  config_t *cfg = calloc(1, sizeof *cfg);
+  if (!cfg) return NULL;
+  for (size_t i = 0; i < config_props_count; i++) {
+    char why[256];
+    if (!config_prop_set(&config_props[i], cfg, config_props[i].def, why, sizeof why)) {
+      /* A default that fails its own rule is a bug in the table. */
+      fprintf(stderr, "config: default of %s.%s is invalid: %s\n", config_props[i].section, config_props[i].key,
+              why);
+      abort();
+    }
+  }
+  return cfg;
+}
+
+static void rdkafka_free(config_t *cfg) {
+  for (size_t i = 0; i < cfg->rdkafka_count; i++) {
+    free(cfg->rdkafka[i].name);
+    free(cfg->rdkafka[i].value);
+  }
+  free(cfg->rdkafka);
+  cfg->rdkafka = NULL;
+  cfg->rdkafka_count = 0;
+}
+
+void config_destroy(config_t *cfg) {
+  if (!cfg) return;
+  for (size_t i = 0; i < config_props_count; i++) config_prop_free(&config_props[i], cfg);
+  rdkafka_free(cfg);
+  free(cfg->source_file);
+  free(cfg);
+}
+
+static char *xstrdup(const char *s) {
+  char *d = strdup(s);
+  if (!d) abort();
+  return d;
+}
+
+/* ---- where a value came from ---------------------------------------------- */
+
+typedef enum { ORIGIN_DEFAULT, ORIGIN_FILE, ORIGIN_ENV, ORIGIN_SET } origin_kind_t;
+
+typedef struct origin {
+  origin_kind_t kind;
+  int line;       /* ORIGIN_FILE */
+  char env[160];  /* ORIGIN_ENV: the variable */
+  bool from_file; /* given as key_file */
+  char *path;     /* key_file path not read yet (only the winning layer's is read) */
+} origin_t;
+
+typedef struct loader {
+  config_t *cfg;
+  const char *file; /* for messages */
+  origin_t *props;  /* one per config_props row */
+  origin_t *rk;     /* one per cfg->rdkafka entry */
+  config_error_t *err;
+} loader_t;
+
+static void origin_prefix(const loader_t *L, const origin_t *o, model_buf_t *b) {
+  switch (o->kind) {
+  case ORIGIN_FILE: model_buf_printf(b, "%s:%d", L->file, o->line); break;
+  case ORIGIN_ENV: model_buf_printf(b, "environment %s", o->env); break;
+  case ORIGIN_SET: model_buf_puts(b, "--set"); break;
+  case ORIGIN_DEFAULT: model_buf_puts(b, "default"); break;
+  }
+}
+
+/* Fills the error as "ORIGIN: NAME: problem" (NAME may be NULL) and returns false. */
+static bool fail(loader_t *L, const origin_t *o, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bool fail(loader_t *L, const origin_t *o, const char *name, const char *fmt, ...) {
+  model_buf_t b = MODEL_BUF_INIT;
+  if (o && o->kind == ORIGIN_SET) {
+    model_buf_printf(&b, "--set%s%s: ", name ? " " : "", name ? name : ""); /* "--set batch.linger_ms: ..." */
+  } else {
+    if (o) {
+      origin_prefix(L, o, &b);
+      model_buf_puts(&b, ": ");
+    }
+    if (name) model_buf_printf(&b, "%s: ", name);
+  }
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  model_buf_puts(&b, msg);
+  snprintf(L->err->message, sizeof L->err->message, "%s", b.data);
+  model_buf_destroy(&b);
+  return false;
+}
+
+/* Later layers outrank earlier ones; within the file, later lines. */
+static long origin_rank(const origin_t *o) { return (long)o->kind * 10000000L + o->line; }
+
+/* ---- "did you mean" ------------------------------------------------------ */
+
+static size_t levenshtein(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 200 || lb > 200) return SIZE_MAX;
+  size_t row[201];
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+static size_t close_enough(const char *s) {
+  size_t t = strlen(s) / 3;
+  return t > 2 ? t : 2;
+}
+
+static const char *suggest_section(const char *section) {
+  const char *best = NULL;
+  size_t best_d = close_enough(section) + 1;
+  for (size_t i = 0; i < config_sections_count; i++) {
+    size_t d = levenshtein(section, config_sections[i].name);
+    if (d < best_d) best_d = d, best = config_sections[i].name;
+  }
+  return best;
+}
+
+/* The known "section.key" closest to what was written (key without _file),
+ * into out; false when nothing is close. A key that exists in another
+ * section counts as one edit away. */
+static bool suggest_key(const char *section, const char *key, char *out, size_t out_size) {
+  char full[512];
+  snprintf(full, sizeof full, "%s.%s", section, key);
+  const config_prop_t *best = NULL;
+  size_t best_d = close_enough(key) + 1;
+  for (size_t i = 0; i < config_props_count; i++) {
+    const config_prop_t *p = &config_props[i];
+    char cand[128];
+    snprintf(cand, sizeof cand, "%s.%s", p->section, p->key);
+    size_t d = levenshtein(full, cand);
+    size_t dk = levenshtein(key, p->key);
+    if (dk != SIZE_MAX && dk + (strcmp(section, p->section) != 0) < d) d = dk + (strcmp(section, p->section) != 0);
+    if (d < best_d) best_d = d, best = p;
+  }
+  /* rdkafka.<property> misspelt, or put in the wrong section. */
+  const char *dot = strchr(key, '.');
+  if (dot && dot[1]) {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%.*s", (int)(dot - key), key);
+    if (levenshtein(prefix, "rdkafka") <= 2 && (strcmp(prefix, "rdkafka") || strcmp(section, "kafka"))) {
+      snprintf(out, out_size, "kafka.rdkafka.%s", dot + 1);
+      return true;
+    }
+  }
+  if (!best) return false;
+  snprintf(out, out_size, "%s.%s", best->section, best->key);
+  return true;
+}
+
+/* How a suggestion is spelt where the mistake was made. */
+static void spell_for(const origin_t *o, const char *name, bool from_file, char *out, size_t out_size) {
+  if (o->kind != ORIGIN_ENV) {
+    snprintf(out, out_size, "%s%s", name, from_file ? "_file" : "");
+    return;
+  }
+  int n = snprintf(out, out_size, "AGGREGATOR_%s%s", name, from_file ? "_FILE" : "");
+  for (int i = 0; i < n && (size_t)i < out_size; i++)
+    out[i] = out[i] == '.' ? '_' : (char)toupper((unsigned char)out[i]);
+}
+
+/* ---- assigning one value ------------------------------------------------- */
+
+/* One key set twice by one source: "duplicate key" when spelt the same,
+ * a conflict when it is key and key_file. */
+static bool duplicate(loader_t *L, const origin_t *in, const origin_t *prev, const char *name,
+                      const char *prev_name) {
+  char what[400];
+  if (!strcmp(name, prev_name))
+    snprintf(what, sizeof what, "duplicate key, already set");
+  else
+    snprintf(what, sizeof what, "conflicts with %s", prev_name);
+  switch (prev->kind) {
+  case ORIGIN_FILE: return fail(L, in, name, "%s on line %d", what, prev->line);
+  case ORIGIN_ENV: return fail(L, in, name, "%s by %s", what, prev->env);
+  default: return fail(L, in, name, "%s by an earlier --set", what);
+  }
+}
+
+static void record(origin_t *o, const origin_t *in, const char *path) {
+  free(o->path);
+  o->path = path ? xstrdup(path) : NULL;
+  o->kind = in->kind;
+  o->line = in->line;
+  snprintf(o->env, sizeof o->env, "%s", in->env);
+  o->from_file = path != NULL;
+}
+
+static bool assign_rdkafka(loader_t *L, const origin_t *in, const char *prop, bool from_file, const char *value,
+                           const char *name) {
+  if (!*prop) return fail(L, in, name, "missing the librdkafka property name after 'rdkafka.'");
+  const char *reserved = config_rdkafka_reserved(prop);
+  if (reserved) return fail(L, in, name, "%s cannot be passed through: %s", prop, reserved);
+  if (from_file && !*value) return fail(L, in, name, "empty file name");
+  config_t *cfg = L->cfg;
+  size_t i = 0;
+  while (i < cfg->rdkafka_count && strcmp(cfg->rdkafka[i].name, prop)) i++;
+  if (i == cfg->rdkafka_count) {
+    config_kv_t *kv = realloc(cfg->rdkafka, (i + 1) * sizeof *kv);
+    origin_t *o = realloc(L->rk, (i + 1) * sizeof *o);
+    if (!kv || !o) abort();
+    cfg->rdkafka = kv;
+    L->rk = o;
+    kv[i].name = xstrdup(prop);
+    kv[i].value = xstrdup("");
+    memset(&o[i], 0, sizeof o[i]);
+    cfg->rdkafka_count++;
+  } else if (L->rk[i].kind == in->kind) {
+    char prev[300];
+    snprintf(prev, sizeof prev, "kafka.rdkafka.%s%s", prop, L->rk[i].from_file ? "_file" : "");
+    return duplicate(L, in, &L->rk[i], name, prev);
+  }
+  if (!from_file) {
+    free(cfg->rdkafka[i].value);
+    cfg->rdkafka[i].value = xstrdup(value);
+  }
+  record(&L->rk[i], in, from_file ? value : NULL);
+  return true;
+}
+
+/* Sets section.key (key may end in _file) from one source. */
+static bool assign(loader_t *L, const origin_t *in, const char *section, const char *key, const char *value) {
+  char name[512], hint[512], spelt[600];
+  snprintf(name, sizeof name, "%s.%s", section, key);
+  if (!config_section_known(section)) {
+    const char *s = suggest_section(section);
+    if (s) return fail(L, in, name, "unknown section '%s' (did you mean %s?)", section, s);
+    return fail(L, in, name, "unknown section '%s'", section);
+  }
+  size_t klen = strlen(key);
+  bool from_file = klen > 5 && !strcmp(key + klen - 5, "_file");
+  char base[256];
+  snprintf(base, sizeof base, "%.*s", (int)(from_file ? klen - 5 : klen), key);
+
+  if (!strcmp(section, "kafka") && !strncmp(base, "rdkafka.", 8))
+    return assign_rdkafka(L, in, base + 8, from_file, value, name);
+
+  const config_prop_t *p = config_prop_find(section, base);
+  if (!p) {
+    if (!suggest_key(section, base, hint, sizeof hint)) return fail(L, in, name, "unknown key");
+    spell_for(in, hint, from_file, spelt, sizeof spelt);
+    return fail(L, in, name, "unknown key (did you mean %s?)", spelt);
+  }
+  origin_t *o = &L->props[p - config_props];
+  if (o->kind == in->kind) {
+    char prev[300];
+    snprintf(prev, sizeof prev, "%s.%s%s", p->section, p->key, o->from_file ? "_file" : "");
+    return duplicate(L, in, o, name, prev);
+  }
+  if (from_file) {
+    if (!*value) return fail(L, in, name, "empty file name");
+  } else {
+    char why[400];
+    if (!config_prop_set(p, L->cfg, value, why, sizeof why)) return fail(L, in, name, "%s", why);
+  }
+  record(o, in, from_file ? value : NULL);
+  return true;
+}
+
+/* ---- the file ------------------------------------------------------------ */
+
+static char *trim(char *s) {
+  while (*s == ' ' || *s == '\t') s++;
+  char *e = s + strlen(s);
+  while (e > s && (e[-1] == ' ' || e[-1] == '\t')) e--;
+  *e = '\0';
+  return s;
+}
+
+/* The grammar (docs/CONFIG.md): blank lines; full-line comments starting
+ * with '#' or ';'; `[section]`; `key = value` split at the first '='. No
+ * inline comments, quoting or continuation lines: a value is the rest of its
+ * line, trimmed, taken literally. */
+static bool load_file(loader_t *L, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return fail(L, NULL, NULL, "%s: cannot open: %s", path, strerror(errno));
+  char *line = NULL, section[128] = "";
+  size_t cap = 0;
+  ssize_t n;
+  bool ok = true;
+  origin_t in = {.kind = ORIGIN_FILE};
+  errno = 0;
+  while (ok && (n = getline(&line, &cap, f)) >= 0) {
+    in.line++;
+    if ((size_t)n != strlen(line)) {
+      ok = fail(L, &in, NULL, "NUL byte in the line");
+      break;
+    }
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+    char *s = line;
+    if (in.line == 1 && !strncmp(s, "\xEF\xBB\xBF", 3)) s += 3; /* UTF-8 BOM from some editors */
+    s = trim(s);
+    if (!*s || *s == '#' || *s == ';') continue;
+    if (*s == '[') {
+      char *close = strchr(s, ']');
+      if (!close || close[1]) {
+        ok = fail(L, &in, NULL, "a section header is '[name]' alone on its line");
+        break;
+      }
+      *close = '\0';
+      char *name = trim(s + 1);
+      if (!config_section_known(name)) {
+        const char *sug = suggest_section(name);
+        if (sug)
+          ok = fail(L, &in, NULL, "[%s]: unknown section (did you mean [%s]?)", name, sug);
+        else
+          ok = fail(L, &in, NULL, "[%s]: unknown section", name);
+        break;
+      }
+      snprintf(section, sizeof section, "%s", name);
+      continue;
+    }
+    char *eq = strchr(s, '=');
+    if (!eq) {
+      ok = fail(L, &in, NULL, "expected '[section]' or 'key = value'");
+      break;
+    }
+    *eq = '\0';
+    char *key = trim(s), *value = trim(eq + 1);
+    if (!*key) {
+      ok = fail(L, &in, NULL, "missing key before '='");
+      break;
+    }
+    if (!*section) {
+      ok = fail(L, &in, key, "key outside a section (add a [section] header above it)");
+      break;
+    }
+    ok = assign(L, &in, section, key, value);
+  }
+  if (ok && ferror(f)) ok = fail(L, NULL, NULL, "%s: cannot read: %s", path, strerror(errno));
+  free(line);
+  fclose(f);
+  return ok;
+}
+
+/* ---- the environment ----------------------------------------------------- */
+
+/* AGGREGATOR_<SECTION>_<KEY>[_FILE]. Variables whose section part names no
+ * section are ignored: Kubernetes, for one, injects AGGREGATOR_SERVICE_HOST
+ * and AGGREGATOR_PORT for a Service named "aggregator". Within a known
+ * section an unknown name is an error, like a typo in the file. */
+static bool load_env(loader_t *L) {
+  for (char **e = environ; *e; e++) {
+    if (strncmp(*e, "AGGREGATOR_", 11)) continue;
+    const char *eq = strchr(*e, '=');
+    if (!eq) continue;
+    origin_t in = {.kind = ORIGIN_ENV};
+    snprintf(in.env, sizeof in.env, "%.*s", (int)(eq - *e), *e);
+    const char *rest = in.env + 11;
+    const char *section = NULL;
+    for (size_t i = 0; i < config_sections_count && !section; i++) {
+      char upper[32];
+      size_t n = strlen(config_sections[i].name);
+      for (size_t j = 0; j <= n; j++) upper[j] = (char)toupper((unsigned char)config_sections[i].name[j]);
+      if (!strncmp(rest, upper, n) && rest[n] == '_' && rest[n + 1]) section = config_sections[i].name;
+    }
+    if (!section) continue;
+    const char *r = rest + strlen(section) + 1;
+    char key[200];
+    if (!strcmp(section, "kafka") && !strncmp(r, "RDKAFKA_", 8)) {
+      /* librdkafka names use dots; the few with underscores (log_level,
+       * enabled_events) cannot be set from the environment. */
+      int n = snprintf(key, sizeof key, "rdkafka.%s", r + 8);
+      for (int i = 8; i < n && (size_t)i < sizeof key; i++)
+        key[i] = key[i] == '_' ? '.' : (char)tolower((unsigned char)key[i]);
+      size_t kl = strlen(key);
+      if (kl > 5 && !strcmp(key + kl - 5, ".file")) key[kl - 5] = '_';
+    } else {
+      int n = snprintf(key, sizeof key, "%s", r);
+      for (int i = 0; i < n && (size_t)i < sizeof key; i++) key[i] = (char)tolower((unsigned char)key[i]);
+    }
+    if (!assign(L, &in, section, key, eq + 1)) return false;
+  }
+  return true;
+}
+
+/* ---- --set --------------------------------------------------------------- */
+
+static bool load_sets(loader_t *L, char *const *sets, size_t nsets) {
+  origin_t in = {.kind = ORIGIN_SET};
+  for (size_t i = 0; i < nsets; i++) {
+    char *arg = xstrdup(sets[i]);
+    char *eq = strchr(arg, '=');
+    char *dot = eq ? memchr(arg, '.', (size_t)(eq - arg)) : NULL;
+    bool ok;
+    if (!eq || !dot) {
+      if (eq) *eq = '\0';
+      ok = fail(L, &in, trim(arg), "expected section.key=value");
+    } else {
+      *eq = '\0';
+      *dot = '\0';
+      ok = assign(L, &in, trim(arg), trim(dot + 1), trim(eq + 1));
+    }
+    free(arg);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/* ---- values read from files ---------------------------------------------- */
+
+/* Reads a `_file` value: the whole file, trailing CR/LF removed. */
+static bool read_value_file(const char *path, char **out, char *why, size_t why_size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, why_size, "cannot read %s: %s", path, strerror(errno));
+    return false;
+  }
+  model_buf_t b = MODEL_BUF_INIT;
+  model_buf_reserve(&b, 4096);
+  bool ok = true;
+  for (;;) {
+    if (b.len > CONFIG_VALUE_FILE_MAX) {
+      snprintf(why, why_size, "%s is larger than %d bytes", path, CONFIG_VALUE_FILE_MAX);
+      ok = false;
+      break;
+    }
+    model_buf_reserve(&b, 4096);
+    ssize_t n = read(fd, b.data + b.len, 4096);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      snprintf(why, why_size, "cannot read %s: %s", path, strerror(errno));
+      ok = false;
+      break;
+    }
+    if (n == 0) break;
+    b.len += (size_t)n;
+  }
+  close(fd);
+  if (ok && memchr(b.data, '\0', b.len)) {
+    snprintf(why, why_size, "%s contains a NUL byte", path);
+    ok = false;
+  }
+  if (!ok) {
+    explicit_bzero(b.data, b.cap);
+    model_buf_destroy(&b);
+    return false;
+  }
+  while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r')) b.len--;
+  b.data[b.len] = '\0';
+  *out = b.data;
+  return true;
+}
+
+static void free_secret(char *s) {
+  if (!s) return;
+  explicit_bzero(s, strlen(s));
+  free(s);
+}
+
+static bool resolve_files(loader_t *L) {
+  char why[600], name[300];
+  for (size_t i = 0; i < config_props_count; i++) {
+    origin_t *o = &L->props[i];
+    if (!o->path) continue;
+    const config_prop_t *p = &config_props[i];
+    snprintf(name, sizeof name, "%s.%s_file", p->section, p->key);
+    char *value;
+    if (!read_value_file(o->path, &value, why, sizeof why)) return fail(L, o, name, "%s", why);
+    char vwhy[400];
+    bool ok = config_prop_set(p, L->cfg, value, vwhy, sizeof vwhy);
+    free_secret(value);
+    if (!ok) return fail(L, o, name, "%s: %s", o->path, vwhy);
+  }
+  for (size_t i = 0; i < L->cfg->rdkafka_count; i++) {
+    origin_t *o = &L->rk[i];
+    if (!o->path) continue;
+    config_kv_t *kv = &L->cfg->rdkafka[i];
+    snprintf(name, sizeof name, "kafka.rdkafka.%s_file", kv->name);
+    char *value;
+    if (!read_value_file(o->path, &value, why, sizeof why)) return fail(L, o, name, "%s", why);
+    free_secret(kv->value);
+    kv->value = value;
+  }
+  return true;
+}
+
+/* ---- checks across keys, and librdkafka's verdict ------------------------ */
+
+static const origin_t *origin_of(const loader_t *L, const char *section, const char *key) {
+  return &L->props[config_prop_find(section, key) - config_props];
+}
+
+static bool check_cross(loader_t *L) {
+  const config_t *c = L->cfg;
+  if (c->retry_backoff_max_ms < c->retry_backoff_ms) {
+    const origin_t *omax = origin_of(L, "retry", "backoff_max_ms"), *omin = origin_of(L, "retry", "backoff_ms");
+    if (origin_rank(omax) >= origin_rank(omin))
+      return fail(L, omax, "retry.backoff_max_ms", "%lld is less than retry.backoff_ms (%lld)",
+                  (long long)c->retry_backoff_max_ms, (long long)c->retry_backoff_ms);
+    return fail(L, omin, "retry.backoff_ms", "%lld is greater than retry.backoff_max_ms (%lld)",
+                (long long)c->retry_backoff_ms, (long long)c->retry_backoff_max_ms);
+  }
+  /* Consuming the dead-letter topic would feed every reject back in forever. */
+  size_t dl = strlen(c->kafka_dlq_topic);
+  for (const char *t = c->kafka_topics; *t;) {
+    size_t n = strcspn(t, ",");
+    if (n == dl && !strncmp(t, c->kafka_dlq_topic, n)) {
+      const origin_t *od = origin_of(L, "kafka", "dlq_topic"), *ot = origin_of(L, "kafka", "topics");
+      bool blame_dlq = origin_rank(od) >= origin_rank(ot);
+      return fail(L, blame_dlq ? od : ot, blame_dlq ? "kafka.dlq_topic" : "kafka.topics",
+                  "'%s' is both a command topic and the dead-letter topic", c->kafka_dlq_topic);
+    }
+    t += n + (t[n] == ',');
+  }
+  return true;
+}
+
+/* Replaces each occurrence of secret in msg by "***". */
+static void scrub(char *msg, size_t size, const char *secret) {
+  size_t sl = strlen(secret);
+  if (!sl) return;
+  for (char *p = strstr(msg, secret); p; p = strstr(p + 3, secret)) {
+    size_t tail = strlen(p + sl);
+    if (p + 3 + tail + 1 > msg + size) break;
+    memmove(p + 3, p + sl, tail + 1);
+    memcpy(p, "***", 3);
+  }
+}
+
+/* librdkafka validates its own properties (name, type, range, enum) in
+ * rd_kafka_conf_set; run them all through it now so that a typo is a
+ * configuration error with FILE:LINE rather than a failure at startup. */
+static bool check_rdkafka(loader_t *L) {
+  if (!L->cfg->rdkafka_count) return true;
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  bool ok = true;
+  for (size_t i = 0; ok && i < L->cfg->rdkafka_count; i++) {
+    const config_kv_t *kv = &L->cfg->rdkafka[i];
+    char errstr[512] = "";
+    if (rd_kafka_conf_set(conf, kv->name, kv->value, errstr, sizeof errstr) == RD_KAFKA_CONF_OK) continue;
+    if (config_rdkafka_is_secret(kv->name)) scrub(errstr, sizeof errstr, kv->value);
+    char name[300];
+    snprintf(name, sizeof name, "kafka.rdkafka.%s%s", kv->name, L->rk[i].from_file ? "_file" : "");
+    ok = fail(L, &L->rk[i], name, "librdkafka: %s", errstr);
+  }
+  rd_kafka_conf_destroy(conf);
+  return ok;
+}
+
+/* ---- load ---------------------------------------------------------------- */
+
+bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nsets, config_error_t *err) {
+  config_error_t dummy;
+  loader_t L = {.cfg = cfg, .file = path, .err = err ? err : &dummy};
+  L.err->message[0] = '\0';
+  L.props = calloc(config_props_count, sizeof *L.props);
+  L.rk = calloc(cfg->rdkafka_count + 1, sizeof *L.rk);
+  if (!L.props || !L.rk) abort();
+  if (path) {
+    free(cfg->source_file);
+    cfg->source_file = xstrdup(path);
+  }
+  bool ok = (!path || load_file(&L, path)) && load_env(&L) && load_sets(&L, sets, nsets) && resolve_files(&L) &&
+            check_cross(&L) && check_rdkafka(&L);
+  for (size_t i = 0; i < config_props_count; i++) free(L.props[i].path);
+  for (size_t i = 0; i < cfg->rdkafka_count; i++) free(L.rk[i].path);
+  free(L.props);
+  free(L.rk);
+  return ok;
+}
+
+/* ---- show ---------------------------------------------------------------- */
+
+static bool has_control(const char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) return true;
+  return false;
+}
+
+void config_show(const config_t *cfg, FILE *out) {
+  model_buf_t b = MODEL_BUF_INIT;
+  model_buf_puts(&b, "# Effective configuration: defaults < file < environment < --set.\n"
+                     "# Secrets are shown as ***.\n");
+  if (cfg->source_file) model_buf_printf(&b, "# file: %s\n", cfg->source_file);
+  for (size_t s = 0; s < config_sections_count; s++) {
+    const char *section = config_sections[s].name;
+    model_buf_printf(&b, "\n[%s]\n", section);
+    for (size_t i = 0; i < config_props_count; i++) {
+      const config_prop_t *p = &config_props[i];
+      if (strcmp(p->section, section)) continue;
+      model_buf_printf(&b, "%s =", p->key);
+      model_buf_t v = MODEL_BUF_INIT;
+      config_prop_format(p, cfg, &v);
+      if (v.len) {
+        model_buf_putc(&b, ' ');
+        if (!(p->flags & CONFIG_SECRET))
+          model_buf_append(&b, v.data, v.len);
+        else if (p->type == CONFIG_TYPE_STRING && !strcmp(p->key, "uri"))
+          config_redact_uri(v.data, &b);
+        else
+          model_buf_puts(&b, "***");
+        explicit_bzero(v.data, v.len);
+      }
+      model_buf_destroy(&v);
+      model_buf_putc(&b, '\n');
+    }
+    if (strcmp(section, "kafka")) continue;
+    for (size_t i = 0; i < cfg->rdkafka_count; i++) {
+      const config_kv_t *kv = &cfg->rdkafka[i];
+      if (config_rdkafka_is_secret(kv->name))
+        model_buf_printf(&b, "rdkafka.%s = ***\n", kv->name);
+      else if (has_control(kv->value)) /* e.g. a PEM read from a file: not representable in INI */
+        model_buf_printf(&b, "# rdkafka.%s: multi-line value of %zu bytes not shown\n", kv->name, strlen(kv->value));
+      else
+        model_buf_printf(&b, "rdkafka.%s = %s\n", kv->name, kv->value);
+    }
+  }
+  fwrite(b.data, 1, b.len, out);
+  model_buf_destroy(&b);
+}
+
+/* ---- describe and docs/CONFIG.md ----------------------------------------- */
+
+static const char rdkafka_doc[] =
+    "Any librdkafka property, passed to the consumer and to the dead-letter producer "
+    "(e.g. `rdkafka.security.protocol = SASL_SSL`); validated by librdkafka when the configuration is loaded. "
+    "bootstrap.servers, group.id, enable.auto.commit and enable.auto.offset.store are set by the worker and "
+    "refused here. Values of properties named *password*, *secret*, ssl.key.pem and sasl.oauthbearer.config "
+    "are redacted by `config show`.";
+
+void config_describe(FILE *out) {
+  model_buf_t b = MODEL_BUF_INIT;
+  model_buf_puts(&b, "Configuration keys (docs/CONFIG.md has the full reference).\n"
+                     "Precedence, lowest first: defaults, the -c file, AGGREGATOR_<SECTION>_<KEY>, --set.\n"
+                     "Every key also accepts <key>_file = PATH: the value is read from that file.\n");
+  for (size_t s = 0; s < config_sections_count; s++) {
+    const char *section = config_sections[s].name;
+    model_buf_printf(&b, "\n[%s] %s\n", section, config_sections[s].doc);
+    for (size_t i = 0; i < config_props_count; i++) {
+      const config_prop_t *p = &config_props[i];
+      if (strcmp(p->section, section)) continue;
+      char env[128];
+      config_prop_env_name(p, env, sizeof env);
+      model_buf_printf(&b, "\n  %s.%s = %s\n      %s, ", p->section, p->key, *p->def ? p->def : "(empty)",
+                       p->type_name);
+      config_prop_format_range(p, &b);
+      model_buf_printf(&b, "; %s%s; env %s\n      %s\n", p->flags & CONFIG_LIVE ? "live" : "restart",
+                       p->flags & CONFIG_SECRET ? "; secret" : "", env, p->doc);
+    }
+    if (!strcmp(section, "kafka"))
+      model_buf_printf(&b,
+                       "\n  kafka.rdkafka.<property> = (librdkafka default)\n"
+                       "      string, per librdkafka; restart; env AGGREGATOR_KAFKA_RDKAFKA_<PROPERTY> "
+                       "(dots as underscores)\n      %s\n",
+                       rdkafka_doc);
+  }
+  fwrite(b.data, 1, b.len, out);
+  model_buf_destroy(&b);
+}
+
+static const char markdown_intro[] =
+    "# Configuration reference\n"
+    "\n"
+    "<!-- Generated from worker/config_table.c by `gen_config_doc docs/CONFIG.md` (a tool in the build\n"
+    "     directory); unit.test_config fails when this file is stale. Do not edit by hand. -->\n"
+    "\n"
+    "The worker reads one INI file (`-c FILE`), then the environment, then `--set` options. `aggregator config\n"
+    "check` validates all of it and exits 0 or 2, `aggregator config show` prints the effective configuration\n"
+    "with secrets redacted, and `aggregator config describe` prints the key list below. Example files:\n"
+    "`config/development.ini` (the local stack), `config/production.ini` (a template with TLS, SASL and\n"
+    "secrets in files) and `config/backfill.ini` (replays).\n"
+    "\n"
+    "## Sources and precedence\n"
+    "\n"
+    "Lowest first; a later source overrides an earlier one key by key:\n"
+    "\n"
+    "1. built-in defaults (the tables below);\n"
+    "2. the file given with `-c` (no file is read without `-c`; a missing file is an error);\n"
+    "3. environment variables `AGGREGATOR_<SECTION>_<KEY>`: upper case, dots as underscores, e.g.\n"
+    "   `AGGREGATOR_BATCH_MAX_COMMANDS=20000`, `AGGREGATOR_STORE_URI_FILE=/run/secrets/mongodb-uri`,\n"
+    "   `AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE=/run/secrets/kafka-password`. For `rdkafka.*` every\n"
+    "   underscore becomes a dot, so the few librdkafka properties whose names contain an underscore\n"
+    "   (`log_level`, `enabled_events`) can only be set in the file or with `--set`. A variable set to the\n"
+    "   empty string sets the empty value. Variables whose `<SECTION>` is not a section name are ignored\n"
+    "   (Kubernetes injects `AGGREGATOR_SERVICE_HOST` and the like for a Service named `aggregator`); within a\n"
+    "   section, an unknown name is an error. Avoid naming a Service `aggregator-<section>`, or set\n"
+    "   `enableServiceLinks: false`;\n"
+    "4. `--set section.key=value` options, in order (`--set kafka.rdkafka.debug=cgrp`).\n"
+    "\n"
+    "A key may be set at most once per source: the same key twice in the file (including `key` and\n"
+    "`key_file`), or twice with `--set`, is an error.\n"
+    "\n"
+    "## File syntax\n"
+    "\n"
+    "```ini\n"
+    "# a comment\n"
+    "[batch]\n"
+    "max_commands = 20000\n"
+    "; also a comment\n"
+    "[kafka]\n"
+    "rdkafka.security.protocol = SASL_SSL\n"
+    "```\n"
+    "\n"
+    "- `[section]` alone on its line starts a section; the same section may appear more than once. Every key\n"
+    "  belongs to a section.\n"
+    "- `key = value`: split at the first `=`; spaces and tabs around the key and the value are removed.\n"
+    "- Lines whose first non-blank character is `#` or `;` are comments. There are **no inline comments**:\n"
+    "  `linger_ms = 5 # ms` is the value `5 # ms` (an error for a number). Values may contain `#`, `;` and `=`.\n"
+    "- Values are literal: no quotes, escapes or continuation lines. `listen = \"\"` is the two-character value\n"
+    "  `\"\"`; write `listen =` for the empty value.\n"
+    "- Names are case-sensitive (lower case). CRLF line ends and a UTF-8 byte order mark are accepted.\n"
+    "- Sizes (`type` size) are bytes, or a number followed by `K`/`KiB`, `M`/`MiB` or `G`/`GiB` (powers of\n"
+    "  1024), with no space: `64MiB`.\n"
+    "\n"
+    "## Secrets\n"
+    "\n"
+    "Every key `k` can be given as `k_file = PATH` instead: the value is the content of that file with its\n"
+    "trailing newlines removed (at most 1 MiB, no NUL bytes), for secrets mounted by an orchestrator:\n"
+    "`uri_file = /run/secrets/mongodb-uri`, `rdkafka.sasl.password_file = /run/secrets/kafka-password`. The\n"
+    "file is read only if that source wins (an environment variable or `--set` overriding the key means the\n"
+    "file's path need not exist), and its content is validated like any other value. An unreadable file is an\n"
+    "error.\n"
+    "\n"
+    "`config show` prints `***` for secret values: `store.uri` keeps its host and options but loses its\n"
+    "password and the values of options named like *password*, *secret*, *token* or\n"
+    "`authMechanismProperties`; librdkafka properties named *password*, *secret*, `ssl.key.pem` and\n"
+    "`sasl.oauthbearer.config` are replaced whole. Error messages never repeat a secret value.\n"
+    "\n"
+    "## librdkafka properties\n"
+    "\n"
+    "`[kafka]` keys named `rdkafka.<property>` pass straight to librdkafka for both the consumer and the\n"
+    "dead-letter producer (so consumer-only properties draw a warning from the producer). They are validated\n"
+    "by librdkafka when the configuration is loaded, and its message is reported like any other error:\n"
+    "`prod.ini:12: kafka.rdkafka.socket.timeout.ms: librdkafka: Invalid value for configuration property\n"
+    "\"socket.timeout.ms\"`. `bootstrap.servers`/`metadata.broker.list` (use `kafka.brokers`), `group.id`\n"
+    "(use `kafka.group`) and `enable.auto.commit`/`auto.commit.enable`/`enable.auto.offset.store` (offsets are\n"
+    "committed only once their commands are durable) are refused. Some problems (a missing CA file, for\n"
+    "example) are only found by librdkafka when the client starts.\n"
+    "\n"
+    "## Reloading\n"
+    "\n"
+    "On SIGHUP the worker reloads the file (with the same environment and `--set` options). Keys marked\n"
+    "*live* below (`batch.*`, `cache.*`, `log.level`) take effect at once; a change to any other key is logged\n"
+    "as needing a restart and is not applied. A reload that fails validation changes nothing.\n"
+    "\n"
+    "## Errors\n"
+    "\n"
+    "Problems are reported on stderr in one line, and `aggregator` exits with status 2:\n"
+    "\n"
+    "```\n"
+    "config/dev.ini:7: batch.max_comands: unknown key (did you mean batch.max_commands?)\n"
+    "config/dev.ini:3: [bacth]: unknown section (did you mean [batch]?)\n"
+    "config/dev.ini:9: batch.linger_ms: '70000' is out of range 0..60000\n"
+    "environment AGGREGATOR_LOG_LEVEL: log.level: 'verbose' is not one of error, warn, info, debug\n"
+    "--set metrics.listen: '9464' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty\n"
+    "config/prod.ini:14: store.uri_file: cannot read /run/secrets/mongodb-uri: No such file or directory\n"
+    "```\n"
+    "\n"
+    "## Keys\n";
+
+static void md_cell(model_buf_t *b, const char *s) {
+  for (; *s; s++) {
+    if (*s == '|') model_buf_putc(b, '\\');
+    model_buf_putc(b, *s);
+  }
+}
+
+void config_describe_markdown(FILE *out) {
+  model_buf_t b = MODEL_BUF_INIT;
+  model_buf_puts(&b, markdown_intro);
+  for (size_t s = 0; s < config_sections_count; s++) {
+    const char *section = config_sections[s].name;
+    model_buf_printf(&b, "\n### [%s]\n\n%s\n\n", section, config_sections[s].doc);
+    model_buf_puts(&b, "| key | type | default | allowed | reload | meaning |\n|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < config_props_count; i++) {
+      const config_prop_t *p = &config_props[i];
+      if (strcmp(p->section, section)) continue;
+      model_buf_printf(&b, "| `%s.%s` | %s | ", p->section, p->key, p->type_name);
+      if (*p->def)
+        model_buf_printf(&b, "`%s`", p->def);
+      else
+        model_buf_puts(&b, "(empty)");
+      model_buf_puts(&b, " | ");
+      model_buf_t r = MODEL_BUF_INIT;
+      config_prop_format_range(p, &r);
+      md_cell(&b, r.data);
+      model_buf_destroy(&r);
+      model_buf_printf(&b, " | %s | ", p->flags & CONFIG_LIVE ? "live" : "restart");
+      md_cell(&b, p->doc);
+      model_buf_puts(&b, " |\n");
+    }
+    if (!strcmp(section, "kafka")) {
+      model_buf_puts(&b, "| `kafka.rdkafka.<property>` | string | (librdkafka's) | per librdkafka | restart | ");
+      md_cell(&b, rdkafka_doc);
+      model_buf_puts(&b, " |\n");
+    }
+  }
+  fwrite(b.data, 1, b.len, out);
+  model_buf_destroy(&b);
+}
+
+/* ---- SIGHUP -------------------------------------------------------------- */
+
+static void append_key(char *buf, size_t size, const char *name) {
+  if (!buf || !size) return;
+  size_t len = strlen(buf);
+  snprintf(buf + len, size - len, "%s%s", len ? "," : "", name);
+}
+
+static const char *rdkafka_get(const config_t *cfg, const char *name) {
+  for (size_t i = 0; i < cfg->rdkafka_count; i++)
+    if (!strcmp(cfg->rdkafka[i].name, name)) return cfg->rdkafka[i].value;
+  return NULL;
+}
+
+bool config_apply_live(config_t *cur, const config_t *next, char *restart_keys, size_t restart_keys_size) {
+  if (restart_keys && restart_keys_size) restart_keys[0] = '\0';
+  bool all_live = true;
+  char name[300];
+  for (size_t i = 0; i < config_props_count; i++) {
+    const config_prop_t *p = &config_props[i];
+    if (config_prop_equal(p, cur, next)) continue;
+    if (p->flags & CONFIG_LIVE) {
+      config_prop_copy(p, cur, next);
+    } else {
+      snprintf(name, sizeof name, "%s.%s", p->section, p->key);
+      append_key(restart_keys, restart_keys_size, name);
+      all_live = false;
+    }
+  }
+  /* rdkafka.*: changed, added or removed properties all need a restart. */
+  for (int pass = 0; pass < 2; pass++) {
+    const config_t *a = pass ? next : cur, *b = pass ? cur : next;
+    for (size_t i = 0; i < a->rdkafka_count; i++) {
+      const char *other = rdkafka_get(b, a->rdkafka[i].name);
+      if (other && (pass || !strcmp(other, a->rdkafka[i].value))) continue;
+      snprintf(name, sizeof name, "kafka.rdkafka.%s", a->rdkafka[i].name);
+      append_key(restart_keys, restart_keys_size, name);
+      all_live = false;
+    }
+  }
+  return all_live;
+}
