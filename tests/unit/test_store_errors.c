@@ -1,0 +1,426 @@
+/* Store error handling without a server: which failures are retried, which
+ * are fatal, and how a bulk-write reply turns into per-item results
+ * (SPEC.md sections 4 and 5). Replies are written by hand in the shapes
+ * MongoDB and libmongoc produce, including the ones a local test server
+ * cannot (elections, write-concern errors). */
+#include <check.h>
+#include <mongoc/mongoc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+#include "store_internal.h"
+
+static bson_error_t mkerr(uint32_t domain, uint32_t code) {
+  bson_error_t e;
+  memset(&e, 0, sizeof e);
+  e.domain = domain;
+  e.code = code;
+  snprintf(e.message, sizeof e.message, "error %u/%u", domain, code);
+  return e;
+}
+
+static bson_t *json(const char *s) {
+  bson_error_t e;
+  bson_t *b = bson_new_from_json((const uint8_t *)s, -1, &e);
+  ck_assert_msg(b != NULL, "bad test JSON: %s", e.message);
+  return b;
+}
+
+START_TEST(transient_codes) {
+  const int32_t transient[] = {6, 7, 64, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436};
+  for (size_t i = 0; i < sizeof transient / sizeof transient[0]; i++)
+    ck_assert_msg(store_server_code_is_transient(transient[i]), "code %d", transient[i]);
+  const int32_t permanent[] = {0, 2, 11, 13, 18, 26, 73, 100, 121, 11000, 10334, 50};
+  for (size_t i = 0; i < sizeof permanent / sizeof permanent[0]; i++)
+    ck_assert_msg(!store_server_code_is_transient(permanent[i]), "code %d", permanent[i]);
+}
+END_TEST
+
+START_TEST(classify_client_side) {
+  bson_error_t e = mkerr(MONGOC_ERROR_STREAM, MONGOC_ERROR_STREAM_SOCKET);
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  e = mkerr(MONGOC_ERROR_STREAM, MONGOC_ERROR_STREAM_CONNECT);
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  e = mkerr(MONGOC_ERROR_SERVER_SELECTION, MONGOC_ERROR_SERVER_SELECTION_FAILURE);
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  /* Authentication failure: wrong credentials do not fix themselves. */
+  e = mkerr(MONGOC_ERROR_CLIENT, MONGOC_ERROR_CLIENT_AUTHENTICATE);
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  e = mkerr(MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG);
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  e = mkerr(MONGOC_ERROR_PROTOCOL, MONGOC_ERROR_PROTOCOL_BAD_WIRE_VERSION);
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+}
+END_TEST
+
+START_TEST(classify_server) {
+  bson_error_t e = mkerr(MONGOC_ERROR_SERVER, 10107); /* NotWritablePrimary: election */
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  e = mkerr(MONGOC_ERROR_SERVER, 91); /* ShutdownInProgress */
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  e = mkerr(MONGOC_ERROR_SERVER, 13); /* Unauthorized */
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  e = mkerr(MONGOC_ERROR_SERVER, 18); /* AuthenticationFailed */
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  e = mkerr(MONGOC_ERROR_SERVER, 73); /* InvalidNamespace */
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  /* A server that labels an error retryable is believed. */
+  e = mkerr(MONGOC_ERROR_SERVER, 999999);
+  bson_t *labelled = json("{\"ok\": 0, \"code\": 999999, \"errorLabels\": [\"RetryableWriteError\"]}");
+  ck_assert_int_eq(store_classify_error(&e, labelled), STORE_RETRY);
+  bson_t *plain = json("{\"ok\": 0, \"code\": 999999}");
+  ck_assert_int_eq(store_classify_error(&e, plain), STORE_FATAL);
+  bson_destroy(labelled);
+  bson_destroy(plain);
+}
+END_TEST
+
+START_TEST(classify_write_concern) {
+  bson_error_t e = mkerr(MONGOC_ERROR_WRITE_CONCERN, 64); /* wtimeout */
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  e = mkerr(MONGOC_ERROR_WRITE_CONCERN, 91);
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  e = mkerr(MONGOC_ERROR_WRITE_CONCERN, 100); /* UnsatisfiableWriteConcern: w > members */
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  e = mkerr(MONGOC_ERROR_WRITE_CONCERN, 79); /* UnknownReplWriteConcern */
+  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+}
+END_TEST
+
+/* --- bulk outcome ---------------------------------------------------------- */
+
+#define NITEMS 6
+
+typedef struct fixture {
+  store_write_item_t items[NITEMS];
+  size_t map[NITEMS];
+  store_error_t err;
+  bool incomplete;
+} fixture_t;
+
+static void fx_init(fixture_t *f, size_t nops) {
+  memset(f, 0, sizeof *f);
+  for (size_t i = 0; i < NITEMS; i++) f->items[i].rev = (int64_t)i;
+  for (size_t i = 0; i < nops; i++) f->map[i] = i;
+  f->incomplete = true; /* must be cleared */
+}
+
+static store_status_t outcome(fixture_t *f, bool executed, bson_error_t e, const char *reply_json, size_t nops) {
+  bson_t *reply = json(reply_json);
+  store_status_t st = store_bulk_outcome(executed, &e, reply, f->items, f->map, nops, &f->incomplete, &f->err);
+  bson_destroy(reply);
+  return st;
+}
+
+static void assert_all_pending(const fixture_t *f) {
+  for (size_t i = 0; i < NITEMS; i++) ck_assert_int_eq(f->items[i].result, STORE_ITEM_PENDING);
+}
+
+START_TEST(bulk_all_ok) {
+  fixture_t f;
+  fx_init(&f, 3);
+  bson_error_t none = mkerr(0, 0);
+  ck_assert_int_eq(outcome(&f, true, none,
+                           "{\"nInserted\": 0, \"nMatched\": 1, \"nModified\": 1, \"nRemoved\": 0, \"nUpserted\": 2,"
+                           " \"upserted\": [{\"index\": 0, \"_id\": \"t/a\"}, {\"index\": 2, \"_id\": \"t/c\"}],"
+                           " \"writeErrors\": []}",
+                           3),
+                   STORE_OK);
+  ck_assert(!f.incomplete);
+  for (size_t i = 0; i < 3; i++) ck_assert_int_eq(f.items[i].result, STORE_ITEM_OK);
+  for (size_t i = 3; i < NITEMS; i++) ck_assert_int_eq(f.items[i].result, STORE_ITEM_PENDING);
+}
+END_TEST
+
+START_TEST(bulk_conflict_and_item_error) {
+  /* What MongoDB answers for an unordered bulk where item 1's {_id, rev}
+   * filter missed an existing _id and item 3 failed validation. */
+  fixture_t f;
+  fx_init(&f, 4);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000),
+                           "{\"nInserted\": 0, \"nMatched\": 1, \"nModified\": 1, \"nRemoved\": 0, \"nUpserted\": 1,"
+                           " \"writeErrors\": [{\"index\": 1, \"code\": 11000, \"errmsg\": \"E11000 duplicate key\"},"
+                           "                   {\"index\": 3, \"code\": 121, \"errmsg\": \"Document failed validation\"}]}",
+                           4),
+                   STORE_OK);
+  ck_assert(!f.incomplete);
+  ck_assert_int_eq(f.items[0].result, STORE_ITEM_OK);
+  ck_assert_int_eq(f.items[1].result, STORE_ITEM_CONFLICT);
+  ck_assert_int_eq(f.items[2].result, STORE_ITEM_OK);
+  ck_assert_int_eq(f.items[3].result, STORE_ITEM_ERROR);
+  ck_assert_uint_eq(f.items[3].error_code, 121);
+  ck_assert_int_eq(f.items[4].result, STORE_ITEM_PENDING);
+}
+END_TEST
+
+START_TEST(bulk_map_indirection) {
+  /* Operation i is items[map[i]]: results land on the mapped items only. */
+  fixture_t f;
+  fx_init(&f, 0);
+  f.map[0] = 4;
+  f.map[1] = 0;
+  f.map[2] = 2;
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000),
+                           "{\"nMatched\": 1, \"nUpserted\": 1,"
+                           " \"writeErrors\": [{\"index\": 0, \"code\": 11000, \"errmsg\": \"dup\"}]}",
+                           3),
+                   STORE_OK);
+  ck_assert_int_eq(f.items[4].result, STORE_ITEM_CONFLICT);
+  ck_assert_int_eq(f.items[0].result, STORE_ITEM_OK);
+  ck_assert_int_eq(f.items[2].result, STORE_ITEM_OK);
+  ck_assert_int_eq(f.items[1].result, STORE_ITEM_PENDING);
+  ck_assert_int_eq(f.items[3].result, STORE_ITEM_PENDING);
+  ck_assert_int_eq(f.items[5].result, STORE_ITEM_PENDING);
+}
+END_TEST
+
+START_TEST(bulk_transient_item_error_retries_batch) {
+  fixture_t f;
+  fx_init(&f, 3);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000),
+                           "{\"nMatched\": 1, \"nUpserted\": 0,"
+                           " \"writeErrors\": [{\"index\": 0, \"code\": 11000, \"errmsg\": \"dup\"},"
+                           "                   {\"index\": 2, \"code\": 10107, \"errmsg\": \"not primary\"}]}",
+                           3),
+                   STORE_RETRY);
+  ck_assert(!f.incomplete);
+  ck_assert_uint_eq(f.err.code, 10107);
+  assert_all_pending(&f);
+}
+END_TEST
+
+START_TEST(bulk_write_concern_error_retries) {
+  /* Every write applied on the primary, replication not confirmed in time:
+   * nothing may be acknowledged. */
+  fixture_t f;
+  fx_init(&f, 2);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_WRITE_CONCERN, 64),
+                           "{\"nMatched\": 1, \"nUpserted\": 1, \"writeErrors\": [],"
+                           " \"writeConcernErrors\": [{\"code\": 64, \"errmsg\": \"waiting for replication timed out\"}]}",
+                           2),
+                   STORE_RETRY);
+  ck_assert(!f.incomplete);
+  ck_assert_uint_eq(f.err.domain, MONGOC_ERROR_WRITE_CONCERN);
+  ck_assert_uint_eq(f.err.code, 64);
+  ck_assert_ptr_nonnull(strstr(f.err.message, "waiting for replication"));
+  assert_all_pending(&f);
+
+  /* ... even when item errors were reported alongside. */
+  fx_init(&f, 2);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000),
+                           "{\"nMatched\": 1, \"nUpserted\": 0,"
+                           " \"writeErrors\": [{\"index\": 1, \"code\": 11000, \"errmsg\": \"dup\"}],"
+                           " \"writeConcernErrors\": [{\"code\": 64, \"errmsg\": \"timeout\"}]}",
+                           2),
+                   STORE_RETRY);
+  assert_all_pending(&f);
+
+  /* w larger than the replica set: an operator has to change it. */
+  fx_init(&f, 1);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_WRITE_CONCERN, 100),
+                           "{\"nMatched\": 1, \"nUpserted\": 0, \"writeErrors\": [],"
+                           " \"writeConcernErrors\": [{\"code\": 100, \"errmsg\": \"Not enough data-bearing nodes\"}]}",
+                           1),
+                   STORE_FATAL);
+  assert_all_pending(&f);
+}
+END_TEST
+
+START_TEST(bulk_network_error_retries) {
+  /* The connection broke after a first batch succeeded: the reply counts
+   * only that batch, the rest is unknown. */
+  fixture_t f;
+  fx_init(&f, 4);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_STREAM, MONGOC_ERROR_STREAM_SOCKET),
+                           "{\"nMatched\": 2, \"nUpserted\": 0, \"writeErrors\": []}", 4),
+                   STORE_RETRY);
+  ck_assert(!f.incomplete);
+  ck_assert_uint_eq(f.err.domain, MONGOC_ERROR_STREAM);
+  assert_all_pending(&f);
+
+  /* A network error is retried even if write errors were collected first. */
+  fx_init(&f, 2);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_STREAM, MONGOC_ERROR_STREAM_SOCKET),
+                           "{\"nMatched\": 0, \"nUpserted\": 0,"
+                           " \"writeErrors\": [{\"index\": 0, \"code\": 11000, \"errmsg\": \"dup\"}]}",
+                           2),
+                   STORE_RETRY);
+  assert_all_pending(&f);
+
+  fx_init(&f, 2);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER_SELECTION, MONGOC_ERROR_SERVER_SELECTION_FAILURE),
+                           "{}", 2),
+                   STORE_RETRY);
+  assert_all_pending(&f);
+
+  fx_init(&f, 2);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 999999),
+                           "{\"nMatched\": 0, \"nUpserted\": 0, \"writeErrors\": [],"
+                           " \"errorLabels\": [\"RetryableWriteError\"]}",
+                           2),
+                   STORE_RETRY);
+  assert_all_pending(&f);
+}
+END_TEST
+
+START_TEST(bulk_command_error) {
+  fixture_t f;
+  fx_init(&f, 2);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 13),
+                           "{\"nMatched\": 0, \"nUpserted\": 0, \"writeErrors\": []}", 2),
+                   STORE_FATAL);
+  ck_assert_uint_eq(f.err.domain, MONGOC_ERROR_SERVER);
+  ck_assert_uint_eq(f.err.code, 13);
+  assert_all_pending(&f);
+
+  fx_init(&f, 2);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 189), /* PrimarySteppedDown */
+                           "{\"nMatched\": 0, \"nUpserted\": 0, \"writeErrors\": []}", 2),
+                   STORE_RETRY);
+  ck_assert(!f.incomplete);
+  assert_all_pending(&f);
+}
+END_TEST
+
+START_TEST(bulk_incomplete_reply) {
+  /* FerretDB 1.24's answer to an unordered bulk of four whose second item
+   * conflicts: it stops there, counts nothing and reports index 0. The
+   * items' fates are unknown: retry, flagged incomplete. */
+  fixture_t f;
+  fx_init(&f, 4);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000),
+                           "{\"nInserted\": 0, \"nMatched\": 0, \"nModified\": 0, \"nRemoved\": 0, \"nUpserted\": 0,"
+                           " \"writeErrors\": [{\"index\": 0, \"code\": 11000, \"errmsg\": \"E11000 duplicate key\"}]}",
+                           4),
+                   STORE_RETRY);
+  ck_assert(f.incomplete);
+  assert_all_pending(&f);
+
+  /* Counts short with no error at all. */
+  fx_init(&f, 3);
+  ck_assert_int_eq(outcome(&f, true, mkerr(0, 0), "{\"nMatched\": 1, \"nUpserted\": 1, \"writeErrors\": []}", 3),
+                   STORE_RETRY);
+  ck_assert(f.incomplete);
+  assert_all_pending(&f);
+
+  /* An index outside the bulk, or the same index twice. */
+  fx_init(&f, 2);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000),
+                           "{\"nMatched\": 1, \"nUpserted\": 0,"
+                           " \"writeErrors\": [{\"index\": 2, \"code\": 11000, \"errmsg\": \"dup\"}]}",
+                           2),
+                   STORE_RETRY);
+  ck_assert(f.incomplete);
+  assert_all_pending(&f);
+
+  fx_init(&f, 2);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000),
+                           "{\"nMatched\": 0, \"nUpserted\": 0,"
+                           " \"writeErrors\": [{\"index\": 1, \"code\": 11000, \"errmsg\": \"dup\"},"
+                           "                   {\"index\": 1, \"code\": 11000, \"errmsg\": \"dup\"}]}",
+                           2),
+                   STORE_RETRY);
+  ck_assert(f.incomplete);
+  assert_all_pending(&f);
+
+  /* A single item's reply is complete: {index 0, 11000} is its conflict. */
+  fx_init(&f, 1);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000),
+                           "{\"nMatched\": 0, \"nUpserted\": 0,"
+                           " \"writeErrors\": [{\"index\": 0, \"code\": 11000, \"errmsg\": \"dup\"}]}",
+                           1),
+                   STORE_OK);
+  ck_assert(!f.incomplete);
+  ck_assert_int_eq(f.items[0].result, STORE_ITEM_CONFLICT);
+}
+END_TEST
+
+/* --- configuration ------------------------------------------------------- */
+
+START_TEST(write_concern_parse) {
+  int32_t w = 0;
+  ck_assert(store_parse_write_concern("majority", &w));
+  ck_assert_int_eq(w, MONGOC_WRITE_CONCERN_W_MAJORITY);
+  ck_assert(store_parse_write_concern("1", &w));
+  ck_assert_int_eq(w, 1);
+  ck_assert(store_parse_write_concern("3", &w));
+  ck_assert_int_eq(w, 3);
+  ck_assert(store_parse_write_concern("50", &w));
+  ck_assert_int_eq(w, 50);
+  const char *bad[] = {"0", "-1", "", " 1", "1 ", "+1", "2x", "51", "99999999999999999999", "Majority", "majorityx"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    ck_assert_msg(!store_parse_write_concern(bad[i], &w), "accepted \"%s\"", bad[i]);
+  ck_assert(!store_parse_write_concern(NULL, &w));
+}
+END_TEST
+
+START_TEST(new_validates_without_connecting) {
+  store_error_t err;
+  /* Nothing listens on port 1: store_new must not care. */
+  store_t *s = store_new("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100", "db", "coll", "majority", &err);
+  ck_assert_ptr_nonnull(s);
+  store_destroy(s);
+  store_destroy(NULL);
+
+  ck_assert_ptr_null(store_new("mongodb://127.0.0.1:1/", "db", "coll", "0", &err));
+  ck_assert_ptr_nonnull(strstr(err.message, "write_concern"));
+  ck_assert_ptr_null(store_new("mongodb://127.0.0.1:1/", "db", "coll", "two", &err));
+  ck_assert_ptr_null(store_new("mongodb://127.0.0.1:1/", "", "coll", "1", &err));
+  ck_assert_ptr_null(store_new("mongodb://127.0.0.1:1/", "db", "", "1", &err));
+  ck_assert_ptr_null(store_new("http://127.0.0.1:1/", "db", "coll", "1", &err));
+  ck_assert_ptr_nonnull(strstr(err.message, "store.uri"));
+  ck_assert_ptr_null(store_new(NULL, "db", "coll", "1", &err));
+  /* err may be NULL. */
+  ck_assert_ptr_null(store_new("http://127.0.0.1:1/", "db", "coll", "1", NULL));
+}
+END_TEST
+
+START_TEST(new_never_reveals_password) {
+  /* mongoc's parser quotes the password it rejects; the message must not. */
+  const char *uris[] = {"mongodb://us:er:s3cr3tpw@host/", "mongodb://user:s3cr3tpw@/db",
+                        "mongodb://user:s3cr3tpw@host/?tls=maybe", "mongodb://user:s3%cr3tpw@host/"};
+  for (size_t i = 0; i < sizeof uris / sizeof uris[0]; i++) {
+    store_error_t err;
+    ck_assert_ptr_null(store_new(uris[i], "db", "coll", "1", &err));
+    ck_assert_msg(err.message[0] != '\0', "no message for %s", uris[i]);
+    ck_assert_msg(strstr(err.message, "s3cr3tpw") == NULL && strstr(err.message, "cr3tpw") == NULL,
+                  "password in \"%s\"", err.message);
+  }
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("store_errors");
+  TCase *tc = tcase_create("classify");
+  tcase_add_test(tc, transient_codes);
+  tcase_add_test(tc, classify_client_side);
+  tcase_add_test(tc, classify_server);
+  tcase_add_test(tc, classify_write_concern);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("bulk");
+  tcase_add_test(tc, bulk_all_ok);
+  tcase_add_test(tc, bulk_conflict_and_item_error);
+  tcase_add_test(tc, bulk_map_indirection);
+  tcase_add_test(tc, bulk_transient_item_error_retries_batch);
+  tcase_add_test(tc, bulk_write_concern_error_retries);
+  tcase_add_test(tc, bulk_network_error_retries);
+  tcase_add_test(tc, bulk_command_error);
+  tcase_add_test(tc, bulk_incomplete_reply);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("config");
+  tcase_add_test(tc, write_concern_parse);
+  tcase_add_test(tc, new_validates_without_connecting);
+  tcase_add_test(tc, new_never_reveals_password);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  mongoc_cleanup();
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,682 @@
+/* The MongoDB sink (see store.h for the contract).
+ *
+ * Failure model. Every write is conditional on the stored rev, so sending the
+ * same bulk twice can never move a document back in time: an item that
+ * already landed comes back as a conflict, which the caller resolves by
+ * reloading and merging. That is what lets this module answer STORE_RETRY
+ * whenever it cannot tell which writes landed (network errors, elections,
+ * write-concern errors), instead of trying to work out partial outcomes.
+ *
+ * Three rules keep "acknowledged" meaning "durable with the configured write
+ * concern" (SPEC.md section 5):
+ *   - a write-concern error fails the whole batch (the writes may be on the
+ *     primary only, and could still roll back);
+ *   - with w > 1 or "majority", loads use read concern "majority": after a
+ *     retry turned a landed-but-unconfirmed write into a conflict, the
+ *     reload must not show the caller data that could still roll back;
+ *   - w = 0 is refused: an unacknowledged write reports neither success nor
+ *     conflict. */
+#include "store.h"
+
+#include <errno.h>
+#include <mongoc/mongoc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "log.h"
+#include "store_internal.h"
+
+/* Client-side timeouts, applied unless the URI sets them. The worker retries
+ * by itself with backoff (retry.*), so an operation should fail fast rather
+ * than block the loop: server selection gives up after 2 s (an election
+ * takes about 10 s: the caller's backoff covers it), and connecting to one
+ * host may take as long. Sockets get 60 s: long enough for a large bulk on a
+ * loaded server, short enough to notice a silently dead connection. */
+#define STORE_SERVER_SELECTION_TIMEOUT_MS 2000
+#define STORE_CONNECT_TIMEOUT_MS 2000
+#define STORE_SOCKET_TIMEOUT_MS 60000
+/* Server-side bound on waiting for replication: a stuck secondary turns into
+ * a WriteConcernFailed (64) error, which is a retry, instead of a hang. */
+#define STORE_WTIMEOUT_MS 10000
+/* Keys per find: keeps the $in filter far below the 16 MiB command limit
+ * (ids are at most 129 bytes). Batches are usually smaller: one find. */
+#define STORE_LOAD_CHUNK 10000
+/* MongoDB's document size limit (maxBsonObjectSize, fixed for years). */
+#define STORE_MAX_DOCUMENT_BYTES (16 * 1024 * 1024)
+
+/* Server codes used for items this module rejects before sending them, so
+ * that error_code always speaks the server's language. */
+#define STORE_CODE_BAD_VALUE 2
+#define STORE_CODE_DUPLICATE_KEY 11000
+#define STORE_CODE_OBJECT_TOO_LARGE 10334
+/* Write-concern errors that retrying cannot fix: w names more nodes or a tag
+ * than the replica set has. */
+#define STORE_CODE_UNKNOWN_REPL_WRITE_CONCERN 79
+#define STORE_CODE_UNSATISFIABLE_WRITE_CONCERN 100
+
+struct store {
+  mongoc_client_t *client;
+  mongoc_collection_t *collection;
+  bool warned_incomplete; /* the item-by-item fallback has been logged */
+};
+
+/* --- errors -------------------------------------------------------------- */
+
+static void set_error(store_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void set_error(store_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...) {
+  if (!err) return;
+  err->domain = domain;
+  err->code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  va_end(ap);
+}
+
+static void set_error_from_bson(store_error_t *err, const char *what, const bson_error_t *e) {
+  set_error(err, e->domain, e->code, "%s: %s", what, e->message);
+}
+
+/* mongoc's URI parser sometimes quotes the part it rejects, password
+ * included ('Password "..." must not have unescaped chars'). Replace every
+ * occurrence of the URI's password (what lies between the first ':' after
+ * "://" and the last '@') in msg by "***". */
+static void redact_password(char *msg, size_t size, const char *uri) {
+  const char *start = uri ? strstr(uri, "://") : NULL;
+  const char *at = uri ? strrchr(uri, '@') : NULL;
+  if (!start || !at || at < start + 3) return;
+  start += 3;
+  const char *colon = memchr(start, ':', (size_t)(at - start));
+  if (!colon || colon + 1 >= at) return;
+  const char *pw = colon + 1;
+  size_t pw_len = (size_t)(at - pw);
+  char out[sizeof ((store_error_t *)0)->message];
+  size_t o = 0;
+  for (const char *p = msg; *p && o + 1 < sizeof out;) {
+    if (strncmp(p, pw, pw_len) == 0) {
+      for (const char *r = "***"; *r && o + 1 < sizeof out; r++) out[o++] = *r;
+      p += pw_len;
+    } else {
+      out[o++] = *p++;
+    }
+  }
+  out[o] = '\0';
+  snprintf(msg, size, "%s", out);
+}
+
+static void clear_error(store_error_t *err) {
+  if (err) memset(err, 0, sizeof *err);
+}
+
+bool store_server_code_is_transient(int32_t code) {
+  /* The retryable-write and retryable-read error lists of the MongoDB
+   * driver specifications (the same codes libmongoc retries once by itself
+   * when retryWrites is on), plus WriteConcernFailed, the wtimeout error. */
+  switch (code) {
+    case 6:     /* HostUnreachable */
+    case 7:     /* HostNotFound */
+    case 64:    /* WriteConcernFailed */
+    case 89:    /* NetworkTimeout */
+    case 91:    /* ShutdownInProgress */
+    case 134:   /* ReadConcernMajorityNotAvailableYet */
+    case 189:   /* PrimarySteppedDown */
+    case 262:   /* ExceededTimeLimit */
+    case 9001:  /* SocketException */
+    case 10107: /* NotWritablePrimary */
+    case 11600: /* InterruptedAtShutdown */
+    case 11602: /* InterruptedDueToReplStateChange */
+    case 13435: /* NotPrimaryNoSecondaryOk */
+    case 13436: /* NotPrimaryOrSecondary */
+      return true;
+    default:
+      return false;
+  }
+}
+
+store_status_t store_classify_error(const bson_error_t *error, const bson_t *reply) {
+  /* Servers from 4.4 label the errors they consider retryable. */
+  if (reply && mongoc_error_has_label(reply, "RetryableWriteError")) return STORE_RETRY;
+  switch (error->domain) {
+    case MONGOC_ERROR_STREAM:           /* connect, read, write, TLS, timeouts */
+    case MONGOC_ERROR_SERVER_SELECTION: /* no primary reachable in time */
+      return STORE_RETRY;
+    case MONGOC_ERROR_WRITE_CONCERN:
+      if (error->code == STORE_CODE_UNKNOWN_REPL_WRITE_CONCERN ||
+          error->code == STORE_CODE_UNSATISFIABLE_WRITE_CONCERN)
+        return STORE_FATAL;
+      return STORE_RETRY;
+    case MONGOC_ERROR_SERVER:
+      return store_server_code_is_transient((int32_t)error->code) ? STORE_RETRY : STORE_FATAL;
+    default:
+      /* Client-side: authentication (MONGOC_ERROR_CLIENT), invalid namespace
+       * or arguments, protocol/wire-version mismatch. Retrying the same
+       * request cannot help; an operator has to. */
+      return STORE_FATAL;
+  }
+}
+
+bool store_parse_write_concern(const char *s, int32_t *w) {
+  if (!s) return false;
+  if (strcmp(s, "majority") == 0) {
+    *w = MONGOC_WRITE_CONCERN_W_MAJORITY;
+    return true;
+  }
+  if (*s < '0' || *s > '9') return false;
+  errno = 0;
+  char *end;
+  long v = strtol(s, &end, 10);
+  /* A replica set has at most 50 members. */
+  if (errno || *end || v < 1 || v > 50) return false;
+  *w = (int32_t)v;
+  return true;
+}
+
+/* --- mongoc process-wide setup ------------------------------------------- */
+
+/* mongoc's default log handler prints free-form lines to stdout/stderr;
+ * route them through log.h so that log.format = json stays one JSON object
+ * per line. mongoc's messages carry host names, never the URI's password. */
+static void mongoc_log_to_log(mongoc_log_level_t level, const char *domain, const char *message, void *ctx) {
+  (void)ctx;
+  config_log_level_t l;
+  switch (level) {
+    case MONGOC_LOG_LEVEL_ERROR:
+    case MONGOC_LOG_LEVEL_CRITICAL:
+      l = LOG_LEVEL_ERROR;
+      break;
+    case MONGOC_LOG_LEVEL_WARNING:
+      l = LOG_LEVEL_WARN;
+      break;
+    case MONGOC_LOG_LEVEL_MESSAGE:
+    case MONGOC_LOG_LEVEL_INFO:
+      l = LOG_LEVEL_INFO;
+      break;
+    case MONGOC_LOG_LEVEL_DEBUG:
+      l = LOG_LEVEL_DEBUG;
+      break;
+    default: /* TRACE: only in driver debug builds, far too chatty */
+      return;
+  }
+  log_emit(l, message, "component", LOG_STR, "mongoc", "domain", LOG_STR, domain, NULL);
+}
+
+static void store_global_init(void) {
+  mongoc_log_set_handler(mongoc_log_to_log, NULL);
+  mongoc_init();
+}
+
+/* --- lifecycle ----------------------------------------------------------- */
+
+static void uri_default_int32(mongoc_uri_t *uri, const char *option, int32_t value) {
+  if (!mongoc_uri_has_option(uri, option)) mongoc_uri_set_option_as_int32(uri, option, value);
+}
+
+store_t *store_new(const char *uri_string, const char *database, const char *collection, const char *write_concern,
+                   store_error_t *err) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, store_global_init);
+  clear_error(err);
+
+  int32_t w;
+  if (!store_parse_write_concern(write_concern, &w)) {
+    set_error(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
+              "store.write_concern: \"%s\" is not \"majority\" or an integer 1..50 (0, unacknowledged, "
+              "could not report conflicts)",
+              write_concern ? write_concern : "");
+    return NULL;
+  }
+  if (!database || !*database || !collection || !*collection) {
+    set_error(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
+              "store.database and store.collection must not be empty");
+    return NULL;
+  }
+
+  /* The URI may hold a password: it never goes into a message. */
+  bson_error_t e;
+  mongoc_uri_t *uri = mongoc_uri_new_with_error(uri_string ? uri_string : "", &e);
+  if (!uri) {
+    set_error_from_bson(err, "store.uri", &e);
+    if (err) redact_password(err->message, sizeof err->message, uri_string);
+    return NULL;
+  }
+  uri_default_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, STORE_SERVER_SELECTION_TIMEOUT_MS);
+  uri_default_int32(uri, MONGOC_URI_CONNECTTIMEOUTMS, STORE_CONNECT_TIMEOUT_MS);
+  uri_default_int32(uri, MONGOC_URI_SOCKETTIMEOUTMS, STORE_SOCKET_TIMEOUT_MS);
+  /* Single-threaded clients default to one scan per selection, which fails
+   * at once while a primary is being elected; keep trying until the
+   * selection timeout instead. */
+  if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTRYONCE))
+    mongoc_uri_set_option_as_bool(uri, MONGOC_URI_SERVERSELECTIONTRYONCE, false);
+  if (!mongoc_uri_get_appname(uri)) mongoc_uri_set_appname(uri, "aggregator");
+
+  store_t *store = calloc(1, sizeof *store);
+  if (!store) {
+    mongoc_uri_destroy(uri);
+    set_error(err, MONGOC_ERROR_CLIENT, 0, "out of memory");
+    return NULL;
+  }
+  store->client = mongoc_client_new_from_uri_with_error(uri, &e);
+  mongoc_uri_destroy(uri);
+  if (!store->client) {
+    set_error_from_bson(err, "store.uri", &e);
+    if (err) redact_password(err->message, sizeof err->message, uri_string);
+    free(store);
+    return NULL;
+  }
+  /* Version 2 puts every server error in MONGOC_ERROR_SERVER with the
+   * server's code, which store_classify_error relies on. */
+  mongoc_client_set_error_api(store->client, MONGOC_ERROR_API_VERSION_2);
+
+  store->collection = mongoc_client_get_collection(store->client, database, collection);
+
+  mongoc_write_concern_t *wc = mongoc_write_concern_new();
+  mongoc_write_concern_set_w(wc, w);
+  mongoc_write_concern_set_wtimeout_int64(wc, STORE_WTIMEOUT_MS);
+  mongoc_collection_set_write_concern(store->collection, wc);
+  mongoc_write_concern_destroy(wc);
+
+  if (w != 1) {
+    mongoc_read_concern_t *rc = mongoc_read_concern_new();
+    mongoc_read_concern_set_level(rc, MONGOC_READ_CONCERN_LEVEL_MAJORITY);
+    mongoc_collection_set_read_concern(store->collection, rc);
+    mongoc_read_concern_destroy(rc);
+  }
+  return store;
+}
+
+void store_destroy(store_t *store) {
+  if (!store) return;
+  mongoc_collection_destroy(store->collection);
+  mongoc_client_destroy(store->client);
+  free(store);
+}
+
+/* --- ping ---------------------------------------------------------------- */
+
+store_status_t store_ping(store_t *store, store_error_t *err) {
+  clear_error(err);
+  bson_t cmd = BSON_INITIALIZER;
+  BSON_APPEND_INT32(&cmd, "ping", 1);
+  bson_t reply;
+  bson_error_t e;
+  bool ok = mongoc_client_command_simple(store->client, "admin", &cmd, NULL, &reply, &e);
+  store_status_t st = STORE_OK;
+  if (!ok) {
+    st = store_classify_error(&e, &reply);
+    set_error_from_bson(err, "ping", &e);
+  }
+  bson_destroy(&reply);
+  bson_destroy(&cmd);
+  return st;
+}
+
+/* --- load ---------------------------------------------------------------- */
+
+typedef struct loaded {
+  model_aggregate_t *agg;
+  int64_t rev;
+} loaded_t;
+
+typedef struct loaded_list {
+  loaded_t *v;
+  size_t n, cap;
+} loaded_list_t;
+
+static bool loaded_push(loaded_list_t *l, model_aggregate_t *agg, int64_t rev) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 64;
+    loaded_t *v = realloc(l->v, cap * sizeof *v);
+    if (!v) return false;
+    l->v = v;
+    l->cap = cap;
+  }
+  l->v[l->n].agg = agg;
+  l->v[l->n].rev = rev;
+  l->n++;
+  return true;
+}
+
+/* Decodes one stored document; on failure fills err with its _id, because an
+ * operator has to look at that document (overwriting it blindly could lose
+ * data another writer put there). */
+static model_aggregate_t *decode_stored(const bson_t *doc, int64_t *rev, store_error_t *err) {
+  char id[160] = "(no string _id)";
+  bson_iter_t it;
+  const char *key = NULL;
+  uint32_t key_len = 0;
+  if (bson_iter_init_find(&it, doc, "_id") && BSON_ITER_HOLDS_UTF8(&it)) {
+    key = bson_iter_utf8(&it, &key_len);
+    snprintf(id, sizeof id, "%.*s", (int)(key_len < 150 ? key_len : 150), key);
+  }
+  model_error_t merr = {0};
+  model_aggregate_t *agg = model_codec_from_bson(doc, rev, &merr);
+  if (!agg) {
+    set_error(err, 0, merr.code, "stored document _id \"%s\" does not decode: %s", id, merr.message);
+    return NULL;
+  }
+  size_t len;
+  const char *k = model_aggregate_key(agg, &len);
+  if (!key || len != key_len || memcmp(k, key, len) != 0) {
+    set_error(err, 0, MODEL_ERROR_BAD_DOCUMENT, "stored document _id \"%s\" does not match its tenant/assignment \"%s\"",
+              id, k);
+    model_aggregate_destroy(agg);
+    return NULL;
+  }
+  return agg;
+}
+
+/* One find for keys[0..n): decoded documents are appended to out. */
+static store_status_t load_chunk(store_t *store, const char *const *keys, size_t n, loaded_list_t *out,
+                                 store_error_t *err) {
+  bson_t filter = BSON_INITIALIZER, id, in;
+  BSON_APPEND_DOCUMENT_BEGIN(&filter, "_id", &id);
+  BSON_APPEND_ARRAY_BEGIN(&id, "$in", &in);
+  for (size_t i = 0; i < n; i++) {
+    const char *k;
+    char buf[16];
+    bson_uint32_to_string((uint32_t)i, &k, buf, sizeof buf);
+    bson_append_utf8(&in, k, -1, keys[i], -1);
+  }
+  bson_append_array_end(&id, &in);
+  bson_append_document_end(&filter, &id);
+
+  bson_t opts = BSON_INITIALIZER;
+  /* All documents in the first reply when they fit (the server caps a
+   * batch at 16 MiB; the cursor fetches the rest). */
+  BSON_APPEND_INT32(&opts, "batchSize", (int32_t)n);
+
+  mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(store->collection, &filter, &opts, NULL);
+  store_status_t st = STORE_OK;
+  const bson_t *doc;
+  while (mongoc_cursor_next(cursor, &doc)) {
+    int64_t rev = 0;
+    model_aggregate_t *agg = decode_stored(doc, &rev, err);
+    if (!agg) {
+      st = STORE_FATAL;
+      break;
+    }
+    if (!loaded_push(out, agg, rev)) {
+      model_aggregate_destroy(agg);
+      set_error(err, MONGOC_ERROR_CLIENT, 0, "load: out of memory");
+      st = STORE_FATAL;
+      break;
+    }
+  }
+  bson_error_t e;
+  const bson_t *reply;
+  if (st == STORE_OK && mongoc_cursor_error_document(cursor, &e, &reply)) {
+    st = store_classify_error(&e, reply);
+    set_error_from_bson(err, "load", &e);
+  }
+  mongoc_cursor_destroy(cursor);
+  bson_destroy(&opts);
+  bson_destroy(&filter);
+  return st;
+}
+
+store_status_t store_load(store_t *store, const char *const *keys, size_t nkeys, store_found_cb found, void *ctx,
+                          store_error_t *err) {
+  clear_error(err);
+  /* Callbacks only once everything has loaded, so that a failed load hands
+   * the caller nothing: it either gets the whole answer or retries it. */
+  loaded_list_t list = {0};
+  store_status_t st = STORE_OK;
+  for (size_t off = 0; off < nkeys && st == STORE_OK; off += STORE_LOAD_CHUNK) {
+    size_t n = nkeys - off < STORE_LOAD_CHUNK ? nkeys - off : STORE_LOAD_CHUNK;
+    st = load_chunk(store, keys + off, n, &list, err);
+  }
+  for (size_t i = 0; i < list.n; i++) {
+    if (st == STORE_OK)
+      found(ctx, list.v[i].agg, list.v[i].rev);
+    else
+      model_aggregate_destroy(list.v[i].agg);
+  }
+  free(list.v);
+  return st;
+}
+
+/* --- write --------------------------------------------------------------- */
+
+static void reset_pending(store_write_item_t *items, const size_t *map, size_t nops) {
+  for (size_t i = 0; i < nops; i++) {
+    items[map[i]].result = STORE_ITEM_PENDING;
+    items[map[i]].error_code = 0;
+  }
+}
+
+static int32_t reply_int32(const bson_t *reply, const char *key) {
+  bson_iter_t it;
+  if (reply && bson_iter_init_find(&it, reply, key) && BSON_ITER_HOLDS_NUMBER(&it))
+    return (int32_t)bson_iter_as_int64(&it);
+  return 0;
+}
+
+/* The first {code, errmsg} of a reply's array field, for messages. */
+static bool reply_first_error(const bson_t *reply, const char *field, int32_t *code, const char **msg) {
+  bson_iter_t it, arr, doc;
+  if (!reply || !bson_iter_init_find(&it, reply, field) || !BSON_ITER_HOLDS_ARRAY(&it) ||
+      !bson_iter_recurse(&it, &arr) || !bson_iter_next(&arr) || !BSON_ITER_HOLDS_DOCUMENT(&arr))
+    return false;
+  *code = 0;
+  *msg = "";
+  bson_iter_recurse(&arr, &doc);
+  while (bson_iter_next(&doc)) {
+    if (BSON_ITER_IS_KEY(&doc, "code") && BSON_ITER_HOLDS_NUMBER(&doc))
+      *code = (int32_t)bson_iter_as_int64(&doc);
+    else if (BSON_ITER_IS_KEY(&doc, "errmsg") && BSON_ITER_HOLDS_UTF8(&doc))
+      *msg = bson_iter_utf8(&doc, NULL);
+  }
+  return true;
+}
+
+store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const bson_t *reply,
+                                  store_write_item_t *items, const size_t *map, size_t nops, bool *incomplete,
+                                  store_error_t *err) {
+  *incomplete = false;
+  store_status_t st = STORE_OK;
+
+  /* Lost connection, no primary: whatever the reply says, later batches of
+   * this bulk may or may not have been applied. */
+  if (!executed && (error->domain == MONGOC_ERROR_STREAM || error->domain == MONGOC_ERROR_SERVER_SELECTION ||
+                    (reply && mongoc_error_has_label(reply, "RetryableWriteError")))) {
+    set_error_from_bson(err, "bulk write", error);
+    st = STORE_RETRY;
+    goto out;
+  }
+
+  /* Applied but not confirmed with the write concern: acknowledging now
+   * could commit offsets for writes that later roll back. Retrying is safe:
+   * the items that did land come back as conflicts. */
+  int32_t code;
+  const char *msg;
+  if (reply_first_error(reply, "writeConcernErrors", &code, &msg)) {
+    bson_error_t wce = {.domain = MONGOC_ERROR_WRITE_CONCERN, .code = (uint32_t)code};
+    st = store_classify_error(&wce, NULL);
+    set_error(err, MONGOC_ERROR_WRITE_CONCERN, (uint32_t)code, "bulk write: write concern error %d: %s", code, msg);
+    goto out;
+  }
+
+  size_t nerrors = 0;
+  bson_iter_t it, arr, doc;
+  if (reply && bson_iter_init_find(&it, reply, "writeErrors") && BSON_ITER_HOLDS_ARRAY(&it) &&
+      bson_iter_recurse(&it, &arr)) {
+    while (bson_iter_next(&arr)) {
+      int64_t index = -1;
+      int32_t ecode = 0;
+      const char *emsg = "";
+      if (BSON_ITER_HOLDS_DOCUMENT(&arr) && bson_iter_recurse(&arr, &doc)) {
+        while (bson_iter_next(&doc)) {
+          if (BSON_ITER_IS_KEY(&doc, "index") && BSON_ITER_HOLDS_NUMBER(&doc))
+            index = bson_iter_as_int64(&doc);
+          else if (BSON_ITER_IS_KEY(&doc, "code") && BSON_ITER_HOLDS_NUMBER(&doc))
+            ecode = (int32_t)bson_iter_as_int64(&doc);
+          else if (BSON_ITER_IS_KEY(&doc, "errmsg") && BSON_ITER_HOLDS_UTF8(&doc))
+            emsg = bson_iter_utf8(&doc, NULL);
+        }
+      }
+      if (index < 0 || (uint64_t)index >= nops || items[map[index]].result != STORE_ITEM_PENDING) {
+        set_error(err, MONGOC_ERROR_SERVER, (uint32_t)ecode, "bulk write: write error for an unknown index %lld",
+                  (long long)index);
+        st = STORE_RETRY;
+        *incomplete = true;
+        goto out;
+      }
+      if (store_server_code_is_transient(ecode)) {
+        set_error(err, MONGOC_ERROR_SERVER, (uint32_t)ecode, "bulk write: item %lld: %d: %s", (long long)index,
+                  ecode, emsg);
+        st = STORE_RETRY;
+        goto out;
+      }
+      store_write_item_t *item = &items[map[index]];
+      if (ecode == STORE_CODE_DUPLICATE_KEY) {
+        item->result = STORE_ITEM_CONFLICT;
+      } else {
+        item->result = STORE_ITEM_ERROR;
+        item->error_code = (uint32_t)ecode;
+      }
+      nerrors++;
+    }
+  }
+
+  /* A command-level failure (no per-item errors): unauthorized, bad
+   * namespace, an election, ... */
+  if (!executed && nerrors == 0) {
+    st = store_classify_error(error, reply);
+    set_error_from_bson(err, "bulk write", error);
+    goto out;
+  }
+
+  /* Every replace-with-upsert either matched or upserted or failed. A reply
+   * that accounts for fewer operations leaves the others' fate unknown. */
+  int64_t acknowledged = (int64_t)reply_int32(reply, "nMatched") + reply_int32(reply, "nUpserted") + (int64_t)nerrors;
+  if (acknowledged != (int64_t)nops) {
+    set_error(err, MONGOC_ERROR_SERVER, 0, "bulk write: the server acknowledged %lld of %zu writes",
+              (long long)acknowledged, nops);
+    st = STORE_RETRY;
+    *incomplete = true;
+    goto out;
+  }
+
+  for (size_t i = 0; i < nops; i++)
+    if (items[map[i]].result == STORE_ITEM_PENDING) items[map[i]].result = STORE_ITEM_OK;
+
+out:
+  if (st != STORE_OK) reset_pending(items, map, nops);
+  return st;
+}
+
+/* Appends item's conditional replace to bulk, or marks the item
+ * STORE_ITEM_ERROR when it cannot be sent (too large, refused by the
+ * driver's checks). Returns true if the item is in the bulk. */
+static bool bulk_add(mongoc_bulk_operation_t *bulk, store_write_item_t *item, int64_t updated_at_ms) {
+  size_t key_len;
+  const char *key = model_aggregate_key(item->agg, &key_len);
+  bson_t doc = BSON_INITIALIZER;
+  if (!model_codec_to_bson(item->agg, item->rev + 1, updated_at_ms, &doc) || doc.len > STORE_MAX_DOCUMENT_BYTES) {
+    log_error("aggregate too large to store", "key", LOG_STR, key, "bytes", LOG_INT, (int64_t)doc.len);
+    bson_destroy(&doc);
+    item->result = STORE_ITEM_ERROR;
+    item->error_code = STORE_CODE_OBJECT_TOO_LARGE;
+    return false;
+  }
+  bson_t filter = BSON_INITIALIZER;
+  bson_append_utf8(&filter, "_id", 3, key, (int)key_len);
+  BSON_APPEND_INT64(&filter, "rev", item->rev);
+  bson_t opts = BSON_INITIALIZER;
+  BSON_APPEND_BOOL(&opts, "upsert", true);
+  bson_error_t e;
+  bool ok = mongoc_bulk_operation_replace_one_with_opts(bulk, &filter, &doc, &opts, &e);
+  if (!ok) {
+    log_error("aggregate refused by the driver", "key", LOG_STR, key, "error", LOG_STR, e.message);
+    item->result = STORE_ITEM_ERROR;
+    item->error_code = STORE_CODE_BAD_VALUE;
+  }
+  bson_destroy(&opts);
+  bson_destroy(&filter);
+  bson_destroy(&doc);
+  return ok;
+}
+
+/* One unordered bulk for items[idx[0..n)]. */
+static store_status_t write_bulk(store_t *store, store_write_item_t *items, const size_t *idx, size_t n,
+                                 int64_t updated_at_ms, bool *incomplete, store_error_t *err) {
+  *incomplete = false;
+  size_t *map = malloc((n ? n : 1) * sizeof *map);
+  if (!map) {
+    set_error(err, MONGOC_ERROR_CLIENT, 0, "bulk write: out of memory");
+    return STORE_RETRY;
+  }
+  bson_t opts = BSON_INITIALIZER;
+  BSON_APPEND_BOOL(&opts, "ordered", false); /* the collection's write concern applies */
+  mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(store->collection, &opts);
+  size_t nops = 0;
+  for (size_t i = 0; i < n; i++) {
+    items[idx[i]].result = STORE_ITEM_PENDING;
+    items[idx[i]].error_code = 0;
+    if (bulk_add(bulk, &items[idx[i]], updated_at_ms)) map[nops++] = idx[i];
+  }
+  store_status_t st = STORE_OK;
+  if (nops > 0) {
+    bson_t reply;
+    bson_error_t e;
+    bool executed = mongoc_bulk_operation_execute(bulk, &reply, &e) != 0;
+    st = store_bulk_outcome(executed, &e, &reply, items, map, nops, incomplete, err);
+    bson_destroy(&reply);
+  }
+  mongoc_bulk_operation_destroy(bulk);
+  bson_destroy(&opts);
+  free(map);
+  return st;
+}
+
+store_status_t store_write(store_t *store, store_write_item_t *items, size_t nitems, int64_t updated_at_ms,
+                           store_error_t *err) {
+  clear_error(err);
+  if (nitems == 0) return STORE_OK;
+  size_t *idx = malloc(nitems * sizeof *idx);
+  if (!idx) {
+    set_error(err, MONGOC_ERROR_CLIENT, 0, "bulk write: out of memory");
+    return STORE_RETRY;
+  }
+  for (size_t i = 0; i < nitems; i++) idx[i] = i;
+
+  bool incomplete;
+  store_status_t st = write_bulk(store, items, idx, nitems, updated_at_ms, &incomplete, err);
+  if (st != STORE_OK && incomplete && nitems > 1) {
+    /* The reply did not say what became of every item. FerretDB 1.x does
+     * this: it stops an update command at the first write error even when
+     * unordered, and reports neither the writes done before it nor the
+     * error's real index. Resolve by sending the items one by one: a single
+     * write's reply is unambiguous. Items that already landed come back as
+     * conflicts, which the caller resolves by reloading; conditional writes
+     * keep that safe. MongoDB itself never takes this path. */
+    if (!store->warned_incomplete) {
+      log_warn("store reply did not account for every write; resolving the batch item by item", "error", LOG_STR,
+               err ? err->message : "");
+      store->warned_incomplete = true;
+    }
+    clear_error(err);
+    st = STORE_OK;
+    for (size_t i = 0; i < nitems && st == STORE_OK; i++)
+      st = write_bulk(store, items, &idx[i], 1, updated_at_ms, &incomplete, err);
+    if (st != STORE_OK) {
+      for (size_t i = 0; i < nitems; i++) {
+        items[i].result = STORE_ITEM_PENDING;
+        items[i].error_code = 0;
+      }
+    }
+  } else if (st != STORE_OK) {
+    for (size_t i = 0; i < nitems; i++) {
+      items[i].result = STORE_ITEM_PENDING;
+      items[i].error_code = 0;
+    }
+  }
+  free(idx);
+  return st;
+}

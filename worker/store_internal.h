@@ -1,0 +1,42 @@
+/* store.c's error classification and bulk-reply interpretation, exposed so
+ * that unit tests can drive them with hand-made replies (write-concern
+ * errors, elections, partial replies) that a local test server cannot
+ * produce. Only store.c and its tests include this header. */
+#ifndef STORE_INTERNAL_H
+#define STORE_INTERNAL_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+/* True for server error codes after which the same request may succeed
+ * unchanged (elections, shutdowns, network trouble between servers,
+ * write-concern timeouts). */
+bool store_server_code_is_transient(int32_t code);
+
+/* Classifies a failed operation. error comes from mongoc with error API
+ * version 2 (server errors in MONGOC_ERROR_SERVER); reply is the server's
+ * reply or NULL. Returns STORE_RETRY or STORE_FATAL (never STORE_OK). */
+store_status_t store_classify_error(const bson_error_t *error, const bson_t *reply);
+
+/* Interprets the outcome of mongoc_bulk_operation_execute for a bulk of nops
+ * replace-with-upsert operations, operation i being items[map[i]]: executed
+ * is its return value != 0, error and reply what it filled.
+ *
+ * On STORE_OK every mapped item has a result. Otherwise the mapped items are
+ * reset to STORE_ITEM_PENDING and err says why; *incomplete is set when the
+ * only problem is that the reply does not account for every operation (a
+ * server that stops at the first write error whatever `ordered` says), so
+ * the caller can find the items' fates another way. */
+store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const bson_t *reply,
+                                  store_write_item_t *items, const size_t *map, size_t nops, bool *incomplete,
+                                  store_error_t *err);
+
+/* Parses store.write_concern: "majority" (w = -3, MONGOC_WRITE_CONCERN_W_MAJORITY)
+ * or an integer 1..50. Returns false for anything else, including 0. */
+bool store_parse_write_concern(const char *s, int32_t *w);
+
+#endif
