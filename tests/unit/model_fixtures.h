@@ -22,7 +22,7 @@ static inline void fx_base(model_command_t *c, model_cmd_type_t type, const char
   memset(c, 0, sizeof *c);
   c->type = type;
   c->version = version;
-  c->ts_ms = 1788249600000LL; /* 2026-09-01T00:00:00Z */
+  c->ts_ms = 1788220800000LL; /* 2026-09-01T00:00:00Z */
   FX_COPY(c->id, c->id_len, id);
   FX_COPY(c->tenant, c->tenant_len, tenant);
   FX_COPY(c->assignment, c->assignment_len, assignment);
