@@ -247,7 +247,7 @@ const config_prop_t config_props[] = {
     INT("batch", "max_aggregates", "1000", 1, 100000, CONFIG_LIVE, batch_max_aggregates,
         "Flush once this many aggregates are dirty; also the most aggregates in one bulk write."),
     INT("batch", "linger_ms", "100", 0, 60000, CONFIG_LIVE, batch_linger_ms,
-        "Flush at most this long after the first unwritten change; 0 flushes after every poll."),
+        "Flush once the oldest unwritten change is this old; 0 flushes after every command."),
     SIZE("batch", "max_pending_bytes", "64MiB", 1 * MiB, 16 * GiB, CONFIG_LIVE, batch_max_pending_bytes,
          "Memory bound on unwritten changes: past it the worker pauses fetching until a flush succeeds."),
     INT("retry", "backoff_ms", "100", 1, 60000, 0, retry_backoff_ms,

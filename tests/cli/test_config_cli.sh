@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# aggregator config check|show|describe (SPEC 6 and 7): exit status, one-line
+# errors naming FILE:LINE, redaction, precedence, and the shipped examples.
+# Env: AGGREGATOR (the binary), AGG_SOURCE_DIR.
+set -u
+BIN="${AGGREGATOR:?AGGREGATOR must name the aggregator binary}"
+SRC="${AGG_SOURCE_DIR:?AGG_SOURCE_DIR must name the source tree}"
+T="$(mktemp -d)"
+trap 'rm -rf "$T"' EXIT
+# Start from a clean environment for our variables.
+for v in $(env | sed -n 's/^\(AGGREGATOR_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# run EXPECTED_STATUS ARGS...: runs the binary, stdout to $T/out, stderr to $T/err.
+run() {
+  local want="$1"; shift
+  "$BIN" "$@" >"$T/out" 2>"$T/err"
+  local got=$?
+  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want; stderr: $(cat "$T/err")"
+}
+stderr_is() { [ "$(cat "$T/err")" = "$1" ] || fail "stderr is '$(cat "$T/err")', expected '$1'"; }
+stdout_has() { grep -qxF -- "$1" "$T/out" || fail "stdout lacks line '$1'"; }
+stdout_lacks() { ! grep -qF -- "$1" "$T/out" || fail "stdout contains '$1'"; }
+one_line_stderr() { [ "$(wc -l <"$T/err")" = 1 ] || fail "stderr is not one line: $(cat "$T/err")"; }
+
+# --- check: OK -----------------------------------------------------------
+run 0 config check
+stdout_has "configuration OK"
+[ -s "$T/err" ] && fail "check wrote to stderr: $(cat "$T/err")"
+run 0 config check -c "$SRC/config/development.ini"
+stdout_has "configuration OK"
+run 0 config check -c "$SRC/config/backfill.ini"
+
+# production.ini needs its secret files; supply them through the environment.
+printf 'mongodb://aggregator:pr0d-s3cret@mongo-0:27017/?tls=true&replicaSet=rs0\n' >"$T/mongodb-uri"
+printf 'kafka-s3cret\n' >"$T/kafka-password"
+run 2 config check -c "$SRC/config/production.ini"
+grep -q "^aggregator: $SRC/config/production.ini:[0-9]*: kafka.rdkafka.sasl.password_file: cannot read /run/secrets/kafka-password: " "$T/err" \
+  || grep -q "^aggregator: $SRC/config/production.ini:[0-9]*: store.uri_file: cannot read /run/secrets/mongodb-uri: " "$T/err" \
+  || fail "production.ini without secrets: $(cat "$T/err")"
+AGGREGATOR_STORE_URI_FILE="$T/mongodb-uri" AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE="$T/kafka-password" \
+  run 0 config show -c "$SRC/config/production.ini"
+stdout_has "uri = mongodb://aggregator:***@mongo-0:27017/?tls=true&replicaSet=rs0"
+stdout_has "rdkafka.sasl.password = ***"
+stdout_has "write_concern = majority"
+stdout_lacks "s3cret"
+
+# --- check: errors name FILE:LINE, exit 2 -----------------------------------
+printf '# header\n[batch]\nmax_comands = 10\n' >"$T/typo.ini"
+run 2 config check -c "$T/typo.ini"
+stderr_is "aggregator: $T/typo.ini:3: batch.max_comands: unknown key (did you mean batch.max_commands?)"
+[ -s "$T/out" ] && fail "failed check wrote to stdout"
+
+printf '[bacth]\n' >"$T/section.ini"
+run 2 config check -c "$T/section.ini"
+stderr_is "aggregator: $T/section.ini:1: [bacth]: unknown section (did you mean [batch]?)"
+
+printf '[batch]\n\n\nlinger_ms = 60001\n' >"$T/range.ini"
+run 2 config show -c "$T/range.ini"
+stderr_is "aggregator: $T/range.ini:4: batch.linger_ms: '60001' is out of range 0..60000"
+[ -s "$T/out" ] && fail "failed show wrote to stdout"
+
+printf '[kafka]\nrdkafka.socket.timeout.ms = soon\n' >"$T/rk.ini"
+run 2 config check -c "$T/rk.ini"
+stderr_is "aggregator: $T/rk.ini:2: kafka.rdkafka.socket.timeout.ms: librdkafka: Invalid value for configuration property \"socket.timeout.ms\""
+
+printf '[store]\nuri = mongodb://u:hunter2@h:99999/\n' >"$T/uri.ini"
+run 2 config check -c "$T/uri.ini"
+one_line_stderr
+grep -q "hunter2" "$T/err" && fail "a secret leaked into the error: $(cat "$T/err")"
+grep -q "^aggregator: $T/uri.ini:2: store.uri: " "$T/err" || fail "uri error: $(cat "$T/err")"
+
+run 2 config check -c "$T/missing.ini"
+stderr_is "aggregator: $T/missing.ini: cannot open: No such file or directory"
+
+run 2 config check --set batch.linger_ms=soon
+stderr_is "aggregator: --set batch.linger_ms: 'soon' is not an integer"
+
+AGGREGATOR_LOG_LEVEL=loud run 2 config check
+stderr_is "aggregator: environment AGGREGATOR_LOG_LEVEL: log.level: 'loud' is not one of error, warn, info, debug"
+
+# --- show: precedence defaults < file < environment < --set ---------------
+printf '[batch]\nlinger_ms = 10\nmax_commands = 11\nmax_aggregates = 12\n' >"$T/p.ini"
+AGGREGATOR_BATCH_LINGER_MS=20 AGGREGATOR_BATCH_MAX_COMMANDS=21 \
+  run 0 config show -c "$T/p.ini" --set batch.linger_ms=30
+stdout_has "linger_ms = 30"
+stdout_has "max_commands = 21"
+stdout_has "max_aggregates = 12"
+stdout_has "max_pending_bytes = 64MiB"
+stdout_has "# file: $T/p.ini"
+
+# show's output is itself a valid configuration file.
+run 0 config show -c "$SRC/config/development.ini"
+cp "$T/out" "$T/shown.ini"
+run 0 config show -c "$T/shown.ini"
+diff <(grep -v '^# file:' "$T/shown.ini") <(grep -v '^# file:' "$T/out") >/dev/null \
+  || fail "show of its own output differs"
+
+# --- describe ----------------------------------------------------------------
+run 0 config describe
+for key in kafka.brokers kafka.topics kafka.group kafka.dlq_topic store.uri store.database store.collection \
+  store.write_concern batch.max_commands batch.max_aggregates batch.linger_ms batch.max_pending_bytes \
+  retry.backoff_ms retry.backoff_max_ms cache.max_aggregates limits.max_command_bytes metrics.listen \
+  log.level log.format kafka.rdkafka.; do
+  grep -qF "  $key" "$T/out" || fail "describe lacks $key"
+done
+stdout_has "      integer, 0..60000; live; env AGGREGATOR_BATCH_LINGER_MS"
+
+# --- usage errors are 2 as well (main.c) --------------------------------------
+run 2 config frobnicate
+
+if [ "$fails" -ne 0 ]; then
+  echo "$fails failure(s)" >&2
+  exit 1
+fi
+echo "config CLI: all checks passed"

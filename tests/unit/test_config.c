@@ -1,0 +1,853 @@
+/* Configuration (SPEC 7): sources and precedence, every kind of error with
+ * its exact one-line message, _file values, redaction, describe, the
+ * generated docs/CONFIG.md, and the SIGHUP merge. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "config_table.h"
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static char tmpdir[] = "/tmp/test_config.XXXXXX";
+static int tmp_seq;
+
+/* Writes content to a fresh file in tmpdir and returns its path (static). */
+static const char *write_tmp(const char *content, size_t len) {
+  static char paths[8][256];
+  char *path = paths[tmp_seq % 8];
+  snprintf(path, 256, "%s/f%d", tmpdir, tmp_seq++);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(content, 1, len, f), len);
+  fclose(f);
+  return path;
+}
+static const char *write_ini(const char *content) { return write_tmp(content, strlen(content)); }
+
+/* Every AGGREGATOR_* variable a test sets is listed here and cleared after. */
+static const char *const env_used[] = {
+    "AGGREGATOR_BATCH_LINGER_MS", "AGGREGATOR_BATCH_LINGER_M", "AGGREGATOR_LOG_LEVEL",
+    "AGGREGATOR_STORE_URI",       "AGGREGATOR_STORE_URI_FILE", "AGGREGATOR_KAFKA_RDKAFKA_CLIENT_ID",
+    "AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE", "AGGREGATOR_SERVICE_HOST", "AGGREGATOR_METRICS_LISTEN",
+    "AGGREGATOR_KAFKA_RDKAFKA_SOCKET_TIMEOUT_MS", "AGGREGATOR_batch_linger_ms",
+};
+static void clear_env(void) {
+  for (size_t i = 0; i < sizeof env_used / sizeof env_used[0]; i++) unsetenv(env_used[i]);
+}
+
+static void setup(void) {
+  clear_env();
+  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+static void teardown(void) {
+  clear_env();
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  ck_assert_int_eq(system(cmd), 0);
+  strcpy(tmpdir, "/tmp/test_config.XXXXXX");
+}
+
+/* Loads defaults + file (may be NULL) + env + sets; returns the config or
+ * NULL with *err filled. */
+static config_t *load(const char *path, char **sets, size_t nsets, config_error_t *err) {
+  config_t *cfg = config_new();
+  ck_assert_ptr_nonnull(cfg);
+  if (config_load(cfg, path, sets, nsets, err)) return cfg;
+  config_destroy(cfg);
+  return NULL;
+}
+
+static char *show(const config_t *cfg) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  config_show(cfg, f);
+  fclose(f);
+  return text;
+}
+
+/* Replaces "{FILE}" in pattern by path and "{AUX}" by aux. */
+static void expand(char *out, size_t size, const char *pattern, const char *path, const char *aux) {
+  out[0] = '\0';
+  for (const char *p = pattern; *p;) {
+    size_t len = strlen(out);
+    if (!strncmp(p, "{AUX}", 5)) {
+      snprintf(out + len, size - len, "%s", aux ? aux : "?");
+      p += 5;
+    } else if (!strncmp(p, "{FILE}", 6)) {
+      snprintf(out + len, size - len, "%s", path ? path : "?");
+      p += 6;
+    } else {
+      snprintf(out + len, size - len, "%c", *p++);
+    }
+  }
+}
+
+/* ---- defaults ------------------------------------------------------------ */
+
+START_TEST(defaults) {
+  config_t *c = config_new();
+  ck_assert_str_eq(c->kafka_brokers, "localhost:9092");
+  ck_assert_str_eq(c->kafka_topics, "assignment-commands");
+  ck_assert_str_eq(c->kafka_group, "aggregator");
+  ck_assert_str_eq(c->kafka_dlq_topic, "assignment-commands-dlq");
+  ck_assert_uint_eq(c->rdkafka_count, 0);
+  ck_assert_str_eq(c->store_uri, "mongodb://localhost:27017");
+  ck_assert_str_eq(c->store_database, "school");
+  ck_assert_str_eq(c->store_collection, "assignment_aggregates");
+  ck_assert_str_eq(c->store_write_concern, "majority");
+  ck_assert_int_eq(c->batch_max_commands, 5000);
+  ck_assert_int_eq(c->batch_max_aggregates, 1000);
+  ck_assert_int_eq(c->batch_linger_ms, 100);
+  ck_assert_int_eq(c->batch_max_pending_bytes, 64 << 20);
+  ck_assert_int_eq(c->retry_backoff_ms, 100);
+  ck_assert_int_eq(c->retry_backoff_max_ms, 10000);
+  ck_assert_int_eq(c->cache_max_aggregates, 100000);
+  ck_assert_int_eq(c->limits_max_command_bytes, 65536);
+  ck_assert_str_eq(c->metrics_listen, "");
+  ck_assert_int_eq(c->log_level, LOG_LEVEL_INFO);
+  ck_assert_int_eq(c->log_format, LOG_FORMAT_JSON);
+  ck_assert_ptr_null(c->source_file);
+  config_destroy(c);
+  config_destroy(NULL);
+}
+END_TEST
+
+/* Loading nothing (no file, no env, no sets) succeeds and keeps defaults. */
+START_TEST(load_nothing) {
+  config_error_t err;
+  config_t *c = load(NULL, NULL, 0, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_int_eq(c->batch_linger_ms, 100);
+  config_destroy(c);
+}
+END_TEST
+
+/* ---- a full file --------------------------------------------------------- */
+
+START_TEST(file_all_keys) {
+  const char *path = write_ini("\xEF\xBB\xBF# comment\n"
+                               "; another comment\n"
+                               "\n"
+                               "[kafka]\r\n"
+                               "  brokers = k1:9092 , k2:9093\n"
+                               "topics = a , b.c\n"
+                               "group\t=\tg1\n"
+                               "dlq_topic = dead\n"
+                               "rdkafka.client.id = worker-1\n"
+                               "rdkafka.socket.timeout.ms = 30000\n"
+                               "[ store ]\n"
+                               "uri = mongodb://h1:27017,h2:27017/?replicaSet=rs0\n"
+                               "database = db1\n"
+                               "collection = aggs\n"
+                               "write_concern = 2\n"
+                               "[batch]\n"
+                               "max_commands = 7\n"
+                               "max_aggregates = 8\n"
+                               "linger_ms = 0\n"
+                               "max_pending_bytes = 2G\n"
+                               "[retry]\n"
+                               "backoff_ms = 5\n"
+                               "backoff_max_ms = 5\n"
+                               "[cache]\n"
+                               "max_aggregates = 0\n"
+                               "[limits]\n"
+                               "max_command_bytes = 1048576\n"
+                               "[metrics]\n"
+                               "listen = [::1]:9464\n"
+                               "[log]\n"
+                               "level = debug\n"
+                               "format = text\n"
+                               "[kafka]\n"
+                               "rdkafka.debug = cgrp,topic\n");
+  config_error_t err;
+  config_t *c = load(path, NULL, 0, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_str_eq(c->kafka_brokers, "k1:9092,k2:9093");
+  ck_assert_str_eq(c->kafka_topics, "a,b.c");
+  ck_assert_str_eq(c->kafka_group, "g1");
+  ck_assert_str_eq(c->kafka_dlq_topic, "dead");
+  ck_assert_uint_eq(c->rdkafka_count, 3);
+  ck_assert_str_eq(c->rdkafka[0].name, "client.id");
+  ck_assert_str_eq(c->rdkafka[0].value, "worker-1");
+  ck_assert_str_eq(c->rdkafka[1].name, "socket.timeout.ms");
+  ck_assert_str_eq(c->rdkafka[2].name, "debug");
+  ck_assert_str_eq(c->rdkafka[2].value, "cgrp,topic");
+  ck_assert_str_eq(c->store_uri, "mongodb://h1:27017,h2:27017/?replicaSet=rs0");
+  ck_assert_str_eq(c->store_database, "db1");
+  ck_assert_str_eq(c->store_collection, "aggs");
+  ck_assert_str_eq(c->store_write_concern, "2");
+  ck_assert_int_eq(c->batch_max_commands, 7);
+  ck_assert_int_eq(c->batch_max_aggregates, 8);
+  ck_assert_int_eq(c->batch_linger_ms, 0);
+  ck_assert_int_eq(c->batch_max_pending_bytes, (int64_t)2 << 30);
+  ck_assert_int_eq(c->retry_backoff_ms, 5);
+  ck_assert_int_eq(c->retry_backoff_max_ms, 5);
+  ck_assert_int_eq(c->cache_max_aggregates, 0);
+  ck_assert_int_eq(c->limits_max_command_bytes, 1048576);
+  ck_assert_str_eq(c->metrics_listen, "[::1]:9464");
+  ck_assert_int_eq(c->log_level, LOG_LEVEL_DEBUG);
+  ck_assert_int_eq(c->log_format, LOG_FORMAT_TEXT);
+  ck_assert_str_eq(c->source_file, path);
+  config_destroy(c);
+}
+END_TEST
+
+/* Values are literal: '#', ';' and '=' inside a value are kept. */
+START_TEST(values_are_literal) {
+  const char *path = write_ini("[kafka]\n"
+                               "rdkafka.client.id = a#b;c=d\n"
+                               "[store]\n"
+                               "uri = mongodb://h/?appname=x;y\n");
+  config_error_t err;
+  config_t *c = load(path, NULL, 0, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_str_eq(c->rdkafka[0].value, "a#b;c=d");
+  ck_assert_str_eq(c->store_uri, "mongodb://h/?appname=x;y");
+  config_destroy(c);
+}
+END_TEST
+
+/* ---- values accepted and normalised -------------------------------------- */
+
+static const struct {
+  const char *set;
+  const char *key; /* section.key */
+  const char *shown;
+} good_values[] = {
+    {"batch.max_pending_bytes=1048576", "batch.max_pending_bytes", "1MiB"},
+    {"batch.max_pending_bytes=1536K", "batch.max_pending_bytes", "1536KiB"},
+    {"batch.max_pending_bytes=1025KiB", "batch.max_pending_bytes", "1025KiB"},
+    {"batch.max_pending_bytes=16GiB", "batch.max_pending_bytes", "16GiB"},
+    {"batch.max_pending_bytes=3000000", "batch.max_pending_bytes", "3000000"},
+    {"limits.max_command_bytes=256", "limits.max_command_bytes", "256"},
+    {"limits.max_command_bytes=16M", "limits.max_command_bytes", "16MiB"},
+    {"batch.max_commands=1000000", "batch.max_commands", "1000000"},
+    {"batch.linger_ms=007", "batch.linger_ms", "7"},
+    {"store.write_concern=01", "store.write_concern", "1"},
+    {"store.write_concern=50", "store.write_concern", "50"},
+    {"store.uri=mongodb+srv://cluster.example.com/", "store.uri", "mongodb+srv://cluster.example.com/"},
+    {"kafka.topics= x ,y,  z", "kafka.topics", "x,y,z"},
+    {"kafka.brokers=SSL://b1:9093,b2", "kafka.brokers", "SSL://b1:9093,b2"},
+    {"metrics.listen=", "metrics.listen", ""},
+    {"metrics.listen=0.0.0.0:9464", "metrics.listen", "0.0.0.0:9464"},
+    {"metrics.listen=metrics-host.local:1", "metrics.listen", "metrics-host.local:1"},
+    {"metrics.listen=[fe80::1]:65535", "metrics.listen", "[fe80::1]:65535"},
+    {"log.level=error", "log.level", "error"},
+    {"log.level=warn", "log.level", "warn"},
+};
+
+START_TEST(good_value) {
+  char *sets[] = {(char *)good_values[_i].set};
+  config_error_t err;
+  config_t *c = load(NULL, sets, 1, &err);
+  ck_assert_msg(c, "%s: %s", good_values[_i].set, err.message);
+  char section[32];
+  const char *dot = strchr(good_values[_i].key, '.');
+  snprintf(section, sizeof section, "%.*s", (int)(dot - good_values[_i].key), good_values[_i].key);
+  const config_prop_t *p = config_prop_find(section, dot + 1);
+  ck_assert_ptr_nonnull(p);
+  model_buf_t b = MODEL_BUF_INIT;
+  config_prop_format(p, c, &b);
+  ck_assert_str_eq(b.data, good_values[_i].shown);
+  model_buf_destroy(&b);
+  config_destroy(c);
+}
+END_TEST
+
+/* ---- every kind of error, with its exact message ------------------------- */
+
+typedef struct {
+  const char *ini;       /* file content; NULL for no file */
+  const char *set;       /* one --set, or NULL */
+  const char *env_name;  /* one environment variable, or NULL */
+  const char *env_value; /* {AUX} in it is replaced by the aux file path */
+  const char *aux;       /* content of an auxiliary file {AUX} (for _file), or NULL */
+  const char *expect;    /* the whole message; {FILE} and {AUX} are replaced by the paths */
+} error_case_t;
+
+static const error_case_t error_cases[] = {
+    /* unknown keys and sections, with suggestions */
+    {"[batch]\nmax_comands = 5\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: batch.max_comands: unknown key (did you mean batch.max_commands?)"},
+    {"[kafka]\nlinger_ms = 5\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: kafka.linger_ms: unknown key (did you mean batch.linger_ms?)"},
+    {"[store]\nurl_file = /x\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: store.url_file: unknown key (did you mean store.uri_file?)"},
+    {"[batch]\nzzzzzzzzzzzz = 5\n", NULL, NULL, NULL, NULL, "{FILE}:2: batch.zzzzzzzzzzzz: unknown key"},
+    {"[kafka]\nrdkafak.sasl.username = u\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: kafka.rdkafak.sasl.username: unknown key (did you mean kafka.rdkafka.sasl.username?)"},
+    {"[store]\nrdkafka.client.id = u\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: store.rdkafka.client.id: unknown key (did you mean kafka.rdkafka.client.id?)"},
+    {"# x\n[bacth]\nlinger_ms = 1\n", NULL, NULL, NULL, NULL, "{FILE}:2: [bacth]: unknown section (did you mean [batch]?)"},
+    {"[xyzzy]\n", NULL, NULL, NULL, NULL, "{FILE}:1: [xyzzy]: unknown section"},
+    /* syntax */
+    {"linger_ms = 1\n", NULL, NULL, NULL, NULL,
+     "{FILE}:1: linger_ms: key outside a section (add a [section] header above it)"},
+    {"[batch]\n\nlinger_ms\n", NULL, NULL, NULL, NULL, "{FILE}:3: expected '[section]' or 'key = value'"},
+    {"[batch]\n = 5\n", NULL, NULL, NULL, NULL, "{FILE}:2: missing key before '='"},
+    {"[batch\n", NULL, NULL, NULL, NULL, "{FILE}:1: a section header is '[name]' alone on its line"},
+    {"[batch] # c\n", NULL, NULL, NULL, NULL, "{FILE}:1: a section header is '[name]' alone on its line"},
+    {"[batch]\nlinger_ms = 1\n[log]\n[batch]\nlinger_ms = 2\n", NULL, NULL, NULL, NULL,
+     "{FILE}:5: batch.linger_ms: duplicate key, already set on line 2"},
+    {"[store]\nuri = mongodb://h\nuri_file = /x\n", NULL, NULL, NULL, NULL,
+     "{FILE}:3: store.uri_file: conflicts with store.uri on line 2"},
+    /* types and ranges */
+    {"[batch]\nlinger_ms = abc\n", NULL, NULL, NULL, NULL, "{FILE}:2: batch.linger_ms: 'abc' is not an integer"},
+    {"[batch]\nlinger_ms = 0x10\n", NULL, NULL, NULL, NULL, "{FILE}:2: batch.linger_ms: '0x10' is not an integer"},
+    {"[batch]\nlinger_ms = 1.5\n", NULL, NULL, NULL, NULL, "{FILE}:2: batch.linger_ms: '1.5' is not an integer"},
+    {"[batch]\nlinger_ms =\n", NULL, NULL, NULL, NULL, "{FILE}:2: batch.linger_ms: '' is not an integer"},
+    {"[batch]\nlinger_ms = 99999999999999999999\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: batch.linger_ms: '99999999999999999999' is not an integer"},
+    {"[batch]\nlinger_ms = 10 # ms\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: batch.linger_ms: '10 # ms' is not an integer (comments must be on a line of their own)"},
+    {"[batch]\nlinger_ms = 60001\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: batch.linger_ms: '60001' is out of range 0..60000"},
+    {"[batch]\nlinger_ms = -1\n", NULL, NULL, NULL, NULL, "{FILE}:2: batch.linger_ms: '-1' is out of range 0..60000"},
+    {"[batch]\nmax_commands = 0\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: batch.max_commands: '0' is out of range 1..1000000"},
+    {"[batch]\nmax_pending_bytes = 1023KiB\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: batch.max_pending_bytes: '1023KiB' is out of range 1MiB..16GiB"},
+    {"[batch]\nmax_pending_bytes = 17G\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: batch.max_pending_bytes: '17G' is out of range 1MiB..16GiB"},
+    {"[batch]\nmax_pending_bytes = 64 MiB\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: batch.max_pending_bytes: '64 MiB' is not a size (bytes, or a number with K, KiB, M, MiB, G or GiB)"},
+    {"[batch]\nmax_pending_bytes = 64MB\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: batch.max_pending_bytes: '64MB' is not a size (bytes, or a number with K, KiB, M, MiB, G or GiB)"},
+    {"[batch]\nmax_pending_bytes = 99999999999G\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: batch.max_pending_bytes: '99999999999G' is not a size (bytes, or a number with K, KiB, M, MiB, G or "
+     "GiB)"},
+    {"[limits]\nmax_command_bytes = 255\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: limits.max_command_bytes: '255' is out of range 256..16MiB"},
+    {"[log]\nlevel = verbose\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: log.level: 'verbose' is not one of error, warn, info, debug"},
+    {"[log]\nlevel = INFO\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: log.level: 'INFO' is not one of error, warn, info, debug"},
+    {"[log]\nformat = \"json\"\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: log.format: '\"json\"' is not one of json, text (values are literal, without quotes; 'key =' sets the "
+     "empty value)"},
+    /* host:port */
+    {"[metrics]\nlisten = 9464\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: metrics.listen: '9464' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+    {NULL, "metrics.listen=localhost:", NULL, NULL, NULL,
+     "--set metrics.listen: 'localhost:' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+    {NULL, "metrics.listen=:9464", NULL, NULL, NULL,
+     "--set metrics.listen: ':9464' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+    {NULL, "metrics.listen=h:0", NULL, NULL, NULL,
+     "--set metrics.listen: 'h:0' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+    {NULL, "metrics.listen=h:65536", NULL, NULL, NULL,
+     "--set metrics.listen: 'h:65536' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+    {NULL, "metrics.listen=h:80x", NULL, NULL, NULL,
+     "--set metrics.listen: 'h:80x' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+    {NULL, "metrics.listen=a b:80", NULL, NULL, NULL,
+     "--set metrics.listen: 'a b:80' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+    {NULL, "metrics.listen=[::1:80", NULL, NULL, NULL,
+     "--set metrics.listen: '[::1:80' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+    /* strings with rules */
+    {"[kafka]\ntopics = a,,b\n", NULL, NULL, NULL, NULL, "{FILE}:2: kafka.topics: empty topic name in the list"},
+    {"[kafka]\ntopics = a b\n", NULL, NULL, NULL, NULL, "{FILE}:2: kafka.topics: 'a b' is not a valid topic name"},
+    {"[kafka]\ntopics =\n", NULL, NULL, NULL, NULL, "{FILE}:2: kafka.topics: empty topic name in the list"},
+    {"[kafka]\nbrokers = b1, ,b2\n", NULL, NULL, NULL, NULL, "{FILE}:2: kafka.brokers: empty broker in the list"},
+    {"[kafka]\ngroup =\n", NULL, NULL, NULL, NULL, "{FILE}:2: kafka.group: must not be empty"},
+    {"[kafka]\ndlq_topic = ..\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: kafka.dlq_topic: '..' is not a valid topic name ([A-Za-z0-9._-], 1..249 characters)"},
+    {"[store]\ndatabase = a.b\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: store.database: 'a.b' is not a valid database name (1..63 bytes, none of /\\. \"$*<>:|?)"},
+    {"[store]\ncollection = system.x\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: store.collection: 'system.x' is not a valid collection name (1..200 bytes, no '$', not system.*)"},
+    {"[store]\nwrite_concern = 0\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: store.write_concern: '0' is not 'majority' or a member count 1..50 (0 is refused: writes must be "
+     "acknowledged)"},
+    {"[store]\nwrite_concern = all\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: store.write_concern: 'all' is not 'majority' or a member count 1..50 (0 is refused: writes must be "
+     "acknowledged)"},
+    /* store.uri is a secret: the message must not repeat it */
+    {"[store]\nuri = http://user:hunter2@h/\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: store.uri: the value is not a MongoDB URI: Invalid URI Schema, expecting 'mongodb://' or "
+     "'mongodb+srv://'"},
+    {"[store]\nuri = mongodb://user:hunter2@h:99999/\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: store.uri: the value is not a MongoDB URI: Invalid host string in URI"},
+    /* checks across keys name the key set last */
+    {"[kafka]\ndlq_topic = assignment-commands\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: kafka.dlq_topic: 'assignment-commands' is both a command topic and the dead-letter topic"},
+    {"[kafka]\ndlq_topic = d\n", "kafka.topics=a,d", NULL, NULL, NULL,
+     "--set kafka.topics: 'd' is both a command topic and the dead-letter topic"},
+    {"[retry]\nbackoff_max_ms = 50\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: retry.backoff_max_ms: 50 is less than retry.backoff_ms (100)"},
+    {"[retry]\nbackoff_max_ms = 1000\n", "retry.backoff_ms=2000", NULL, NULL, NULL,
+     "--set retry.backoff_ms: 2000 is greater than retry.backoff_max_ms (1000)"},
+    /* librdkafka's verdict */
+    {"[kafka]\nrdkafka.socket.timeout.ms = soon\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: kafka.rdkafka.socket.timeout.ms: librdkafka: Invalid value for configuration property "
+     "\"socket.timeout.ms\""},
+    {"[kafka]\n\nrdkafka.security.protocol = tls\n", NULL, NULL, NULL, NULL,
+     "{FILE}:3: kafka.rdkafka.security.protocol: librdkafka: Invalid value \"tls\" for configuration property "
+     "\"security.protocol\""},
+    {"[kafka]\nrdkafka.no.such.thing = 1\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: kafka.rdkafka.no.such.thing: librdkafka: No such configuration property: \"no.such.thing\""},
+    {"[kafka]\nrdkafka.group.id = g\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: kafka.rdkafka.group.id: group.id cannot be passed through: the worker sets it from kafka.group"},
+    {"[kafka]\nrdkafka.enable.auto.commit = true\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: kafka.rdkafka.enable.auto.commit: enable.auto.commit cannot be passed through: the worker commits "
+     "offsets itself, once their commands are durable"},
+    {"[kafka]\nrdkafka. = 1\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: kafka.rdkafka.: missing the librdkafka property name after 'rdkafka.'"},
+    {"[kafka]\nrdkafka.client.id = a\nrdkafka.client.id = b\n", NULL, NULL, NULL, NULL,
+     "{FILE}:3: kafka.rdkafka.client.id: duplicate key, already set on line 2"},
+    /* files: the -c file and _file values */
+    {"[store]\nuri_file = {AUX}/missing\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: store.uri_file: cannot read {AUX}/missing: No such file or directory"},
+    {"[store]\nuri_file =\n", NULL, NULL, NULL, NULL, "{FILE}:2: store.uri_file: empty file name"},
+    {"[batch]\nlinger_ms_file = {AUX}\n", NULL, NULL, NULL, "abc\n",
+     "{FILE}:2: batch.linger_ms_file: {AUX}: 'abc' is not an integer"},
+    {"[kafka]\nrdkafka.socket.timeout.ms_file = {AUX}\n", NULL, NULL, NULL, "never\n",
+     "{FILE}:2: kafka.rdkafka.socket.timeout.ms_file: librdkafka: Invalid value for configuration property "
+     "\"socket.timeout.ms\""},
+    {"[store]\nuri_file = {AUX}\n", NULL, NULL, NULL, "mongodb://u:hunter2@h:0:1/\n",
+     "{FILE}:2: store.uri_file: {AUX}: the value is not a MongoDB URI: Invalid host string in URI"},
+    /* --set */
+    {NULL, "batch.linger_ms", NULL, NULL, NULL, "--set batch.linger_ms: expected section.key=value"},
+    {NULL, "linger_ms=5", NULL, NULL, NULL, "--set linger_ms: expected section.key=value"},
+    {NULL, "bacth.linger_ms=5", NULL, NULL, NULL,
+     "--set bacth.linger_ms: unknown section 'bacth' (did you mean batch?)"},
+    {NULL, "batch.lingerms=5", NULL, NULL, NULL,
+     "--set batch.lingerms: unknown key (did you mean batch.linger_ms?)"},
+    {NULL, "batch.linger_ms=x", NULL, NULL, NULL, "--set batch.linger_ms: 'x' is not an integer"},
+    {NULL, "kafka.group=a\nb", NULL, NULL, NULL, "--set kafka.group: the value contains a control character"},
+    /* environment */
+    {NULL, NULL, "AGGREGATOR_BATCH_LINGER_MS", "soon", NULL,
+     "environment AGGREGATOR_BATCH_LINGER_MS: batch.linger_ms: 'soon' is not an integer"},
+    {NULL, NULL, "AGGREGATOR_BATCH_LINGER_M", "5", NULL,
+     "environment AGGREGATOR_BATCH_LINGER_M: batch.linger_m: unknown key (did you mean AGGREGATOR_BATCH_LINGER_MS?)"},
+    {NULL, NULL, "AGGREGATOR_LOG_LEVEL", "loud", NULL,
+     "environment AGGREGATOR_LOG_LEVEL: log.level: 'loud' is not one of error, warn, info, debug"},
+    {NULL, NULL, "AGGREGATOR_STORE_URI_FILE", "{AUX}/none", NULL,
+     "environment AGGREGATOR_STORE_URI_FILE: store.uri_file: cannot read {AUX}/none: No such file or directory"},
+    {NULL, NULL, "AGGREGATOR_KAFKA_RDKAFKA_SOCKET_TIMEOUT_MS", "x", NULL,
+     "environment AGGREGATOR_KAFKA_RDKAFKA_SOCKET_TIMEOUT_MS: kafka.rdkafka.socket.timeout.ms: librdkafka: Invalid "
+     "value for configuration property \"socket.timeout.ms\""},
+};
+
+START_TEST(error_message) {
+  const error_case_t *t = &error_cases[_i];
+  const char *aux = t->aux ? write_ini(t->aux) : tmpdir;
+  const char *path = NULL;
+  char content[1024];
+  if (t->ini) {
+    expand(content, sizeof content, t->ini, "?", aux);
+    path = write_ini(content);
+  }
+  char env_value[512];
+  if (t->env_name) {
+    expand(env_value, sizeof env_value, t->env_value, "?", aux);
+    setenv(t->env_name, env_value, 1);
+  }
+  char *sets[] = {(char *)t->set};
+  config_error_t err;
+  config_t *c = load(path, sets, t->set ? 1 : 0, &err);
+  ck_assert_msg(!c, "case %d loaded", _i);
+  char expect[1024];
+  expand(expect, sizeof expect, t->expect, path, aux);
+  ck_assert_str_eq(err.message, expect);
+  ck_assert_ptr_null(strchr(err.message, '\n'));
+  ck_assert_ptr_null(strstr(err.message, "hunter2"));
+}
+END_TEST
+
+START_TEST(missing_config_file) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/nope.ini", tmpdir);
+  config_error_t err;
+  ck_assert_ptr_null(load(path, NULL, 0, &err));
+  char expect[400];
+  snprintf(expect, sizeof expect, "%s: cannot open: No such file or directory", path);
+  ck_assert_str_eq(err.message, expect);
+  /* A directory opens but cannot be read. */
+  ck_assert_ptr_null(load(tmpdir, NULL, 0, &err));
+  snprintf(expect, sizeof expect, "%s: cannot read: Is a directory", tmpdir);
+  ck_assert_str_eq(err.message, expect);
+}
+END_TEST
+
+START_TEST(nul_byte_in_file) {
+  const char *path = write_tmp("[batch]\nlinger_ms = 1\0 2\n", 25);
+  config_error_t err;
+  ck_assert_ptr_null(load(path, NULL, 0, &err));
+  char expect[400];
+  snprintf(expect, sizeof expect, "%s:2: NUL byte in the line", path);
+  ck_assert_str_eq(err.message, expect);
+}
+END_TEST
+
+START_TEST(unreadable_value_file) {
+  if (geteuid() == 0) return; /* root reads everything */
+  const char *secret = write_ini("mongodb://h\n");
+  ck_assert_int_eq(chmod(secret, 0), 0);
+  char ini[400];
+  snprintf(ini, sizeof ini, "[store]\nuri_file = %s\n", secret);
+  const char *path = write_ini(ini);
+  config_error_t err;
+  ck_assert_ptr_null(load(path, NULL, 0, &err));
+  char expect[600];
+  snprintf(expect, sizeof expect, "%s:2: store.uri_file: cannot read %s: Permission denied", path, secret);
+  ck_assert_str_eq(err.message, expect);
+}
+END_TEST
+
+START_TEST(value_file_too_large) {
+  size_t n = 1024 * 1024 + 1;
+  char *big = malloc(n);
+  memset(big, 'a', n);
+  const char *secret = write_tmp(big, n);
+  free(big);
+  char set[400];
+  snprintf(set, sizeof set, "kafka.group_file=%s", secret);
+  char *sets[] = {set};
+  config_error_t err;
+  ck_assert_ptr_null(load(NULL, sets, 1, &err));
+  char expect[600];
+  snprintf(expect, sizeof expect, "--set kafka.group_file: %s is larger than 1048576 bytes", secret);
+  ck_assert_str_eq(err.message, expect);
+  /* Exactly 1 MiB is fine. */
+  big = malloc(n - 1);
+  memset(big, 'g', n - 1);
+  secret = write_tmp(big, n - 1);
+  free(big);
+  snprintf(set, sizeof set, "kafka.group_file=%s", secret);
+  config_t *c = load(NULL, sets, 1, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_uint_eq(strlen(c->kafka_group), n - 1);
+  config_destroy(c);
+}
+END_TEST
+
+/* ---- precedence ----------------------------------------------------------- */
+
+START_TEST(precedence) {
+  const char *path = write_ini("[batch]\nlinger_ms = 10\n[kafka]\nrdkafka.client.id = from-file\n");
+  char *sets[] = {"batch.linger_ms=30", "kafka.rdkafka.client.id=from-set"};
+  config_error_t err;
+  config_t *c;
+
+  c = load(NULL, NULL, 0, &err);
+  ck_assert_int_eq(c->batch_linger_ms, 100);
+  ck_assert_uint_eq(c->rdkafka_count, 0);
+  config_destroy(c);
+
+  c = load(path, NULL, 0, &err);
+  ck_assert_int_eq(c->batch_linger_ms, 10);
+  ck_assert_str_eq(c->rdkafka[0].value, "from-file");
+  config_destroy(c);
+
+  setenv("AGGREGATOR_BATCH_LINGER_MS", "20", 1);
+  setenv("AGGREGATOR_KAFKA_RDKAFKA_CLIENT_ID", "from-env", 1);
+  c = load(path, NULL, 0, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_int_eq(c->batch_linger_ms, 20);
+  ck_assert_uint_eq(c->rdkafka_count, 1);
+  ck_assert_str_eq(c->rdkafka[0].value, "from-env");
+  config_destroy(c);
+
+  c = load(path, sets, 2, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_int_eq(c->batch_linger_ms, 30);
+  ck_assert_str_eq(c->rdkafka[0].value, "from-set");
+  config_destroy(c);
+
+  /* env and --set without a file */
+  c = load(NULL, sets, 1, &err);
+  ck_assert_int_eq(c->batch_linger_ms, 30);
+  ck_assert_str_eq(c->rdkafka[0].value, "from-env");
+  config_destroy(c);
+
+  /* The empty string is a value. */
+  setenv("AGGREGATOR_METRICS_LISTEN", "", 1);
+  char *listen[] = {"metrics.listen=127.0.0.1:1"};
+  c = load(NULL, NULL, 0, &err);
+  ck_assert_str_eq(c->metrics_listen, "");
+  config_destroy(c);
+  c = load(NULL, listen, 1, &err);
+  ck_assert_str_eq(c->metrics_listen, "127.0.0.1:1");
+  config_destroy(c);
+}
+END_TEST
+
+/* Only AGGREGATOR_<SECTION>_ names are read, upper case. */
+START_TEST(env_outside_sections_ignored) {
+  setenv("AGGREGATOR_SERVICE_HOST", "10.0.0.1", 1);
+  setenv("AGGREGATOR_batch_linger_ms", "5", 1);
+  config_error_t err;
+  config_t *c = load(NULL, NULL, 0, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_int_eq(c->batch_linger_ms, 100);
+  config_destroy(c);
+}
+END_TEST
+
+/* ---- _file values --------------------------------------------------------- */
+
+START_TEST(value_files) {
+  const char *uri = write_ini("mongodb://app:s3cr3t@db1:27017/?tls=true\r\n\n");
+  const char *kpw = write_ini("kafka-pw\n");
+  const char *lg = write_ini("250");
+  char ini[800];
+  snprintf(ini, sizeof ini,
+           "[store]\nuri_file = %s\n[kafka]\nrdkafka.sasl.password_file = %s\n[batch]\nlinger_ms_file = %s\n", uri,
+           kpw, lg);
+  const char *path = write_ini(ini);
+  config_error_t err;
+  config_t *c = load(path, NULL, 0, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_str_eq(c->store_uri, "mongodb://app:s3cr3t@db1:27017/?tls=true");
+  ck_assert_uint_eq(c->rdkafka_count, 1);
+  ck_assert_str_eq(c->rdkafka[0].name, "sasl.password");
+  ck_assert_str_eq(c->rdkafka[0].value, "kafka-pw");
+  ck_assert_int_eq(c->batch_linger_ms, 250);
+  config_destroy(c);
+
+  /* From the environment. */
+  setenv("AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE", lg, 1);
+  c = load(path, NULL, 0, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_str_eq(c->rdkafka[0].value, "250");
+  config_destroy(c);
+  unsetenv("AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE");
+
+  /* A file named by a source that loses is never read. */
+  const char *broken = write_ini("[store]\nuri_file = /nonexistent/secret\n");
+  char *sets[] = {"store.uri=mongodb://other:27017"};
+  c = load(broken, sets, 1, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_str_eq(c->store_uri, "mongodb://other:27017");
+  config_destroy(c);
+  setenv("AGGREGATOR_STORE_URI_FILE", uri, 1);
+  c = load(broken, NULL, 0, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_str_eq(c->store_uri, "mongodb://app:s3cr3t@db1:27017/?tls=true");
+  config_destroy(c);
+}
+END_TEST
+
+/* ---- show ------------------------------------------------------------------ */
+
+START_TEST(show_redacts_secrets) {
+  const char *kpw = write_ini("kafka-hunter2\n");
+  char set_pw[300];
+  snprintf(set_pw, sizeof set_pw, "kafka.rdkafka.sasl.password_file=%s", kpw);
+  char *sets[] = {"store.uri=mongodb://app:hunter2@db1:27017,db2/?tls=true&tlsCertificateKeyFilePassword="
+                  "hunter3&authSource=admin",
+                  set_pw, "kafka.rdkafka.ssl.key.password=hunter4", "kafka.rdkafka.client.id=visible-id"};
+  config_error_t err;
+  config_t *c = load(NULL, sets, 4, &err);
+  ck_assert_msg(c, "%s", err.message);
+  char *text = show(c);
+  ck_assert_ptr_null(strstr(text, "hunter"));
+  ck_assert_ptr_nonnull(
+      strstr(text, "\nuri = mongodb://app:***@db1:27017,db2/?tls=true&tlsCertificateKeyFilePassword=***"
+                   "&authSource=admin\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\nrdkafka.sasl.password = ***\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\nrdkafka.ssl.key.password = ***\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\nrdkafka.client.id = visible-id\n"));
+  free(text);
+  config_destroy(c);
+}
+END_TEST
+
+/* show prints every key, and what it prints loads back to the same values. */
+START_TEST(show_round_trips) {
+  char *sets[] = {"kafka.topics=a, b", "batch.max_pending_bytes=3MiB", "metrics.listen=127.0.0.1:9464",
+                  "log.format=text", "kafka.rdkafka.client.id=x#y", "store.write_concern=3"};
+  config_error_t err;
+  config_t *c = load(NULL, sets, 6, &err);
+  ck_assert_msg(c, "%s", err.message);
+  char *text = show(c);
+  for (size_t i = 0; i < config_props_count; i++) {
+    char line[128];
+    snprintf(line, sizeof line, "\n%s =", config_props[i].key);
+    ck_assert_msg(strstr(text, line), "%s missing from show", config_props[i].key);
+  }
+  const char *path = write_ini(text);
+  config_t *again = load(path, NULL, 0, &err);
+  ck_assert_msg(again, "%s\n%s", err.message, text);
+  for (size_t i = 0; i < config_props_count; i++)
+    ck_assert_msg(config_prop_equal(&config_props[i], c, again), "%s differs", config_props[i].key);
+  ck_assert_uint_eq(again->rdkafka_count, 1);
+  ck_assert_str_eq(again->rdkafka[0].value, "x#y");
+  free(text);
+  config_destroy(again);
+  config_destroy(c);
+}
+END_TEST
+
+/* ---- describe and the generated reference --------------------------------- */
+
+START_TEST(describe_lists_every_key) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  config_describe(f);
+  fclose(f);
+  for (size_t i = 0; i < config_props_count; i++) {
+    const config_prop_t *p = &config_props[i];
+    char want[256], env[128];
+    config_prop_env_name(p, env, sizeof env);
+    snprintf(want, sizeof want, "  %s.%s = %s\n", p->section, p->key, *p->def ? p->def : "(empty)");
+    ck_assert_msg(strstr(text, want), "missing: %s", want);
+    ck_assert_msg(strstr(text, env), "missing: %s", env);
+  }
+  ck_assert_ptr_nonnull(strstr(text, "  batch.linger_ms = 100\n      integer, 0..60000; live; env "
+                                     "AGGREGATOR_BATCH_LINGER_MS\n"));
+  ck_assert_ptr_nonnull(strstr(text, "  store.uri = mongodb://localhost:27017\n      uri, mongodb:// or "
+                                     "mongodb+srv:// URI; restart; secret; env AGGREGATOR_STORE_URI\n"));
+  ck_assert_ptr_nonnull(strstr(text, "kafka.rdkafka.<property>"));
+  free(text);
+}
+END_TEST
+
+START_TEST(docs_config_md_is_current) {
+  const char *src = getenv("AGG_SOURCE_DIR");
+  ck_assert_msg(src, "AGG_SOURCE_DIR is not set");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/docs/CONFIG.md", src);
+  FILE *f = fopen(path, "rb");
+  ck_assert_msg(f, "%s missing: run gen_config_doc %s", path, path);
+  char *committed = NULL, *generated = NULL;
+  size_t clen = 0, glen = 0;
+  FILE *m = open_memstream(&committed, &clen);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, m);
+  fclose(f);
+  fclose(m);
+  m = open_memstream(&generated, &glen);
+  config_describe_markdown(m);
+  fclose(m);
+  ck_assert_msg(clen == glen && !memcmp(committed, generated, glen),
+                "docs/CONFIG.md is stale: run `gen_config_doc %s` from the build directory", path);
+  for (size_t i = 0; i < config_props_count; i++) {
+    char key[128];
+    snprintf(key, sizeof key, "`%s.%s`", config_props[i].section, config_props[i].key);
+    ck_assert_msg(strstr(generated, key), "%s missing", key);
+  }
+  free(committed);
+  free(generated);
+}
+END_TEST
+
+/* The shipped example files are valid (production.ini needs its secrets). */
+START_TEST(example_files_load) {
+  const char *src = getenv("AGG_SOURCE_DIR");
+  ck_assert_ptr_nonnull(src);
+  static const char *const names[] = {"development.ini", "backfill.ini"};
+  for (size_t i = 0; i < 2; i++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/config/%s", src, names[i]);
+    config_error_t err;
+    config_t *c = load(path, NULL, 0, &err);
+    ck_assert_msg(c, "%s", err.message);
+    config_destroy(c);
+  }
+  char path[1024];
+  snprintf(path, sizeof path, "%s/config/production.ini", src);
+  const char *uri = write_ini("mongodb://aggregator:pw@mongo-0:27017/?tls=true&replicaSet=rs0\n");
+  const char *pw = write_ini("kafka-pw\n");
+  setenv("AGGREGATOR_STORE_URI_FILE", uri, 1);
+  setenv("AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE", pw, 1);
+  config_error_t err;
+  config_t *c = load(path, NULL, 0, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_str_eq(c->store_write_concern, "majority");
+  config_destroy(c);
+}
+END_TEST
+
+/* ---- SIGHUP merge ---------------------------------------------------------- */
+
+START_TEST(apply_live) {
+  config_error_t err;
+  config_t *cur = load(NULL, NULL, 0, &err);
+  char *sets[] = {"batch.linger_ms=5",    "batch.max_pending_bytes=2MiB", "cache.max_aggregates=7",
+                  "log.level=debug",      "kafka.group=other",            "store.uri=mongodb://other",
+                  "kafka.rdkafka.debug=all", "log.format=text"};
+  config_t *next = load(NULL, sets, 8, &err);
+  ck_assert_msg(next, "%s", err.message);
+  char restart[512];
+  ck_assert(!config_apply_live(cur, next, restart, sizeof restart));
+  ck_assert_str_eq(restart, "kafka.group,store.uri,log.format,kafka.rdkafka.debug");
+  ck_assert_int_eq(cur->batch_linger_ms, 5);
+  ck_assert_int_eq(cur->batch_max_pending_bytes, 2 << 20);
+  ck_assert_int_eq(cur->cache_max_aggregates, 7);
+  ck_assert_int_eq(cur->log_level, LOG_LEVEL_DEBUG);
+  ck_assert_str_eq(cur->kafka_group, "aggregator");
+  ck_assert_str_eq(cur->store_uri, "mongodb://localhost:27017");
+  ck_assert_int_eq(cur->log_format, LOG_FORMAT_JSON);
+  ck_assert_uint_eq(cur->rdkafka_count, 0);
+
+  /* Nothing left to change live; the restart keys are still reported, and
+   * a small buffer truncates without overflowing. */
+  char small[12];
+  ck_assert(!config_apply_live(cur, next, small, sizeof small));
+  ck_assert_str_eq(small, "kafka.group");
+  ck_assert(!config_apply_live(cur, next, NULL, 0));
+  config_destroy(next);
+
+  /* Only live keys changed: true, nothing to restart. rdkafka removed or changed needs a restart. */
+  char *live[] = {"batch.max_commands=9"};
+  next = load(NULL, live, 1, &err);
+  config_t *fresh = load(NULL, NULL, 0, &err);
+  ck_assert(config_apply_live(fresh, next, restart, sizeof restart));
+  ck_assert_str_eq(restart, "");
+  ck_assert_int_eq(fresh->batch_max_commands, 9);
+  config_destroy(next);
+
+  char *rk_a[] = {"kafka.rdkafka.debug=all", "kafka.rdkafka.client.id=a"};
+  char *rk_b[] = {"kafka.rdkafka.client.id=b"};
+  config_t *a = load(NULL, rk_a, 2, &err), *b = load(NULL, rk_b, 1, &err);
+  ck_assert(!config_apply_live(a, b, restart, sizeof restart));
+  ck_assert_str_eq(restart, "kafka.rdkafka.debug,kafka.rdkafka.client.id");
+  config_destroy(a);
+  config_destroy(b);
+  config_destroy(fresh);
+  config_destroy(cur);
+}
+END_TEST
+
+static Suite *config_suite(void) {
+  Suite *s = suite_create("config");
+  TCase *tc = tcase_create("config");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, defaults);
+  tcase_add_test(tc, load_nothing);
+  tcase_add_test(tc, file_all_keys);
+  tcase_add_test(tc, values_are_literal);
+  tcase_add_loop_test(tc, good_value, 0, (int)(sizeof good_values / sizeof good_values[0]));
+  tcase_add_loop_test(tc, error_message, 0, (int)(sizeof error_cases / sizeof error_cases[0]));
+  tcase_add_test(tc, missing_config_file);
+  tcase_add_test(tc, nul_byte_in_file);
+  tcase_add_test(tc, unreadable_value_file);
+  tcase_add_test(tc, value_file_too_large);
+  tcase_add_test(tc, precedence);
+  tcase_add_test(tc, env_outside_sections_ignored);
+  tcase_add_test(tc, value_files);
+  tcase_add_test(tc, show_redacts_secrets);
+  tcase_add_test(tc, show_round_trips);
+  tcase_add_test(tc, describe_lists_every_key);
+  tcase_add_test(tc, docs_config_md_is_current);
+  tcase_add_test(tc, example_files_load);
+  tcase_add_test(tc, apply_live);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(config_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
