@@ -100,10 +100,17 @@ typedef struct {
 static void fault(check_t *c, model_reject_code_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Place of a field fault in the spec's order. MODEL_REJ_INVALID_VALUE sits
+ * early in the enum for the global U+0000 rule; as a field fault it is the
+ * last code of all. */
+static inline int rank(model_reject_code_t code) {
+  return code == MODEL_REJ_INVALID_VALUE ? MODEL_REJ_COUNT : (int)code;
+}
+
 /* Records a fault if it outranks the best so far (strictly: on a tie the
  * earlier field, checked first, wins). */
 static void fault(check_t *c, model_reject_code_t code, const char *fmt, ...) {
-  if (c->best != MODEL_OK && c->best <= code) return;
+  if (c->best != MODEL_OK && rank(c->best) <= rank(code)) return;
   c->best = code;
   c->rej->code = code;
   va_list ap;
@@ -114,7 +121,7 @@ static void fault(check_t *c, model_reject_code_t code, const char *fmt, ...) {
 
 /* True when a fault of this code could still become the report. */
 static inline bool may(const check_t *c, model_reject_code_t code) {
-  return c->best == MODEL_OK || code < c->best;
+  return c->best == MODEL_OK || rank(code) < rank(c->best);
 }
 
 static const char *article_type(model_json_type_t t) {
