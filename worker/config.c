@@ -272,6 +272,7 @@ static bool assign_rdkafka(loader_t *L, const origin_t *in, const char *prop, bo
 static bool assign(loader_t *L, const origin_t *in, const char *section, const char *key, const char *value) {
   char name[512], hint[512], spelt[600];
   snprintf(name, sizeof name, "%s.%s", section, key);
+  if (strlen(key) > 200) return fail(L, in, NULL, "key longer than 200 characters: %.40s...", name);
   if (!config_section_known(section)) {
     const char *s = suggest_section(section);
     if (s) return fail(L, in, name, "unknown section '%s' (did you mean %s?)", section, s);
@@ -396,30 +397,32 @@ static bool load_env(loader_t *L) {
     if (!eq) continue;
     origin_t in = {.kind = ORIGIN_ENV};
     snprintf(in.env, sizeof in.env, "%.*s", (int)(eq - *e), *e);
-    const char *rest = in.env + 11;
+    const char *rest = *e + 11;
     const char *section = NULL;
     for (size_t i = 0; i < config_sections_count && !section; i++) {
       char upper[32];
       size_t n = strlen(config_sections[i].name);
       for (size_t j = 0; j <= n; j++) upper[j] = (char)toupper((unsigned char)config_sections[i].name[j]);
-      if (!strncmp(rest, upper, n) && rest[n] == '_' && rest[n + 1]) section = config_sections[i].name;
+      if (!strncmp(rest, upper, n) && rest[n] == '_' && rest + n + 1 < eq) section = config_sections[i].name;
     }
     if (!section) continue;
     const char *r = rest + strlen(section) + 1;
-    char key[200];
-    if (!strcmp(section, "kafka") && !strncmp(r, "RDKAFKA_", 8)) {
+    size_t rlen = (size_t)(eq - r);
+    char *key = malloc(rlen + sizeof "rdkafka.");
+    if (!key) abort();
+    if (!strcmp(section, "kafka") && rlen > 8 && !strncmp(r, "RDKAFKA_", 8)) {
       /* librdkafka names use dots; the few with underscores (log_level,
        * enabled_events) cannot be set from the environment. */
-      int n = snprintf(key, sizeof key, "rdkafka.%s", r + 8);
-      for (int i = 8; i < n && (size_t)i < sizeof key; i++)
-        key[i] = key[i] == '_' ? '.' : (char)tolower((unsigned char)key[i]);
-      size_t kl = strlen(key);
-      if (kl > 5 && !strcmp(key + kl - 5, ".file")) key[kl - 5] = '_';
+      size_t n = (size_t)sprintf(key, "rdkafka.%.*s", (int)(rlen - 8), r + 8);
+      for (size_t i = 8; i < n; i++) key[i] = key[i] == '_' ? '.' : (char)tolower((unsigned char)key[i]);
+      if (n > 5 && !strcmp(key + n - 5, ".file")) key[n - 5] = '_';
     } else {
-      int n = snprintf(key, sizeof key, "%s", r);
-      for (int i = 0; i < n && (size_t)i < sizeof key; i++) key[i] = (char)tolower((unsigned char)key[i]);
+      for (size_t i = 0; i < rlen; i++) key[i] = (char)tolower((unsigned char)r[i]);
+      key[rlen] = '\0';
     }
-    if (!assign(L, &in, section, key, eq + 1)) return false;
+    bool ok = assign(L, &in, section, key, eq + 1);
+    free(key);
+    if (!ok) return false;
   }
   return true;
 }

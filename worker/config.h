@@ -65,8 +65,12 @@ void config_destroy(config_t *cfg);
 
 /* Applies, in order, the file (if path is not NULL), the environment and the
  * sets ("section.key=value"). Returns false with err filled on the first
- * error; cfg is then unspecified. A NULL path loads no file (replay with
- * --input and --output needs none). */
+ * error; cfg is then unspecified (but still safe to destroy). A NULL path
+ * loads no file (replay with --input and --output needs none).
+ * `key_file = PATH` values are read after all sources are merged, and only
+ * for the source that wins. store.uri is parsed with libmongoc, whose default
+ * log handler prints its own warnings: install a handler (or
+ * mongoc_log_set_handler(NULL, NULL)) before calling this. */
 bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nsets, config_error_t *err);
 
 /* Prints the effective configuration as INI, secrets redacted. */
@@ -77,8 +81,11 @@ void config_describe(FILE *out);
 void config_describe_markdown(FILE *out);
 
 /* For SIGHUP: copies the live-reloadable keys (batch.*, cache.*, log.level)
- * from next into cur and returns true; names of changed keys that need a
- * restart are appended, comma-separated, to restart_keys (may be NULL). */
+ * from next into cur. Names of changed keys that need a restart (including
+ * kafka.rdkafka.<property> added, removed or changed) are written,
+ * comma-separated, to restart_keys (may be NULL; truncated to its size).
+ * Returns true when nothing needs a restart. Call it from the thread that
+ * reads cur. */
 bool config_apply_live(config_t *cur, const config_t *next, char *restart_keys, size_t restart_keys_size);
 
 #endif

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <mongoc/mongoc.h>
+
 #include "config.h"
 #include "config_table.h"
 
@@ -526,6 +528,18 @@ START_TEST(value_file_too_large) {
 }
 END_TEST
 
+START_TEST(long_key) {
+  char set[300];
+  memset(set, 'k', sizeof set);
+  memcpy(set, "batch.", 6);
+  strcpy(set + 6 + 201, "=1");
+  char *sets[] = {set};
+  config_error_t err;
+  ck_assert_ptr_null(load(NULL, sets, 1, &err));
+  ck_assert_str_eq(err.message, "--set: key longer than 200 characters: batch.kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...");
+}
+END_TEST
+
 /* ---- precedence ----------------------------------------------------------- */
 
 START_TEST(precedence) {
@@ -831,6 +845,7 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, nul_byte_in_file);
   tcase_add_test(tc, unreadable_value_file);
   tcase_add_test(tc, value_file_too_large);
+  tcase_add_test(tc, long_key);
   tcase_add_test(tc, precedence);
   tcase_add_test(tc, env_outside_sections_ignored);
   tcase_add_test(tc, value_files);
@@ -845,6 +860,7 @@ static Suite *config_suite(void) {
 }
 
 int main(void) {
+  mongoc_log_set_handler(NULL, NULL); /* store.uri errors are asserted on, not logged */
   SRunner *sr = srunner_create(config_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
