@@ -1,10 +1,57 @@
-/* Placeholder until the run subcommand lands; replaced by its module. */
+/* `aggregator run`: the live worker. Wires config, logging, metrics, the
+ * MongoDB store and the batch behind the Kafka consumer. */
 #include <stdio.h>
 
+#include "batch.h"
 #include "cli.h"
+#include "config.h"
+#include "consumer.h"
+#include "log.h"
+#include "metrics.h"
+#include "store.h"
+
+static store_status_t sink_load(void *ctx, const char *const *keys, size_t n, store_found_cb found, void *cb_ctx,
+                                store_error_t *err) {
+  return store_load(ctx, keys, n, found, cb_ctx, err);
+}
+
+static store_status_t sink_write(void *ctx, store_write_item_t *items, size_t n, int64_t now, store_error_t *err) {
+  return store_write(ctx, items, n, now, err);
+}
 
 int cli_run(const cli_options_t *o) {
-  (void)o;
-  fputs("aggregator: 'run' is not built yet\n", stderr);
-  return 1;
+  config_t *cfg = config_new();
+  config_error_t cerr;
+  if (!cfg) return 1;
+  if (!config_load(cfg, o->config_path, o->sets, o->nsets, &cerr)) {
+    fprintf(stderr, "aggregator: %s\n", cerr.message);
+    config_destroy(cfg);
+    return 2;
+  }
+  log_setup(cfg->log_level, cfg->log_format);
+  int rc = 1;
+  store_t *store = NULL;
+  batch_t *batch = NULL;
+  char err[256];
+  if (!metrics_start(cfg->metrics_listen, err, sizeof err)) {
+    log_error("metrics endpoint", "error", LOG_STR, err);
+    goto out;
+  }
+  store_error_t serr;
+  store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &serr);
+  if (!store) {
+    log_error("store configuration", "error", LOG_STR, serr.message);
+    rc = 2;
+    goto out;
+  }
+  batch_limits_t limits = batch_limits_from_config(cfg);
+  batch = batch_new(&(batch_sink_t){sink_load, sink_write, store}, &limits);
+  if (!batch) goto out;
+  rc = consumer_run(cfg, batch, store, &(consumer_reload_t){o->config_path, o->sets, o->nsets});
+out:
+  batch_destroy(batch);
+  store_destroy(store);
+  metrics_stop();
+  config_destroy(cfg);
+  return rc;
 }

@@ -1,0 +1,71 @@
+/* store_tool: read and reset the aggregate collection for tests and the demo.
+ *
+ *   store_tool dump URI DATABASE COLLECTION     every document in the JSON form, sorted by _id
+ *   store_tool drop URI DATABASE                drops the database */
+#include <mongoc/mongoc.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codec.h"
+
+static int fail(const char *what, const bson_error_t *e) {
+  fprintf(stderr, "store_tool: %s: %s\n", what, e->message);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 4) {
+    fputs("usage: store_tool dump URI DB COLL | drop URI DB\n", stderr);
+    return 2;
+  }
+  mongoc_init();
+  bson_error_t e;
+  mongoc_uri_t *uri = mongoc_uri_new_with_error(argv[2], &e);
+  if (!uri) return fail("uri", &e);
+  mongoc_client_t *cl = mongoc_client_new_from_uri(uri);
+  int rc = 0;
+  if (!strcmp(argv[1], "drop")) {
+    mongoc_database_t *db = mongoc_client_get_database(cl, argv[3]);
+    if (!mongoc_database_drop(db, &e) && !strstr(e.message, "not found")) rc = fail("drop", &e);
+    mongoc_database_destroy(db);
+  } else if (!strcmp(argv[1], "dump") && argc >= 5) {
+    mongoc_collection_t *coll = mongoc_client_get_collection(cl, argv[3], argv[4]);
+    bson_t filter = BSON_INITIALIZER, opts = BSON_INITIALIZER, sort;
+    BSON_APPEND_DOCUMENT_BEGIN(&opts, "sort", &sort);
+    BSON_APPEND_INT32(&sort, "_id", 1);
+    bson_append_document_end(&opts, &sort);
+    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, &filter, &opts, NULL);
+    const bson_t *doc;
+    model_buf_t b = MODEL_BUF_INIT;
+    while (mongoc_cursor_next(cur, &doc)) {
+      int64_t rev = 0;
+      model_error_t me;
+      model_aggregate_t *agg = model_codec_from_bson(doc, &rev, &me);
+      if (!agg) {
+        fprintf(stderr, "store_tool: undecodable document: %s\n", me.message);
+        rc = 1;
+        continue;
+      }
+      bson_iter_t it;
+      int64_t updated = 0;
+      if (bson_iter_init_find(&it, doc, "updatedAt") && BSON_ITER_HOLDS_DATE_TIME(&it))
+        updated = bson_iter_date_time(&it);
+      model_buf_clear(&b);
+      model_codec_to_json(agg, rev, updated, &b);
+      fwrite(b.data, 1, b.len, stdout);
+      model_aggregate_destroy(agg);
+    }
+    if (mongoc_cursor_error(cur, &e)) rc = fail("find", &e);
+    model_buf_destroy(&b);
+    mongoc_cursor_destroy(cur);
+    bson_destroy(&filter);
+    bson_destroy(&opts);
+    mongoc_collection_destroy(coll);
+  } else {
+    rc = 2;
+  }
+  mongoc_client_destroy(cl);
+  mongoc_uri_destroy(uri);
+  mongoc_cleanup();
+  return rc;
+}

@@ -1,0 +1,269 @@
+/* The denormalizer against an in-memory store that applies the same
+ * conditional-write rule as store.c (filter {_id, rev}), so that batching,
+ * loading, conflicts, retries and the cache can be checked without a server.
+ * The real store is exercised by the integration tests. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "codec.h"
+
+typedef struct doc {
+  model_aggregate_t *agg;
+  int64_t rev;
+} doc_t;
+
+typedef struct mem_store {
+  char keys[64][140];
+  doc_t docs[64];
+  int n;
+  int loads, load_keys, writes, write_items;
+  int fail_next; /* next N calls answer STORE_RETRY */
+} mem_store_t;
+
+static doc_t *mem_find(mem_store_t *s, const char *key) {
+  for (int i = 0; i < s->n; i++)
+    if (!strcmp(s->keys[i], key)) return &s->docs[i];
+  return NULL;
+}
+
+static store_status_t mem_load(void *ctx, const char *const *keys, size_t n, store_found_cb found, void *cb_ctx,
+                               store_error_t *err) {
+  mem_store_t *s = ctx;
+  (void)err;
+  if (s->fail_next > 0) {
+    s->fail_next--;
+    return STORE_RETRY;
+  }
+  s->loads++;
+  s->load_keys += (int)n;
+  for (size_t i = 0; i < n; i++) {
+    doc_t *d = mem_find(s, keys[i]);
+    if (d) found(cb_ctx, model_aggregate_clone(d->agg), d->rev);
+  }
+  return STORE_OK;
+}
+
+static store_status_t mem_write(void *ctx, store_write_item_t *items, size_t n, int64_t now, store_error_t *err) {
+  mem_store_t *s = ctx;
+  (void)now;
+  (void)err;
+  if (s->fail_next > 0) {
+    s->fail_next--;
+    return STORE_RETRY;
+  }
+  s->writes++;
+  s->write_items += (int)n;
+  for (size_t i = 0; i < n; i++) {
+    const char *key = model_aggregate_key(items[i].agg, NULL);
+    doc_t *d = mem_find(s, key);
+    if ((d ? d->rev : 0) != items[i].rev) {
+      items[i].result = STORE_ITEM_CONFLICT;
+      continue;
+    }
+    if (!d) {
+      strcpy(s->keys[s->n], key);
+      d = &s->docs[s->n++];
+    } else {
+      model_aggregate_destroy(d->agg);
+    }
+    d->agg = model_aggregate_clone(items[i].agg);
+    d->rev = items[i].rev + 1;
+    items[i].result = STORE_ITEM_OK;
+  }
+  return STORE_OK;
+}
+
+static void mem_free(mem_store_t *s) {
+  for (int i = 0; i < s->n; i++) model_aggregate_destroy(s->docs[i].agg);
+}
+
+static model_command_t roster(const char *assignment, const char *student, const char *id, uint64_t v, bool on) {
+  model_command_t c;
+  memset(&c, 0, sizeof c);
+  c.type = on ? MODEL_CMD_ROSTER_ASSIGNED : MODEL_CMD_ROSTER_UNASSIGNED;
+  c.version = v;
+  c.id_len = (uint8_t)strlen(id);
+  memcpy(c.id, id, c.id_len);
+  c.tenant_len = 2;
+  memcpy(c.tenant, "t1", 2);
+  c.assignment_len = (uint8_t)strlen(assignment);
+  memcpy(c.assignment, assignment, c.assignment_len);
+  c.student_len = (uint8_t)strlen(student);
+  memcpy(c.student, student, c.student_len);
+  return c;
+}
+
+static batch_limits_t limits(int64_t cache) { return (batch_limits_t){1000, 1000, 1000, 1 << 30, cache}; }
+
+static batch_t *new_batch(mem_store_t *s, int64_t cache) {
+  batch_limits_t l = limits(cache);
+  return batch_new(&(batch_sink_t){mem_load, mem_write, s}, &l);
+}
+
+START_TEST(flush_writes_changed_aggregates_once) {
+  mem_store_t s = {0};
+  batch_t *b = new_batch(&s, 100);
+  model_command_t c1 = roster("a1", "s1", "c1", 1, true), c2 = roster("a2", "s1", "c2", 1, true);
+  ck_assert_int_eq(batch_apply(b, &c1, 0, 0), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(batch_apply(b, &c2, 0, 0), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(batch_apply(b, &c1, 0, 0), MODEL_APPLY_STALE);
+  ck_assert_uint_eq(batch_dirty_count(b), 2);
+  ck_assert(batch_pending_bytes(b) > 0);
+  ck_assert_int_eq(batch_flush(b, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(s.loads, 1); /* one $in for both misses */
+  ck_assert_int_eq(s.load_keys, 2);
+  ck_assert_int_eq(s.writes, 1); /* one bulk */
+  ck_assert_int_eq(s.write_items, 2);
+  ck_assert_uint_eq(batch_dirty_count(b), 0);
+  ck_assert_uint_eq(batch_pending_bytes(b), 0);
+  ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1);
+  /* A stale command for a cached aggregate writes nothing and reads nothing. */
+  ck_assert_int_eq(batch_apply(b, &c1, 0, 0), MODEL_APPLY_STALE);
+  ck_assert_int_eq(batch_flush(b, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(s.writes, 1);
+  ck_assert_int_eq(s.loads, 1);
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
+START_TEST(miss_merges_into_stored_document) {
+  mem_store_t s = {0};
+  batch_t *b1 = new_batch(&s, 100);
+  model_command_t c1 = roster("a1", "s1", "c1", 5, true);
+  batch_apply(b1, &c1, 0, 0);
+  ck_assert_int_eq(batch_flush(b1, 0, NULL), BATCH_DONE);
+  batch_destroy(b1);
+  /* A new worker (cold cache) sees an older command for that slot and a new
+   * one for another: only the new one changes the stored document. */
+  batch_t *b2 = new_batch(&s, 100);
+  model_command_t old = roster("a1", "s1", "c0", 4, false), other = roster("a1", "s2", "c2", 1, true);
+  batch_apply(b2, &old, 0, 0);
+  ck_assert_int_eq(batch_flush(b2, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1); /* nothing changed: not written */
+  batch_apply(b2, &other, 0, 0);
+  ck_assert_int_eq(batch_flush(b2, 0, NULL), BATCH_DONE);
+  doc_t *d = mem_find(&s, "t1/a1");
+  ck_assert_int_eq(d->rev, 2);
+  model_counts_t counts = model_aggregate_counts(d->agg);
+  ck_assert_int_eq(counts.assigned, 2); /* s1 still assigned by v5, s2 by c2 */
+  batch_destroy(b2);
+  mem_free(&s);
+}
+END_TEST
+
+START_TEST(conflict_reloads_and_remerges) {
+  mem_store_t s = {0};
+  batch_t *w1 = new_batch(&s, 100), *w2 = new_batch(&s, 100);
+  model_command_t a = roster("a1", "s1", "c1", 1, true), b = roster("a1", "s2", "c2", 1, true);
+  batch_apply(w1, &a, 0, 0);
+  ck_assert_int_eq(batch_flush(w1, 0, NULL), BATCH_DONE);
+  batch_apply(w2, &b, 0, 0);
+  ck_assert_int_eq(batch_flush(w2, 0, NULL), BATCH_DONE); /* w2 loads rev 1, writes rev 2 */
+  /* w1's cached copy is at rev 1 now stale: its write conflicts, is reloaded
+   * and merged, and lands as rev 3 holding all three students. */
+  model_command_t c = roster("a1", "s3", "c3", 1, true);
+  batch_apply(w1, &c, 0, 0);
+  ck_assert_int_eq(batch_flush(w1, 0, NULL), BATCH_DONE);
+  ck_assert_uint_eq(batch_stats(w1)->conflicts, 1);
+  doc_t *d = mem_find(&s, "t1/a1");
+  ck_assert_int_eq(d->rev, 3);
+  ck_assert_int_eq(model_aggregate_counts(d->agg).assigned, 3);
+  batch_destroy(w1);
+  batch_destroy(w2);
+  mem_free(&s);
+}
+END_TEST
+
+START_TEST(retry_keeps_changes_until_written) {
+  mem_store_t s = {0};
+  batch_t *b = new_batch(&s, 100);
+  model_command_t c1 = roster("a1", "s1", "c1", 1, true);
+  batch_apply(b, &c1, 0, 0);
+  s.fail_next = 2;
+  ck_assert_int_eq(batch_flush(b, 0, NULL), BATCH_RETRY); /* load fails */
+  ck_assert(batch_dirty(b));
+  ck_assert_int_eq(batch_flush(b, 0, NULL), BATCH_RETRY); /* write fails */
+  ck_assert(batch_dirty(b));
+  ck_assert(batch_flush_due(b, 1000000)); /* still owed */
+  ck_assert_int_eq(batch_flush(b, 0, NULL), BATCH_DONE);
+  ck_assert(!batch_dirty(b));
+  ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1);
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
+START_TEST(cache_bound_and_naive_mode) {
+  mem_store_t s = {0};
+  batch_t *b = new_batch(&s, 1);
+  char a[8], id[8];
+  for (int i = 0; i < 5; i++) {
+    snprintf(a, sizeof a, "a%d", i);
+    snprintf(id, sizeof id, "c%d", i);
+    model_command_t c = roster(a, "s1", id, 1, true);
+    batch_apply(b, &c, 0, 0);
+  }
+  ck_assert_int_eq(batch_flush(b, 0, NULL), BATCH_DONE);
+  ck_assert_uint_eq(batch_cached_count(b), 1);
+  batch_destroy(b);
+  /* cache 0: every flush reads what it writes. */
+  batch_t *n = new_batch(&s, 0);
+  model_command_t c = roster("a0", "s2", "x1", 1, true);
+  batch_apply(n, &c, 0, 0);
+  ck_assert_int_eq(batch_flush(n, 0, NULL), BATCH_DONE);
+  ck_assert_uint_eq(batch_cached_count(n), 0);
+  int loads = s.loads;
+  model_command_t c2 = roster("a0", "s3", "x2", 1, true);
+  batch_apply(n, &c2, 0, 0);
+  ck_assert_int_eq(batch_flush(n, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(s.loads, loads + 1);
+  ck_assert_int_eq(mem_find(&s, "t1/a0")->rev, 3);
+  batch_destroy(n);
+  mem_free(&s);
+}
+END_TEST
+
+START_TEST(flush_triggers) {
+  mem_store_t s = {0};
+  batch_limits_t l = {3, 2, 50, 1 << 30, 10};
+  batch_t *b = batch_new(&(batch_sink_t){mem_load, mem_write, &s}, &l);
+  ck_assert(!batch_flush_due(b, 0));
+  ck_assert_int_eq(batch_deadline(b), INT64_MAX);
+  model_command_t c1 = roster("a1", "s1", "c1", 1, true), c2 = roster("a2", "s1", "c2", 1, true);
+  batch_apply(b, &c1, 0, 100);
+  ck_assert(!batch_flush_due(b, 100));
+  ck_assert(batch_flush_due(b, 150)); /* linger */
+  ck_assert_int_eq(batch_deadline(b), 150);
+  batch_apply(b, &c2, 0, 100);
+  ck_assert(batch_flush_due(b, 100)); /* max_aggregates = 2 */
+  ck_assert_int_eq(batch_flush(b, 100, NULL), BATCH_DONE);
+  batch_apply(b, &c1, 0, 200);
+  batch_apply(b, &c1, 0, 200);
+  ck_assert(!batch_flush_due(b, 200));
+  batch_apply(b, &c1, 0, 200);
+  ck_assert(batch_flush_due(b, 200)); /* max_commands = 3, even if all stale */
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("batch");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, flush_writes_changed_aggregates_once);
+  tcase_add_test(tc, miss_merges_into_stored_document);
+  tcase_add_test(tc, conflict_reloads_and_remerges);
+  tcase_add_test(tc, retry_keeps_changes_until_written);
+  tcase_add_test(tc, cache_bound_and_naive_mode);
+  tcase_add_test(tc, flush_triggers);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,596 @@
+#include "consumer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kafka.h"
+#include "log.h"
+#include "metrics.h"
+
+/* How long a revocation may spend writing before it gives the partitions up
+ * uncommitted (the next owner then re-reads them: safe, only slower). Must
+ * stay well below max.poll.interval.ms. */
+#define DRAIN_TIMEOUT_MS 30000
+#define IDLE_PING_MS 10000
+
+/* --- signals ---------------------------------------------------------------- */
+
+static volatile sig_atomic_t g_stop, g_reload;
+
+static void on_signal(int sig) {
+  if (sig == SIGHUP)
+    g_reload = 1;
+  else
+    g_stop++;
+}
+
+static void install_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+  while (nanosleep(&ts, &ts) && errno == EINTR && !g_stop) {
+  }
+}
+
+/* Capped full-jitter backoff: uniform in [0, min(cap, base * 2^attempt)]. */
+static int64_t backoff_ms(const config_t *cfg, unsigned attempt) {
+  int64_t ceiling = cfg->retry_backoff_ms;
+  for (unsigned i = 0; i < attempt && ceiling < cfg->retry_backoff_max_ms; i++) ceiling *= 2;
+  if (ceiling > cfg->retry_backoff_max_ms) ceiling = cfg->retry_backoff_max_ms;
+  return 1 + (int64_t)((double)ceiling * ((double)rand() / ((double)RAND_MAX + 1.0)));
+}
+
+/* --- per-partition offset state ---------------------------------------------- */
+
+typedef struct dlq_slot {
+  int64_t offset;
+  bool done;
+} dlq_slot_t;
+
+typedef struct part {
+  char *topic;
+  int32_t partition;
+  int64_t next;      /* offset after the last consumed message, -1 before the first */
+  int64_t durable;   /* every valid command below this is durable, -1 none */
+  int64_t committed; /* last offset we committed, -1 none */
+  dlq_slot_t *dlq;   /* rejected messages awaiting the dead-letter ack, in offset order */
+  size_t dlq_head, dlq_len, dlq_cap;
+} part_t;
+
+/* What a dead-letter delivery report needs to find its slot again. The
+ * partition may have been revoked meanwhile: then the slot is gone and the
+ * report is ignored (its offset was not committed by us). */
+typedef struct dlq_ref {
+  char *topic;
+  int32_t partition;
+  int64_t offset;
+} dlq_ref_t;
+
+/* A dead-letter message whose delivery failed, kept to be produced again. */
+typedef struct dlq_retry {
+  struct dlq_retry *next;
+  void *payload, *key;
+  size_t len, key_len;
+  rd_kafka_headers_t *headers;
+  dlq_ref_t *ref;
+} dlq_retry_t;
+
+typedef struct consumer {
+  config_t *cfg;
+  batch_t *batch;
+  store_t *store;
+  rd_kafka_t *rk, *producer;
+  part_t *parts;
+  size_t nparts, cap_parts;
+  uint64_t dlq_bytes;
+  dlq_retry_t *retries;
+  bool paused;
+  bool fatal;
+  unsigned flush_attempt;
+  int64_t retry_at;
+  int64_t last_store_ok;
+  model_command_t cmd;
+} consumer_t;
+
+static part_t *part_find(consumer_t *c, const char *topic, int32_t partition) {
+  for (size_t i = 0; i < c->nparts; i++)
+    if (c->parts[i].partition == partition && !strcmp(c->parts[i].topic, topic)) return &c->parts[i];
+  return NULL;
+}
+
+static void part_add(consumer_t *c, const char *topic, int32_t partition) {
+  if (part_find(c, topic, partition)) return;
+  if (c->nparts == c->cap_parts) {
+    c->cap_parts = c->cap_parts ? c->cap_parts * 2 : 16;
+    c->parts = realloc(c->parts, c->cap_parts * sizeof *c->parts);
+    if (!c->parts) abort();
+  }
+  c->parts[c->nparts++] = (part_t){.topic = strdup(topic), .partition = partition, .next = -1, .durable = -1,
+                                   .committed = -1};
+}
+
+static void part_remove(consumer_t *c, const char *topic, int32_t partition) {
+  part_t *p = part_find(c, topic, partition);
+  if (!p) return;
+  metrics_clear_lag(p->topic, p->partition);
+  free(p->topic);
+  free(p->dlq);
+  *p = c->parts[--c->nparts];
+}
+
+static void dlq_push(part_t *p, int64_t offset) {
+  if (p->dlq_len == p->dlq_cap) {
+    size_t cap = p->dlq_cap ? p->dlq_cap * 2 : 16;
+    dlq_slot_t *n = malloc(cap * sizeof *n);
+    if (!n) abort();
+    for (size_t i = 0; i < p->dlq_len; i++) n[i] = p->dlq[(p->dlq_head + i) % p->dlq_cap];
+    free(p->dlq);
+    p->dlq = n;
+    p->dlq_cap = cap;
+    p->dlq_head = 0;
+  }
+  p->dlq[(p->dlq_head + p->dlq_len++) % p->dlq_cap] = (dlq_slot_t){offset, false};
+}
+
+/* The offset to commit: the first message not yet durable. */
+static int64_t part_committable(part_t *p) {
+  while (p->dlq_len && p->dlq[p->dlq_head].done) { /* drop acknowledged heads */
+    p->dlq_head = (p->dlq_head + 1) % p->dlq_cap;
+    p->dlq_len--;
+  }
+  int64_t off = p->durable;
+  if (p->dlq_len && p->dlq[p->dlq_head].offset < off) off = p->dlq[p->dlq_head].offset;
+  return off;
+}
+
+/* Nothing dirty: every valid command consumed so far is durable. */
+static void mark_all_durable(consumer_t *c) {
+  for (size_t i = 0; i < c->nparts; i++) c->parts[i].durable = c->parts[i].next;
+}
+
+/* Commits committable offsets of the partitions in `only` (all if NULL). */
+static void commit(consumer_t *c, const rd_kafka_topic_partition_list_t *only, bool sync) {
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)c->nparts + 1);
+  for (size_t i = 0; i < c->nparts; i++) {
+    part_t *p = &c->parts[i];
+    if (only && !rd_kafka_topic_partition_list_find(only, p->topic, p->partition)) continue;
+    int64_t off = part_committable(p);
+    if (off > p->committed) rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = off;
+  }
+  if (l->cnt) {
+    rd_kafka_resp_err_t err = rd_kafka_commit(c->rk, l, sync ? 0 : 1);
+    if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+      log_warn("offset commit failed", "error", LOG_STR, rd_kafka_err2str(err));
+    } else {
+      /* Async commits can fail later; the next commit carries the same or
+       * higher offsets, so treating them as done only skips a resend. */
+      for (int i = 0; i < l->cnt; i++) {
+        part_t *p = part_find(c, l->elems[i].topic, l->elems[i].partition);
+        if (p) p->committed = l->elems[i].offset;
+      }
+    }
+  }
+  rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* --- dead-letter producer ------------------------------------------------------ */
+
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+  (void)rk;
+  consumer_t *c = opaque;
+  dlq_ref_t *ref = m->_private;
+  if (m->err) {
+    /* Keep it: produced again from the main loop. The source offset stays
+     * uncommitted until it is acknowledged. */
+    log_warn("dead-letter delivery failed, retrying", "error", LOG_STR, rd_kafka_err2str(m->err), "source_offset",
+             LOG_INT, ref->offset);
+    dlq_retry_t *r = calloc(1, sizeof *r);
+    if (!r) abort();
+    r->payload = malloc(m->len ? m->len : 1);
+    r->key = m->key_len ? malloc(m->key_len) : NULL;
+    if (!r->payload || (m->key_len && !r->key)) abort();
+    memcpy(r->payload, m->payload, m->len);
+    r->len = m->len;
+    if (m->key_len) memcpy(r->key, m->key, m->key_len);
+    r->key_len = m->key_len;
+    rd_kafka_headers_t *h = NULL;
+    if (!rd_kafka_message_headers(m, &h) && h) r->headers = rd_kafka_headers_copy(h);
+    r->ref = ref;
+    r->next = c->retries;
+    c->retries = r;
+    return;
+  }
+  c->dlq_bytes -= m->len < c->dlq_bytes ? m->len : c->dlq_bytes;
+  part_t *p = part_find(c, ref->topic, ref->partition);
+  if (p) {
+    for (size_t i = 0; i < p->dlq_len; i++) {
+      dlq_slot_t *s = &p->dlq[(p->dlq_head + i) % p->dlq_cap];
+      if (s->offset == ref->offset) {
+        s->done = true;
+        break;
+      }
+    }
+  }
+  free(ref->topic);
+  free(ref);
+}
+
+static void produce_retries(consumer_t *c) {
+  dlq_retry_t *r = c->retries;
+  c->retries = NULL;
+  while (r) {
+    dlq_retry_t *next = r->next;
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        c->producer, RD_KAFKA_V_TOPIC(c->cfg->kafka_dlq_topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
+        RD_KAFKA_V_VALUE(r->payload, r->len), RD_KAFKA_V_KEY(r->key, r->key_len),
+        RD_KAFKA_V_HEADERS(r->headers ? r->headers : rd_kafka_headers_new(0)), RD_KAFKA_V_OPAQUE(r->ref),
+        RD_KAFKA_V_END);
+    if (err) { /* queue full or similar: keep it for the next round */
+      r->next = c->retries;
+      c->retries = r;
+    } else {
+      free(r->key);
+      free(r);
+    }
+    r = next;
+  }
+}
+
+static void reject(consumer_t *c, part_t *p, const rd_kafka_message_t *m, const model_reject_t *rej) {
+  metrics_command("invalid", METRICS_REJECTED, 1);
+  metrics_reject(model_reject_code_name(rej->code));
+  log_debug("command rejected", "code", LOG_STR, model_reject_code_name(rej->code), "detail", LOG_STR, rej->detail,
+            "offset", LOG_INT, m->offset);
+  dlq_ref_t *ref = malloc(sizeof *ref);
+  if (!ref) abort();
+  *ref = (dlq_ref_t){strdup(p->topic), p->partition, m->offset};
+  dlq_push(p, m->offset);
+  c->dlq_bytes += m->len;
+  for (;;) {
+    rd_kafka_resp_err_t err = kafka_produce_reject(c->producer, c->cfg->kafka_dlq_topic, m, rej, ref);
+    if (!err) break;
+    if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+      log_error("dead-letter produce failed", "error", LOG_STR, rd_kafka_err2str(err));
+      c->fatal = true;
+      return;
+    }
+    rd_kafka_poll(c->producer, 100);
+  }
+}
+
+/* True while a rejected command awaits its dead-letter acknowledgement. */
+static bool dlq_pending(consumer_t *c) {
+  if (c->retries) return true;
+  for (size_t i = 0; i < c->nparts; i++) {
+    part_t *p = &c->parts[i];
+    for (size_t k = 0; k < p->dlq_len; k++)
+      if (!p->dlq[(p->dlq_head + k) % p->dlq_cap].done) return true;
+  }
+  return false;
+}
+
+/* --- flushing ------------------------------------------------------------------- */
+
+static void store_ok(consumer_t *c) {
+  c->last_store_ok = now_ms();
+  metrics_store_answered();
+}
+
+/* One flush attempt; on success everything consumed is durable. */
+static batch_status_t flush_once(consumer_t *c) {
+  store_error_t err;
+  batch_status_t st = batch_flush(c->batch, now_ms(), &err);
+  if (st == BATCH_DONE) {
+    c->flush_attempt = 0;
+    c->retry_at = 0;
+    store_ok(c);
+    mark_all_durable(c);
+  } else {
+    metrics_store_failed();
+    int64_t wait = backoff_ms(c->cfg, c->flush_attempt++);
+    c->retry_at = now_ms() + wait;
+    if (c->flush_attempt == 1 || c->flush_attempt % 10 == 0)
+      log_warn("store write failed, retrying", "error", LOG_STR, err.message, "attempt", LOG_INT,
+               (int64_t)c->flush_attempt, "retry_in_ms", LOG_INT, wait);
+    if (st == BATCH_FATAL) {
+      log_error("store error that retrying cannot fix", "error", LOG_STR, err.message);
+      c->fatal = true;
+    }
+  }
+  metrics_set_dirty(batch_dirty_count(c->batch));
+  metrics_set_cached(batch_cached_count(c->batch));
+  metrics_set_pending_bytes(batch_pending_bytes(c->batch));
+  return st;
+}
+
+/* Writes everything and waits for dead-letter acks, within deadline. */
+static bool drain(consumer_t *c, int64_t deadline) {
+  while (batch_dirty(c->batch) || batch_flush_due(c->batch, INT64_MAX)) {
+    batch_status_t st = flush_once(c);
+    if (st == BATCH_DONE) break;
+    if (st == BATCH_FATAL || now_ms() >= deadline || g_stop > 1) return false;
+    int64_t wait = c->retry_at - now_ms();
+    if (wait > deadline - now_ms()) wait = deadline - now_ms();
+    if (wait > 0) sleep_ms(wait);
+  }
+  if (!batch_dirty(c->batch)) mark_all_durable(c);
+  while (dlq_pending(c) && now_ms() < deadline) {
+    produce_retries(c);
+    rd_kafka_poll(c->producer, 100);
+  }
+  return !batch_dirty(c->batch);
+}
+
+/* --- rebalance -------------------------------------------------------------------- */
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+                         void *opaque) {
+  consumer_t *c = opaque;
+  bool coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    for (int i = 0; i < parts->cnt; i++) part_add(c, parts->elems[i].topic, parts->elems[i].partition);
+    rd_kafka_error_t *e = coop ? rd_kafka_incremental_assign(rk, parts) : NULL;
+    if (!coop) rd_kafka_assign(rk, parts);
+    if (e) {
+      log_error("assign failed", "error", LOG_STR, rd_kafka_error_string(e));
+      rd_kafka_error_destroy(e);
+    }
+    if (c->paused) rd_kafka_pause_partitions(rk, parts);
+    log_info("partitions assigned", "count", LOG_INT, (int64_t)parts->cnt, "total", LOG_INT, (int64_t)c->nparts);
+  } else {
+    bool lost = rd_kafka_assignment_lost(rk);
+    if (!lost) {
+      /* Hand the partitions over with their work done: write what we hold
+       * and commit it, so the next owner starts where we are. */
+      bool drained = drain(c, now_ms() + DRAIN_TIMEOUT_MS);
+      commit(c, parts, true);
+      if (!drained) log_warn("revoked partitions handed over with unwritten changes; they will be re-read");
+    }
+    for (int i = 0; i < parts->cnt; i++) part_remove(c, parts->elems[i].topic, parts->elems[i].partition);
+    rd_kafka_error_t *e = coop ? rd_kafka_incremental_unassign(rk, parts) : NULL;
+    if (!coop) rd_kafka_assign(rk, NULL);
+    if (e) rd_kafka_error_destroy(e);
+    log_info(lost ? "partitions lost" : "partitions revoked", "count", LOG_INT, (int64_t)parts->cnt, "total",
+             LOG_INT, (int64_t)c->nparts);
+  }
+  metrics_set_assigned(c->nparts > 0);
+}
+
+/* --- main loop ----------------------------------------------------------------------- */
+
+static void handle_message(consumer_t *c, rd_kafka_message_t *m) {
+  if (m->err) {
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
+    log_warn("consumer error", "error", LOG_STR, rd_kafka_message_errstr(m));
+    return;
+  }
+  part_t *p = part_find(c, rd_kafka_topic_name(m->rkt), m->partition);
+  if (!p) return; /* from a partition given up meanwhile */
+  p->next = m->offset + 1;
+  model_reject_t rej;
+  if (!model_command_decode(m->payload ? m->payload : "", m->len, (size_t)c->cfg->limits_max_command_bytes, &c->cmd,
+                            &rej)) {
+    reject(c, p, m, &rej);
+    return;
+  }
+  rd_kafka_timestamp_type_t tstype;
+  int64_t now = now_ms(), ts = rd_kafka_message_timestamp(m, &tstype);
+  model_apply_result_t r = batch_apply(c->batch, &c->cmd, ts > 0 ? ts : now, now);
+  metrics_command(model_cmd_type_name(c->cmd.type), r == MODEL_APPLY_APPLIED ? METRICS_APPLIED : METRICS_STALE, 1);
+}
+
+static void set_paused(consumer_t *c, bool pause) {
+  if (c->paused == pause) return;
+  rd_kafka_topic_partition_list_t *l = NULL;
+  if (rd_kafka_assignment(c->rk, &l) == RD_KAFKA_RESP_ERR_NO_ERROR && l) {
+    if (pause)
+      rd_kafka_pause_partitions(c->rk, l);
+    else
+      rd_kafka_resume_partitions(c->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+  }
+  c->paused = pause;
+  log_info(pause ? "fetching paused: unwritten changes at the memory bound" : "fetching resumed", "pending_bytes",
+           LOG_INT, (int64_t)(batch_pending_bytes(c->batch) + c->dlq_bytes));
+}
+
+static void report_lag(consumer_t *c) {
+  for (size_t i = 0; i < c->nparts; i++) {
+    part_t *p = &c->parts[i];
+    int64_t lo, hi;
+    if (p->next < 0) continue;
+    if (rd_kafka_get_watermark_offsets(c->rk, p->topic, p->partition, &lo, &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        hi >= 0)
+      metrics_set_lag(p->topic, p->partition, hi > p->next ? hi - p->next : 0);
+  }
+}
+
+static void reload(consumer_t *c, const consumer_reload_t *rl) {
+  config_t *next = config_new();
+  config_error_t err;
+  if (!next || !config_load(next, rl->config_path, rl->sets, rl->nsets, &err)) {
+    log_error("reload failed; keeping the running configuration", "error", LOG_STR, next ? err.message : "no memory");
+    config_destroy(next);
+    return;
+  }
+  char restart[512] = "";
+  config_apply_live(c->cfg, next, restart, sizeof restart);
+  config_destroy(next);
+  batch_limits_t limits = batch_limits_from_config(c->cfg);
+  batch_set_limits(c->batch, &limits);
+  log_setup(c->cfg->log_level, c->cfg->log_format);
+  log_info("configuration reloaded");
+  if (restart[0]) log_warn("changed keys need a restart to apply", "keys", LOG_STR, restart);
+}
+
+static bool create_clients(consumer_t *c) {
+  char errstr[512];
+  char session[16];
+  snprintf(session, sizeof session, "%d", 10000);
+  const char *consumer_defaults[] = {"partition.assignment.strategy", "cooperative-sticky", "auto.offset.reset",
+                                     "earliest", "session.timeout.ms", session, NULL};
+  const char *consumer_forced[] = {"group.id", c->cfg->kafka_group, "enable.auto.commit", "false",
+                                   "enable.auto.offset.store", "false", NULL};
+  rd_kafka_conf_t *conf = kafka_conf_new(c->cfg, consumer_defaults, consumer_forced, errstr, sizeof errstr);
+  if (!conf) {
+    log_error("kafka consumer configuration", "error", LOG_STR, errstr);
+    return false;
+  }
+  rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+  rd_kafka_conf_set_opaque(conf, c);
+  c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+  if (!c->rk) {
+    log_error("kafka consumer", "error", LOG_STR, errstr);
+    return false;
+  }
+  rd_kafka_poll_set_consumer(c->rk);
+
+  const char *producer_defaults[] = {"linger.ms", "5", "message.timeout.ms", "60000", NULL};
+  const char *producer_forced[] = {"acks", "all", "enable.idempotence", "true", NULL};
+  conf = kafka_conf_new(c->cfg, producer_defaults, producer_forced, errstr, sizeof errstr);
+  if (!conf) {
+    log_error("kafka producer configuration", "error", LOG_STR, errstr);
+    return false;
+  }
+  rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+  rd_kafka_conf_set_opaque(conf, c);
+  c->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  if (!c->producer) {
+    log_error("kafka producer", "error", LOG_STR, errstr);
+    return false;
+  }
+  rd_kafka_topic_partition_list_t *topics = kafka_topic_list(c->cfg);
+  rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, topics);
+  rd_kafka_topic_partition_list_destroy(topics);
+  if (err) {
+    log_error("subscribe failed", "error", LOG_STR, rd_kafka_err2str(err));
+    return false;
+  }
+  return true;
+}
+
+static void destroy_clients(consumer_t *c) {
+  if (c->rk) rd_kafka_destroy(c->rk);
+  if (c->producer) rd_kafka_destroy(c->producer);
+  for (dlq_retry_t *r = c->retries, *n; r; r = n) {
+    n = r->next;
+    free(r->payload);
+    free(r->key);
+    if (r->headers) rd_kafka_headers_destroy(r->headers);
+    free(r->ref->topic);
+    free(r->ref);
+    free(r);
+  }
+  while (c->nparts) part_remove(c, c->parts[0].topic, c->parts[0].partition);
+  free(c->parts);
+}
+
+int consumer_run(config_t *cfg, batch_t *batch, store_t *store, const consumer_reload_t *rl) {
+  consumer_t *c = calloc(1, sizeof *c);
+  if (!c) return 1;
+  c->cfg = cfg;
+  c->batch = batch;
+  c->store = store;
+  srand((unsigned)now_ms() ^ (unsigned)getpid());
+  install_signals();
+  metrics_set_assigned(false);
+  int rc = 1;
+  if (!create_clients(c)) goto out;
+  log_info("worker started", "group", LOG_STR, cfg->kafka_group, "topics", LOG_STR, cfg->kafka_topics);
+
+  int64_t last_tick = 0, last_commit = 0;
+  while (!g_stop && !c->fatal) {
+    int64_t now = now_ms();
+    int64_t wake = now + 100;
+    if (batch_deadline(batch) < wake) wake = batch_deadline(batch);
+    if (c->retry_at && c->retry_at < wake) wake = c->retry_at;
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, (int)(wake > now ? wake - now : 0));
+    if (m) {
+      handle_message(c, m);
+      rd_kafka_message_destroy(m);
+    }
+    rd_kafka_poll(c->producer, 0);
+    if (c->retries) produce_retries(c);
+
+    now = now_ms();
+    if (batch_flush_due(batch, now) && now >= c->retry_at) {
+      if (flush_once(c) == BATCH_DONE) {
+        commit(c, NULL, false);
+        last_commit = now;
+      }
+    }
+    if (!batch_dirty(batch) && now - last_commit >= 1000) {
+      /* Nothing dirty: all state in memory is in the store, so every valid
+       * command consumed so far (stale ones included) is durable. */
+      mark_all_durable(c);
+      commit(c, NULL, false);
+      last_commit = now;
+    }
+
+    uint64_t pending = batch_pending_bytes(batch) + c->dlq_bytes;
+    if (!c->paused && pending > (uint64_t)cfg->batch_max_pending_bytes) set_paused(c, true);
+    else if (c->paused && pending <= (uint64_t)cfg->batch_max_pending_bytes / 2) set_paused(c, false);
+
+    if (now - last_tick >= 1000) {
+      last_tick = now;
+      metrics_heartbeat();
+      report_lag(c);
+      metrics_set_dirty(batch_dirty_count(batch));
+      metrics_set_cached(batch_cached_count(batch));
+      metrics_set_pending_bytes(pending);
+      if (now - c->last_store_ok >= IDLE_PING_MS && now >= c->retry_at) {
+        store_error_t err;
+        if (store_ping(store, &err) == STORE_OK)
+          store_ok(c);
+        else
+          metrics_store_failed();
+      }
+    }
+    if (g_reload) {
+      g_reload = 0;
+      reload(c, rl);
+    }
+  }
+
+  if (!c->fatal) {
+    log_info("stopping: writing and committing what is held");
+    /* Keep retrying until written; a second signal gives up (exit 1, nothing
+     * committed that is not durable). */
+    while (!drain(c, now_ms() + DRAIN_TIMEOUT_MS) && g_stop < 2 && !c->fatal) {
+    }
+    if (!batch_dirty(batch)) {
+      commit(c, NULL, true);
+      rd_kafka_consumer_close(c->rk); /* leaves the group; revocation finds nothing left to do */
+      rc = 0;
+      const batch_stats_t *s = batch_stats(batch);
+      log_info("stopped", "applied", LOG_INT, (int64_t)s->applied, "stale", LOG_INT, (int64_t)s->stale, "writes",
+               LOG_INT, (int64_t)s->writes_ok, "conflicts", LOG_INT, (int64_t)s->conflicts);
+    }
+  }
+out:
+  destroy_clients(c);
+  free(c);
+  return rc;
+}

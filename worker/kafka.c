@@ -1,0 +1,85 @@
+#include "kafka.h"
+
+#include "log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *errstr, size_t errsz) {
+  char why[256];
+  if (rd_kafka_conf_set(conf, name, value, why, sizeof why) == RD_KAFKA_CONF_OK) return true;
+  snprintf(errstr, errsz, "%s: %s", name, why);
+  return false;
+}
+
+static bool set_pairs(rd_kafka_conf_t *conf, const char *const *kv, char *errstr, size_t errsz) {
+  for (; kv && kv[0]; kv += 2)
+    if (!kafka_conf_set(conf, kv[0], kv[1], errstr, errsz)) return false;
+  return true;
+}
+
+/* librdkafka's syslog levels onto ours, so its messages are structured log
+ * lines like the rest. */
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+  config_log_level_t l = level <= 3 ? LOG_LEVEL_ERROR : level == 4 ? LOG_LEVEL_WARN : level <= 6 ? LOG_LEVEL_INFO
+                                                                                                   : LOG_LEVEL_DEBUG;
+  log_emit(l, buf, "component", LOG_STR, "rdkafka", "client", LOG_STR, rd_kafka_name(rk), "facility", LOG_STR, fac,
+           NULL);
+}
+
+static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+  (void)opaque;
+  /* Most are transient (broker down): librdkafka retries by itself. */
+  log_emit(err == RD_KAFKA_RESP_ERR__FATAL ? LOG_LEVEL_ERROR : LOG_LEVEL_WARN, reason, "component", LOG_STR,
+           "rdkafka", "client", LOG_STR, rd_kafka_name(rk), "error", LOG_STR,
+           rd_kafka_err2name((rd_kafka_resp_err_t)err), NULL);
+}
+
+rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, const char *const *defaults, const char *const *forced,
+                                char *errstr, size_t errsz) {
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  bool ok = kafka_conf_set(conf, "bootstrap.servers", cfg->kafka_brokers, errstr, errsz) &&
+            kafka_conf_set(conf, "client.id", "aggregator", errstr, errsz) && set_pairs(conf, defaults, errstr, errsz);
+  for (size_t i = 0; ok && i < cfg->rdkafka_count; i++)
+    ok = kafka_conf_set(conf, cfg->rdkafka[i].name, cfg->rdkafka[i].value, errstr, errsz);
+  ok = ok && set_pairs(conf, forced, errstr, errsz);
+  rd_kafka_conf_set_log_cb(conf, log_cb);
+  rd_kafka_conf_set_error_cb(conf, error_cb);
+  if (!ok) {
+    rd_kafka_conf_destroy(conf);
+    return NULL;
+  }
+  return conf;
+}
+
+rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg) {
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+  char *copy = strdup(cfg->kafka_topics), *save = NULL;
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    while (*t == ' ' || *t == '\t') t++;
+    char *end = t + strlen(t);
+    while (end > t && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
+    if (*t) rd_kafka_topic_partition_list_add(l, t, RD_KAFKA_PARTITION_UA);
+  }
+  free(copy);
+  return l;
+}
+
+rd_kafka_resp_err_t kafka_produce_reject(rd_kafka_t *producer, const char *dlq_topic, const rd_kafka_message_t *m,
+                                         const model_reject_t *rej, void *opaque) {
+  char partition[16], offset[24];
+  snprintf(partition, sizeof partition, "%" PRId32, m->partition);
+  snprintf(offset, sizeof offset, "%" PRId64, m->offset);
+  const char *code = model_reject_code_name(rej->code);
+  const char *topic = rd_kafka_topic_name(m->rkt);
+  return rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(dlq_topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                           RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_KEY(m->key, m->key_len),
+                           RD_KAFKA_V_HEADER("x-error-code", code, -1),
+                           RD_KAFKA_V_HEADER("x-error-detail", rej->detail, -1),
+                           RD_KAFKA_V_HEADER("x-source-topic", topic, -1),
+                           RD_KAFKA_V_HEADER("x-source-partition", partition, -1),
+                           RD_KAFKA_V_HEADER("x-source-offset", offset, -1), RD_KAFKA_V_OPAQUE(opaque),
+                           RD_KAFKA_V_END);
+}

@@ -1,0 +1,33 @@
+/* librdkafka plumbing shared by the live consumer and the replay: client
+ * configuration from our config (brokers plus every kafka.rdkafka.* key
+ * passed straight through) and the dead-letter producer. */
+#ifndef KAFKA_H
+#define KAFKA_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "command.h"
+#include "config.h"
+
+/* A configuration with bootstrap.servers, then `defaults` (name, value
+ * pairs, NULL-terminated; may be NULL), then the pass-through properties
+ * (so operators can override our defaults), then `forced` (properties that
+ * correctness depends on, e.g. enable.auto.commit=false). Returns NULL with
+ * errstr filled if librdkafka refuses a property. */
+rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, const char *const *defaults, const char *const *forced,
+                                char *errstr, size_t errsz);
+/* Sets one property or fills errstr ("name: librdkafka's message"). */
+bool kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *errstr, size_t errsz);
+
+/* Splits cfg->kafka_topics ("a, b,c") into a new list; caller destroys it. */
+rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg);
+
+/* Produces a rejected command to the dead-letter topic: the value byte for
+ * byte, the original key, and the x-error-* / x-source-* headers of SPEC.md
+ * section 2. opaque comes back in the delivery report. */
+rd_kafka_resp_err_t kafka_produce_reject(rd_kafka_t *producer, const char *dlq_topic, const rd_kafka_message_t *m,
+                                         const model_reject_t *rej, void *opaque);
+
+#endif
