@@ -31,6 +31,7 @@ static const char *const type_names[MODEL_CMD_TYPE_COUNT] = {
     "assignment.upserted", "assignment.deleted", "submission.updated",
     "grade.updated",       "roster.assigned",    "roster.unassigned",
 };
+static const uint8_t type_lens[MODEL_CMD_TYPE_COUNT] = {19, 18, 18, 13, 15, 17};
 
 const char *model_cmd_type_name(model_cmd_type_t t) {
   return (unsigned)t < MODEL_CMD_TYPE_COUNT ? type_names[t] : NULL;
@@ -87,7 +88,11 @@ static const char *const root_keys[F_ROOT_COUNT] = {"id",      "type",    "tenan
 static const char *const data_keys[D_COUNT] = {"class",  "title",       "status",     "dueAt",
                                                "points", "submittedAt", "returnedAt", "feedback"};
 
-static const model_json_schema_t schema = {root_keys, F_ROOT_COUNT, F_DATA, data_keys, D_COUNT};
+static const uint8_t root_lens[F_ROOT_COUNT] = {2, 4, 6, 10, 7, 7, 2, 4};
+static const uint8_t data_lens[D_COUNT] = {5, 5, 6, 5, 6, 11, 10, 8};
+
+static const model_json_schema_t schema = {root_keys, root_lens, F_ROOT_COUNT, F_DATA,
+                                           data_keys, data_lens,  D_COUNT};
 
 /* ------------------------------------------------------------- the checks */
 
@@ -215,7 +220,7 @@ static int check_enum(check_t *c, const char *name, const model_json_value_t *v,
   size_t n = unescape(c, v, tmp, sizeof tmp);
   if (n < sizeof tmp)
     for (int i = 0; i < n_names; i++)
-      if (strlen(names[i]) == n && memcmp(names[i], tmp, n) == 0) return i;
+      if (strncmp(names[i], tmp, n) == 0 && names[i][n] == '\0') return i;
   char shown[64];
   fault(c, MODEL_REJ_INVALID_VALUE, "%s: \"%s\" is not one of %s", name,
         show(tmp, n, sizeof tmp, shown), listed);
@@ -377,7 +382,7 @@ static int check_type(check_t *c, const model_json_value_t *v) {
   size_t n = unescape(c, v, tmp, sizeof tmp);
   if (n < sizeof tmp)
     for (int i = 0; i < MODEL_CMD_TYPE_COUNT; i++)
-      if (strlen(type_names[i]) == n && memcmp(type_names[i], tmp, n) == 0) return i;
+      if (type_lens[i] == n && memcmp(type_names[i], tmp, n) == 0) return i;
   char shown[64];
   fault(c, MODEL_REJ_UNKNOWN_TYPE, "type: unknown type \"%s\"", show(tmp, n, sizeof tmp, shown));
   return -1;

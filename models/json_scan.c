@@ -75,6 +75,12 @@ size_t model_utf8_check(const char *str, size_t n) {
   const unsigned char *s = (const unsigned char *)str;
   size_t i = 0;
   while (i < n) {
+    while (n - i >= 16) {
+      uint64_t w[2];
+      memcpy(w, s + i, 16);
+      if ((w[0] | w[1]) & 0x8080808080808080ULL) break;
+      i += 16;
+    }
     while (n - i >= 8) {
       uint64_t w;
       memcpy(&w, s + i, 8);
@@ -220,17 +226,43 @@ static inline void uiter_init(uiter_t *it, const unsigned char *base, const keyr
   it->n = it->i = 0;
 }
 
-static uint32_t key_hash(const unsigned char *base, const keyrec_t *k) {
-  uint32_t h = 2166136261u; /* FNV-1a */
+/* Hash of the unescaped key: its length, first 8 and last 8 bytes, one
+ * multiply each. Cheap (keys are hashed on every object member) and enough
+ * to tell realistic keys apart; keys that collide are compared in full, so
+ * a collision costs time, never correctness. Escaped keys produce the same
+ * words from the byte iterator, so equal keys hash equal however they are
+ * written. */
+static inline uint64_t hash_word(uint64_t h, uint64_t w) {
+  h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+  return h ^ (h >> 29);
+}
+
+static uint32_t key_hash(const unsigned char *base, const unsigned char *end, const keyrec_t *k) {
+  uint64_t first = 0, last = 0;
+  size_t n = k->len;
   if (!k->esc) {
     const unsigned char *p = base + k->off;
-    for (size_t i = 0; i < k->len; i++) h = (h ^ p[i]) * 16777619u;
-    return h;
+    if (n >= 8) {
+      memcpy(&first, p, 8);
+      memcpy(&last, p + n - 8, 8);
+    } else if (end - p >= 8) { /* the closing quote and more follow: read 8, keep n */
+      memcpy(&first, p, 8);
+      first &= n ? ~0ULL >> (64 - 8 * n) : 0;
+    } else {
+      for (size_t i = 0; i < n; i++) first |= (uint64_t)p[i] << (8 * i);
+    }
+  } else {
+    uiter_t it;
+    uiter_init(&it, base, k);
+    n = 0;
+    for (int c; (c = uiter_next(&it)) >= 0; n++) {
+      if (n < 8) first |= (uint64_t)c << (8 * n);
+      last = (last >> 8) | ((uint64_t)c << 56);
+    }
   }
-  uiter_t it;
-  uiter_init(&it, base, k);
-  for (int c; (c = uiter_next(&it)) >= 0;) h = (h ^ (unsigned)c) * 16777619u;
-  return h;
+  if (n < 8) last = 0;
+  uint64_t h = hash_word(hash_word(n, first), last);
+  return (uint32_t)(h >> 32);
 }
 
 /* Bytewise order of the unescaped keys. */
@@ -520,7 +552,8 @@ static inline const unsigned char *skip_ws(const unsigned char *p, const unsigne
 
 static inline bool is_digit(unsigned c) { return c - '0' < 10u; }
 
-static inline int match_key(const scan_t *s, const keyrec_t *k, const char *const *names, size_t n) {
+static inline int match_key(const scan_t *s, const keyrec_t *k, const char *const *names,
+                            const uint8_t *lens, size_t n) {
   const char *kp = (const char *)s->base + k->off;
   size_t kl = k->len;
   char buf[32];
@@ -530,7 +563,12 @@ static inline int match_key(const scan_t *s, const keyrec_t *k, const char *cons
     kp = buf;
   }
   for (size_t i = 0; i < n; i++)
-    if (names[i][0] == kp[0] && strlen(names[i]) == kl && memcmp(names[i], kp, kl) == 0) return (int)i;
+    if (lens[i] == kl) {
+      /* Inline compare: names are a few bytes, a memcmp call costs more. */
+      size_t j = 0;
+      while (j < kl && names[i][j] == kp[j]) j++;
+      if (j == kl) return (int)i;
+    }
   return -1;
 }
 
@@ -698,7 +736,7 @@ key: {
   k->off = (size_t)(p + 1 - base);
   k->len = (size_t)(q - p - 1);
   k->esc = esc;
-  k->hash = key_hash(base, k);
+  k->hash = key_hash(base, end, k);
   if (!f->big) {
     size_t n = s->nkeys - f->key_base;
     if (n >= SMALL_KEYS) {
@@ -713,13 +751,13 @@ key: {
   }
   s->nkeys++;
   if (f->role == ROLE_ROOT) {
-    int i = match_key(s, k, schema->root_keys, schema->n_root);
+    int i = match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root);
     if (i >= 0 && root_vals[i].type == MODEL_JSON_ABSENT) {
       cap = &root_vals[i];
       if (i == schema->sub_index) next_role = ROLE_SUB;
     }
   } else if (f->role == ROLE_SUB) {
-    int i = match_key(s, k, schema->sub_keys, schema->n_sub);
+    int i = match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub);
     if (i >= 0 && sub_vals[i].type == MODEL_JSON_ABSENT) cap = &sub_vals[i];
   }
   p = skip_ws(q + 1, end);

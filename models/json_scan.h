@@ -73,9 +73,11 @@ typedef struct model_json_value {
  * its keys matched against sub_keys (-1: none). */
 typedef struct model_json_schema {
   const char *const *root_keys;
+  const uint8_t *root_lens; /* strlen of each name (at most 32), to skip strlen per key */
   size_t n_root;
   int sub_index;
   const char *const *sub_keys;
+  const uint8_t *sub_lens;
   size_t n_sub;
 } model_json_schema_t;
 

@@ -350,6 +350,8 @@ static const case_t cases[] = {
     {"duplicate data key in ignored data", DEL(.data = "{'a':1,'a':1}"), MODEL_REJ_DUPLICATE_KEY, "$.data"},
     {"escaped key matches field", UPS(.d_title = NULL, .d_extra = "'\\u0074itle':'T'"), OK, NULL},
     {"solidus escape in key", UPS(.extra = "'a\\/b':1,'a/b':2"), MODEL_REJ_DUPLICATE_KEY, "duplicate key \"a/b\""},
+    {"long keys equal after unescape", UPS(.extra = "'abcdefghijklmnopqrstuvwxyz':1,'abcdefghijklm\\u006eopqrstuvwxy\\u007a':2"), MODEL_REJ_DUPLICATE_KEY, "duplicate key \"abcdefghijklmnopqrstuvwx...\""},
+    {"long keys differing in the middle", UPS(.extra = "'abcdefghijklmnopqrstuvwxyz':1,'abcdefghijklmNopqrstuvwxyz':2"), OK, NULL},
     {"keys differing in case", UPS(.extra = "'Id':1,'ID':2"), OK, NULL},
     {"U+0000 beats missing field", UPS(.id = NULL, .extra = "'z':'\\u0000'"), MODEL_REJ_INVALID_VALUE, "U+0000"},
     {"duplicate beats U+0000 before it", UPS(.d_title = "'a\\u0000'", .extra = "'ts':'x'"), MODEL_REJ_DUPLICATE_KEY, "\"ts\""},
