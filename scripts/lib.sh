@@ -1,0 +1,97 @@
+# shellcheck shell=bash
+# Shared helpers for scripts/bootstrap, scripts/stack and scripts/test.
+# Source it; it defines functions and variables only and runs nothing.
+#
+# Everything downloaded or built lives in one cache directory outside the
+# repository, so that a fresh clone, CI and every developer reuse the same
+# jars and binaries and `git status` never shows them:
+#
+#   $AGG_CACHE_DIR/m2/                   Maven local repository
+#   $AGG_CACHE_DIR/kafka-<ver>/libs/     broker jars (+ .complete marker)
+#   $AGG_CACHE_DIR/go/{mod,build}/       Go module and build caches
+#   $AGG_CACHE_DIR/bin/ferretdb-<ver>    FerretDB binary
+#   $AGG_CACHE_DIR/stack/                running stack: config, data, logs, pids
+
+AGG_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+AGG_CACHE_DIR="${AGG_CACHE_DIR:-$HOME/.cache/aggregator}"
+
+# The one place FerretDB's version is pinned. v1 is the last line that runs
+# on SQLite without PostgreSQL/DocumentDB; v1.24.2 is its newest release.
+AGG_FERRETDB_VERSION="v1.24.2"
+
+agg_log() { printf '%s\n' "$*" >&2; }
+agg_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Kafka's version is pinned in scripts/kafka/pom.xml only; read it back.
+agg_kafka_version() {
+    sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$AGG_ROOT/scripts/kafka/pom.xml"
+}
+
+agg_kafka_libs() { echo "$AGG_CACHE_DIR/kafka-$(agg_kafka_version)/libs"; }
+agg_ferretdb_bin() { echo "$AGG_CACHE_DIR/bin/ferretdb-$AGG_FERRETDB_VERSION"; }
+
+# Resolve the broker jars with Maven into the cache (no-op when present).
+# The .complete marker is written last, so an interrupted download is
+# retried instead of leaving a half-filled classpath.
+agg_install_kafka() {
+    local libs
+    libs="$(agg_kafka_libs)"
+    [ -f "$libs/.complete" ] && return 0
+    command -v mvn >/dev/null || agg_die "mvn not found (Maven 3.8+ is required to fetch the Kafka jars)"
+    command -v java >/dev/null || agg_die "java not found (Java 17+ is required to run Kafka)"
+    agg_log "bootstrap: resolving Kafka $(agg_kafka_version) jars with Maven into $libs"
+    rm -rf "$libs"
+    mkdir -p "$libs" "$AGG_CACHE_DIR/m2"
+    local log="$AGG_CACHE_DIR/kafka-maven.log"
+    if ! mvn -B -q -Dstyle.color=never -f "$AGG_ROOT/scripts/kafka/pom.xml" \
+            -Dmaven.repo.local="$AGG_CACHE_DIR/m2" \
+            dependency:copy-dependencies -DincludeScope=runtime \
+            -DoutputDirectory="$libs" >"$log" 2>&1; then
+        cat "$log" >&2
+        agg_die "Maven could not resolve the Kafka jars (log: $log)"
+    fi
+    ls "$libs"/kafka_2.13-*.jar >/dev/null 2>&1 || agg_die "kafka_2.13 jar missing after Maven run (log: $log)"
+    touch "$libs/.complete"
+}
+
+# Build FerretDB from its released Go module (no-op when present).
+#
+# Why not `go install github.com/FerretDB/FerretDB/cmd/ferretdb@v1.24.2`:
+# that binary panics at start ("Invalid build/version/version.txt"), because
+# FerretDB generates build/version/version.txt in its own release pipeline
+# and the module archive ships without it. So: download the module, copy
+# its source to the cache, write the version file its release task would
+# write, and build that copy. Nothing of FerretDB enters this repository.
+agg_install_ferretdb() {
+    local bin
+    bin="$(agg_ferretdb_bin)"
+    [ -x "$bin" ] && return 0
+    command -v go >/dev/null || agg_die "go not found (Go 1.24+ is required to build FerretDB)"
+    agg_log "bootstrap: building FerretDB $AGG_FERRETDB_VERSION into $bin (first time only, about 1-2 minutes)"
+    local log="$AGG_CACHE_DIR/ferretdb-build.log"
+    local src="$AGG_CACHE_DIR/src/ferretdb-$AGG_FERRETDB_VERSION"
+    mkdir -p "$AGG_CACHE_DIR/bin" "$AGG_CACHE_DIR/src" "$AGG_CACHE_DIR/go"
+    (
+        set -e
+        export GOMODCACHE="$AGG_CACHE_DIR/go/mod" GOCACHE="$AGG_CACHE_DIR/go/build"
+        export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
+        cd "$AGG_CACHE_DIR"
+        dir="$(go mod download -json "github.com/FerretDB/FerretDB@$AGG_FERRETDB_VERSION" |
+               sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+        [ -d "$dir" ] || { echo "go mod download gave no source directory"; exit 1; }
+        rm -rf "$src"
+        cp -r "$dir" "$src"
+        chmod -R u+w "$src"
+        echo "$AGG_FERRETDB_VERSION" >"$src/build/version/version.txt"
+        echo "source" >"$src/build/version/package.txt"
+        cd "$src"
+        go build -trimpath -o "$bin.tmp" ./cmd/ferretdb
+        mv "$bin.tmp" "$bin"
+        cd "$AGG_CACHE_DIR"
+        rm -rf "$src"
+    ) >"$log" 2>&1 || { cat "$log" >&2; agg_die "building FerretDB failed (log: $log)"; }
+}
+
+# Seconds since the epoch with decimals, for stage timings.
+agg_now() { date +%s.%N; }
+agg_elapsed() { awk -v a="$1" -v b="$(agg_now)" 'BEGIN { printf "%.1f", b - a }'; }
