@@ -1,0 +1,753 @@
+#!/usr/bin/python3
+"""Checks the deployment files in docker/ against each other, the worker and
+the host tools, without a container engine or a cluster.
+
+- every YAML file parses (and has no duplicate keys, which YAML parsers
+  otherwise resolve silently to the last one);
+- compose.yaml: services, dependencies, healthchecks, mounts, topics, and the
+  worker's AGGREGATOR_* environment accepted by `aggregator config check`;
+  `docker compose config` too when the compose client is installed;
+- Dockerfile: stages, runtime packages covering every shared library the
+  built binary needs (dpkg -S on this Debian 12 host = the image's release),
+  user, port, healthcheck, entrypoint, and COPY sources present in the build
+  context that .dockerignore leaves;
+- healthcheck.sh against a throwaway HTTP server (200, 503, nothing listening);
+- k8s/*.yaml: object shapes, probes, security context, resources against the
+  configured memory bound, ConfigMap INI accepted by `config check` with the
+  Secret's files, KEDA trigger consistent with the config and the partitions;
+- aggregator.service: required settings, `systemd-analyze verify` and an
+  exposure score of at most 2.0 from `systemd-analyze security`.
+
+Uses the Debian python3 (/usr/bin/python3) with python3-yaml, and systemd's
+systemd-analyze: scripts/bootstrap installs both.
+
+Environment: AGG_SOURCE_DIR (repository), AGGREGATOR (built binary).
+"""
+
+import configparser
+import http.server
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+import yaml
+
+SRC = os.environ.get("AGG_SOURCE_DIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+AGGREGATOR = os.environ.get("AGGREGATOR") or os.path.join(SRC, "build", "aggregator")
+DOCKER = os.path.join(SRC, "docker")
+
+RUNTIME_LIBS = {"librdkafka1", "libmongoc-1.0-0", "libbson-1.0-0", "libinih1", "libmicrohttpd12"}
+# In debian:bookworm-slim already (Essential/required): no install needed.
+SLIM_BASE = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g", "libzstd1", "liblz4-1", "libssl3", "libcrypt1",
+             "libselinux1", "libpcre2-8-0"}
+KEDA_SASL = {"plaintext", "scram_sha256", "scram_sha512", "oauthbearer", "gssapi", "none"}
+
+results = []  # (name, ok, detail)
+TMP = tempfile.mkdtemp(prefix="agg-deploy-test-")
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def case(fn):
+    try:
+        fn()
+        results.append((fn.__name__, True, ""))
+    except Fail as e:
+        results.append((fn.__name__, False, str(e)))
+    except Exception as e:  # a crash in a check is a failure of that check, not of the run
+        results.append((fn.__name__, False, "%s: %s" % (type(e).__name__, e)))
+
+
+# ---- YAML with duplicate keys refused --------------------------------------
+
+class StrictLoader(yaml.SafeLoader):
+    pass
+
+
+def _strict_mapping(loader, node, deep=False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, "duplicate key %r" % (key,), key_node.start_mark)
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _strict_mapping)
+
+
+def load_yaml(path):
+    with open(path) as f:
+        return [d for d in yaml.load_all(f, Loader=StrictLoader) if d is not None]
+
+
+def yaml_files():
+    out = []
+    for root, _, files in os.walk(DOCKER):
+        out += [os.path.join(root, f) for f in files if f.endswith((".yaml", ".yml"))]
+    return sorted(out)
+
+
+# ---- the worker's own view of a configuration ------------------------------
+
+def run(args, env=None, **kw):
+    return subprocess.run(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+                          **kw)
+
+
+def base_env():
+    # Only what a container would have: no AGGREGATOR_* from the caller.
+    return {k: v for k, v in os.environ.items() if not k.startswith("AGGREGATOR_")}
+
+
+def config_show(args, env=None):
+    """`aggregator config check` then `show` with args; returns {section.key: value}."""
+    env = env if env is not None else base_env()
+    r = run([AGGREGATOR, "config", "check"] + args, env=env)
+    check(r.returncode == 0, "aggregator config check %s: exit %d: %s" % (" ".join(args), r.returncode,
+                                                                          r.stderr.strip()))
+    r = run([AGGREGATOR, "config", "show"] + args, env=env)
+    check(r.returncode == 0, "config show failed: %s" % r.stderr.strip())
+    cp = configparser.ConfigParser(interpolation=None, comment_prefixes=("#", ";"))
+    cp.optionxform = str
+    cp.read_string(r.stdout)
+    return {"%s.%s" % (s, k): v for s in cp.sections() for k, v in cp.items(s)}
+
+
+def parse_size(v):
+    m = re.fullmatch(r"(\d+)\s*(GiB|G|MiB|M|KiB|K|Gi|Mi|Ki)?", str(v))
+    check(m, "not a size: %r" % v)
+    mult = {"GiB": 1 << 30, "G": 1 << 30, "Gi": 1 << 30, "MiB": 1 << 20, "M": 1 << 20, "Mi": 1 << 20,
+            "KiB": 1 << 10, "K": 1 << 10, "Ki": 1 << 10, None: 1}[m.group(2)]
+    return int(m.group(1)) * mult
+
+
+def k8s_memory(v):
+    m = re.fullmatch(r"(\d+)(Ki|Mi|Gi|K|M|G)?", str(v))
+    check(m, "not a Kubernetes quantity: %r" % v)
+    mult = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "K": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, None: 1}
+    return int(m.group(1)) * mult[m.group(2)]
+
+
+def k8s_cpu(v):
+    s = str(v)
+    return int(s[:-1]) / 1000 if s.endswith("m") else float(s)
+
+
+def listen_port(listen):
+    check(re.fullmatch(r".+:\d+", listen or ""), "metrics.listen %r is not host:port" % listen)
+    return int(listen.rsplit(":", 1)[1])
+
+
+# ---- .dockerignore (moby patternmatcher semantics, enough of them) ---------
+
+def dockerignore_rules():
+    rules = []
+    with open(os.path.join(SRC, ".dockerignore")) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            neg = line.startswith("!")
+            pat = os.path.normpath(line[1:] if neg else line).lstrip("/")
+            rx = ""
+            i = 0
+            while i < len(pat):
+                if pat.startswith("**", i):
+                    rx += ".*"
+                    i += 2
+                elif pat[i] == "*":
+                    rx += "[^/]*"
+                    i += 1
+                elif pat[i] == "?":
+                    rx += "[^/]"
+                    i += 1
+                else:
+                    rx += re.escape(pat[i])
+                    i += 1
+            rules.append((re.compile(rx + r"\Z"), neg))
+    return rules
+
+
+def in_context(rel, rules):
+    """True if the file rel (relative to the repo root) is sent to the build."""
+    parts = rel.split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    excluded = False
+    for rx, neg in rules:  # the last matching rule wins; a rule on a parent applies to its children
+        if any(rx.match(p) for p in prefixes):
+            excluded = not neg
+    return not excluded
+
+
+def files_under(rel):
+    path = os.path.join(SRC, rel)
+    if os.path.isfile(path):
+        return [rel.rstrip("/")]
+    out = []
+    for root, _, files in os.walk(path):
+        out += [os.path.relpath(os.path.join(root, f), SRC) for f in files]
+    return out
+
+
+# ---- Dockerfile -------------------------------------------------------------
+
+def dockerfile_stages():
+    """[(from_line, [(INSTRUCTION, args)])] with continuations joined."""
+    lines, cur = [], ""
+    with open(os.path.join(DOCKER, "Dockerfile")) as f:
+        for raw in f:
+            s = raw.rstrip("\n")
+            if not cur and (not s.strip() or s.lstrip().startswith("#")):
+                continue
+            if s.lstrip().startswith("#"):  # a comment inside a continuation
+                continue
+            if s.endswith("\\"):
+                cur += s[:-1] + " "
+                continue
+            lines.append(cur + s)
+            cur = ""
+    stages = []
+    for line in lines:
+        word, _, rest = line.strip().partition(" ")
+        word = word.upper()
+        if word == "FROM":
+            stages.append((rest.strip(), []))
+        elif stages:
+            stages[-1][1].append((word, rest.strip()))
+    return stages
+
+
+def apt_installs(instrs):
+    pkgs = set()
+    for word, args in instrs:
+        if word != "RUN":
+            continue
+        for m in re.finditer(r"apt-get install ([^&;|]*)", args):
+            pkgs |= {t for t in m.group(1).split() if not t.startswith("-")}
+    return pkgs
+
+
+def test_yaml_parses():
+    files = yaml_files()
+    check(len(files) >= 6, "expected compose.yaml and the k8s manifests, found %s" % files)
+    for p in files:
+        try:
+            docs = load_yaml(p)
+        except yaml.YAMLError as e:
+            raise Fail("%s: %s" % (os.path.relpath(p, SRC), e))
+        check(docs, "%s: empty" % p)
+
+
+def compose():
+    return load_yaml(os.path.join(DOCKER, "compose.yaml"))[0]
+
+
+def compose_partitions(c):
+    m = re.search(r"--partitions (\d+)", " ".join(map(str, c["services"]["topics"]["command"])))
+    check(m, "topics job does not set --partitions")
+    return int(m.group(1))
+
+
+def test_compose_structure():
+    c = compose()
+    svcs = c.get("services", {})
+    for name in ("kafka", "mongo", "worker", "topics", "producer"):
+        check(name in svcs, "compose: no service %s" % name)
+    for name, s in svcs.items():
+        check("image" in s or "build" in s, "%s: neither image nor build" % name)
+        for dep, spec in (s.get("depends_on") or {}).items():
+            check(dep in svcs, "%s depends on unknown service %s" % (name, dep))
+            cond = spec.get("condition")
+            check(cond in ("service_started", "service_healthy", "service_completed_successfully"),
+                  "%s: bad condition %r" % (name, cond))
+            if cond == "service_healthy":
+                check("healthcheck" in svcs[dep], "%s waits for %s healthy, which has no healthcheck" % (name, dep))
+            if cond == "service_completed_successfully":
+                check(str(svcs[dep].get("restart", "no")) == "no", "one-shot %s must not restart" % dep)
+        for v in s.get("volumes") or []:
+            src = v.split(":")[0] if isinstance(v, str) else v.get("source")
+            if src.startswith((".", "/")):
+                check(os.path.exists(os.path.normpath(os.path.join(DOCKER, src))),
+                      "%s mounts %s, which does not exist" % (name, src))
+            else:
+                check(src in (c.get("volumes") or {}), "%s: volume %s not declared" % (name, src))
+    w = svcs["worker"]
+    check(w["build"]["context"] == ".." and w["build"]["dockerfile"] == "docker/Dockerfile",
+          "worker must build docker/Dockerfile from the repository root")
+    for dep in ("kafka", "mongo"):
+        check(w["depends_on"][dep]["condition"] == "service_healthy", "worker must wait for %s healthy" % dep)
+    check(w.get("read_only") is True, "worker should run with a read-only root filesystem")
+    grace = str(w.get("stop_grace_period", "10s"))
+    check(re.fullmatch(r"\d+s", grace) and int(grace[:-1]) >= 30, "worker stop_grace_period %s < 30s" % grace)
+
+    env = svcs["kafka"]["environment"]
+    roles = set(env["KAFKA_PROCESS_ROLES"].split(","))
+    check(roles == {"broker", "controller"}, "kafka: want one combined KRaft node, roles %s" % roles)
+    check(env.get("CLUSTER_ID"), "kafka: the apache/kafka image needs CLUSTER_ID in KRaft mode")
+    check(str(env["KAFKA_CONTROLLER_QUORUM_VOTERS"]).startswith("%s@kafka:" % env["KAFKA_NODE_ID"]),
+          "kafka: the voter is not this node")
+    check(str(env.get("KAFKA_AUTO_CREATE_TOPICS_ENABLE")) == "false", "kafka: topics should be created on purpose")
+
+
+def test_compose_worker_config():
+    c = compose()
+    svcs = c["services"]
+    w = svcs["worker"]
+    env = base_env()
+    wenv = w.get("environment") or {}
+    check(all(k.startswith("AGGREGATOR_") for k in wenv), "worker env: only AGGREGATOR_* expected")
+    env.update({k: str(v) for k, v in wenv.items()})
+    cfg = config_show(["-c", os.path.join(DOCKER, "aggregator.ini")], env)
+
+    # Brokers: the kafka service's PLAINTEXT listener.
+    kenv = svcs["kafka"]["environment"]
+    for b in cfg["kafka.brokers"].split(","):
+        check(b in kenv["KAFKA_ADVERTISED_LISTENERS"], "broker %s is not advertised by kafka" % b)
+    # Topics: created by the topics job; the producer writes to one of them.
+    topics_cmd = " ".join(svcs["topics"]["command"])
+    for t in cfg["kafka.topics"].split(",") + [cfg["kafka.dlq_topic"]]:
+        check(re.search(r"\b%s\b" % re.escape(t), topics_cmd), "topic %s is not created by the topics job" % t)
+    m = re.search(r"--topic (\S+)", " ".join(svcs["producer"]["command"]))
+    check(m and m.group(1) in cfg["kafka.topics"].split(","), "producer does not write to kafka.topics")
+    # MongoDB: a replica set, the same one the URI names, initiated by the healthcheck.
+    cmd = svcs["mongo"]["command"]
+    check("--replSet" in cmd, "mongo must run as a replica set (w: majority)")
+    rs = cmd[cmd.index("--replSet") + 1]
+    check("replicaSet=%s" % rs in cfg["store.uri"], "store.uri does not name replica set %s" % rs)
+    check("mongo:27017" in cfg["store.uri"], "store.uri does not point at the mongo service")
+    hc = " ".join(svcs["mongo"]["healthcheck"]["test"])
+    check("rs.initiate" in hc and "'%s'" % rs in hc, "mongo healthcheck does not initiate %s" % rs)
+    check(cfg["store.write_concern"] == "majority", "compose should show w: majority")
+    # Metrics: published on the port the worker listens on.
+    port = listen_port(cfg["metrics.listen"])
+    check(cfg["metrics.listen"].startswith("0.0.0.0:"), "in a container metrics.listen must be 0.0.0.0:PORT")
+    check(any(str(p).endswith(":%d" % port) for p in w.get("ports", [])), "worker does not publish port %d" % port)
+
+
+def test_compose_cli():
+    """`docker compose config` when the client has the compose plugin."""
+    docker = shutil.which("docker")
+    cmd = None
+    if docker and run([docker, "compose", "version"]).returncode == 0:
+        cmd = [docker, "compose"]
+    elif shutil.which("docker-compose"):
+        cmd = [shutil.which("docker-compose")]
+    if cmd is None:
+        print("note: no docker compose client here; compose.yaml checked structurally only")
+        return
+    r = run(cmd + ["-f", os.path.join(DOCKER, "compose.yaml"), "config", "-q"])
+    check(r.returncode == 0, "docker compose config: %s" % r.stderr.strip())
+
+
+def test_dockerfile():
+    stages = dockerfile_stages()
+    check(len(stages) >= 2, "want a multi-stage build")
+    check(re.fullmatch(r"debian:bookworm\s+AS\s+build", stages[0][0], re.I), "build stage: %s" % stages[0][0])
+    check(stages[-1][0] == "debian:bookworm-slim", "runtime stage: %s" % stages[-1][0])
+    build, runtime = stages[0][1], stages[-1][1]
+    rt_pkgs, build_pkgs = apt_installs(runtime), apt_installs(build)
+    check(RUNTIME_LIBS <= rt_pkgs, "runtime stage misses %s" % (RUNTIME_LIBS - rt_pkgs))
+    check(not [p for p in rt_pkgs if p.endswith("-dev") or p in ("build-essential", "cmake", "gcc")],
+          "runtime stage installs build tools: %s" % rt_pkgs)
+    for p in ("librdkafka-dev", "libmongoc-dev", "libbson-dev", "libinih-dev", "libmicrohttpd-dev", "cmake"):
+        check(p in build_pkgs, "build stage misses %s" % p)
+    instr = {}
+    for word, args in runtime:
+        instr.setdefault(word, []).append(args)
+    user = instr.get("USER", ["root"])[-1].split(":")[0]
+    check(user.isdigit() and int(user) != 0, "runtime USER must be a non-root numeric uid, got %s" % user)
+    check(instr.get("ENTRYPOINT") == ['["aggregator"]'], "ENTRYPOINT %s" % instr.get("ENTRYPOINT"))
+    check(instr.get("CMD") == ['["run", "-c", "/etc/aggregator/aggregator.ini"]'], "CMD %s" % instr.get("CMD"))
+    copies = [a.split() for a in instr.get("COPY", [])]
+    dests = {c[-1]: c[-2] for c in copies}
+    check(dests.get("/etc/aggregator/aggregator.ini") == "docker/aggregator.ini",
+          "the image must carry docker/aggregator.ini as /etc/aggregator/aggregator.ini")
+    cfg = config_show(["-c", os.path.join(DOCKER, "aggregator.ini")])
+    port = listen_port(cfg["metrics.listen"])
+    check(instr.get("EXPOSE") == [str(port)], "EXPOSE %s, metrics.listen port %d" % (instr.get("EXPOSE"), port))
+    hc = instr.get("HEALTHCHECK", [""])[-1]
+    m = re.search(r'CMD \["([^"]+)"', hc)
+    check(m and m.group(1) in dests and dests[m.group(1)] == "docker/healthcheck.sh",
+          "HEALTHCHECK must run the copied docker/healthcheck.sh: %s" % hc)
+    return user
+
+
+def test_dockerfile_runtime_libraries():
+    """Every shared library the binary needs comes from a runtime package."""
+    out = run(["objdump", "-p", AGGREGATOR])
+    check(out.returncode == 0, "objdump: %s" % out.stderr)
+    needed = re.findall(r"NEEDED\s+(\S+)", out.stdout)
+    check(needed, "no NEEDED entries in %s" % AGGREGATOR)
+    rt_pkgs = apt_installs(dockerfile_stages()[-1][1])
+    for lib in needed:
+        if re.match(r"lib(asan|ubsan|tsan|lsan)\.", lib):
+            continue  # a sanitizer build; the image builds without
+        r = run(["dpkg", "-S", "*/" + lib])
+        check(r.returncode == 0, "no Debian package owns %s" % lib)
+        owners = {line.split(":")[0] for line in r.stdout.splitlines() if ":" in line}
+        check(owners & (rt_pkgs | SLIM_BASE), "%s comes from %s, not installed in the runtime stage" % (lib, owners))
+
+
+def test_build_context():
+    rules = dockerignore_rules()
+    for word, args in [i for _, instrs in dockerfile_stages() for i in instrs]:
+        if word != "COPY" or "--from=" in args:
+            continue
+        for src in args.split()[:-1]:
+            files = files_under(src)
+            check(files, "COPY %s: nothing there" % src)
+            left_out = [f for f in files if not in_context(f, rules)]
+            check(not left_out, "COPY %s: excluded by .dockerignore: %s" % (src, left_out[:5]))
+    # Everything the aggregator target compiles is copied into the build stage.
+    build_copies = [a.split()[0] for w, a in dockerfile_stages()[0][1] if w == "COPY"]
+    for need in ("CMakeLists.txt", "models/", "worker/"):
+        check(need in build_copies, "build stage does not COPY %s" % need)
+    for junk in (".git/HEAD", "build/aggregator", "build-asan/CMakeCache.txt", "tests/unit/test_metrics.c"):
+        check(not in_context(junk, rules), ".dockerignore lets %s into the context" % junk)
+
+
+# ---- healthcheck.sh --------------------------------------------------------
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    status = 200
+
+    def do_GET(self):
+        ok = self.path == "/healthz" and _Handler.status == 200
+        body = b"ok\n" if ok else b"main loop stalled: no heartbeat for 42.0 s\n" if self.path == "/healthz" else b"?\n"
+        self.send_response(200 if ok else (404 if self.path != "/healthz" else _Handler.status))
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except OSError:
+            pass  # the script may hang up once it has the status line
+
+    def log_message(self, *a):
+        pass
+
+
+def test_healthcheck_script():
+    script = os.path.join(DOCKER, "healthcheck.sh")
+    check(os.access(script, os.X_OK), "docker/healthcheck.sh is not executable")
+    srv = http.server.HTTPServer(("127.0.0.1", 0), _Handler)
+    port = srv.server_address[1]
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        def hc(listen):
+            env = base_env()
+            env["AGGREGATOR_METRICS_LISTEN"] = listen
+            return run(["/bin/bash", script], env=env)
+
+        _Handler.status = 200
+        r = hc("0.0.0.0:%d" % port)
+        check(r.returncode == 0, "200 from /healthz should pass: %s" % r.stderr)
+        r = hc("127.0.0.1:%d" % port)
+        check(r.returncode == 0, "127.0.0.1 address should pass: %s" % r.stderr)
+        _Handler.status = 503
+        r = hc("0.0.0.0:%d" % port)
+        check(r.returncode == 1, "503 from /healthz should fail, exit %d" % r.returncode)
+        check("main loop stalled" in r.stderr, "the reason is not reported: %r" % r.stderr)
+        r = hc("nonsense")
+        check(r.returncode == 1, "a bad address should fail")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    free = s.getsockname()[1]
+    s.close()
+    env = base_env()
+    env["AGGREGATOR_METRICS_LISTEN"] = "0.0.0.0:%d" % free
+    r = run(["/bin/bash", script], env=env)
+    check(r.returncode == 1, "nothing listening should fail, exit %d" % r.returncode)
+
+
+# ---- Kubernetes -------------------------------------------------------------
+
+def metadata_blocks(node):
+    """Every `metadata` mapping in an object, pod templates included."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "metadata" and isinstance(v, dict):
+                yield v
+            yield from metadata_blocks(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from metadata_blocks(v)
+
+
+def k8s_objects():
+    objs = {}
+    for p in sorted(os.listdir(os.path.join(DOCKER, "k8s"))):
+        if not p.endswith((".yaml", ".yml")):
+            continue
+        for d in load_yaml(os.path.join(DOCKER, "k8s", p)):
+            for f in ("apiVersion", "kind", "metadata"):
+                check(f in d, "%s: a document without %s" % (p, f))
+            check(d["metadata"].get("name"), "%s: %s without a name" % (p, d["kind"]))
+            for md in metadata_blocks(d):
+                for field in ("labels", "annotations"):
+                    for k, v in (md.get(field) or {}).items():
+                        check(isinstance(v, str), "%s %s: %s %s must be a string" % (p, d["kind"], field, k))
+            check((d["kind"], d["metadata"]["name"]) not in objs, "duplicate %s %s" % (d["kind"], d["metadata"]["name"]))
+            objs[(d["kind"], d["metadata"]["name"])] = d
+    return objs
+
+
+def one(objs, kind):
+    found = [o for (k, _), o in objs.items() if k == kind]
+    check(len(found) == 1, "want exactly one %s, found %d" % (kind, len(found)))
+    return found[0]
+
+
+def k8s_config(objs):
+    """The ConfigMap INI as the worker sees it, with the Secret's files."""
+    dep, cm, sec = one(objs, "Deployment"), one(objs, "ConfigMap"), one(objs, "Secret")
+    pod = dep["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: volumes[m["name"]] for m in c["volumeMounts"]}
+    args = c["args"]
+    check(args[:2] == ["run", "-c"], "args %s" % args)
+    cfg_dir, cfg_key = os.path.split(args[2])
+    check(cfg_dir in mounts and mounts[cfg_dir].get("configMap", {}).get("name") == cm["metadata"]["name"],
+          "%s is not the ConfigMap's mount" % cfg_dir)
+    check(cfg_key in cm["data"], "ConfigMap has no key %s" % cfg_key)
+    ini = os.path.join(TMP, cfg_key)
+    with open(ini, "w") as f:
+        f.write(cm["data"][cfg_key])
+    secrets = dict(sec.get("stringData") or {})
+    sets = []
+    for line in cm["data"][cfg_key].splitlines():
+        m = re.match(r"\s*([\w.]+_file)\s*=\s*(\S+)", line)
+        if not m:
+            continue
+        key, path = m.groups()
+        d, name = os.path.split(path)
+        check(d in mounts and mounts[d].get("secret", {}).get("secretName") == sec["metadata"]["name"],
+              "%s = %s is not in the Secret's mount" % (key, path))
+        check(name in secrets, "the Secret has no key %s (for %s)" % (name, key))
+        local = os.path.join(TMP, name)
+        with open(local, "w") as f:
+            f.write(secrets[name])
+        section = re.findall(r"^\[(\w+)\]", cm["data"][cfg_key][:cm["data"][cfg_key].index(line)], re.M)[-1]
+        sets += ["--set", "%s.%s=%s" % (section, key, local)]
+    return config_show(["-c", ini] + sets), sets
+
+
+def test_k8s_deployment():
+    objs = k8s_objects()
+    for kind in ("Deployment", "ConfigMap", "Secret", "PodDisruptionBudget", "ScaledObject"):
+        one(objs, kind)
+    dep = one(objs, "Deployment")
+    spec = dep["spec"]
+    pod_labels = spec["template"]["metadata"]["labels"]
+    check(all(pod_labels.get(k) == v for k, v in spec["selector"]["matchLabels"].items()),
+          "selector does not match the pod labels")
+    pod = spec["template"]["spec"]
+    check(len(pod["containers"]) == 1, "one container expected")
+    c = pod["containers"][0]
+    cfg, _ = k8s_config(objs)
+    port = listen_port(cfg["metrics.listen"])
+    ports = {p.get("name"): p["containerPort"] for p in c["ports"]}
+    check(port in ports.values(), "containerPort %s does not match metrics.listen port %d" % (ports, port))
+
+    def probe(name, path):
+        p = c.get(name)
+        check(p and p.get("httpGet", {}).get("path") == path, "%s must GET %s" % (name, path))
+        pp = p["httpGet"]["port"]
+        check(ports.get(pp, pp) == port, "%s port %s is not the metrics port" % (name, pp))
+
+    probe("livenessProbe", "/healthz")
+    probe("readinessProbe", "/readyz")
+    probe("startupProbe", "/healthz")
+
+    res = c["resources"]
+    for kind in ("requests", "limits"):
+        check({"cpu", "memory"} <= set(res.get(kind, {})), "resources.%s needs cpu and memory" % kind)
+    check(k8s_cpu(res["requests"]["cpu"]) <= k8s_cpu(res["limits"]["cpu"]), "cpu request > limit")
+    mem_limit = k8s_memory(res["limits"]["memory"])
+    check(k8s_memory(res["requests"]["memory"]) <= mem_limit, "memory request > limit")
+    pending = parse_size(cfg["batch.max_pending_bytes"])
+    check(mem_limit >= 2 * pending,
+          "memory limit %d must leave room beyond batch.max_pending_bytes %d" % (mem_limit, pending))
+
+    psc, csc = pod.get("securityContext", {}), c.get("securityContext", {})
+    check(psc.get("runAsNonRoot") or csc.get("runAsNonRoot"), "runAsNonRoot")
+    uid = csc.get("runAsUser", psc.get("runAsUser"))
+    check(str(uid) == test_dockerfile(), "runAsUser %s is not the image's USER" % uid)
+    check(csc.get("readOnlyRootFilesystem") is True, "readOnlyRootFilesystem")
+    check(csc.get("allowPrivilegeEscalation") is False, "allowPrivilegeEscalation")
+    check(csc.get("capabilities", {}).get("drop") == ["ALL"], "capabilities must drop ALL")
+    check(pod.get("automountServiceAccountToken") is False, "the worker needs no API token")
+    check(pod.get("enableServiceLinks") is False, "service links would inject AGGREGATOR_* variables")
+    sec_vol = [v for v in pod["volumes"] if "secret" in v][0]["secret"]
+    check(sec_vol.get("defaultMode") == 0o440 and psc.get("fsGroup") == uid,
+          "secret files: mode 0440 and fsGroup = the worker's uid, so only it can read them")
+    check(pod.get("terminationGracePeriodSeconds", 30) >= 30, "grace period too short to flush")
+    ru = spec.get("strategy", {}).get("rollingUpdate", {})
+    check(ru.get("maxSurge") == 0, "a surged pod can be left without partitions (never ready) and stall the rollout")
+
+
+def test_k8s_secret_and_config():
+    objs = k8s_objects()
+    sec = one(objs, "Secret")
+    check("data" not in sec or not sec["data"], "placeholders belong in stringData")
+    for k in ("mongodb-uri", "kafka-password"):
+        check("CHANGE-ME" in sec["stringData"][k], "Secret %s must stay a placeholder in the repository" % k)
+    cfg, sets = k8s_config(objs)
+    check(len(sets) >= 4, "store.uri and the SASL password should come from secret files")
+    check(cfg["store.write_concern"] == "majority", "production writes with w: majority")
+    r = run([AGGREGATOR, "config", "show", "-c", os.path.join(TMP, "aggregator.ini")] + sets, env=base_env())
+    check(r.returncode == 0 and "CHANGE-ME" not in r.stdout, "config show prints a secret from the Secret's files")
+
+
+def test_k8s_pdb():
+    objs = k8s_objects()
+    pdb, dep = one(objs, "PodDisruptionBudget"), one(objs, "Deployment")
+    labels = dep["spec"]["template"]["metadata"]["labels"]
+    check(all(labels.get(k) == v for k, v in pdb["spec"]["selector"]["matchLabels"].items()),
+          "PDB selector does not select the worker pods")
+    check(pdb["spec"].get("maxUnavailable") == 1, "one voluntary disruption at a time")
+
+
+def test_k8s_keda():
+    objs = k8s_objects()
+    so, dep = one(objs, "ScaledObject"), one(objs, "Deployment")
+    check(so["apiVersion"] == "keda.sh/v1alpha1", "ScaledObject apiVersion")
+    spec = so["spec"]
+    check(spec["scaleTargetRef"]["name"] == dep["metadata"]["name"], "scaleTargetRef is not the Deployment")
+    cfg, _ = k8s_config(objs)
+    trig = [t for t in spec["triggers"] if t["type"] == "kafka"]
+    check(len(trig) == 1, "one kafka trigger expected")
+    md = trig[0]["metadata"]
+    for k, v in md.items():
+        check(isinstance(v, str), "trigger metadata %s must be a string (KEDA reads a string map)" % k)
+    check(md["consumerGroup"] == cfg["kafka.group"], "consumerGroup is not kafka.group")
+    check(md["topic"] in cfg["kafka.topics"].split(","), "topic is not in kafka.topics")
+    check(md["bootstrapServers"] == cfg["kafka.brokers"], "bootstrapServers is not kafka.brokers")
+    check(md.get("allowIdleConsumers", "false") == "false", "replicas beyond the partitions would idle")
+    check(int(md["lagThreshold"]) > 0, "lagThreshold")
+    parts = compose_partitions(compose())
+    check(spec["maxReplicaCount"] == parts,
+          "maxReplicaCount %s should equal the partitions (%d)" % (spec["maxReplicaCount"], parts))
+    check(1 <= spec["minReplicaCount"] <= dep["spec"]["replicas"] <= spec["maxReplicaCount"],
+          "min <= replicas <= max")
+    auth = objs.get(("TriggerAuthentication", trig[0]["authenticationRef"]["name"]))
+    check(auth, "authenticationRef names no TriggerAuthentication")
+    sec = one(objs, "Secret")
+    params = {}
+    for ref in auth["spec"]["secretTargetRef"]:
+        check(ref["name"] == sec["metadata"]["name"] and ref["key"] in sec["stringData"],
+              "TriggerAuthentication refers to %s/%s, not in the Secret" % (ref["name"], ref["key"]))
+        params[ref["parameter"]] = sec["stringData"][ref["key"]]
+    check(params.get("sasl") in KEDA_SASL, "KEDA sasl %r" % params.get("sasl"))
+    mech = re.sub(r"sha-(\d+)", r"sha\1", cfg.get("kafka.rdkafka.sasl.mechanisms", "").lower()).replace("-", "_")
+    check(params["sasl"] == mech, "KEDA sasl %s but the worker uses %s" % (params["sasl"], mech))
+    check((params.get("tls") == "enable") == ("SSL" in cfg.get("kafka.rdkafka.security.protocol", "")),
+          "KEDA tls does not match kafka.rdkafka.security.protocol")
+    check(params.get("username") == cfg.get("kafka.rdkafka.sasl.username"), "KEDA username is not the worker's")
+
+
+# ---- systemd ----------------------------------------------------------------
+
+def unit():
+    sections, cur = {}, None
+    with open(os.path.join(DOCKER, "aggregator.service")) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line[0] in "#;":
+                continue
+            if line.startswith("["):
+                cur = sections.setdefault(line.strip("[]"), {})
+                continue
+            k, _, v = line.partition("=")
+            cur.setdefault(k.strip(), []).append(v.strip())
+    return sections
+
+
+def test_systemd_unit():
+    s = unit()
+    svc = s["Service"]
+    get = lambda k: svc.get(k, [""])[-1]
+    check(re.fullmatch(r"/\S*/aggregator run -c /etc/aggregator/aggregator.ini", get("ExecStart")),
+          "ExecStart %s" % get("ExecStart"))
+    check(get("ExecReload") == "/bin/kill -HUP $MAINPID", "ExecReload must send SIGHUP")
+    check(get("Restart") == "on-failure", "Restart=on-failure")
+    check("2" in get("RestartPreventExitStatus").split(), "a configuration error (exit 2) should not restart")
+    m = re.fullmatch(r"(\d+)s?", get("TimeoutStopSec"))
+    check(m and int(m.group(1)) >= 60, "TimeoutStopSec must leave time to flush")
+    for k, v in (("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("KillSignal", "SIGTERM")):
+        check(get(k) == v, "%s=%s" % (k, v))
+    check("multi-user.target" in s["Install"]["WantedBy"], "WantedBy")
+    # The credential the environment points at is the one loaded.
+    creds = dict(c.split(":", 1) for c in svc.get("LoadCredential", []))
+    env = dict(e.split("=", 1) for e in svc.get("Environment", []))
+    check(all(k.startswith("AGGREGATOR_") for k in env), "Environment: AGGREGATOR_* only")
+    for k, v in env.items():
+        if k.endswith("_FILE"):
+            check(v.startswith("%d/") and v[3:] in creds, "%s=%s is not a loaded credential" % (k, v))
+    # And the worker accepts that environment.
+    cenv = base_env()
+    for k, v in env.items():
+        if v.startswith("%d/"):
+            v = os.path.join(TMP, v[3:])
+            with open(v, "w") as f:
+                f.write("mongodb://aggregator:CHANGE-ME@db1.example:27017/?replicaSet=rs0")
+        cenv[k] = v
+    config_show(["-c", os.path.join(DOCKER, "aggregator.ini")], cenv)
+
+
+def test_systemd_analyze():
+    sa = shutil.which("systemd-analyze")
+    check(sa, "systemd-analyze not found (Debian package systemd; scripts/bootstrap installs it)")
+    path = os.path.join(TMP, "aggregator.service")
+    with open(os.path.join(DOCKER, "aggregator.service")) as f:
+        text = f.read()
+    # verify checks that ExecStart exists: point it at the built binary.
+    with open(path, "w") as f:
+        f.write(re.sub(r"^ExecStart=\S+", "ExecStart=" + AGGREGATOR, text, flags=re.M))
+    r = run([sa, "verify", path], cwd=TMP)
+    noise = [l for l in (r.stdout + r.stderr).splitlines() if "aggregator.service" in l]
+    check(r.returncode == 0 and not noise, "systemd-analyze verify: %s" % (noise or r.stderr))
+    r = run([sa, "security", "--offline=true", "--threshold=20", path], cwd=TMP)
+    m = re.search(r"Overall exposure level for \S+: ([\d.]+)", r.stdout + r.stderr)
+    check(r.returncode == 0, "exposure above 2.0: %s" % (m.group(1) if m else r.stderr.strip()))
+
+
+def main():
+    check_bin = os.access(AGGREGATOR, os.X_OK)
+    if not check_bin:
+        print("FAIL - setup: %s is not an executable (set AGGREGATOR)" % AGGREGATOR)
+        print("0 passed, 1 failed")
+        return 1
+    for fn in (test_yaml_parses, test_compose_structure, test_compose_worker_config, test_compose_cli,
+               test_dockerfile, test_dockerfile_runtime_libraries, test_build_context, test_healthcheck_script,
+               test_k8s_deployment, test_k8s_secret_and_config, test_k8s_pdb, test_k8s_keda, test_systemd_unit,
+               test_systemd_analyze):
+        case(fn)
+    shutil.rmtree(TMP, ignore_errors=True)
+    for name, ok, detail in results:
+        print("%s - %s%s" % ("ok" if ok else "FAIL", name, "" if ok else ": " + detail))
+    failed = sum(1 for _, ok, _ in results if not ok)
+    print("%d passed, %d failed" % (len(results) - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
