@@ -106,13 +106,13 @@ static bool close_file(FILE *f, const char *path) {
 }
 
 /* Refuses an output that is the input (opening it would truncate it) or the
- * same file as another output. */
+ * same regular file as the other output (devices such as /dev/null are
+ * fine). A path that does not exist yet is the same as an equal path. */
 static bool same_file(const char *a, const char *b) {
   if (!a || !b || !strcmp(a, "-") || !strcmp(b, "-")) return false; /* stdin vs stdout: checked apart */
-  if (!strcmp(a, b)) return true;
   struct stat sa, sb;
-  if (stat(a, &sa) || stat(b, &sb)) return false;
-  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (stat(a, &sa) || stat(b, &sb)) return !strcmp(a, b);
+  return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 static double now_mono(void) {
