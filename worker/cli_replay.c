@@ -2,8 +2,8 @@
  *
  * With both --input and --output the replay is the file mode
  * (replay_file.c): no broker, no store, no config file needed, although -c
- * and --set are honoured (limits.max_command_bytes applies). Replaying from
- * the topics or into the store is not built yet and says so.
+ * and --set are honoured (limits.max_command_bytes applies). Otherwise the
+ * topics and/or the store are involved (replay.c).
  *
  * Usage errors (exit 2): --rejects without --input (rejects of topics go to
  * the dead-letter topic), --from/--until with --input (they select topic
@@ -14,6 +14,8 @@
 
 #include "cli.h"
 #include "config.h"
+#include "log.h"
+#include "replay.h"
 #include "replay_file.h"
 
 static void print_summary(const replay_stats_t *s) {
@@ -48,9 +50,10 @@ int cli_replay(const cli_options_t *o) {
     rc = replay_file_run(cfg, o->input, o->output, o->rejects, &st);
     if (rc == 0) print_summary(&st);
   } else {
-    fprintf(stderr, "aggregator: replay %s is not available yet; use --input FILE and --output FILE\n",
-            o->input ? "into the store" : "from Kafka");
-    rc = 1;
+    log_setup(cfg->log_level, cfg->log_format);
+    replay_stats_t st;
+    rc = replay_run(cfg, o, &st);
+    if (rc == 0) print_summary(&st);
   }
   config_destroy(cfg);
   return rc;

@@ -2,7 +2,6 @@
  * command line only; each subcommand is in cli_<name>.c. */
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -39,9 +38,9 @@ int main(int argc, char **argv) {
   bool is_run = !strcmp(cmd, "run"), is_replay = !strcmp(cmd, "replay"), is_config = !strcmp(cmd, "config");
   if (!is_run && !is_replay && !is_config) return usage_error("unknown command '%s'", cmd);
 
-  cli_options_t o = {0};
-  o.sets = calloc((size_t)argc, sizeof *o.sets);
-  if (!o.sets) return 1;
+  /* --set values point into argv; only the array is ours. */
+  char *sets[argc];
+  cli_options_t o = {.sets = sets};
   int i = 2;
   if (is_config) {
     if (i >= argc) return usage_error("%s", "config needs check, show or describe");
@@ -71,7 +70,5 @@ int main(int argc, char **argv) {
     if (i + 1 >= argc) return usage_error("%s needs a value", a);
     *slot = argv[++i];
   }
-  int rc = is_run ? cli_run(&o) : is_replay ? cli_replay(&o) : cli_config(&o);
-  free(o.sets);
-  return rc;
+  return is_run ? cli_run(&o) : is_replay ? cli_replay(&o) : cli_config(&o);
 }

@@ -1,0 +1,397 @@
+#include "replay.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "codec.h"
+#include "kafka.h"
+#include "log.h"
+#include "store.h"
+#include "timestamp.h"
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* --- progress ------------------------------------------------------------------ */
+
+typedef struct progress {
+  bool tty;
+  double start, last;
+  uint64_t total; /* 0 = unknown (file input) */
+  /* On a terminal the line redraws in place; otherwise a plain line every
+   * 10 s keeps logs readable. */
+} progress_t;
+
+static void progress_show(progress_t *p, uint64_t done, bool final) {
+  double now = mono_s();
+  if (!final && now - p->last < (p->tty ? 0.2 : 10.0)) return;
+  p->last = now;
+  double el = now - p->start, rate = el > 0 ? (double)done / el : 0;
+  char line[160];
+  if (p->total) {
+    double eta = rate > 0 && p->total > done ? (double)(p->total - done) / rate : 0;
+    snprintf(line, sizeof line, "replay: %" PRIu64 " of %" PRIu64 " commands (%.0f%%), %.0f/s, ETA %.0f s", done,
+             p->total, 100.0 * (double)done / (double)p->total, rate, eta);
+  } else {
+    snprintf(line, sizeof line, "replay: %" PRIu64 " commands, %.0f/s", done, rate);
+  }
+  if (p->tty)
+    fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
+  else
+    fprintf(stderr, "%s\n", line);
+}
+
+/* --- sinks ------------------------------------------------------------------------ */
+
+static store_status_t sink_load(void *ctx, const char *const *keys, size_t n, store_found_cb found, void *cb_ctx,
+                                store_error_t *err) {
+  return store_load(ctx, keys, n, found, cb_ctx, err);
+}
+static store_status_t sink_write(void *ctx, store_write_item_t *items, size_t n, int64_t now, store_error_t *err) {
+  return store_write(ctx, items, n, now, err);
+}
+
+typedef struct collect {
+  const model_aggregate_t **list;
+  size_t n;
+} collect_t;
+
+static void collect_one(void *ctx, const model_aggregate_t *agg, int64_t rev) {
+  (void)rev;
+  collect_t *c = ctx;
+  c->list[c->n++] = agg;
+}
+
+static int cmp_key(const void *x, const void *y) {
+  return strcmp(model_aggregate_key(*(const model_aggregate_t *const *)x, NULL),
+                model_aggregate_key(*(const model_aggregate_t *const *)y, NULL));
+}
+
+/* --output: the final documents, sorted by _id, each with rev 1 (the file is
+ * one write of each document). */
+static bool write_output(batch_t *b, const char *path, uint64_t *written) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+  if (!f) {
+    fprintf(stderr, "aggregator: replay: cannot open '%s': %s\n", path, strerror(errno));
+    return false;
+  }
+  collect_t c = {malloc((batch_dirty_count(b) + batch_cached_count(b) + 1) * sizeof *c.list), 0};
+  if (!c.list) abort();
+  batch_foreach(b, collect_one, &c);
+  qsort(c.list, c.n, sizeof *c.list, cmp_key);
+  model_buf_t buf = MODEL_BUF_INIT;
+  int64_t now = now_ms();
+  bool ok = true;
+  for (size_t i = 0; i < c.n && ok; i++) {
+    model_codec_to_json(c.list[i], 1, now, &buf);
+    if (buf.len >= 1 << 16 || i + 1 == c.n) {
+      ok = fwrite(buf.data, 1, buf.len, f) == buf.len;
+      model_buf_clear(&buf);
+    }
+  }
+  *written = c.n;
+  ok = (f == stdout ? fflush(f) == 0 : fclose(f) == 0) && ok;
+  if (!ok) fprintf(stderr, "aggregator: replay: cannot write '%s': %s\n", path, strerror(errno));
+  model_buf_destroy(&buf);
+  free(c.list);
+  return ok;
+}
+
+/* Flushes until written; a replay has no one to hand its work to, so it
+ * waits out a store outage (with backoff) unless interrupted. */
+static bool flush_until_done(const config_t *cfg, batch_t *b) {
+  for (unsigned attempt = 0;; attempt++) {
+    store_error_t err;
+    batch_status_t st = batch_flush(b, now_ms(), &err);
+    if (st == BATCH_DONE) return true;
+    if (st == BATCH_FATAL || g_stop) {
+      log_error("replay: store write failed", "error", LOG_STR, err.message);
+      return false;
+    }
+    int64_t ceiling = cfg->retry_backoff_ms;
+    for (unsigned i = 0; i < attempt && ceiling < cfg->retry_backoff_max_ms; i++) ceiling *= 2;
+    if (ceiling > cfg->retry_backoff_max_ms) ceiling = cfg->retry_backoff_max_ms;
+    int64_t wait = 1 + rand() % ceiling;
+    if (attempt == 0 || attempt % 10 == 0)
+      log_warn("replay: store write failed, retrying", "error", LOG_STR, err.message, "retry_in_ms", LOG_INT, wait);
+    struct timespec ts = {wait / 1000, (wait % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* --- the replay ------------------------------------------------------------------- */
+
+typedef struct replay {
+  const config_t *cfg;
+  batch_t *batch;
+  bool to_store;
+  model_command_t cmd;
+  replay_stats_t *st;
+} replay_t;
+
+static bool feed(replay_t *r, const char *data, size_t len, int64_t event_ms) {
+  r->st->read++;
+  if (!model_command_decode(data ? data : "", len, (size_t)r->cfg->limits_max_command_bytes, &r->cmd, NULL)) {
+    r->st->rejected++;
+    return true;
+  }
+  int64_t now = now_ms();
+  batch_apply(r->batch, &r->cmd, event_ms > 0 ? event_ms : now, now);
+  if (r->to_store && batch_flush_due(r->batch, now)) return flush_until_done(r->cfg, r->batch);
+  return true;
+}
+
+static bool replay_input(replay_t *r, const char *path) {
+  FILE *in = strcmp(path, "-") ? fopen(path, "r") : stdin;
+  if (!in) {
+    fprintf(stderr, "aggregator: replay: cannot open '%s': %s\n", path, strerror(errno));
+    return false;
+  }
+  progress_t pr = {isatty(2), mono_s(), mono_s(), 0};
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  bool ok = true;
+  while (ok && !g_stop && (n = getline(&line, &cap, in)) >= 0) {
+    size_t len = (size_t)n;
+    if (len && line[len - 1] == '\n') len--;
+    ok = feed(r, line, len, 0);
+    progress_show(&pr, r->st->read, false);
+  }
+  if (ok && ferror(in)) {
+    fprintf(stderr, "aggregator: replay: cannot read '%s': %s\n", path, strerror(errno));
+    ok = false;
+  }
+  progress_show(&pr, r->st->read, true);
+  free(line);
+  if (in != stdin) fclose(in);
+  return ok && !g_stop;
+}
+
+/* "beginning"/"end" (returns `special`) or an RFC 3339 time in ms. */
+static bool parse_bound(const char *s, const char *word, int64_t *ms, bool *special) {
+  *special = !s || !strcmp(s, word);
+  if (*special) return true;
+  return model_timestamp_parse(s, strlen(s), ms);
+}
+
+typedef struct range {
+  char *topic;
+  int32_t partition;
+  int64_t start, end;
+} range_t;
+
+static bool plan_ranges(rd_kafka_t *rk, const config_t *cfg, const cli_options_t *o, range_t **out, size_t *nout,
+                        uint64_t *total) {
+  int64_t from_ms = 0, until_ms = 0;
+  bool from_begin, until_end;
+  if (!parse_bound(o->from, "beginning", &from_ms, &from_begin) ||
+      !parse_bound(o->until, "end", &until_ms, &until_end)) {
+    fprintf(stderr, "aggregator: replay: --from and --until take beginning/end or an RFC 3339 UTC time\n");
+    return false;
+  }
+  rd_kafka_topic_partition_list_t *topics = kafka_topic_list(cfg);
+  rd_kafka_topic_partition_list_t *all = rd_kafka_topic_partition_list_new(16);
+  bool ok = true;
+  for (int i = 0; i < topics->cnt && ok; i++) {
+    const rd_kafka_metadata_t *md;
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topics->elems[i].topic, NULL);
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, 30000);
+    if (e || md->topic_cnt != 1 || md->topics[0].err) {
+      log_error("replay: cannot read topic metadata", "topic", LOG_STR, topics->elems[i].topic, "error", LOG_STR,
+                rd_kafka_err2str(e ? e : md->topics[0].err));
+      ok = false;
+    } else {
+      for (int p = 0; p < md->topics[0].partition_cnt; p++)
+        rd_kafka_topic_partition_list_add(all, topics->elems[i].topic, md->topics[0].partitions[p].id);
+    }
+    if (!e) rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(t);
+  }
+  rd_kafka_topic_partition_list_destroy(topics);
+  range_t *ranges = calloc((size_t)all->cnt + 1, sizeof *ranges);
+  if (!ranges) abort();
+  /* Offsets for the two times, looked up in one request each. */
+  rd_kafka_topic_partition_list_t *from = rd_kafka_topic_partition_list_copy(all),
+                                  *until = rd_kafka_topic_partition_list_copy(all);
+  for (int i = 0; i < all->cnt; i++) {
+    from->elems[i].offset = from_ms;
+    until->elems[i].offset = until_ms;
+  }
+  if (ok && !from_begin && rd_kafka_offsets_for_times(rk, from, 30000)) ok = false;
+  if (ok && !until_end && rd_kafka_offsets_for_times(rk, until, 30000)) ok = false;
+  if (!ok) fprintf(stderr, "aggregator: replay: cannot look up offsets\n");
+  *total = 0;
+  for (int i = 0; i < all->cnt && ok; i++) {
+    int64_t lo, hi;
+    rd_kafka_resp_err_t e =
+        rd_kafka_query_watermark_offsets(rk, all->elems[i].topic, all->elems[i].partition, &lo, &hi, 30000);
+    if (e) {
+      log_error("replay: cannot read watermarks", "error", LOG_STR, rd_kafka_err2str(e));
+      ok = false;
+      break;
+    }
+    range_t *r = &ranges[i];
+    r->topic = strdup(all->elems[i].topic);
+    r->partition = all->elems[i].partition;
+    /* offsets_for_times answers -1 (end) when no message is that late. */
+    r->start = from_begin ? lo : from->elems[i].offset < 0 ? hi : from->elems[i].offset;
+    r->end = until_end ? hi : until->elems[i].offset < 0 ? hi : until->elems[i].offset;
+    if (r->start < lo) r->start = lo;
+    if (r->end < r->start) r->end = r->start;
+    *total += (uint64_t)(r->end - r->start);
+  }
+  *nout = (size_t)all->cnt;
+  *out = ranges;
+  rd_kafka_topic_partition_list_destroy(from);
+  rd_kafka_topic_partition_list_destroy(until);
+  rd_kafka_topic_partition_list_destroy(all);
+  return ok;
+}
+
+static bool replay_topics(replay_t *r, const cli_options_t *o) {
+  char errstr[512], group[64];
+  /* A group id of its own, never committed to: the live group's offsets do
+   * not move, and nothing is left behind on the broker. */
+  snprintf(group, sizeof group, "aggregator-replay-%d", (int)getpid());
+  const char *defaults[] = {"fetch.max.bytes", "104857600", "queued.max.messages.kbytes", "262144", NULL};
+  const char *forced[] = {"group.id", group, "enable.auto.commit", "false", "enable.auto.offset.store", "false",
+                          NULL};
+  rd_kafka_conf_t *conf = kafka_conf_new(r->cfg, defaults, forced, errstr, sizeof errstr);
+  if (!conf) {
+    fprintf(stderr, "aggregator: replay: %s\n", errstr);
+    return false;
+  }
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+  if (!rk) {
+    fprintf(stderr, "aggregator: replay: %s\n", errstr);
+    return false;
+  }
+  range_t *ranges = NULL;
+  size_t n = 0;
+  uint64_t total = 0;
+  bool ok = plan_ranges(rk, r->cfg, o, &ranges, &n, &total);
+  size_t remaining = 0;
+  if (ok) {
+    rd_kafka_topic_partition_list_t *assign = rd_kafka_topic_partition_list_new((int)n + 1);
+    for (size_t i = 0; i < n; i++) {
+      if (ranges[i].end <= ranges[i].start) continue;
+      rd_kafka_topic_partition_list_add(assign, ranges[i].topic, ranges[i].partition)->offset = ranges[i].start;
+      remaining++;
+    }
+    if (remaining) rd_kafka_assign(rk, assign);
+    rd_kafka_topic_partition_list_destroy(assign);
+  }
+  progress_t pr = {isatty(2), mono_s(), mono_s(), total};
+  uint64_t done = 0;
+  while (ok && remaining && !g_stop) {
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+    if (!m) {
+      if (r->to_store && batch_flush_due(r->batch, now_ms())) ok = flush_until_done(r->cfg, r->batch);
+      progress_show(&pr, done, false);
+      continue;
+    }
+    if (m->err) {
+      if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+        log_warn("replay: consumer error", "error", LOG_STR, rd_kafka_message_errstr(m));
+      rd_kafka_message_destroy(m);
+      continue;
+    }
+    range_t *rg = NULL;
+    for (size_t i = 0; i < n && !rg; i++)
+      if (ranges[i].partition == m->partition && !strcmp(ranges[i].topic, rd_kafka_topic_name(m->rkt)))
+        rg = &ranges[i];
+    if (rg && m->offset < rg->end) {
+      rd_kafka_timestamp_type_t tt;
+      ok = feed(r, m->payload, m->len, rd_kafka_message_timestamp(m, &tt));
+      done++;
+      if (m->offset + 1 >= rg->end) {
+        remaining--;
+        /* Stop fetching it: later messages are past --until. */
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, rg->topic, rg->partition);
+        rd_kafka_pause_partitions(rk, l);
+        rd_kafka_topic_partition_list_destroy(l);
+      }
+    }
+    rd_kafka_message_destroy(m);
+    progress_show(&pr, done, false);
+  }
+  progress_show(&pr, done, true);
+  for (size_t i = 0; i < n; i++) free(ranges[i].topic);
+  free(ranges);
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return ok && !g_stop;
+}
+
+int replay_run(const config_t *cfg, const cli_options_t *o, replay_stats_t *stats) {
+  double t0 = mono_s();
+  memset(stats, 0, sizeof *stats);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  srand((unsigned)now_ms());
+
+  replay_t *r = calloc(1, sizeof *r);
+  if (!r) return 1;
+  r->cfg = cfg;
+  r->st = stats;
+  r->to_store = o->output == NULL;
+  store_t *store = NULL;
+  batch_limits_t limits = batch_limits_from_config(cfg);
+  batch_sink_t sink = {sink_load, sink_write, NULL};
+  if (r->to_store) {
+    store_error_t err;
+    store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &err);
+    if (!store) {
+      fprintf(stderr, "aggregator: replay: store: %s\n", err.message);
+      free(r);
+      return 2;
+    }
+    sink.ctx = store;
+  } else {
+    /* Everything stays in memory until the end: nothing is ever flushed. */
+    limits.max_commands = limits.max_aggregates = limits.linger_ms = INT64_MAX / 2;
+  }
+  r->batch = batch_new(&sink, &limits);
+  bool ok = r->batch && (o->input ? replay_input(r, o->input) : replay_topics(r, o));
+  if (ok && r->to_store) ok = flush_until_done(cfg, r->batch);
+  if (r->batch) {
+    const batch_stats_t *bs = batch_stats(r->batch);
+    stats->applied = bs->applied;
+    stats->stale = bs->stale;
+    stats->aggregates = bs->writes_ok;
+  }
+  if (ok && !r->to_store) ok = write_output(r->batch, o->output, &stats->aggregates);
+  batch_destroy(r->batch);
+  store_destroy(store);
+  free(r);
+  stats->seconds = mono_s() - t0;
+  return ok ? 0 : 1;
+}
