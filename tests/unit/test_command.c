@@ -450,6 +450,7 @@ static const raw_t raw[] = {
     {"line comment", GOOD "}//", 0, MODEL_REJ_INVALID_JSON, NULL},
     {"form feed whitespace", "\f" GOOD "}", 0, MODEL_REJ_INVALID_JSON, NULL},
     {"vertical tab whitespace", GOOD "}\v", 0, MODEL_REJ_INVALID_JSON, NULL},
+    {"byte order mark", "\xef\xbb\xbf" GOOD "}", 0, MODEL_REJ_INVALID_JSON, NULL},
     {"NBSP whitespace", "\xc2\xa0" GOOD "}", 0, MODEL_REJ_INVALID_JSON, NULL},
     {"raw tab in string", WITH("\"a\tb\""), 0, MODEL_REJ_INVALID_JSON, "control character in string"},
     {"raw newline in string", WITH("\"a\nb\""), 0, MODEL_REJ_INVALID_JSON, NULL},
