@@ -467,9 +467,10 @@ static inline uint64_t special_bytes(uint64_t w) {
 #endif
 
 /* p is at an opening quote. Returns the closing quote, or NULL after
- * setting the error. */
-static const unsigned char *lex_string(scan_t *s, const unsigned char *p, bool *escaped,
-                                       bool is_key) {
+ * setting the error. Inlined into both call sites: strings are most of the
+ * text, and the call costs more than a short string's scan. */
+static inline __attribute__((always_inline)) const unsigned char *
+lex_string(scan_t *s, const unsigned char *p, bool *escaped, bool is_key) {
   const unsigned char *const end = s->end;
   const unsigned char *const open = p;
   bool esc = false;
