@@ -58,9 +58,13 @@
 #define STORE_CODE_UNKNOWN_REPL_WRITE_CONCERN 79
 #define STORE_CODE_UNSATISFIABLE_WRITE_CONCERN 100
 
+/* Operations per update command against FerretDB (see detect_server). */
+#define STORE_FERRETDB_OPS_PER_COMMAND 16
+
 struct store {
   mongoc_client_t *client;
   mongoc_collection_t *collection;
+  int ops_per_command;    /* 0: not probed yet; -1: no limit; else the limit */
   bool warned_incomplete; /* the item-by-item fallback has been logged */
 };
 
@@ -420,24 +424,38 @@ static store_status_t load_chunk(store_t *store, const char *const *keys, size_t
   return st;
 }
 
+/* Loads keys[0..nkeys) into out (which the caller frees with loaded_free,
+ * whatever the result). */
+static store_status_t load_all(store_t *store, const char *const *keys, size_t nkeys, loaded_list_t *out,
+                               store_error_t *err) {
+  store_status_t st = STORE_OK;
+  for (size_t off = 0; off < nkeys && st == STORE_OK; off += STORE_LOAD_CHUNK) {
+    size_t n = nkeys - off < STORE_LOAD_CHUNK ? nkeys - off : STORE_LOAD_CHUNK;
+    st = load_chunk(store, keys + off, n, out, err);
+  }
+  return st;
+}
+
+static void loaded_free(loaded_list_t *l) {
+  for (size_t i = 0; i < l->n; i++) model_aggregate_destroy(l->v[i].agg);
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
 store_status_t store_load(store_t *store, const char *const *keys, size_t nkeys, store_found_cb found, void *ctx,
                           store_error_t *err) {
   clear_error(err);
   /* Callbacks only once everything has loaded, so that a failed load hands
    * the caller nothing: it either gets the whole answer or retries it. */
   loaded_list_t list = {0};
-  store_status_t st = STORE_OK;
-  for (size_t off = 0; off < nkeys && st == STORE_OK; off += STORE_LOAD_CHUNK) {
-    size_t n = nkeys - off < STORE_LOAD_CHUNK ? nkeys - off : STORE_LOAD_CHUNK;
-    st = load_chunk(store, keys + off, n, &list, err);
-  }
-  for (size_t i = 0; i < list.n; i++) {
-    if (st == STORE_OK)
+  store_status_t st = load_all(store, keys, nkeys, &list, err);
+  if (st == STORE_OK) {
+    for (size_t i = 0; i < list.n; i++) {
       found(ctx, list.v[i].agg, list.v[i].rev);
-    else
-      model_aggregate_destroy(list.v[i].agg);
+      list.v[i].agg = NULL; /* the callback owns it */
+    }
   }
-  free(list.v);
+  loaded_free(&list);
   return st;
 }
 
@@ -603,9 +621,9 @@ static bool bulk_add(mongoc_bulk_operation_t *bulk, store_write_item_t *item, in
   return ok;
 }
 
-/* One unordered bulk for items[idx[0..n)]. */
-static store_status_t write_bulk(store_t *store, store_write_item_t *items, const size_t *idx, size_t n,
-                                 int64_t updated_at_ms, bool *incomplete, store_error_t *err) {
+/* One unordered bulk (one update command) for items[idx[0..n)]. */
+static store_status_t write_command(store_t *store, store_write_item_t *items, const size_t *idx, size_t n,
+                                    int64_t updated_at_ms, bool *incomplete, store_error_t *err) {
   *incomplete = false;
   size_t *map = malloc((n ? n : 1) * sizeof *map);
   if (!map) {
@@ -635,6 +653,130 @@ static store_status_t write_bulk(store_t *store, store_write_item_t *items, cons
   return st;
 }
 
+/* items[idx[0..n)] in as many update commands as the server needs; stops at
+ * the first that fails. */
+static store_status_t write_bulk(store_t *store, store_write_item_t *items, const size_t *idx, size_t n,
+                                 int64_t updated_at_ms, bool *incomplete, store_error_t *err) {
+  size_t per = store->ops_per_command > 0 ? (size_t)store->ops_per_command : n;
+  store_status_t st = STORE_OK;
+  *incomplete = false;
+  for (size_t off = 0; off < n && st == STORE_OK; off += per)
+    st = write_command(store, items, idx + off, n - off < per ? n - off : per, updated_at_ms, incomplete, err);
+  return st;
+}
+
+/* Finds out, once per store, whether the server is FerretDB (its buildInfo
+ * carries "ferretdbVersion").
+ *
+ * FerretDB 1.x (SQLite backend) keeps the cursor of every update in an
+ * update command that matched a document open until the whole command ends,
+ * each holding one of the 100 connections of the database's pool; the 100th
+ * match then waits for a connection forever, and so does every later request
+ * to that database: the server has to be restarted. Sending at most 16
+ * updates per command keeps a few concurrent writers far from that limit.
+ * MongoDB has no such limit; its commands are left whole (the driver splits
+ * them at 100,000 operations or 48 MB). */
+static store_status_t detect_server(store_t *store, store_error_t *err) {
+  if (store->ops_per_command != 0) return STORE_OK;
+  bson_t cmd = BSON_INITIALIZER;
+  BSON_APPEND_INT32(&cmd, "buildInfo", 1);
+  bson_t reply;
+  bson_error_t e;
+  store_status_t st = STORE_OK;
+  if (mongoc_client_command_simple(store->client, "admin", &cmd, NULL, &reply, &e)) {
+    bson_iter_t it;
+    bool ferretdb = bson_iter_init_find(&it, &reply, "ferretdbVersion");
+    store->ops_per_command = ferretdb ? STORE_FERRETDB_OPS_PER_COMMAND : -1;
+    if (ferretdb)
+      log_info("store server is FerretDB: bulk writes go in small commands", "ops_per_command", LOG_INT,
+               (int64_t)STORE_FERRETDB_OPS_PER_COMMAND);
+  } else {
+    st = store_classify_error(&e, &reply);
+    set_error_from_bson(err, "buildInfo", &e);
+  }
+  bson_destroy(&reply);
+  bson_destroy(&cmd);
+  return st;
+}
+
+static const char *item_key(const store_write_item_t *item) {
+  size_t len;
+  return model_aggregate_key(item->agg, &len);
+}
+
+static int cmp_item_key(const void *a, const void *b, void *items_) {
+  const store_write_item_t *items = items_;
+  return strcmp(item_key(&items[*(const size_t *)a]), item_key(&items[*(const size_t *)b]));
+}
+
+/* The item (among idx, sorted by key) whose key is key, or NULL. */
+static store_write_item_t *find_item(store_write_item_t *items, const size_t *idx, size_t n, const char *key) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(key, item_key(&items[idx[mid]]));
+    if (c == 0) return &items[idx[mid]];
+    if (c < 0)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return NULL;
+}
+
+/* Finds out what became of every item after a reply that did not say.
+ *
+ * FerretDB 1.x stops an update command at its first write error even when
+ * it is unordered, and then reports neither the writes it did before the
+ * error nor the error's real index. So: read the items back; an item whose
+ * stored document is at rev + 1 and holds exactly its aggregate has landed
+ * (whoever wrote it, the store now says what the caller wanted: STORE_ITEM_OK
+ * is true). The others are sent one by one, since a single write's reply is
+ * unambiguous. MongoDB's replies always account for every item, so it never
+ * takes this path. */
+static store_status_t resolve_incomplete(store_t *store, store_write_item_t *items, size_t nitems,
+                                         int64_t updated_at_ms, store_error_t *err) {
+  if (!store->warned_incomplete) {
+    log_warn("store reply did not account for every write; resolving the batch item by item", "error", LOG_STR,
+             err ? err->message : "");
+    store->warned_incomplete = true;
+  }
+  clear_error(err);
+  size_t *idx = malloc(nitems * sizeof *idx);
+  const char **keys = malloc(nitems * sizeof *keys);
+  if (!idx || !keys) {
+    free(idx);
+    free(keys);
+    set_error(err, MONGOC_ERROR_CLIENT, 0, "bulk write: out of memory");
+    return STORE_RETRY;
+  }
+  for (size_t i = 0; i < nitems; i++) idx[i] = i;
+  qsort_r(idx, nitems, sizeof *idx, cmp_item_key, items);
+  for (size_t i = 0; i < nitems; i++) {
+    keys[i] = item_key(&items[i]);
+    items[i].result = STORE_ITEM_PENDING;
+    items[i].error_code = 0;
+  }
+
+  loaded_list_t stored = {0};
+  store_status_t st = load_all(store, keys, nitems, &stored, err);
+  for (size_t i = 0; st == STORE_OK && i < stored.n; i++) {
+    size_t len;
+    store_write_item_t *item = find_item(items, idx, nitems, model_aggregate_key(stored.v[i].agg, &len));
+    if (item && item->result == STORE_ITEM_PENDING && stored.v[i].rev == item->rev + 1 &&
+        model_aggregate_equal(item->agg, stored.v[i].agg))
+      item->result = STORE_ITEM_OK;
+  }
+  loaded_free(&stored);
+
+  bool incomplete;
+  for (size_t i = 0; st == STORE_OK && i < nitems; i++)
+    if (items[i].result == STORE_ITEM_PENDING) st = write_bulk(store, items, &i, 1, updated_at_ms, &incomplete, err);
+  free(keys);
+  free(idx);
+  return st;
+}
+
 store_status_t store_write(store_t *store, store_write_item_t *items, size_t nitems, int64_t updated_at_ms,
                            store_error_t *err) {
   clear_error(err);
@@ -645,38 +787,16 @@ store_status_t store_write(store_t *store, store_write_item_t *items, size_t nit
     return STORE_RETRY;
   }
   for (size_t i = 0; i < nitems; i++) idx[i] = i;
-
-  bool incomplete;
-  store_status_t st = write_bulk(store, items, idx, nitems, updated_at_ms, &incomplete, err);
-  if (st != STORE_OK && incomplete && nitems > 1) {
-    /* The reply did not say what became of every item. FerretDB 1.x does
-     * this: it stops an update command at the first write error even when
-     * unordered, and reports neither the writes done before it nor the
-     * error's real index. Resolve by sending the items one by one: a single
-     * write's reply is unambiguous. Items that already landed come back as
-     * conflicts, which the caller resolves by reloading; conditional writes
-     * keep that safe. MongoDB itself never takes this path. */
-    if (!store->warned_incomplete) {
-      log_warn("store reply did not account for every write; resolving the batch item by item", "error", LOG_STR,
-               err ? err->message : "");
-      store->warned_incomplete = true;
-    }
-    clear_error(err);
-    st = STORE_OK;
-    for (size_t i = 0; i < nitems && st == STORE_OK; i++)
-      st = write_bulk(store, items, &idx[i], 1, updated_at_ms, &incomplete, err);
-    if (st != STORE_OK) {
-      for (size_t i = 0; i < nitems; i++) {
-        items[i].result = STORE_ITEM_PENDING;
-        items[i].error_code = 0;
-      }
-    }
-  } else if (st != STORE_OK) {
+  bool incomplete = false;
+  store_status_t st = detect_server(store, err);
+  if (st == STORE_OK) st = write_bulk(store, items, idx, nitems, updated_at_ms, &incomplete, err);
+  free(idx);
+  if (st != STORE_OK && incomplete && nitems > 1) st = resolve_incomplete(store, items, nitems, updated_at_ms, err);
+  if (st != STORE_OK) {
     for (size_t i = 0; i < nitems; i++) {
       items[i].result = STORE_ITEM_PENDING;
       items[i].error_code = 0;
     }
   }
-  free(idx);
   return st;
 }

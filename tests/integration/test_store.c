@@ -1,0 +1,502 @@
+/* The MongoDB sink against a real server (SPEC.md sections 4 and 5):
+ * conditional bulk upserts, revisions, conflicts, loads, corrupt documents
+ * and an unreachable server. Needs the local stack (scripts/stack start);
+ * AGG_MONGO_URI overrides the server. Each run works in its own database,
+ * test_store_<pid>, dropped at the end. */
+#include <check.h>
+#include <mongoc/mongoc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aggregate.h"
+#include "codec.h"
+#include "command.h"
+#include "store.h"
+
+static const char *g_uri;
+static char g_db[64];
+static const char *const g_coll = "aggregates";
+static mongoc_client_t *g_raw; /* direct access for checks and corrupt documents */
+static store_t *g_store;
+
+#define T0_MS 1788249600000LL /* 2026-09-01T00:00:00Z */
+
+/* --- building aggregates --------------------------------------------------- */
+
+static void apply(model_aggregate_t *agg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void apply(model_aggregate_t *agg, const char *fmt, ...) {
+  char json[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(json, sizeof json, fmt, ap);
+  va_end(ap);
+  model_command_t *cmd = malloc(sizeof *cmd);
+  ck_assert_ptr_nonnull(cmd);
+  model_reject_t rej;
+  ck_assert_msg(model_command_decode(json, strlen(json), 1 << 20, cmd, &rej), "fixture %s: %s", json, rej.detail);
+  model_aggregate_apply(agg, cmd);
+  free(cmd);
+}
+
+/* An assignment with a header and two students in various states. */
+static model_aggregate_t *make_agg(const char *tenant, const char *assignment) {
+  model_aggregate_t *agg = model_aggregate_new(tenant, strlen(tenant), assignment, strlen(assignment));
+  ck_assert_ptr_nonnull(agg);
+#define ENV "\"tenant\":\"%s\",\"assignment\":\"%s\",\"ts\":\"2026-09-01T08:00:00Z\""
+  apply(agg,
+        "{\"id\":\"h1\",\"type\":\"assignment.upserted\"," ENV ",\"version\":3,"
+        "\"data\":{\"class\":\"c1\",\"title\":\"Essay \\u00e9\",\"status\":\"published\","
+        "\"dueAt\":\"2026-09-10T23:59:00.123Z\",\"points\":100}}",
+        tenant, assignment);
+  apply(agg, "{\"id\":\"r1\",\"type\":\"roster.assigned\"," ENV ",\"student\":\"s1\",\"version\":1}", tenant,
+        assignment);
+  apply(agg, "{\"id\":\"r2\",\"type\":\"roster.assigned\"," ENV ",\"student\":\"s2\",\"version\":1}", tenant,
+        assignment);
+  apply(agg,
+        "{\"id\":\"u1\",\"type\":\"submission.updated\"," ENV ",\"student\":\"s1\",\"version\":2,"
+        "\"data\":{\"status\":\"submitted\",\"submittedAt\":\"2026-09-09T10:00:00Z\"}}",
+        tenant, assignment);
+  apply(agg,
+        "{\"id\":\"g1\",\"type\":\"grade.updated\"," ENV ",\"student\":\"s1\",\"version\":4,"
+        "\"data\":{\"points\":95.5,\"feedback\":\"Good\"}}",
+        tenant, assignment);
+  return agg;
+}
+
+/* A later change: a new grade for s2. */
+static void change_agg(model_aggregate_t *agg, uint64_t version) {
+  size_t tl, al;
+  const char *t = model_aggregate_tenant(agg, &tl);
+  const char *a = model_aggregate_assignment(agg, &al);
+  apply(agg,
+        "{\"id\":\"g2\",\"type\":\"grade.updated\",\"tenant\":\"%.*s\",\"assignment\":\"%.*s\","
+        "\"ts\":\"2026-09-01T08:00:00Z\",\"student\":\"s2\",\"version\":%llu,\"data\":{\"points\":%llu}}",
+        (int)tl, t, (int)al, a, (unsigned long long)version, (unsigned long long)version);
+}
+
+/* --- loading ------------------------------------------------------------- */
+
+#define MAX_FOUND 16
+
+typedef struct found {
+  size_t n;
+  model_aggregate_t *agg[MAX_FOUND];
+  int64_t rev[MAX_FOUND];
+} found_t;
+
+static void on_found(void *ctx, model_aggregate_t *agg, int64_t rev) {
+  found_t *f = ctx;
+  ck_assert_uint_lt(f->n, MAX_FOUND);
+  f->agg[f->n] = agg;
+  f->rev[f->n] = rev;
+  f->n++;
+}
+
+static void found_free(found_t *f) {
+  for (size_t i = 0; i < f->n; i++) model_aggregate_destroy(f->agg[i]);
+  f->n = 0;
+}
+
+static model_aggregate_t *found_get(found_t *f, const char *key, int64_t *rev) {
+  for (size_t i = 0; i < f->n; i++) {
+    size_t len;
+    if (strcmp(model_aggregate_key(f->agg[i], &len), key) == 0) {
+      *rev = f->rev[i];
+      return f->agg[i];
+    }
+  }
+  return NULL;
+}
+
+/* Loads key alone and checks it is stored at rev, equal to want. */
+static void assert_stored(const model_aggregate_t *want, int64_t rev) {
+  size_t len;
+  const char *key = model_aggregate_key(want, &len);
+  found_t f = {0};
+  store_error_t err;
+  ck_assert_int_eq(store_load(g_store, &key, 1, on_found, &f, &err), STORE_OK);
+  ck_assert_msg(f.n == 1, "%s: %zu documents found", key, f.n);
+  ck_assert_msg(f.rev[0] == rev, "%s: rev %lld, expected %lld", key, (long long)f.rev[0], (long long)rev);
+  ck_assert_msg(model_aggregate_equal(want, f.agg[0]), "%s: stored aggregate differs", key);
+  found_free(&f);
+}
+
+/* The raw stored document of key (caller destroys), or NULL. */
+static bson_t *raw_get(const char *key) {
+  mongoc_collection_t *c = mongoc_client_get_collection(g_raw, g_db, g_coll);
+  bson_t *filter = BCON_NEW("_id", BCON_UTF8(key));
+  mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c, filter, NULL, NULL);
+  const bson_t *doc;
+  bson_t *out = NULL;
+  if (mongoc_cursor_next(cur, &doc)) out = bson_copy(doc);
+  bson_error_t e;
+  ck_assert_msg(!mongoc_cursor_error(cur, &e), "raw find: %s", e.message);
+  mongoc_cursor_destroy(cur);
+  bson_destroy(filter);
+  mongoc_collection_destroy(c);
+  return out;
+}
+
+static void raw_insert_json(const char *json) {
+  bson_error_t e;
+  bson_t *doc = bson_new_from_json((const uint8_t *)json, -1, &e);
+  ck_assert_msg(doc != NULL, "%s", e.message);
+  mongoc_collection_t *c = mongoc_client_get_collection(g_raw, g_db, g_coll);
+  ck_assert_msg(mongoc_collection_insert_one(c, doc, NULL, NULL, &e), "raw insert: %s", e.message);
+  mongoc_collection_destroy(c);
+  bson_destroy(doc);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* --- tests --------------------------------------------------------------- */
+
+START_TEST(ping_answers) {
+  store_error_t err;
+  ck_assert_int_eq(store_ping(g_store, &err), STORE_OK);
+}
+END_TEST
+
+START_TEST(write_new_then_load) {
+  model_aggregate_t *a = make_agg("new", "a1"), *b = make_agg("new", "a2"), *c = make_agg("new", "a3");
+  store_write_item_t items[] = {{.agg = a, .rev = 0}, {.agg = b, .rev = 0}, {.agg = c, .rev = 0}};
+  store_error_t err;
+  const int64_t at = T0_MS + 123;
+  ck_assert_int_eq(store_write(g_store, items, 3, at, &err), STORE_OK);
+  for (size_t i = 0; i < 3; i++) ck_assert_int_eq(items[i].result, STORE_ITEM_OK);
+
+  /* Loaded back equal, at rev 1; a missing key gets no callback. */
+  const char *keys[] = {"new/a1", "new/a2", "new/missing", "new/a3"};
+  found_t f = {0};
+  ck_assert_int_eq(store_load(g_store, keys, 4, on_found, &f, &err), STORE_OK);
+  ck_assert_uint_eq(f.n, 3);
+  const model_aggregate_t *want[] = {a, b, c};
+  for (size_t i = 0; i < 3; i++) {
+    size_t len;
+    int64_t rev = 0;
+    model_aggregate_t *got = found_get(&f, model_aggregate_key(want[i], &len), &rev);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_int_eq(rev, 1);
+    ck_assert(model_aggregate_equal(want[i], got));
+  }
+  found_free(&f);
+
+  /* The stored document carries the write's rev and time (section 4). */
+  bson_t *doc = raw_get("new/a1");
+  ck_assert_ptr_nonnull(doc);
+  bson_iter_t it;
+  ck_assert(bson_iter_init_find(&it, doc, "rev") && BSON_ITER_HOLDS_INT64(&it));
+  ck_assert_int_eq(bson_iter_int64(&it), 1);
+  ck_assert(bson_iter_init_find(&it, doc, "updatedAt") && BSON_ITER_HOLDS_DATE_TIME(&it));
+  ck_assert_int_eq(bson_iter_date_time(&it), at);
+  ck_assert(bson_iter_init_find(&it, doc, "tenant") && BSON_ITER_HOLDS_UTF8(&it));
+  ck_assert_str_eq(bson_iter_utf8(&it, NULL), "new");
+  bson_destroy(doc);
+
+  model_aggregate_destroy(a);
+  model_aggregate_destroy(b);
+  model_aggregate_destroy(c);
+}
+END_TEST
+
+START_TEST(write_with_right_rev_advances) {
+  model_aggregate_t *a = make_agg("adv", "a1");
+  store_write_item_t item = {.agg = a, .rev = 0};
+  store_error_t err;
+  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS, &err), STORE_OK);
+  ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  assert_stored(a, 1);
+
+  for (int64_t rev = 1; rev <= 3; rev++) {
+    change_agg(a, (uint64_t)(10 + rev));
+    item = (store_write_item_t){.agg = a, .rev = rev};
+    ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + rev, &err), STORE_OK);
+    ck_assert_int_eq(item.result, STORE_ITEM_OK);
+    assert_stored(a, rev + 1);
+  }
+  model_aggregate_destroy(a);
+}
+END_TEST
+
+/* Puts agg into the store at rev (by writing it rev times). */
+static void seed(model_aggregate_t *agg, int64_t rev) {
+  store_error_t err;
+  for (int64_t r = 0; r < rev; r++) {
+    store_write_item_t item = {.agg = agg, .rev = r};
+    ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS, &err), STORE_OK);
+    ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  }
+}
+
+START_TEST(stale_rev_conflicts_alone) {
+  /* Each position of the conflicting item in the bulk: servers differ in
+   * how they go on after a write error in an unordered bulk. */
+  for (int pos = 0; pos < 3; pos++) {
+    char ax[8], ay[8], az[8];
+    snprintf(ax, sizeof ax, "x%d", pos);
+    snprintf(ay, sizeof ay, "y%d", pos);
+    snprintf(az, sizeof az, "z%d", pos);
+    /* stored: x at rev 2, y at rev 1; z absent. */
+    model_aggregate_t *x = make_agg("stale", ax), *y = make_agg("stale", ay), *z = make_agg("stale", az);
+    seed(x, 2);
+    seed(y, 1);
+    model_aggregate_t *x2 = model_aggregate_clone(x), *y2 = model_aggregate_clone(y);
+    change_agg(x2, 50);
+    change_agg(y2, 60);
+
+    store_write_item_t items[3];
+    items[pos] = (store_write_item_t){.agg = x2, .rev = 1}; /* stale: stored is 2 */
+    items[(pos + 1) % 3] = (store_write_item_t){.agg = y2, .rev = 1};
+    items[(pos + 2) % 3] = (store_write_item_t){.agg = z, .rev = 0};
+    store_error_t err;
+    ck_assert_int_eq(store_write(g_store, items, 3, T0_MS + pos, &err), STORE_OK);
+    ck_assert_msg(items[pos].result == STORE_ITEM_CONFLICT, "pass %d: stale item: result %d", pos,
+                  items[pos].result);
+    ck_assert_msg(items[(pos + 1) % 3].result == STORE_ITEM_OK, "pass %d: update: result %d", pos,
+                  items[(pos + 1) % 3].result);
+    ck_assert_msg(items[(pos + 2) % 3].result == STORE_ITEM_OK, "pass %d: insert: result %d", pos,
+                  items[(pos + 2) % 3].result);
+
+    /* The conflict changed nothing; the others landed. */
+    assert_stored(x, 2);
+    assert_stored(y2, 2);
+    assert_stored(z, 1);
+
+    /* A rev ahead of the store, and an insert over an existing document,
+     * are conflicts too. */
+    store_write_item_t more[] = {{.agg = x2, .rev = 7}, {.agg = y2, .rev = 0}};
+    ck_assert_int_eq(store_write(g_store, more, 2, T0_MS, &err), STORE_OK);
+    ck_assert_int_eq(more[0].result, STORE_ITEM_CONFLICT);
+    ck_assert_int_eq(more[1].result, STORE_ITEM_CONFLICT);
+    assert_stored(x, 2);
+    assert_stored(y2, 2);
+
+    model_aggregate_destroy(x);
+    model_aggregate_destroy(x2);
+    model_aggregate_destroy(y);
+    model_aggregate_destroy(y2);
+    model_aggregate_destroy(z);
+  }
+}
+END_TEST
+
+START_TEST(empty_write_and_load) {
+  store_error_t err;
+  ck_assert_int_eq(store_write(g_store, NULL, 0, T0_MS, &err), STORE_OK);
+  found_t f = {0};
+  ck_assert_int_eq(store_load(g_store, NULL, 0, on_found, &f, &err), STORE_OK);
+  const char *keys[] = {"nobody/a1", "nobody/a2"};
+  ck_assert_int_eq(store_load(g_store, keys, 2, on_found, &f, &err), STORE_OK);
+  ck_assert_uint_eq(f.n, 0);
+}
+END_TEST
+
+typedef struct count {
+  int n, bad;
+} count_t;
+
+static void on_count(void *ctx, model_aggregate_t *agg, int64_t rev) {
+  count_t *c = ctx;
+  c->n++;
+  if (rev != 2 || model_aggregate_student_count(agg) != 2) c->bad++;
+  model_aggregate_destroy(agg);
+}
+
+START_TEST(many_items_one_bulk) {
+  /* More documents than the load cursor's first reply would hold by default
+   * (101). */
+  enum { N = 300 };
+  model_aggregate_t *aggs[N];
+  store_write_item_t items[N];
+  const char *keys[N];
+  for (int i = 0; i < N; i++) {
+    char a[16];
+    snprintf(a, sizeof a, "m%03d", i);
+    aggs[i] = make_agg("many", a);
+    items[i] = (store_write_item_t){.agg = aggs[i], .rev = 0};
+    size_t len;
+    keys[i] = model_aggregate_key(aggs[i], &len);
+  }
+  store_error_t err;
+  ck_assert_int_eq(store_write(g_store, items, N, T0_MS, &err), STORE_OK);
+  for (int i = 0; i < N; i++) ck_assert_int_eq(items[i].result, STORE_ITEM_OK);
+
+  /* Again, now that every filter matches a document (FerretDB 1.x hangs on
+   * an update command with 100 matching updates; the store must not send
+   * one). */
+  for (int i = 0; i < N; i++) items[i] = (store_write_item_t){.agg = aggs[i], .rev = 1};
+  ck_assert_int_eq(store_write(g_store, items, N, T0_MS, &err), STORE_OK);
+  for (int i = 0; i < N; i++) ck_assert_int_eq(items[i].result, STORE_ITEM_OK);
+
+  count_t cnt = {0, 0};
+  ck_assert_int_eq(store_load(g_store, keys, N, on_count, &cnt, &err), STORE_OK);
+  ck_assert_int_eq(cnt.n, N);
+  ck_assert_int_eq(cnt.bad, 0);
+  for (int i = 0; i < N; i++) model_aggregate_destroy(aggs[i]);
+}
+END_TEST
+
+START_TEST(corrupt_document_is_fatal) {
+  model_aggregate_t *good = make_agg("corrupt", "good");
+  seed(good, 1);
+  raw_insert_json("{\"_id\": \"corrupt/bad\", \"tenant\": \"corrupt\", \"assignment\": \"bad\", \"rev\": \"one\"}");
+  const char *keys[] = {"corrupt/good", "corrupt/bad"};
+  found_t f = {0};
+  store_error_t err;
+  ck_assert_int_eq(store_load(g_store, keys, 2, on_found, &f, &err), STORE_FATAL);
+  ck_assert_msg(strstr(err.message, "corrupt/bad") != NULL, "message: %s", err.message);
+  /* All or nothing: the good document is not handed out either. */
+  ck_assert_uint_eq(f.n, 0);
+  model_aggregate_destroy(good);
+}
+END_TEST
+
+START_TEST(majority_write_concern) {
+  /* A single node acknowledges "majority" by itself. */
+  store_error_t err;
+  store_t *s = store_new(g_uri, g_db, g_coll, "majority", &err);
+  ck_assert_ptr_nonnull(s);
+  model_aggregate_t *a = make_agg("wc", "a1");
+  store_write_item_t item = {.agg = a, .rev = 0};
+  ck_assert_int_eq(store_write(s, &item, 1, T0_MS, &err), STORE_OK);
+  ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  found_t f = {0};
+  const char *key = "wc/a1";
+  ck_assert_int_eq(store_load(s, &key, 1, on_found, &f, &err), STORE_OK); /* read concern majority */
+  ck_assert_uint_eq(f.n, 1);
+  ck_assert(model_aggregate_equal(a, f.agg[0]));
+  found_free(&f);
+  model_aggregate_destroy(a);
+  store_destroy(s);
+}
+END_TEST
+
+START_TEST(bad_namespace_is_fatal) {
+  store_error_t err;
+  store_t *s = store_new(g_uri, "bad$name", g_coll, "1", &err);
+  ck_assert_ptr_nonnull(s);
+  model_aggregate_t *a = make_agg("ns", "a1");
+  store_write_item_t item = {.agg = a, .rev = 0};
+  ck_assert_int_eq(store_write(s, &item, 1, T0_MS, &err), STORE_FATAL);
+  ck_assert_int_eq(item.result, STORE_ITEM_PENDING);
+  ck_assert_uint_eq(err.code, 73); /* InvalidNamespace */
+  model_aggregate_destroy(a);
+  store_destroy(s);
+}
+END_TEST
+
+START_TEST(bad_credentials_are_fatal) {
+  /* The test server has no users: any authentication attempt fails. */
+  char uri[512];
+  const char *rest = strstr(g_uri, "://");
+  ck_assert_ptr_nonnull(rest);
+  snprintf(uri, sizeof uri, "mongodb://nobody:wrongpw@%s", rest + 3);
+  store_error_t err;
+  store_t *s = store_new(uri, g_db, g_coll, "1", &err);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq(store_ping(s, &err), STORE_FATAL);
+  ck_assert_uint_eq(err.domain, MONGOC_ERROR_CLIENT);
+  ck_assert(strstr(err.message, "wrongpw") == NULL);
+  store_destroy(s);
+}
+END_TEST
+
+static void assert_unreachable_retries(const char *uri, double max_s) {
+  store_error_t err;
+  store_t *s = store_new(uri, g_db, g_coll, "1", &err);
+  ck_assert_ptr_nonnull(s);
+
+  double t = now_s();
+  ck_assert_int_eq(store_ping(s, &err), STORE_RETRY);
+  ck_assert_uint_eq(err.domain, MONGOC_ERROR_SERVER_SELECTION);
+  ck_assert_msg(now_s() - t < max_s, "ping took %.1f s", now_s() - t);
+
+  model_aggregate_t *a = make_agg("down", "a1");
+  store_write_item_t item = {.agg = a, .rev = 0};
+  t = now_s();
+  ck_assert_int_eq(store_write(s, &item, 1, T0_MS, &err), STORE_RETRY);
+  ck_assert_int_eq(item.result, STORE_ITEM_PENDING);
+  ck_assert_msg(now_s() - t < max_s, "write took %.1f s", now_s() - t);
+
+  found_t f = {0};
+  const char *key = "down/a1";
+  t = now_s();
+  ck_assert_int_eq(store_load(s, &key, 1, on_found, &f, &err), STORE_RETRY);
+  ck_assert_uint_eq(f.n, 0);
+  ck_assert_msg(now_s() - t < max_s, "load took %.1f s", now_s() - t);
+  model_aggregate_destroy(a);
+  store_destroy(s);
+}
+
+START_TEST(unreachable_server_retries) {
+  /* Nothing listens on port 1: a refused connection, retried until the
+   * URI's selection timeout. */
+  assert_unreachable_retries("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300", 5.0);
+  /* Without one in the URI the store's own default applies (mongoc's
+   * would be 30 s). */
+  assert_unreachable_retries("mongodb://127.0.0.1:1/", 10.0);
+}
+END_TEST
+
+/* --- setup --------------------------------------------------------------- */
+
+static void drop_database(void) {
+  mongoc_database_t *db = mongoc_client_get_database(g_raw, g_db);
+  bson_error_t e;
+  if (!mongoc_database_drop(db, &e)) fprintf(stderr, "test_store: dropping %s: %s\n", g_db, e.message);
+  mongoc_database_destroy(db);
+}
+
+int main(void) {
+  g_uri = getenv("AGG_MONGO_URI");
+  if (!g_uri || !*g_uri) g_uri = "mongodb://127.0.0.1:27018";
+  snprintf(g_db, sizeof g_db, "test_store_%ld", (long)getpid());
+
+  store_error_t err;
+  g_store = store_new(g_uri, g_db, g_coll, "1", &err); /* also initialises mongoc */
+  if (!g_store) {
+    fprintf(stderr, "test_store: store_new: %s\n", err.message);
+    return EXIT_FAILURE;
+  }
+  if (store_ping(g_store, &err) != STORE_OK) {
+    fprintf(stderr, "test_store: no server (start it with scripts/stack start): %s\n", err.message);
+    store_destroy(g_store);
+    return EXIT_FAILURE;
+  }
+  g_raw = mongoc_client_new(g_uri);
+  mongoc_client_set_error_api(g_raw, MONGOC_ERROR_API_VERSION_2);
+
+  Suite *s = suite_create("store");
+  TCase *tc = tcase_create("server");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, ping_answers);
+  tcase_add_test(tc, write_new_then_load);
+  tcase_add_test(tc, write_with_right_rev_advances);
+  tcase_add_test(tc, stale_rev_conflicts_alone);
+  tcase_add_test(tc, empty_write_and_load);
+  tcase_add_test(tc, many_items_one_bulk);
+  tcase_add_test(tc, corrupt_document_is_fatal);
+  tcase_add_test(tc, majority_write_concern);
+  tcase_add_test(tc, bad_namespace_is_fatal);
+  tcase_add_test(tc, bad_credentials_are_fatal);
+  tcase_add_test(tc, unreachable_server_retries);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+
+  drop_database();
+  mongoc_client_destroy(g_raw);
+  store_destroy(g_store);
+  mongoc_cleanup();
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
