@@ -151,7 +151,8 @@ run bigdefault --input "$TMP/big.jsonl" --output "$TMP/o13.jsonl" --rejects "$TM
 expect_rc bigdefault 0
 grep -q '^{"line":1,"code":"too_large"' "$TMP/r13.jsonl" && ok || fail "big over the default limit is not too_large"
 
-# 8. usage errors (2), unavailable modes and I/O failures (1)
+# 8. usage errors (2) and I/O failures (1); modes that need a broker or a store are tested in
+# tests/integration
 run rejnoinput --output - --rejects "$TMP/r.jsonl"
 expect_rc rejnoinput 2
 expect_err rejnoinput 'rejects'
@@ -167,12 +168,6 @@ run samefile --input "$SAMPLES/commands.jsonl" --output "$TMP/same.jsonl" --reje
 expect_rc samefile 2
 run devnull --input "$SAMPLES/commands.jsonl" --output /dev/null --rejects /dev/null
 expect_rc devnull 0
-run kafka
-expect_rc kafka 1
-expect_err kafka 'not available yet'
-run tostore --input "$SAMPLES/commands.jsonl"
-expect_rc tostore 1
-expect_err tostore 'not available yet'
 run noinput --input "$TMP/does-not-exist.jsonl" --output "$TMP/o14.jsonl"
 expect_rc noinput 1
 expect_err noinput 'does-not-exist\.jsonl'

@@ -1,0 +1,345 @@
+/* Deterministic generator of realistic command streams, shared by
+ * gen_commands (writes JSON lines) and bench_models (keeps them in memory).
+ * Header-only because every .c file in tests/tools is its own executable.
+ *
+ * Model: `tenants` tenants share `assignments` assignments round-robin; each
+ * assignment has `students` students (ids unique within the tenant, classes
+ * overlap). Each assignment first gets its base commands, which fill every
+ * slot: one assignment.upserted, then per student roster.assigned,
+ * submission.updated and grade.updated; the rest of its share of `count`
+ * are further updates drawn by the type weights (`mix`). Events get a time
+ * (`ts`, September 2026 and on: roster within minutes of the upsert,
+ * submissions within two weeks, grades after them); versions are assigned
+ * per entity in time order (a counter 1, 2, 3...; or the event's time in
+ * ms with version_style = CMDGEN_VERSION_TIME), so they are monotonic at
+ * the source as the spec says. Command ids are unique, 8..12 bytes.
+ *
+ * Then duplicates (a copy of a random command, redelivered up to a day
+ * later: same id, same bytes) and invalid lines (a mutated copy of a random
+ * command, one of 12 rejection paths) are added, each as a fraction of the
+ * valid commands, and the stream is put in time order or shuffled.
+ *
+ * Same options and seed, same bytes, on any machine. */
+#ifndef CMDGEN_H
+#define CMDGEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "command.h"
+#include "timestamp.h"
+
+enum { CMDGEN_ORDER_TIME, CMDGEN_ORDER_SHUFFLE };
+enum { CMDGEN_VERSION_COUNTER, CMDGEN_VERSION_TIME };
+
+typedef struct cmdgen_opts {
+  uint64_t seed;
+  uint32_t tenants, assignments, students;
+  uint64_t count;                        /* valid commands; 0 = exactly the base commands */
+  double mix[MODEL_CMD_TYPE_COUNT];      /* weights of the extra updates, by model_cmd_type_t */
+  double invalid_rate, duplicate_rate;   /* extra lines, as fractions of count */
+  int order, version_style;
+} cmdgen_opts_t;
+
+static inline void cmdgen_defaults(cmdgen_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->seed = 1;
+  o->tenants = 10;
+  o->assignments = 100;
+  o->students = 30;
+  /* extra updates: mostly submissions progressing and regrades */
+  o->mix[MODEL_CMD_ASSIGNMENT_UPSERTED] = 10;
+  o->mix[MODEL_CMD_ASSIGNMENT_DELETED] = 1;
+  o->mix[MODEL_CMD_SUBMISSION_UPDATED] = 45;
+  o->mix[MODEL_CMD_GRADE_UPDATED] = 30;
+  o->mix[MODEL_CMD_ROSTER_ASSIGNED] = 4;
+  o->mix[MODEL_CMD_ROSTER_UNASSIGNED] = 10;
+  o->order = CMDGEN_ORDER_TIME;
+  o->version_style = CMDGEN_VERSION_COUNTER;
+}
+
+/* "upserted=10,deleted=1,submission=45,grade=30,assigned=4,unassigned=10";
+ * names not given get weight 0. */
+static inline bool cmdgen_parse_mix(cmdgen_opts_t *o, const char *s) {
+  static const char *const names[MODEL_CMD_TYPE_COUNT] = {"upserted", "deleted", "submission",
+                                                          "grade",    "assigned", "unassigned"};
+  double mix[MODEL_CMD_TYPE_COUNT] = {0};
+  while (*s) {
+    size_t n = strcspn(s, "=");
+    int t = -1;
+    for (int i = 0; i < MODEL_CMD_TYPE_COUNT; i++)
+      if (strlen(names[i]) == n && !strncmp(s, names[i], n)) t = i;
+    if (t < 0 || s[n] != '=') return false;
+    char *end;
+    mix[t] = strtod(s + n + 1, &end);
+    if (end == s + n + 1 || mix[t] < 0 || (*end && *end != ',')) return false;
+    s = *end ? end + 1 : end;
+  }
+  memcpy(o->mix, mix, sizeof mix);
+  return true;
+}
+
+/* One command (or invalid line) of the stream; values are derived from
+ * `rnd` when rendered, so that a duplicate renders to the same bytes. */
+typedef struct cmdgen_event {
+  int64_t ts; /* the command's `ts` (its content) */
+  int64_t at; /* when it is delivered (its place in the stream) */
+  uint64_t version;
+  uint32_t assignment, seq, rnd;
+  uint16_t student;
+  uint8_t type;
+  uint8_t invalid; /* 0 = valid, else the mutation (1..12) */
+} cmdgen_event_t;
+
+typedef struct cmdgen {
+  cmdgen_opts_t o;
+  cmdgen_event_t *ev;
+  size_t n;
+  size_t valid, duplicates, invalid; /* counts of each kind of line */
+} cmdgen_t;
+
+static inline uint64_t cmdgen_splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+static inline uint64_t cmdgen_below(uint64_t *s, uint64_t n) { return cmdgen_splitmix(s) % n; }
+
+#define CMDGEN_T0 1788220800000LL /* 2026-09-01T00:00:00Z */
+#define CMDGEN_MIN 60000LL
+#define CMDGEN_HOUR 3600000LL
+#define CMDGEN_DAY 86400000LL
+
+static inline int cmdgen_cmp_at(const void *x, const void *y) {
+  const cmdgen_event_t *a = x, *b = y;
+  if (a->at != b->at) return a->at < b->at ? -1 : 1;
+  if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1; /* deterministic ties */
+  return (int)a->invalid - (int)b->invalid;
+}
+
+static inline size_t cmdgen_slot(const cmdgen_opts_t *o, const cmdgen_event_t *e) {
+  size_t base = (size_t)e->assignment * (1 + 3 * (size_t)o->students);
+  switch (e->type) {
+  case MODEL_CMD_ASSIGNMENT_UPSERTED:
+  case MODEL_CMD_ASSIGNMENT_DELETED: return base;
+  case MODEL_CMD_ROSTER_ASSIGNED:
+  case MODEL_CMD_ROSTER_UNASSIGNED: return base + 1 + 3 * (size_t)e->student;
+  case MODEL_CMD_SUBMISSION_UPDATED: return base + 2 + 3 * (size_t)e->student;
+  default: return base + 3 + 3 * (size_t)e->student;
+  }
+}
+
+/* Builds the stream; false on allocation failure or bad options. */
+static inline bool cmdgen_build(cmdgen_t *g, const cmdgen_opts_t *o) {
+  memset(g, 0, sizeof *g);
+  g->o = *o;
+  if (!o->tenants || !o->assignments || !o->students || o->students > 65535) return false;
+  uint64_t per_base = 1 + 3 * (uint64_t)o->students;
+  uint64_t count = o->count ? o->count : per_base * o->assignments;
+  size_t n_dup = (size_t)((double)count * o->duplicate_rate), n_inv = (size_t)((double)count * o->invalid_rate);
+  size_t cap = (size_t)count + n_dup + n_inv;
+  g->ev = calloc(cap ? cap : 1, sizeof *g->ev);
+  if (!g->ev) return false;
+  double wsum = 0;
+  for (int t = 0; t < MODEL_CMD_TYPE_COUNT; t++) wsum += o->mix[t];
+  uint64_t rs = o->seed;
+  cmdgen_event_t *ev = g->ev;
+  size_t n = 0;
+  for (uint32_t a = 0; a < o->assignments; a++) {
+    uint64_t budget = count / o->assignments + (a < count % o->assignments);
+    int64_t start = CMDGEN_T0 + (int64_t)cmdgen_below(&rs, 30 * CMDGEN_DAY);
+    for (uint64_t k = 0; k < budget; k++) {
+      cmdgen_event_t *e = &ev[n++];
+      e->assignment = a;
+      e->rnd = (uint32_t)cmdgen_splitmix(&rs);
+      if (k < per_base) { /* base: header, then each student's roster, submission, grade */
+        if (k == 0) {
+          e->type = MODEL_CMD_ASSIGNMENT_UPSERTED;
+          e->ts = start;
+        } else {
+          uint64_t s = (k - 1) % o->students, kind = (k - 1) / o->students;
+          e->student = (uint16_t)s;
+          int64_t submitted = start + CMDGEN_HOUR + (int64_t)((e->rnd >> 8) % (14 * CMDGEN_DAY));
+          if (kind == 0) {
+            e->type = MODEL_CMD_ROSTER_ASSIGNED;
+            e->ts = start + 1000 + (int64_t)cmdgen_below(&rs, 10 * CMDGEN_MIN);
+          } else if (kind == 1) {
+            e->type = MODEL_CMD_SUBMISSION_UPDATED;
+            e->ts = submitted;
+          } else {
+            e->type = MODEL_CMD_GRADE_UPDATED;
+            e->ts = start + 15 * CMDGEN_DAY + (int64_t)cmdgen_below(&rs, 5 * CMDGEN_DAY);
+          }
+        }
+      } else { /* extra updates, by weight */
+        double r = wsum > 0 ? (double)cmdgen_splitmix(&rs) / 18446744073709551616.0 * wsum : 0;
+        int t = MODEL_CMD_SUBMISSION_UPDATED;
+        for (int i = 0; i < MODEL_CMD_TYPE_COUNT; i++) {
+          if (o->mix[i] <= 0) continue;
+          t = i;
+          if (r < o->mix[i]) break;
+          r -= o->mix[i];
+        }
+        e->type = (uint8_t)t;
+        e->student = (uint16_t)cmdgen_below(&rs, o->students);
+        e->ts = start + CMDGEN_HOUR + (int64_t)cmdgen_below(&rs, 30 * CMDGEN_DAY);
+      }
+    }
+  }
+  /* ids and versions in time order, per entity */
+  for (size_t i = 0; i < n; i++) {
+    ev[i].seq = (uint32_t)i; /* tie-break for the sort */
+    ev[i].at = ev[i].ts;
+  }
+  qsort(ev, n, sizeof *ev, cmdgen_cmp_at);
+  size_t nslots = (size_t)o->assignments * per_base;
+  uint64_t *last = calloc(nslots, sizeof *last);
+  if (!last) return false;
+  for (size_t i = 0; i < n; i++) {
+    ev[i].seq = (uint32_t)i;
+    uint64_t *v = &last[cmdgen_slot(o, &ev[i])];
+    if (o->version_style == CMDGEN_VERSION_TIME) {
+      *v = (uint64_t)ev[i].ts > *v ? (uint64_t)ev[i].ts : *v; /* same ms: a tie, broken by the id */
+    } else {
+      ++*v;
+    }
+    ev[i].version = *v;
+  }
+  free(last);
+  g->valid = n;
+  /* redeliveries and invalid lines */
+  for (size_t i = 0; i < n_dup; i++) {
+    cmdgen_event_t *e = &ev[n++];
+    *e = ev[cmdgen_below(&rs, g->valid)];
+    e->at += (int64_t)cmdgen_below(&rs, CMDGEN_DAY);
+  }
+  for (size_t i = 0; i < n_inv; i++) {
+    cmdgen_event_t *e = &ev[n++];
+    *e = ev[cmdgen_below(&rs, g->valid)];
+    e->invalid = (uint8_t)(1 + cmdgen_below(&rs, 12));
+    e->at += (int64_t)cmdgen_below(&rs, CMDGEN_HOUR);
+  }
+  g->duplicates = n_dup;
+  g->invalid = n_inv;
+  g->n = n;
+  if (o->order == CMDGEN_ORDER_SHUFFLE) {
+    for (size_t i = n; i > 1; i--) {
+      size_t j = (size_t)cmdgen_below(&rs, i);
+      cmdgen_event_t t = ev[i - 1];
+      ev[i - 1] = ev[j];
+      ev[j] = t;
+    }
+  } else {
+    qsort(ev, n, sizeof *ev, cmdgen_cmp_at);
+  }
+  return true;
+}
+
+static inline void cmdgen_destroy(cmdgen_t *g) {
+  free(g->ev);
+  g->ev = NULL;
+}
+
+static const char *const cmdgen_titles[] = {
+    "Persuasive essay", "Chapter 5 quiz", "Lab report: titration", "Reading log week 3", "Poetry analysis",
+    "Fractions worksheet", "Book review", "History timeline project", "Photosynthesis diagram",
+    "Spanish vocabulary 4", "Geometry proofs", "Group presentation slides",
+};
+static const char *const cmdgen_feedback[] = {
+    "Good work",        "See comments", "Great effort!",          "Cite your sources", "Well argued",
+    "Late submission",  "",             "Check question 3",       "Excellent",         "Needs more detail",
+    "Nice diagrams",    "Redo part b",
+};
+
+static inline uint32_t cmdgen_mix32(uint32_t x, uint32_t salt) {
+  x ^= salt * 0x9e3779b9u;
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  return x ^ (x >> 16);
+}
+
+static inline void cmdgen_put_ts(model_buf_t *b, const char *key, int64_t ms) {
+  char ts[MODEL_TIMESTAMP_LEN + 1];
+  model_timestamp_format(ms, ts);
+  model_buf_printf(b, ",\"%s\":\"%s\"", key, ts);
+}
+
+/* Appends event e as one line, '\n' included. */
+static inline void cmdgen_render(const cmdgen_t *g, const cmdgen_event_t *e, model_buf_t *b) {
+  static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  const cmdgen_opts_t *o = &g->o;
+  uint32_t r = e->rnd;
+  int bad = e->invalid;
+  if (bad == 1) { /* an empty line: invalid_json */
+    model_buf_putc(b, '\n');
+    return;
+  }
+  size_t start = b->len;
+  uint32_t tenant = e->assignment % o->tenants;
+  uint32_t class_no = e->assignment / o->tenants % 40; /* 40 classes per tenant share students */
+  char id[16];
+  int idn = snprintf(id, sizeof id, "e%07u", e->seq % 10000000u);
+  for (uint32_t k = 0, extra = cmdgen_mix32(r, 1) % 5; k < extra; k++) id[idn++] = alnum[cmdgen_mix32(r, 2 + k) % 36];
+  id[idn] = 0;
+  if (e->seq >= 10000000u) id[0] = (char)('f' + e->seq / 10000000u % 20); /* keep ids unique past 10 M */
+  if (bad == 2) model_buf_puts(b, "[");                                    /* not_object */
+  model_buf_printf(b, "{\"id\":\"%s%s\"", bad == 3 ? "bad id " : "", id); /* 3: invalid_value */
+  if (bad == 4) model_buf_puts(b, ",\"tenant\":\"x\"");                 /* duplicate_key */
+  model_buf_printf(b, ",\"type\":\"%s\"", bad == 5 ? "grade.removed" : model_cmd_type_name(e->type));
+  model_buf_printf(b, ",\"tenant\":\"%sdistrict-%02u\"", bad == 6 ? "bad " : "", tenant);
+  model_buf_printf(b, ",\"assignment\":\"asg-%06u\"", e->assignment);
+  if (model_cmd_type_has_student(e->type))
+    model_buf_printf(b, ",\"student\":\"stu%05u\"", (class_no * 17 + e->student) % 100000);
+  if (bad == 7) model_buf_puts(b, ",\"version\":\"1\""); /* wrong_type */
+  else if (bad == 8) model_buf_puts(b, ",\"version\":0"); /* invalid_version */
+  else if (bad != 9) model_buf_printf(b, ",\"version\":%llu", (unsigned long long)e->version); /* 9: missing */
+  if (bad == 10) model_buf_puts(b, ",\"ts\":\"2026-02-29T10:00:00Z\""); /* invalid_timestamp */
+  else if (bad == 11) model_buf_puts(b, ",\"ts\":\"2026-09-01T10:00:00\xff\"");  /* invalid_utf8 */
+  else cmdgen_put_ts(b, "ts", e->ts);
+  switch (e->type) {
+  case MODEL_CMD_ASSIGNMENT_UPSERTED: {
+    static const char *const st[] = {"published", "published", "published", "draft", "closed"};
+    model_buf_printf(b, ",\"data\":{\"class\":\"cls-%03u\",\"title\":\"%s\",\"status\":\"%s\"", class_no,
+                     cmdgen_titles[cmdgen_mix32(e->assignment, 3) % 12], st[cmdgen_mix32(r, 4) % 5]);
+    if (cmdgen_mix32(r, 5) % 4) cmdgen_put_ts(b, "dueAt", CMDGEN_T0 + 14 * CMDGEN_DAY + (int64_t)(r % 1000) * CMDGEN_HOUR);
+    else model_buf_puts(b, ",\"dueAt\":null");
+    if (cmdgen_mix32(r, 6) % 5) model_buf_printf(b, ",\"points\":%u", 10 * (1 + cmdgen_mix32(r, 7) % 10));
+    model_buf_putc(b, '}');
+    break;
+  }
+  case MODEL_CMD_SUBMISSION_UPDATED: {
+    uint32_t p = cmdgen_mix32(r, 8) % 100;
+    const char *st = p < 55 ? "submitted" : p < 75 ? "returned" : p < 95 ? "working" : "reassigned";
+    model_buf_printf(b, ",\"data\":{\"status\":\"%s\"", st);
+    bool returned = p >= 55 && p < 75;
+    if (p < 75) cmdgen_put_ts(b, "submittedAt", e->ts - (int64_t)(r % 3600000));
+    if (returned) cmdgen_put_ts(b, "returnedAt", e->ts);
+    model_buf_putc(b, '}');
+    break;
+  }
+  case MODEL_CMD_GRADE_UPDATED: {
+    uint32_t p = cmdgen_mix32(r, 9) % 100, q = cmdgen_mix32(r, 10);
+    if (p < 5) model_buf_puts(b, ",\"data\":{\"points\":null");
+    else if (p < 30) model_buf_printf(b, ",\"data\":{\"points\":%u.5", 50 + q % 50);
+    else model_buf_printf(b, ",\"data\":{\"points\":%u", 40 + q % 61);
+    if (cmdgen_mix32(r, 11) % 5 < 3)
+      model_buf_printf(b, ",\"feedback\":\"%s\"}", cmdgen_feedback[cmdgen_mix32(r, 12) % 12]);
+    else model_buf_puts(b, ",\"feedback\":null}");
+    break;
+  }
+  default: break;
+  }
+  model_buf_putc(b, '}');
+  if (bad == 2) model_buf_putc(b, ']');
+  if (bad == 12) b->len = start + (b->len - start) / 2; /* truncated: invalid_json */
+  model_buf_putc(b, '\n');
+}
+
+#endif
