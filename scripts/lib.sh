@@ -87,8 +87,12 @@ agg_install_ferretdb() {
         cd "$src"
         go build -trimpath -o "$bin.tmp" ./cmd/ferretdb
         mv "$bin.tmp" "$bin"
+        # Only the binary is needed from here on; the module and build
+        # caches of FerretDB's dependencies are about 1 GB.
         cd "$AGG_CACHE_DIR"
         rm -rf "$src"
+        go clean -modcache
+        rm -rf "$GOCACHE"
     ) >"$log" 2>&1 || { cat "$log" >&2; agg_die "building FerretDB failed (log: $log)"; }
 }
 
