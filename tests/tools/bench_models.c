@@ -1,0 +1,240 @@
+/* bench_models: decode + validate + merge throughput on one core, and the
+ * memory an aggregate costs (scripts/bench-models runs it; results are
+ * recorded there).
+ *
+ *   bench_models [--commands N] [--assignments N] [--students N] [--seed N]
+ *                [--order time|shuffle] [--versions counter|time]
+ *
+ * Generates the stream in memory with cmdgen.h (default 2,000,000 commands
+ * over 20,000 assignments of 30 students: every slot of every student
+ * filled, plus 9 further updates per assignment of all six types, in time
+ * order), renders it to JSON, then measures without I/O:
+ *   1. decode only: model_command_decode over every line;
+ *   2. decode + route (hash table by tenant/assignment) + apply, the whole
+ *      per-command work of the worker's merge; RSS (/proc/self/statm) is
+ *      read before and after, so "RSS/aggregate" includes the handles,
+ *      blocks, malloc overhead and fragmentation, and the hash table;
+ *   3. model_aggregate_merge of every aggregate into an empty one;
+ *   4. the codecs: model_codec_to_bson and model_codec_to_json of every
+ *      aggregate.
+ * Generation and rendering are not timed.
+ *
+ * With AGG_PERF_CTL and AGG_PERF_ACK naming perf's control fifos
+ * (perf record --control=fifo:CTL,ACK -D -1), profiling is enabled for
+ * phase 2 only (scripts/bench-models --profile). */
+#include <fcntl.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aggregate.h"
+#include "cmdgen.h"
+#include "codec.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static long rss_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long size = 0, resident = 0;
+  if (!f || fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
+  if (f) fclose(f);
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+/* Sends "enable" or "disable" to perf, if it is listening. */
+static void perf_ctl(const char *cmd) {
+  static int ctl = -1, ack = -1;
+  const char *c = getenv("AGG_PERF_CTL"), *a = getenv("AGG_PERF_ACK");
+  if (!c || !a) return;
+  if (ctl < 0) ctl = open(c, O_WRONLY);
+  if (ack < 0) ack = open(a, O_RDONLY);
+  char buf[16];
+  if (ctl < 0 || ack < 0 || write(ctl, cmd, strlen(cmd)) < 0 || read(ack, buf, sizeof buf) < 0)
+    fputs("bench_models: perf control failed\n", stderr);
+}
+
+/* The same routing as replay_file.c: open addressing on FNV-1a. */
+typedef struct {
+  uint64_t hash;
+  model_aggregate_t *agg;
+} slot_t;
+static slot_t *table;
+static size_t table_cap, table_count;
+
+static model_aggregate_t *route(const model_command_t *c) {
+  uint64_t h = 14695981039346656037ULL;
+  for (size_t i = 0; i < c->tenant_len; i++) h = (h ^ (unsigned char)c->tenant[i]) * 1099511628211ULL;
+  h = (h ^ '/') * 1099511628211ULL;
+  for (size_t i = 0; i < c->assignment_len; i++) h = (h ^ (unsigned char)c->assignment[i]) * 1099511628211ULL;
+  h = h ? h : 1;
+  size_t j = h & (table_cap - 1);
+  for (; table[j].hash; j = (j + 1) & (table_cap - 1)) {
+    if (table[j].hash != h) continue;
+    size_t tl, al;
+    const char *t = model_aggregate_tenant(table[j].agg, &tl), *a = model_aggregate_assignment(table[j].agg, &al);
+    if (tl == c->tenant_len && al == c->assignment_len && !memcmp(t, c->tenant, tl) && !memcmp(a, c->assignment, al))
+      return table[j].agg;
+  }
+  table[j].hash = h;
+  table[j].agg = model_aggregate_new(c->tenant, c->tenant_len, c->assignment, c->assignment_len);
+  if (!table[j].agg) abort();
+  table_count++;
+  return table[j].agg;
+}
+
+int main(int argc, char **argv) {
+  cmdgen_opts_t o;
+  cmdgen_defaults(&o);
+  o.assignments = 20000;
+  o.students = 30;
+  o.tenants = 50;
+  o.count = 2000000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const char *a = argv[i], *v = argv[i + 1];
+    if (!strcmp(a, "--commands")) o.count = strtoull(v, NULL, 0);
+    else if (!strcmp(a, "--assignments")) o.assignments = (uint32_t)strtoul(v, NULL, 0);
+    else if (!strcmp(a, "--students")) o.students = (uint32_t)strtoul(v, NULL, 0);
+    else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 0);
+    else if (!strcmp(a, "--order")) o.order = strcmp(v, "shuffle") ? CMDGEN_ORDER_TIME : CMDGEN_ORDER_SHUFFLE;
+    else if (!strcmp(a, "--versions")) o.version_style = strcmp(v, "time") ? CMDGEN_VERSION_COUNTER : CMDGEN_VERSION_TIME;
+    else {
+      fprintf(stderr, "bench_models: unknown option %s\n", a);
+      return 2;
+    }
+  }
+  if (o.tenants > o.assignments) o.tenants = o.assignments;
+
+  /* ---- generate and render (not timed) ---- */
+  cmdgen_t g;
+  if (!cmdgen_build(&g, &o)) {
+    fputs("bench_models: cannot generate\n", stderr);
+    return 1;
+  }
+  size_t n = g.n;
+  size_t *off = malloc((n + 1) * sizeof *off);
+  model_buf_t text = MODEL_BUF_INIT;
+  model_buf_reserve(&text, n * 200);
+  for (size_t i = 0; i < n; i++) {
+    off[i] = text.len;
+    cmdgen_render(&g, &g.ev[i], &text);
+    text.len--; /* drop the '\n': a Kafka message has none */
+  }
+  off[n] = text.len;
+  cmdgen_destroy(&g);
+  printf("stream: %zu commands, %u assignments x %u students, %.0f bytes mean, order %s, versions %s\n", n,
+         o.assignments, o.students, (double)text.len / (double)n, o.order == CMDGEN_ORDER_TIME ? "time" : "shuffle",
+         o.version_style == CMDGEN_VERSION_TIME ? "time" : "counter");
+
+  model_command_t *cmd = malloc(sizeof *cmd);
+  model_reject_t rej;
+
+  /* ---- 1. decode only ---- */
+  double t0 = now();
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += !model_command_decode(text.data + off[i], off[i + 1] - off[i], 1 << 20, cmd, &rej);
+  double t_decode = now() - t0;
+  if (bad) {
+    fprintf(stderr, "bench_models: %zu commands rejected\n", bad);
+    return 1;
+  }
+
+  /* ---- 2. decode + route + apply ---- */
+  table_cap = 1;
+  while (table_cap < 2 * (size_t)o.assignments + 2) table_cap <<= 1;
+  malloc_trim(0); /* free heap pages left by generation would hide growth */
+  long rss0 = rss_bytes();
+  struct mallinfo2 mi0 = mallinfo2();
+  table = calloc(table_cap, sizeof *table);
+  size_t applied = 0;
+  perf_ctl("enable\n");
+  t0 = now();
+  for (size_t i = 0; i < n; i++) {
+    model_command_decode(text.data + off[i], off[i + 1] - off[i], 1 << 20, cmd, &rej);
+    applied += model_aggregate_apply(route(cmd), cmd) == MODEL_APPLY_APPLIED;
+  }
+  double t_all = now() - t0;
+  perf_ctl("disable\n");
+  long rss1 = rss_bytes();
+  struct mallinfo2 mi1 = mallinfo2();
+  malloc_trim(0); /* what a worker could give back after a burst: whole free pages */
+  long rss2 = rss_bytes();
+
+  size_t mem = 0, students = 0, filled = 0;
+  for (size_t j = 0; j < table_cap; j++) {
+    if (!table[j].hash) continue;
+    mem += model_aggregate_memory(table[j].agg);
+    size_t ns = model_aggregate_student_count(table[j].agg);
+    students += ns;
+    for (size_t s = 0; s < ns; s++) {
+      model_student_view_t v;
+      model_aggregate_student(table[j].agg, s, &v);
+      filled += v.has_member && v.has_submission && v.has_grade;
+    }
+  }
+  double aggs = (double)table_count;
+  printf("decode only:           %8.0f ns/command  %9.0f commands/s\n", t_decode / (double)n * 1e9,
+         (double)n / t_decode);
+  printf("decode+route+apply:    %8.0f ns/command  %9.0f commands/s  (applied %zu, stale %zu)\n",
+         t_all / (double)n * 1e9, (double)n / t_all, applied, n - applied);
+  printf("route+apply (diff):    %8.0f ns/command\n", (t_all - t_decode) / (double)n * 1e9);
+  printf("memory: %zu aggregates, %.1f students each (%.1f%% with all 3 slots)\n", table_count,
+         (double)students / aggs, 100.0 * (double)filled / (double)students);
+  printf("  RSS growth %.0f bytes/aggregate, %.0f after malloc_trim (hash table included: %.0f); malloc in use %.0f, "
+         "free in heap %.0f; model_aggregate_memory %.0f\n",
+         (double)(rss1 - rss0) / aggs, (double)(rss2 - rss0) / aggs, (double)(table_cap * sizeof *table) / aggs,
+         (double)((long)(mi1.uordblks + mi1.hblkhd) - (long)(mi0.uordblks + mi0.hblkhd)) / aggs,
+         (double)((long)mi1.fordblks - (long)mi0.fordblks) / aggs, (double)mem / aggs);
+
+  /* ---- 3. merge ---- */
+  t0 = now();
+  for (size_t j = 0; j < table_cap; j++) {
+    if (!table[j].hash) continue;
+    size_t tl, al;
+    const char *t = model_aggregate_tenant(table[j].agg, &tl), *a = model_aggregate_assignment(table[j].agg, &al);
+    model_aggregate_t *e = model_aggregate_new(t, tl, a, al);
+    model_aggregate_merge(e, table[j].agg);
+    if (!model_aggregate_equal(e, table[j].agg)) abort();
+    model_aggregate_destroy(e);
+  }
+  double t_merge = now() - t0;
+  printf("merge into empty (+equal): %8.0f ns/aggregate\n", t_merge / aggs * 1e9);
+
+  /* ---- 4. codecs ---- */
+  size_t bson_bytes = 0, json_bytes = 0;
+  t0 = now();
+  for (size_t j = 0; j < table_cap; j++) {
+    if (!table[j].hash) continue;
+    bson_t b = BSON_INITIALIZER;
+    model_codec_to_bson(table[j].agg, 1, 1788220800000LL, &b);
+    bson_bytes += b.len;
+    bson_destroy(&b);
+  }
+  double t_bson = now() - t0;
+  model_buf_t jb = MODEL_BUF_INIT;
+  t0 = now();
+  for (size_t j = 0; j < table_cap; j++) {
+    if (!table[j].hash) continue;
+    model_buf_clear(&jb);
+    model_codec_to_json(table[j].agg, 1, 1788220800000LL, &jb);
+    json_bytes += jb.len;
+  }
+  double t_json = now() - t0;
+  printf("to_bson: %8.0f ns/aggregate (%.0f bytes); to_json: %8.0f ns/aggregate (%.0f bytes)\n", t_bson / aggs * 1e9,
+         (double)bson_bytes / aggs, t_json / aggs * 1e9, (double)json_bytes / aggs);
+
+  for (size_t j = 0; j < table_cap; j++) model_aggregate_destroy(table[j].agg);
+  free(table);
+  free(cmd);
+  free(off);
+  model_buf_destroy(&text);
+  model_buf_destroy(&jb);
+  return 0;
+}
