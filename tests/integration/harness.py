@@ -1,0 +1,196 @@
+"""Shared helpers for the worker's integration scenarios.
+
+Every scenario runs the real binary against the local stack (scripts/stack):
+Kafka on AGG_KAFKA_BROKERS, FerretDB on AGG_MONGO_URI. Each uses its own
+topics, group and database, so scenarios never see each other's data. The
+oracle is always `aggregator replay --input` on the same stream: the spec
+says the final documents depend only on the set of valid commands.
+"""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.environ.get("AGG_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BIN = os.environ.get("AGG_BINARY_DIR", os.path.join(SRC, "build"))
+AGGREGATOR = os.environ.get("AGGREGATOR", os.path.join(BIN, "aggregator"))
+BROKERS = os.environ.get("AGG_KAFKA_BROKERS", "127.0.0.1:19092")
+MONGO = os.environ.get("AGG_MONGO_URI", "mongodb://127.0.0.1:27018")
+COLLECTION = "assignment_aggregates"
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def tool(name):
+    return os.path.join(BIN, name)
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr[-2000:]}")
+    return r.stdout
+
+
+class Scenario:
+    def __init__(self, name, partitions=6):
+        self.name = name
+        tag = f"{name}-{os.getpid()}-{random.randint(0, 99999)}"
+        self.topic = f"cmds-{tag}"
+        self.dlq = f"dlq-{tag}"
+        self.db = f"it_{name}_{os.getpid()}".replace("-", "_")
+        self.dir = tempfile.mkdtemp(prefix=f"agg-{name}-")
+        self.workers = []
+        run([tool("kafka_tool"), "create-topic", BROKERS, self.topic, str(partitions)])
+        run([tool("kafka_tool"), "create-topic", BROKERS, self.dlq, "1"])
+        run([tool("store_tool"), "drop", MONGO, self.db])
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def generate(self, *args):
+        out = self.path("commands.jsonl")
+        with open(out, "w") as f:
+            subprocess.run([tool("gen_commands"), *args], stdout=f, check=True)
+        return out
+
+    def produce(self, path, rate=0):
+        run([tool("kafka_tool"), "produce", BROKERS, self.topic, path, str(rate)])
+
+    def produce_async(self, path, rate=0):
+        return subprocess.Popen([tool("kafka_tool"), "produce", BROKERS, self.topic, path, str(rate)],
+                                stderr=subprocess.DEVNULL)
+
+    def settings(self, group, extra=()):
+        sets = {
+            "kafka.brokers": BROKERS, "kafka.topics": self.topic, "kafka.group": group,
+            "kafka.dlq_topic": self.dlq, "store.uri": MONGO, "store.database": self.db,
+            "store.collection": COLLECTION, "store.write_concern": "1", "batch.linger_ms": "50",
+            "retry.backoff_ms": "50", "retry.backoff_max_ms": "1000", "log.format": "json",
+        }
+        sets.update(dict(extra))
+        args = []
+        for k, v in sets.items():
+            args += ["--set", f"{k}={v}"]
+        return args
+
+    def start_worker(self, group, extra=()):
+        n = len(self.workers)
+        logf = open(self.path(f"worker-{n}.log"), "w")
+        p = subprocess.Popen([AGGREGATOR, "run", *self.settings(group, extra)], stdout=logf, stderr=logf)
+        p.logpath = logf.name
+        self.workers.append(p)
+        return p
+
+    def worker_log(self, p):
+        with open(p.logpath) as f:
+            return f.read()
+
+    def stop_worker(self, p, timeout=60):
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout)
+        if rc != 0:
+            raise AssertionError(f"worker exited {rc} on SIGTERM; log tail:\n{self.worker_log(p)[-3000:]}")
+
+    def end_offsets(self, topic=None):
+        out = run([tool("kafka_tool"), "end-offsets", BROKERS, topic or self.topic])
+        return {int(a): int(b) for a, b in (l.split() for l in out.splitlines())}
+
+    def committed(self, group):
+        out = run([tool("kafka_tool"), "committed", BROKERS, group, self.topic])
+        return {int(a): int(b) for a, b in (l.split() for l in out.splitlines())}
+
+    def wait_committed(self, group, timeout=180, alive=()):
+        """Waits until the group's committed offsets reach the topic's end."""
+        end = self.end_offsets()
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            c = self.committed(group)
+            if all(c.get(p, -1) >= o for p, o in end.items()):
+                return
+            for w in alive:
+                if w.poll() is not None:
+                    raise AssertionError(f"worker died with {w.returncode}:\n{self.worker_log(w)[-3000:]}")
+            time.sleep(0.5)
+        raise AssertionError(f"group {group} did not catch up: committed {self.committed(group)} end {end}")
+
+    def expected(self, path):
+        out, rej = self.path("expected.jsonl"), self.path("expected-rejects.jsonl")
+        subprocess.run([AGGREGATOR, "replay", "--input", path, "--output", out, "--rejects", rej], check=True,
+                       capture_output=True)
+        return load_docs(out), [json.loads(l) for l in open(rej)]
+
+    def stored(self):
+        out = run([tool("store_tool"), "dump", MONGO, self.db, COLLECTION])
+        return {d["_id"]: d for d in map(json.loads, out.splitlines())}
+
+    def stored_raw(self):
+        out = run([tool("store_tool"), "dump", MONGO, self.db, COLLECTION])
+        return [json.loads(l) for l in out.splitlines()]
+
+    def dlq_messages(self):
+        out = run([tool("kafka_tool"), "dump", BROKERS, self.dlq])
+        return [json.loads(l) for l in out.splitlines()]
+
+    def cleanup(self):
+        for p in self.workers:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        subprocess.run([tool("kafka_tool"), "delete-topic", BROKERS, self.topic], capture_output=True)
+        subprocess.run([tool("kafka_tool"), "delete-topic", BROKERS, self.dlq], capture_output=True)
+        subprocess.run([tool("store_tool"), "drop", MONGO, self.db], capture_output=True)
+
+
+def normalize(doc):
+    d = dict(doc)
+    d.pop("rev", None)
+    d.pop("updatedAt", None)
+    return d
+
+
+def load_docs(path):
+    docs = {}
+    with open(path) as f:
+        for line in f:
+            d = json.loads(line)
+            docs[d["_id"]] = normalize(d)  # a later line supersedes an earlier one
+    return docs
+
+
+def assert_same_documents(expected, stored):
+    stored = {k: normalize(v) for k, v in stored.items()}
+    missing = sorted(set(expected) - set(stored))
+    extra = sorted(set(stored) - set(expected))
+    differ = sorted(k for k in expected if k in stored and expected[k] != stored[k])
+    if missing or extra or differ:
+        msg = [f"documents differ: {len(missing)} missing, {len(extra)} extra, {len(differ)} different"]
+        for k in differ[:3]:
+            msg.append(f"expected {json.dumps(expected[k], sort_keys=True)}")
+            msg.append(f"stored   {json.dumps(stored[k], sort_keys=True)}")
+        raise AssertionError("\n".join(msg + missing[:5] + extra[:5]))
+
+
+def main(scenario_fn, name, partitions=6):
+    s = Scenario(name, partitions)
+    t0 = time.time()
+    try:
+        scenario_fn(s)
+    except Exception:
+        for p in s.workers:
+            log(f"--- {p.logpath} (tail)")
+            try:
+                log(s.worker_log(p)[-4000:])
+            except OSError:
+                pass
+        raise
+    finally:
+        s.cleanup()
+    log(f"{name}: passed in {time.time() - t0:.1f}s")
+    sys.exit(0)

@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""Scenario 3: two workers in one group on a 6-partition topic; one is killed
+mid-run, the other takes its partitions over; same documents."""
+import time
+
+import harness as h
+
+
+def scenario(s):
+    stream = s.generate("--seed", "33", "--count", "12000", "--assignments", "48", "--students", "30",
+                        "--invalid-rate", "0.01", "--duplicate-rate", "0.05", "--order", "shuffle")
+    expected, _ = s.expected(stream)
+    producer = s.produce_async(stream, rate=2000)
+    extra = [("batch.max_commands", "500")]
+    w1 = s.start_worker("g1", extra)
+    w2 = s.start_worker("g1", extra)
+    time.sleep(2.5)
+    w2.kill()
+    w2.wait()
+    assert producer.wait(120) == 0
+    s.wait_committed("g1", alive=[w1])
+    s.stop_worker(w1)
+    log = s.worker_log(w1)
+    assert log.count("partitions assigned") >= 2, "the survivor should have been assigned the killed worker's partitions"
+    h.assert_same_documents(expected, s.stored())
+
+
+if __name__ == "__main__":
+    h.main(scenario, "group")
