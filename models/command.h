@@ -4,7 +4,9 @@
  * model_command_decode() is the only way a command enters the system: it
  * either fills a fully validated model_command_t or reports the first
  * rejection code in the spec's order, with a one-line detail. It does no
- * I/O and allocates nothing; a model_command_t (about 6 KiB) is meant to be
+ * I/O and no allocation except for objects of more than 256 keys (freed
+ * before it returns, so that hostile input stays linear); a model_command_t
+ * (about 6 KiB) is meant to be
  * reused from one message to the next. */
 #ifndef MODEL_COMMAND_H
 #define MODEL_COMMAND_H

@@ -63,7 +63,8 @@ void metrics_store_write(metrics_write_result_t r, uint64_t n);
 
 /* One flush took `seconds` and wrote `aggregates` documents. */
 void metrics_flush(double seconds, uint64_t aggregates);
-/* A command became durable `seconds` after it was read from Kafka. */
+/* A command became durable `seconds` after its Kafka message timestamp
+ * (when it was produced): queueing, fetching, batching and the write. */
 void metrics_latency(double seconds);
 
 void metrics_set_dirty(uint64_t n);

@@ -36,7 +36,8 @@ typedef struct store_error {
 } store_error_t;
 
 /* Connects lazily (mongoc): store_new validates the URI and options only.
- * write_concern is "majority" or a non-negative integer. Returns NULL with
+ * write_concern is "majority" or a positive integer (0 is refused: an
+ * unacknowledged write can report neither success nor conflict). Returns NULL with
  * err filled on a bad URI or option. Caller owns; store_destroy(NULL) is safe. */
 store_t *store_new(const char *uri, const char *database, const char *collection, const char *write_concern,
                    store_error_t *err);
@@ -48,7 +49,9 @@ store_status_t store_ping(store_t *store, store_error_t *err);
 /* Called once per stored document found by store_load; takes ownership of agg. */
 typedef void (*store_found_cb)(void *ctx, model_aggregate_t *agg, int64_t rev);
 
-/* Loads the documents whose _id is in keys (one find with $in). Keys not
+/* Loads the documents whose _id is in keys (one find with $in; more than
+ * 10,000 keys are split). All or nothing: on failure no callback has been
+ * made. Keys not
  * found get no callback (the caller treats them as rev 0). A stored document
  * that does not decode is an error: STORE_FATAL with its _id in err (it must
  * not be overwritten blindly). */
@@ -69,7 +72,8 @@ typedef struct store_write_item {
   uint32_t error_code;          /* out, for STORE_ITEM_ERROR */
 } store_write_item_t;
 
-/* One unordered bulk write of all items with the configured write concern;
+/* One unordered bulk write of all items with the configured write concern
+ * (keys must be distinct: a duplicate would conflict with itself);
  * updated_at_ms goes into every document's updatedAt. On STORE_OK every item
  * has a result; otherwise items are left STORE_ITEM_PENDING and err says why. */
 store_status_t store_write(store_t *store, store_write_item_t *items, size_t nitems, int64_t updated_at_ms,
