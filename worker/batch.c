@@ -104,6 +104,18 @@ void batch_destroy(batch_t *b) {
   free(b);
 }
 
+static store_status_t store_sink_load(void *ctx, const char *const *keys, size_t n, store_found_cb found,
+                                      void *cb_ctx, store_error_t *err) {
+  return store_load(ctx, keys, n, found, cb_ctx, err);
+}
+
+static store_status_t store_sink_write(void *ctx, store_write_item_t *items, size_t n, int64_t now,
+                                       store_error_t *err) {
+  return store_write(ctx, items, n, now, err);
+}
+
+batch_sink_t batch_store_sink(store_t *store) { return (batch_sink_t){store_sink_load, store_sink_write, store}; }
+
 batch_limits_t batch_limits_from_config(const config_t *cfg) {
   return (batch_limits_t){cfg->batch_max_commands, cfg->batch_max_aggregates, cfg->batch_linger_ms,
                           cfg->batch_max_pending_bytes, cfg->cache_max_aggregates};

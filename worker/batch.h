@@ -37,6 +37,9 @@ typedef struct batch_sink {
   void *ctx;
 } batch_sink_t;
 
+/* The MongoDB store as a sink (store is borrowed). */
+batch_sink_t batch_store_sink(store_t *store);
+
 typedef struct batch_limits {
   int64_t max_commands;      /* flush after this many commands */
   int64_t max_aggregates;    /* ... or this many dirty aggregates (also the bulk size) */

@@ -10,15 +10,6 @@
 #include "metrics.h"
 #include "store.h"
 
-static store_status_t sink_load(void *ctx, const char *const *keys, size_t n, store_found_cb found, void *cb_ctx,
-                                store_error_t *err) {
-  return store_load(ctx, keys, n, found, cb_ctx, err);
-}
-
-static store_status_t sink_write(void *ctx, store_write_item_t *items, size_t n, int64_t now, store_error_t *err) {
-  return store_write(ctx, items, n, now, err);
-}
-
 int cli_run(const cli_options_t *o) {
   config_t *cfg = config_new();
   config_error_t cerr;
@@ -45,7 +36,8 @@ int cli_run(const cli_options_t *o) {
     goto out;
   }
   batch_limits_t limits = batch_limits_from_config(cfg);
-  batch = batch_new(&(batch_sink_t){sink_load, sink_write, store}, &limits);
+  batch_sink_t sink = batch_store_sink(store);
+  batch = batch_new(&sink, &limits);
   if (!batch) goto out;
   rc = consumer_run(cfg, batch, store, &(consumer_reload_t){o->config_path, o->sets, o->nsets});
 out:

@@ -13,6 +13,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
+#include "retry.h"
 
 /* How long a revocation may spend writing before it gives the partitions up
  * uncommitted (the next owner then re-reads them: safe, only slower). Must
@@ -52,14 +53,6 @@ static void sleep_ms(int64_t ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
   while (nanosleep(&ts, &ts) && errno == EINTR && !g_stop) {
   }
-}
-
-/* Capped full-jitter backoff: uniform in [0, min(cap, base * 2^attempt)]. */
-static int64_t backoff_ms(const config_t *cfg, unsigned attempt) {
-  int64_t ceiling = cfg->retry_backoff_ms;
-  for (unsigned i = 0; i < attempt && ceiling < cfg->retry_backoff_max_ms; i++) ceiling *= 2;
-  if (ceiling > cfg->retry_backoff_max_ms) ceiling = cfg->retry_backoff_max_ms;
-  return 1 + (int64_t)((double)ceiling * ((double)rand() / ((double)RAND_MAX + 1.0)));
 }
 
 /* --- per-partition offset state ---------------------------------------------- */
@@ -309,7 +302,7 @@ static batch_status_t flush_once(consumer_t *c) {
     mark_all_durable(c);
   } else {
     metrics_store_failed();
-    int64_t wait = backoff_ms(c->cfg, c->flush_attempt++);
+    int64_t wait = retry_backoff_ms(c->cfg->retry_backoff_ms, c->cfg->retry_backoff_max_ms, c->flush_attempt++);
     c->retry_at = now_ms() + wait;
     if (c->flush_attempt == 1 || c->flush_attempt % 10 == 0)
       log_warn("store write failed, retrying", "error", LOG_STR, err.message, "attempt", LOG_INT,
