@@ -277,7 +277,13 @@ static bool replay_topics(replay_t *r, const cli_options_t *o) {
   /* A group id of its own, never committed to: the live group's offsets do
    * not move, and nothing is left behind on the broker. */
   snprintf(group, sizeof group, "aggregator-replay-%d", (int)getpid());
-  const char *defaults[] = {"fetch.max.bytes", "104857600", "queued.max.messages.kbytes", "262144", NULL};
+  /* queued.min.messages is the prefetch per partition: at librdkafka's
+   * default (100000) the fetcher idles between refills and a replay ran at
+   * half speed waiting on it (docs/BENCHMARKS.md); 500000 keeps every
+   * partition's queue ahead of the merge at ~100 MB per partition at most
+   * (queued.max.messages.kbytes still caps it). */
+  const char *defaults[] = {"fetch.max.bytes",    "104857600", "queued.max.messages.kbytes", "262144",
+                            "queued.min.messages", "500000",   NULL};
   const char *forced[] = {"group.id", group, "enable.auto.commit", "false", "enable.auto.offset.store", "false",
                           NULL};
   rd_kafka_conf_t *conf = kafka_conf_new(r->cfg, defaults, forced, errstr, sizeof errstr);
@@ -307,39 +313,58 @@ static bool replay_topics(replay_t *r, const cli_options_t *o) {
   }
   progress_t pr = {isatty(2), mono_s(), mono_s(), total};
   uint64_t done = 0;
+  /* Messages are taken from the consumer queue in batches: one queue lock and
+   * one wake-up per batch instead of per message (rd_kafka_consumer_poll per
+   * message cost about a third of the replay's CPU). The wait returns early
+   * once the batch is full, so a steady stream never waits for the timeout. */
+  enum { REPLAY_BATCH = 4096 };
+  rd_kafka_message_t **msgs = malloc(REPLAY_BATCH * sizeof *msgs);
+  if (!msgs) abort();
+  rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
   while (ok && remaining && !g_stop) {
-    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
-    if (!m) {
+    ssize_t got = rd_kafka_consume_batch_queue(q, 200, msgs, REPLAY_BATCH);
+    if (got <= 0) {
       if (r->to_store && batch_flush_due(r->batch, now_ms())) ok = flush_until_done(r->cfg, r->batch);
       progress_show(&pr, done, false);
       continue;
     }
-    if (m->err) {
-      if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-        log_warn("replay: consumer error", "error", LOG_STR, rd_kafka_message_errstr(m));
-      rd_kafka_message_destroy(m);
-      continue;
-    }
-    range_t *rg = NULL;
-    for (size_t i = 0; i < n && !rg; i++)
-      if (ranges[i].partition == m->partition && !strcmp(ranges[i].topic, rd_kafka_topic_name(m->rkt)))
-        rg = &ranges[i];
-    if (rg && m->offset < rg->end) {
-      rd_kafka_timestamp_type_t tt;
-      ok = feed(r, m->payload, m->len, rd_kafka_message_timestamp(m, &tt));
-      done++;
-      if (m->offset + 1 >= rg->end) {
-        remaining--;
-        /* Stop fetching it: later messages are past --until. */
-        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, rg->topic, rg->partition);
-        rd_kafka_pause_partitions(rk, l);
-        rd_kafka_topic_partition_list_destroy(l);
+    for (ssize_t k = 0; k < got; k++) {
+      rd_kafka_message_t *m = msgs[k];
+      if (!ok || g_stop) { /* stopping: only release the rest of the batch */
+        rd_kafka_message_destroy(m);
+        continue;
       }
+      if (m->err) {
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+          log_warn("replay: consumer error", "error", LOG_STR, rd_kafka_message_errstr(m));
+        rd_kafka_message_destroy(m);
+        continue;
+      }
+      range_t *rg = NULL;
+      for (size_t i = 0; i < n && !rg; i++)
+        if (ranges[i].partition == m->partition && !strcmp(ranges[i].topic, rd_kafka_topic_name(m->rkt)))
+          rg = &ranges[i];
+      /* A batch can hold messages fetched before the partition was paused:
+       * the offset check drops those past --until. */
+      if (rg && m->offset < rg->end) {
+        rd_kafka_timestamp_type_t tt;
+        ok = feed(r, m->payload, m->len, rd_kafka_message_timestamp(m, &tt));
+        done++;
+        if (m->offset + 1 >= rg->end) {
+          remaining--;
+          /* Stop fetching it: later messages are past --until. */
+          rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+          rd_kafka_topic_partition_list_add(l, rg->topic, rg->partition);
+          rd_kafka_pause_partitions(rk, l);
+          rd_kafka_topic_partition_list_destroy(l);
+        }
+      }
+      rd_kafka_message_destroy(m);
     }
-    rd_kafka_message_destroy(m);
     progress_show(&pr, done, false);
   }
+  rd_kafka_queue_destroy(q);
+  free(msgs);
   progress_show(&pr, done, true);
   for (size_t i = 0; i < n; i++) free(ranges[i].topic);
   free(ranges);
