@@ -14,6 +14,7 @@
 #include "codec.h"
 #include "kafka.h"
 #include "log.h"
+#include "retry.h"
 #include "store.h"
 #include "timestamp.h"
 
@@ -65,14 +66,6 @@ static void progress_show(progress_t *p, uint64_t done, bool final) {
 }
 
 /* --- sinks ------------------------------------------------------------------------ */
-
-static store_status_t sink_load(void *ctx, const char *const *keys, size_t n, store_found_cb found, void *cb_ctx,
-                                store_error_t *err) {
-  return store_load(ctx, keys, n, found, cb_ctx, err);
-}
-static store_status_t sink_write(void *ctx, store_write_item_t *items, size_t n, int64_t now, store_error_t *err) {
-  return store_write(ctx, items, n, now, err);
-}
 
 typedef struct collect {
   const model_aggregate_t **list;
@@ -131,10 +124,7 @@ static bool flush_until_done(const config_t *cfg, batch_t *b) {
       log_error("replay: store write failed", "error", LOG_STR, err.message);
       return false;
     }
-    int64_t ceiling = cfg->retry_backoff_ms;
-    for (unsigned i = 0; i < attempt && ceiling < cfg->retry_backoff_max_ms; i++) ceiling *= 2;
-    if (ceiling > cfg->retry_backoff_max_ms) ceiling = cfg->retry_backoff_max_ms;
-    int64_t wait = 1 + rand() % ceiling;
+    int64_t wait = retry_backoff_ms(cfg->retry_backoff_ms, cfg->retry_backoff_max_ms, attempt);
     if (attempt == 0 || attempt % 10 == 0)
       log_warn("replay: store write failed, retrying", "error", LOG_STR, err.message, "retry_in_ms", LOG_INT, wait);
     struct timespec ts = {wait / 1000, (wait % 1000) * 1000000};
@@ -150,12 +140,26 @@ typedef struct replay {
   bool to_store;
   model_command_t cmd;
   replay_stats_t *st;
+  FILE *rejects; /* --rejects with --input: {"line","code","detail"} lines */
+  model_buf_t rbuf;
 } replay_t;
 
 static bool feed(replay_t *r, const char *data, size_t len, int64_t event_ms) {
   r->st->read++;
-  if (!model_command_decode(data ? data : "", len, (size_t)r->cfg->limits_max_command_bytes, &r->cmd, NULL)) {
+  model_reject_t rej;
+  if (!model_command_decode(data ? data : "", len, (size_t)r->cfg->limits_max_command_bytes, &r->cmd, &rej)) {
     r->st->rejected++;
+    if (r->rejects) { /* the line number is the count read so far */
+      model_buf_clear(&r->rbuf);
+      model_buf_printf(&r->rbuf, "{\"line\":%llu,\"code\":\"%s\",\"detail\":", (unsigned long long)r->st->read,
+                       model_reject_code_name(rej.code));
+      model_buf_json_string(&r->rbuf, rej.detail, strlen(rej.detail));
+      model_buf_puts(&r->rbuf, "}\n");
+      if (fwrite(r->rbuf.data, 1, r->rbuf.len, r->rejects) != r->rbuf.len) {
+        fprintf(stderr, "aggregator: replay: cannot write the rejects file: %s\n", strerror(errno));
+        return false;
+      }
+    }
     return true;
   }
   int64_t now = now_ms();
@@ -390,16 +394,25 @@ int replay_run(const config_t *cfg, const cli_options_t *o, replay_stats_t *stat
   r->to_store = o->output == NULL;
   store_t *store = NULL;
   batch_limits_t limits = batch_limits_from_config(cfg);
-  batch_sink_t sink = {sink_load, sink_write, NULL};
+  batch_sink_t sink = batch_store_sink(NULL); /* --output: never flushed */
+  if (o->rejects && o->input) {
+    r->rejects = strcmp(o->rejects, "-") ? fopen(o->rejects, "w") : stdout;
+    if (!r->rejects) {
+      fprintf(stderr, "aggregator: replay: cannot open '%s': %s\n", o->rejects, strerror(errno));
+      free(r);
+      return 1;
+    }
+  }
   if (r->to_store) {
     store_error_t err;
     store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &err);
     if (!store) {
       fprintf(stderr, "aggregator: replay: store: %s\n", err.message);
+      if (r->rejects && r->rejects != stdout) fclose(r->rejects);
       free(r);
       return 2;
     }
-    sink.ctx = store;
+    sink = batch_store_sink(store);
   } else {
     /* Everything stays in memory until the end: nothing is ever flushed. */
     limits.max_commands = limits.max_aggregates = limits.linger_ms = INT64_MAX / 2;
@@ -416,6 +429,11 @@ int replay_run(const config_t *cfg, const cli_options_t *o, replay_stats_t *stat
   if (ok && !r->to_store) ok = write_output(r->batch, o->output, &stats->aggregates);
   batch_destroy(r->batch);
   store_destroy(store);
+  if (r->rejects && (r->rejects == stdout ? fflush(stdout) : fclose(r->rejects)) != 0) {
+    fprintf(stderr, "aggregator: replay: cannot write the rejects file: %s\n", strerror(errno));
+    ok = false;
+  }
+  model_buf_destroy(&r->rbuf);
   free(r);
   stats->seconds = mono_s() - t0;
   return ok ? 0 : 1;

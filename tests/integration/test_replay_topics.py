@@ -93,6 +93,18 @@ def scenario(s):
     expected_both, _ = s.expected(both)
     h.assert_same_documents(expected_both, s.stored())
 
+    # --input into the store (no broker): same documents, rejects as in file mode.
+    fresh = s.db + "_input"
+    h.run([h.tool("store_tool"), "drop", h.MONGO, fresh])
+    rej = s.path("input-rejects.jsonl")
+    st = replay(s, fresh, "--input", first, "--rejects", rej)
+    got = stored(fresh)
+    h.run([h.tool("store_tool"), "drop", h.MONGO, fresh])
+    h.assert_same_documents(expected, got)
+    _, want_rejects = s.expected(first)
+    assert [json.loads(l) for l in open(rej)] == want_rejects
+    assert st["rejected"] == len(want_rejects) > 0
+
     # --from the cut: only the second part, into a fresh database.
     fresh = s.db + "_from"
     h.run([h.tool("store_tool"), "drop", h.MONGO, fresh])
