@@ -14,7 +14,14 @@ def scenario(s):
     extra = [("batch.max_commands", "500")]
     w1 = s.start_worker("g1", extra)
     w2 = s.start_worker("g1", extra)
-    time.sleep(2.5)
+    # Kill w2 only once it holds partitions (and has worked on them a little):
+    # otherwise there is nothing to take over.
+    deadline = time.time() + 60
+    while "partitions assigned" not in s.worker_log(w2):
+        assert time.time() < deadline, "the second worker never got partitions"
+        assert w1.poll() is None and w2.poll() is None, "a worker died"
+        time.sleep(0.2)
+    time.sleep(1.5)
     w2.kill()
     w2.wait()
     assert producer.wait(120) == 0
