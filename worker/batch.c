@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -330,12 +331,6 @@ static store_status_t load_unloaded(batch_t *b, store_error_t *err) {
 
 /* --- writing -------------------------------------------------------------- */
 
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void observe_durable(batch_t *b, int64_t now_ms) {
   for (size_t i = 0; i < b->nruns; i++) {
     double s = (double)(now_ms - b->runs[i].ms) / 1000.0;
@@ -351,7 +346,7 @@ batch_status_t batch_flush(batch_t *b, int64_t now_ms, store_error_t *err) {
   store_error_t local;
   if (!err) err = &local;
   memset(err, 0, sizeof *err);
-  int64_t t0 = mono_ms();
+  double t0 = clock_mono_s();
   uint64_t written = 0;
   batch_status_t result = BATCH_DONE;
   size_t chunk = b->lim.max_aggregates > 0 ? (size_t)b->lim.max_aggregates : 1000;
@@ -435,7 +430,7 @@ batch_status_t batch_flush(batch_t *b, int64_t now_ms, store_error_t *err) {
     observe_durable(b, now_ms);
     evict(b);
   }
-  metrics_flush((double)(mono_ms() - t0) / 1000.0, written);
+  metrics_flush(clock_mono_s() - t0, written);
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kafka.h"
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 #include "retry.h"
@@ -41,12 +42,6 @@ static void install_signals(void) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
-}
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void sleep_ms(int64_t ms) {
@@ -287,14 +282,14 @@ static bool dlq_pending(consumer_t *c) {
 /* --- flushing ------------------------------------------------------------------- */
 
 static void store_ok(consumer_t *c) {
-  c->last_store_ok = now_ms();
+  c->last_store_ok = clock_wall_ms();
   metrics_store_answered();
 }
 
 /* One flush attempt; on success everything consumed is durable. */
 static batch_status_t flush_once(consumer_t *c) {
   store_error_t err;
-  batch_status_t st = batch_flush(c->batch, now_ms(), &err);
+  batch_status_t st = batch_flush(c->batch, clock_wall_ms(), &err);
   if (st == BATCH_DONE) {
     c->flush_attempt = 0;
     c->retry_at = 0;
@@ -303,7 +298,7 @@ static batch_status_t flush_once(consumer_t *c) {
   } else {
     metrics_store_failed();
     int64_t wait = retry_backoff_ms(c->cfg->retry_backoff_ms, c->cfg->retry_backoff_max_ms, c->flush_attempt++);
-    c->retry_at = now_ms() + wait;
+    c->retry_at = clock_wall_ms() + wait;
     if (c->flush_attempt == 1 || c->flush_attempt % 10 == 0)
       log_warn("store write failed, retrying", "error", LOG_STR, err.message, "attempt", LOG_INT,
                (int64_t)c->flush_attempt, "retry_in_ms", LOG_INT, wait);
@@ -323,13 +318,13 @@ static bool drain(consumer_t *c, int64_t deadline) {
   while (batch_dirty(c->batch) || batch_flush_due(c->batch, INT64_MAX)) {
     batch_status_t st = flush_once(c);
     if (st == BATCH_DONE) break;
-    if (st == BATCH_FATAL || now_ms() >= deadline || g_stop > 1) return false;
-    int64_t wait = c->retry_at - now_ms();
-    if (wait > deadline - now_ms()) wait = deadline - now_ms();
+    if (st == BATCH_FATAL || clock_wall_ms() >= deadline || g_stop > 1) return false;
+    int64_t wait = c->retry_at - clock_wall_ms();
+    if (wait > deadline - clock_wall_ms()) wait = deadline - clock_wall_ms();
     if (wait > 0) sleep_ms(wait);
   }
   if (!batch_dirty(c->batch)) mark_all_durable(c);
-  while (dlq_pending(c) && now_ms() < deadline) {
+  while (dlq_pending(c) && clock_wall_ms() < deadline) {
     produce_retries(c);
     rd_kafka_poll(c->producer, 100);
   }
@@ -357,7 +352,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     if (!lost) {
       /* Hand the partitions over with their work done: write what we hold
        * and commit it, so the next owner starts where we are. */
-      bool drained = drain(c, now_ms() + DRAIN_TIMEOUT_MS);
+      bool drained = drain(c, clock_wall_ms() + DRAIN_TIMEOUT_MS);
       commit(c, parts, true);
       if (!drained) log_warn("revoked partitions handed over with unwritten changes; they will be re-read");
     }
@@ -389,7 +384,7 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m) {
     return;
   }
   rd_kafka_timestamp_type_t tstype;
-  int64_t now = now_ms(), ts = rd_kafka_message_timestamp(m, &tstype);
+  int64_t now = clock_wall_ms(), ts = rd_kafka_message_timestamp(m, &tstype);
   model_apply_result_t r = batch_apply(c->batch, &c->cmd, ts > 0 ? ts : now, now);
   metrics_command(model_cmd_type_name(c->cmd.type), r == MODEL_APPLY_APPLIED ? METRICS_APPLIED : METRICS_STALE, 1);
 }
@@ -506,7 +501,7 @@ int consumer_run(config_t *cfg, batch_t *batch, store_t *store, const consumer_r
   c->cfg = cfg;
   c->batch = batch;
   c->store = store;
-  srand((unsigned)now_ms() ^ (unsigned)getpid());
+  srand((unsigned)clock_wall_ms() ^ (unsigned)getpid());
   install_signals();
   metrics_set_assigned(false);
   int rc = 1;
@@ -515,7 +510,7 @@ int consumer_run(config_t *cfg, batch_t *batch, store_t *store, const consumer_r
 
   int64_t last_tick = 0, last_commit = 0;
   while (!g_stop && !c->fatal) {
-    int64_t now = now_ms();
+    int64_t now = clock_wall_ms();
     int64_t wake = now + 100;
     if (batch_deadline(batch) < wake) wake = batch_deadline(batch);
     if (c->retry_at && c->retry_at < wake) wake = c->retry_at;
@@ -527,7 +522,7 @@ int consumer_run(config_t *cfg, batch_t *batch, store_t *store, const consumer_r
     rd_kafka_poll(c->producer, 0);
     if (c->retries) produce_retries(c);
 
-    now = now_ms();
+    now = clock_wall_ms();
     if (batch_flush_due(batch, now) && now >= c->retry_at) {
       if (flush_once(c) == BATCH_DONE) {
         commit(c, NULL, false);
@@ -571,7 +566,7 @@ int consumer_run(config_t *cfg, batch_t *batch, store_t *store, const consumer_r
     log_info("stopping: writing and committing what is held");
     /* Keep retrying until written; a second signal gives up (exit 1, nothing
      * committed that is not durable). */
-    while (!drain(c, now_ms() + DRAIN_TIMEOUT_MS) && g_stop < 2 && !c->fatal) {
+    while (!drain(c, clock_wall_ms() + DRAIN_TIMEOUT_MS) && g_stop < 2 && !c->fatal) {
     }
     if (!batch_dirty(batch)) {
       commit(c, NULL, true);

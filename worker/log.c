@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "timestamp.h"
 
 static config_log_level_t g_level = LOG_LEVEL_INFO;
@@ -23,10 +24,8 @@ config_log_level_t log_get_level(void) { return g_level; }
 
 void log_emit(config_log_level_t level, const char *msg, ...) {
   if (level > g_level) return;
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
   char ts[MODEL_TIMESTAMP_LEN + 1];
-  model_timestamp_format((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000, ts);
+  model_timestamp_format(clock_wall_ms(), ts);
 
   model_buf_t b = MODEL_BUF_INIT;
   bool json = g_format == LOG_FORMAT_JSON;

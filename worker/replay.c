@@ -13,6 +13,7 @@
 #include "batch.h"
 #include "codec.h"
 #include "kafka.h"
+#include "clock.h"
 #include "log.h"
 #include "retry.h"
 #include "store.h"
@@ -22,18 +23,6 @@ static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) {
   (void)sig;
   g_stop = 1;
-}
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* --- progress ------------------------------------------------------------------ */
@@ -47,7 +36,7 @@ typedef struct progress {
 } progress_t;
 
 static void progress_show(progress_t *p, uint64_t done, bool final) {
-  double now = mono_s();
+  double now = clock_mono_s();
   if (!final && now - p->last < (p->tty ? 0.2 : 10.0)) return;
   p->last = now;
   double el = now - p->start, rate = el > 0 ? (double)done / el : 0;
@@ -96,7 +85,7 @@ static bool write_output(batch_t *b, const char *path, uint64_t *written) {
   batch_foreach(b, collect_one, &c);
   qsort(c.list, c.n, sizeof *c.list, cmp_key);
   model_buf_t buf = MODEL_BUF_INIT;
-  int64_t now = now_ms();
+  int64_t now = clock_wall_ms();
   bool ok = true;
   for (size_t i = 0; i < c.n && ok; i++) {
     model_codec_to_json(c.list[i], 1, now, &buf);
@@ -118,7 +107,7 @@ static bool write_output(batch_t *b, const char *path, uint64_t *written) {
 static bool flush_until_done(const config_t *cfg, batch_t *b) {
   for (unsigned attempt = 0;; attempt++) {
     store_error_t err;
-    batch_status_t st = batch_flush(b, now_ms(), &err);
+    batch_status_t st = batch_flush(b, clock_wall_ms(), &err);
     if (st == BATCH_DONE) return true;
     if (st == BATCH_FATAL || g_stop) {
       log_error("replay: store write failed", "error", LOG_STR, err.message);
@@ -162,7 +151,7 @@ static bool feed(replay_t *r, const char *data, size_t len, int64_t event_ms) {
     }
     return true;
   }
-  int64_t now = now_ms();
+  int64_t now = clock_wall_ms();
   batch_apply(r->batch, &r->cmd, event_ms > 0 ? event_ms : now, now);
   if (r->to_store && batch_flush_due(r->batch, now)) return flush_until_done(r->cfg, r->batch);
   return true;
@@ -174,7 +163,7 @@ static bool replay_input(replay_t *r, const char *path) {
     fprintf(stderr, "aggregator: replay: cannot open '%s': %s\n", path, strerror(errno));
     return false;
   }
-  progress_t pr = {isatty(2), mono_s(), mono_s(), 0};
+  progress_t pr = {isatty(2), clock_mono_s(), clock_mono_s(), 0};
   char *line = NULL;
   size_t cap = 0;
   ssize_t n;
@@ -315,7 +304,7 @@ static bool replay_topics(replay_t *r, const cli_options_t *o) {
     if (remaining) rd_kafka_assign(rk, assign);
     rd_kafka_topic_partition_list_destroy(assign);
   }
-  progress_t pr = {isatty(2), mono_s(), mono_s(), total};
+  progress_t pr = {isatty(2), clock_mono_s(), clock_mono_s(), total};
   uint64_t done = 0;
   /* Messages are taken from the consumer queue in batches: one queue lock and
    * one wake-up per batch instead of per message (rd_kafka_consumer_poll per
@@ -328,7 +317,7 @@ static bool replay_topics(replay_t *r, const cli_options_t *o) {
   while (ok && remaining && !g_stop) {
     ssize_t got = rd_kafka_consume_batch_queue(q, 200, msgs, REPLAY_BATCH);
     if (got <= 0) {
-      if (r->to_store && batch_flush_due(r->batch, now_ms())) ok = flush_until_done(r->cfg, r->batch);
+      if (r->to_store && batch_flush_due(r->batch, clock_wall_ms())) ok = flush_until_done(r->cfg, r->batch);
       progress_show(&pr, done, false);
       continue;
     }
@@ -378,14 +367,14 @@ static bool replay_topics(replay_t *r, const cli_options_t *o) {
 }
 
 int replay_run(const config_t *cfg, const cli_options_t *o, replay_stats_t *stats) {
-  double t0 = mono_s();
+  double t0 = clock_mono_s();
   memset(stats, 0, sizeof *stats);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-  srand((unsigned)now_ms());
+  srand((unsigned)clock_wall_ms());
 
   replay_t *r = calloc(1, sizeof *r);
   if (!r) return 1;
@@ -435,6 +424,6 @@ int replay_run(const config_t *cfg, const cli_options_t *o, replay_stats_t *stat
   }
   model_buf_destroy(&r->rbuf);
   free(r);
-  stats->seconds = mono_s() - t0;
+  stats->seconds = clock_mono_s() - t0;
   return ok ? 0 : 1;
 }

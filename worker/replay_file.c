@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "aggregate.h"
+#include "clock.h"
 #include "buf.h"
 #include "codec.h"
 #include "command.h"
@@ -115,18 +116,6 @@ static bool same_file(const char *a, const char *b) {
   return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-static double now_mono(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static int64_t now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Writes out's contents to f and empties it. */
 static bool drain(model_buf_t *out, FILE *f, const char *path) {
   if (out->len && fwrite(out->data, 1, out->len, f) != out->len) {
@@ -194,7 +183,7 @@ static bool write_all(agg_map_t *map, FILE *out, const char *output, replay_stat
   for (size_t i = 0; i < map->cap; i++)
     if (map->slots[i].hash) list[n++] = map->slots[i].agg;
   qsort(list, n, sizeof *list, cmp_key);
-  int64_t updated_at = now_ms();
+  int64_t updated_at = clock_wall_ms();
   model_buf_t buf = MODEL_BUF_INIT;
   bool ok = true;
   for (size_t i = 0; i < n && ok; i++) {
@@ -210,7 +199,7 @@ static bool write_all(agg_map_t *map, FILE *out, const char *output, replay_stat
 
 int replay_file_run(const config_t *cfg, const char *input, const char *output, const char *rejects,
                     replay_stats_t *stats) {
-  double t0 = now_mono();
+  double t0 = clock_mono_s();
   memset(stats, 0, sizeof *stats);
   if (rejects && !strcmp(output, "-") && !strcmp(rejects, "-")) {
     fputs("aggregator: replay: --output and --rejects cannot both be standard output\n", stderr);
@@ -233,6 +222,6 @@ int replay_file_run(const config_t *cfg, const char *input, const char *output, 
   if (in && in != stdin) fclose(in);
   ok = close_file(rej, rejects) && ok;
   ok = close_file(out, output) && ok;
-  stats->seconds = now_mono() - t0;
+  stats->seconds = clock_mono_s() - t0;
   return ok ? 0 : 1;
 }
