@@ -18,6 +18,12 @@ typedef struct cli_options {
   const char *action;  /* config: "check", "show" or "describe" */
 } cli_options_t;
 
+/* The configuration of -c and --set (with the environment between them).
+ * On failure prints the one-line error, sets *rc (2 for a bad configuration,
+ * 1 when out of memory) and returns NULL. Caller owns the result. */
+struct config;
+struct config *cli_load_config(const cli_options_t *o, int *rc); /* cli_config.c */
+
 int cli_run(const cli_options_t *o);    /* cli_run.c */
 int cli_replay(const cli_options_t *o); /* cli_replay.c */
 int cli_config(const cli_options_t *o); /* cli_config.c */

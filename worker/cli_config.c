@@ -7,22 +7,34 @@
 #include "cli.h"
 #include "config.h"
 
+config_t *cli_load_config(const cli_options_t *o, int *rc) {
+  /* Validating store.uri parses it with libmongoc, whose default log handler
+   * would print its own lines next to ours; the error we print says it all.
+   * (The store installs its own handler when it starts.) */
+  mongoc_log_set_handler(NULL, NULL);
+  config_t *cfg = config_new();
+  if (!cfg) {
+    *rc = 1;
+    return NULL;
+  }
+  config_error_t err;
+  if (!config_load(cfg, o->config_path, o->sets, o->nsets, &err)) {
+    fprintf(stderr, "aggregator: %s\n", err.message);
+    config_destroy(cfg);
+    *rc = 2;
+    return NULL;
+  }
+  return cfg;
+}
+
 int cli_config(const cli_options_t *o) {
   if (!strcmp(o->action, "describe")) {
     config_describe(stdout);
     return fflush(stdout) || ferror(stdout) ? 1 : 0;
   }
-  /* Validating store.uri parses it with libmongoc, whose default log handler
-   * would print its own lines next to ours; the error we print says it all. */
-  mongoc_log_set_handler(NULL, NULL);
-  config_t *cfg = config_new();
-  if (!cfg) return 1;
-  config_error_t err;
-  if (!config_load(cfg, o->config_path, o->sets, o->nsets, &err)) {
-    fprintf(stderr, "aggregator: %s\n", err.message);
-    config_destroy(cfg);
-    return 2;
-  }
+  int rc;
+  config_t *cfg = cli_load_config(o, &rc);
+  if (!cfg) return rc;
   if (!strcmp(o->action, "check"))
     printf("configuration OK\n");
   else

@@ -10,8 +10,6 @@
  * offsets, a file has none). */
 #include <stdio.h>
 
-#include <mongoc/mongoc.h>
-
 #include "cli.h"
 #include "config.h"
 #include "log.h"
@@ -34,27 +32,17 @@ int cli_replay(const cli_options_t *o) {
     fputs("aggregator: replay: --from and --until select topic offsets; they cannot be used with --input\n", stderr);
     return 2;
   }
-  /* Validating store.uri parses it with libmongoc; keep its logger quiet. */
-  mongoc_log_set_handler(NULL, NULL);
-  config_t *cfg = config_new();
-  if (!cfg) return 1;
-  config_error_t err;
-  if (!config_load(cfg, o->config_path, o->sets, o->nsets, &err)) {
-    fprintf(stderr, "aggregator: %s\n", err.message);
-    config_destroy(cfg);
-    return 2;
-  }
   int rc;
+  config_t *cfg = cli_load_config(o, &rc);
+  if (!cfg) return rc;
+  replay_stats_t st;
   if (o->input && o->output) {
-    replay_stats_t st;
     rc = replay_file_run(cfg, o->input, o->output, o->rejects, &st);
-    if (rc == 0) print_summary(&st);
   } else {
     log_setup(cfg->log_level, cfg->log_format);
-    replay_stats_t st;
     rc = replay_run(cfg, o, &st);
-    if (rc == 0) print_summary(&st);
   }
+  if (rc == 0) print_summary(&st);
   config_destroy(cfg);
   return rc;
 }

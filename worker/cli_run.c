@@ -11,16 +11,11 @@
 #include "store.h"
 
 int cli_run(const cli_options_t *o) {
-  config_t *cfg = config_new();
-  config_error_t cerr;
-  if (!cfg) return 1;
-  if (!config_load(cfg, o->config_path, o->sets, o->nsets, &cerr)) {
-    fprintf(stderr, "aggregator: %s\n", cerr.message);
-    config_destroy(cfg);
-    return 2;
-  }
+  int rc;
+  config_t *cfg = cli_load_config(o, &rc);
+  if (!cfg) return rc;
   log_setup(cfg->log_level, cfg->log_format);
-  int rc = 1;
+  rc = 1;
   store_t *store = NULL;
   batch_t *batch = NULL;
   char err[256];
