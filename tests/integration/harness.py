@@ -111,8 +111,11 @@ class Scenario:
         end = self.end_offsets()
         deadline = time.time() + timeout
         while time.time() < deadline:
-            c = self.committed(group)
-            if all(c.get(p, -1) >= o for p, o in end.items()):
+            try:
+                c = self.committed(group)
+            except RuntimeError:  # e.g. "Not coordinator" while a fresh broker loads the offsets topic
+                c = {}
+            if c and all(c.get(p, -1) >= o for p, o in end.items()):
                 return
             for w in alive:
                 if w.poll() is not None:
