@@ -15,6 +15,7 @@
 
 #include "command.h"
 #include "json_scan.h"
+#include "../fuzz/ref_utf8.h"
 
 #ifdef __clang__
 #pragma clang diagnostic ignored "-Winitializer-overrides"
@@ -921,35 +922,7 @@ START_TEST(test_detail_escaping) {
 }
 END_TEST
 
-/* Reference: decode each sequence and check its code point directly. */
-static size_t ref_utf8(const unsigned char *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    unsigned c = s[i];
-    size_t len;
-    uint32_t cp, min;
-    if (c < 0x80) {
-      i++;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      len = 2, cp = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3, cp = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-      return i;
-    }
-    if (n - i < len) return i;
-    for (size_t k = 1; k < len; k++) {
-      if ((s[i + k] & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += len;
-  }
-  return n;
-}
+/* Reference: ref_utf8() decodes each sequence and checks its code point directly. */
 
 START_TEST(test_utf8_check) {
   static const unsigned char v[] = {0x00, 0x22, 0x41, 0x7F, 0x80, 0x81, 0x8F, 0x90, 0x9F, 0xA0,
