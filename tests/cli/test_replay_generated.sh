@@ -59,6 +59,18 @@ for s in clean dirty time; do
   python3 "$REF" "$TMP/$s.jsonl" "$TMP/$s.rej" >"$TMP/$s.ref"
   check "$s: documents = reference merge" same "$TMP/$s.out" "$TMP/$s.ref"
 done
+# key skew: 10% of the assignments (6 of 60) get 90% of the commands
+"$GEN" "${common[@]}" --skew 0.1:0.9 --order shuffle --duplicate-rate 0.1 >"$TMP/skew.jsonl" 2>/dev/null
+hot=$(sed -E 's/.*"assignment":"([^"]*)".*/\1/' "$TMP/skew.jsonl" | sort | uniq -c | sort -rn | head -6 |
+  awk '{s += $1} END {print s}')
+total=$(wc -l <"$TMP/skew.jsonl")
+check "skew: the 6 hottest assignments have 90% of the lines ($hot of $total)" \
+  awk -v h="$hot" -v t="$total" 'BEGIN {exit !(h >= 0.88 * t && h <= 0.92 * t)}'
+check "skew: replay exits 0" "$AGG" replay --input "$TMP/skew.jsonl" --output "$TMP/skew.out" 2>/dev/null
+python3 "$REF" "$TMP/skew.jsonl" /dev/null >"$TMP/skew.ref"
+check "skew: documents = reference merge" same "$TMP/skew.out" "$TMP/skew.ref"
+check "$GEN rejects a bad --skew" bash -c "! '$GEN' --skew 0.1 >/dev/null 2>&1 && ! '$GEN' --skew 1:0.5 >/dev/null 2>&1"
+
 check "time versions: 13-digit versions in the documents" grep -q '"v":17[0-9]\{11\},' "$TMP/time.out"
 
 echo "$passes passed, $fails failed"

@@ -14,6 +14,10 @@
  * ms with version_style = CMDGEN_VERSION_TIME), so they are monotonic at
  * the source as the spec says. Command ids are unique, 8..12 bytes.
  *
+ * With key skew (hot_fraction, hot_share) the hot assignments split
+ * hot_share of `count` and the others the rest; an assignment's share still
+ * starts with its base commands, so cold ones may be filled only partly.
+ *
  * Then duplicates (a copy of a random command, redelivered up to a day
  * later: same id, same bytes) and invalid lines (a mutated copy of a random
  * command, one of 12 rejection paths) are added, each as a fraction of the
@@ -43,6 +47,9 @@ typedef struct cmdgen_opts {
   double mix[MODEL_CMD_TYPE_COUNT];      /* weights of the extra updates, by model_cmd_type_t */
   double invalid_rate, duplicate_rate;   /* extra lines, as fractions of count */
   int order, version_style;
+  /* Key skew: hot_fraction of the assignments (evenly spread over the ids)
+   * get hot_share of the commands; 0 = every assignment gets the same share. */
+  double hot_fraction, hot_share;
 } cmdgen_opts_t;
 
 static inline void cmdgen_defaults(cmdgen_opts_t *o) {
@@ -150,8 +157,25 @@ static inline bool cmdgen_build(cmdgen_t *g, const cmdgen_opts_t *o) {
   uint64_t rs = o->seed;
   cmdgen_event_t *ev = g->ev;
   size_t n = 0;
+  uint32_t n_hot = 0;
+  uint64_t hot_total = 0;
+  if (o->hot_fraction > 0 && o->hot_share > 0) {
+    n_hot = (uint32_t)(o->hot_fraction * o->assignments + 0.5);
+    if (n_hot < 1) n_hot = 1;
+    if (n_hot >= o->assignments) n_hot = 0; /* everyone hot: no skew */
+    hot_total = n_hot ? (uint64_t)(o->hot_share * (double)count + 0.5) : 0;
+  }
+  uint32_t n_cold = o->assignments - n_hot, hot_seen = 0, cold_seen = 0;
   for (uint32_t a = 0; a < o->assignments; a++) {
-    uint64_t budget = count / o->assignments + (a < count % o->assignments);
+    uint64_t budget;
+    if (!n_hot) {
+      budget = count / o->assignments + (a < count % o->assignments);
+    } else if ((uint64_t)(a + 1) * n_hot / o->assignments != (uint64_t)a * n_hot / o->assignments) {
+      budget = hot_total / n_hot + (hot_seen++ < hot_total % n_hot); /* hot, evenly spaced */
+    } else {
+      uint64_t cold_total = count - hot_total;
+      budget = cold_total / n_cold + (cold_seen++ < cold_total % n_cold);
+    }
     int64_t start = CMDGEN_T0 + (int64_t)cmdgen_below(&rs, 30 * CMDGEN_DAY);
     for (uint64_t k = 0; k < budget; k++) {
       cmdgen_event_t *e = &ev[n++];

@@ -4,8 +4,9 @@
  *   gen_commands [--seed N] [--tenants N] [--assignments N] [--students N]
  *                [--count N] [--mix upserted=W,deleted=W,submission=W,grade=W,assigned=W,unassigned=W]
  *                [--invalid-rate F] [--duplicate-rate F] [--order time|shuffle]
- *                [--versions counter|time] [--output FILE|-]
+ *                [--versions counter|time] [--skew FRACTION:SHARE] [--output FILE|-]
  *
+ * --skew 0.1:0.9 gives 10% of the assignments 90% of the commands.
  * --count is the number of valid commands (default: exactly the base
  * commands, 1 + 3 x students per assignment, which fill every slot); fewer
  * than that fills assignments partly. Duplicates and invalid lines come on
@@ -23,7 +24,7 @@ static int usage(const char *msg) {
           "usage: gen_commands [--seed N] [--tenants N] [--assignments N] [--students N] [--count N]\n"
           "                    [--mix upserted=W,deleted=W,submission=W,grade=W,assigned=W,unassigned=W]\n"
           "                    [--invalid-rate F] [--duplicate-rate F] [--order time|shuffle]\n"
-          "                    [--versions counter|time] [--output FILE|-]\n",
+          "                    [--versions counter|time] [--skew FRACTION:SHARE] [--output FILE|-]\n",
           msg);
   return 2;
 }
@@ -32,6 +33,19 @@ static bool parse_u64(const char *s, uint64_t *v) {
   char *end;
   *v = strtoull(s, &end, 0);
   return *s && !*end && *s != '-';
+}
+
+/* "FRACTION:SHARE", both strictly between 0 and 1 */
+static bool parse_skew(const char *s, cmdgen_opts_t *o) {
+  char *end;
+  double f = strtod(s, &end);
+  if (end == s || *end != ':') return false;
+  s = end + 1;
+  double share = strtod(s, &end);
+  if (end == s || *end || !(f > 0 && f < 1 && share > 0 && share < 1)) return false;
+  o->hot_fraction = f;
+  o->hot_share = share;
+  return true;
 }
 
 int main(int argc, char **argv) {
@@ -60,6 +74,7 @@ int main(int argc, char **argv) {
       o.order = !strcmp(v, "time") ? CMDGEN_ORDER_TIME : CMDGEN_ORDER_SHUFFLE;
     else if (!strcmp(a, "--versions") && (!strcmp(v, "counter") || !strcmp(v, "time")))
       o.version_style = !strcmp(v, "time") ? CMDGEN_VERSION_TIME : CMDGEN_VERSION_COUNTER;
+    else if (!strcmp(a, "--skew") && parse_skew(v, &o)) continue;
     else if (!strcmp(a, "--output")) output = v;
     else {
       char msg[256];
