@@ -74,7 +74,8 @@ static hist_t h_flush_seconds = {"aggregator_flush_duration_seconds",
 static hist_t h_flush_aggregates = {"aggregator_flush_aggregates", "Aggregates written by one flush.",
                                     flush_aggregates_bounds, NB(flush_aggregates_bounds), {0}, 0, 0};
 static hist_t h_latency = {"aggregator_command_durable_latency_seconds",
-                           "Time from reading a command to its aggregate being durable in the store.",
+                           "Time from a command's Kafka timestamp (when it was produced) to its aggregate "
+                           "being durable in the store.",
                            latency_bounds, NB(latency_bounds), {0}, 0, 0};
 
 typedef struct lag_entry {
