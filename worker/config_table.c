@@ -242,7 +242,7 @@ const config_prop_t config_props[] = {
         store_write_concern,
         "Write concern `w` of every aggregate write (overrides any `w` in the URI); offsets are committed only "
         "after it is satisfied. 0 (unacknowledged) is refused."),
-    INT("batch", "max_commands", "5000", 1, 1000000, CONFIG_LIVE, batch_max_commands,
+    INT("batch", "max_commands", "20000", 1, 1000000, CONFIG_LIVE, batch_max_commands,
         "Flush once this many commands have been merged since the last flush."),
     INT("batch", "max_aggregates", "1000", 1, 100000, CONFIG_LIVE, batch_max_aggregates,
         "Flush once this many aggregates are dirty; also the most aggregates in one bulk write."),

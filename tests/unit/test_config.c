@@ -103,7 +103,7 @@ START_TEST(defaults) {
   ck_assert_str_eq(c->store_database, "school");
   ck_assert_str_eq(c->store_collection, "assignment_aggregates");
   ck_assert_str_eq(c->store_write_concern, "majority");
-  ck_assert_int_eq(c->batch_max_commands, 5000);
+  ck_assert_int_eq(c->batch_max_commands, 20000);
   ck_assert_int_eq(c->batch_max_aggregates, 1000);
   ck_assert_int_eq(c->batch_linger_ms, 100);
   ck_assert_int_eq(c->batch_max_pending_bytes, 64 << 20);
