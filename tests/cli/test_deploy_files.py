@@ -698,7 +698,9 @@ def test_systemd_unit():
     # The credential the environment points at is the one loaded.
     creds = dict(c.split(":", 1) for c in svc.get("LoadCredential", []))
     env = dict(e.split("=", 1) for e in svc.get("Environment", []))
-    check(all(k.startswith("AGGREGATOR_") for k in env), "Environment: AGGREGATOR_* only")
+    check(all(k.startswith("AGGREGATOR_") or k == "MONGOC_DISABLE_SHM" for k in env),
+          "Environment: AGGREGATOR_* (and MONGOC_DISABLE_SHM) only")
+    check(env.get("MONGOC_DISABLE_SHM") == "1", "MONGOC_DISABLE_SHM=1: no stale /dev/shm segments")
     for k, v in env.items():
         if k.endswith("_FILE"):
             check(v.startswith("%d/") and v[3:] in creds, "%s=%s is not a loaded credential" % (k, v))
