@@ -172,15 +172,34 @@ static void commit(consumer_t *c, const rd_kafka_topic_partition_list_t *only, b
     if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
       log_warn("offset commit failed", "error", LOG_STR, rd_kafka_err2str(err));
     } else {
-      /* Async commits can fail later; the next commit carries the same or
-       * higher offsets, so treating them as done only skips a resend. */
+      /* Sent (async) or done (sync): not sent again unless offset_commit_cb
+       * reports that it failed. A sync commit reports failures per partition. */
       for (int i = 0; i < l->cnt; i++) {
         part_t *p = part_find(c, l->elems[i].topic, l->elems[i].partition);
-        if (p) p->committed = l->elems[i].offset;
+        if (p && !(sync && l->elems[i].err)) p->committed = l->elems[i].offset;
       }
     }
   }
   rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* A failed commit must be sent again even if no later offset comes to carry
+ * it (an idle stream): otherwise the group's offsets, and its lag, stay
+ * behind until the next message, and a restart re-reads what was durable. */
+static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets,
+                             void *opaque) {
+  (void)rk;
+  consumer_t *c = opaque;
+  if (!offsets || err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;
+  rd_kafka_resp_err_t first = err;
+  for (int i = 0; i < offsets->cnt; i++) {
+    const rd_kafka_topic_partition_t *o = &offsets->elems[i];
+    if (!err && !o->err) continue;
+    if (!first) first = o->err;
+    part_t *p = part_find(c, o->topic, o->partition);
+    if (p && p->committed <= o->offset) p->committed = -1; /* resend at the next commit */
+  }
+  if (first) log_warn("offset commit failed; committing again", "error", LOG_STR, rd_kafka_err2str(first));
 }
 
 /* --- dead-letter producer ------------------------------------------------------ */
@@ -299,12 +318,12 @@ static batch_status_t flush_once(consumer_t *c) {
     metrics_store_failed();
     int64_t wait = retry_backoff_ms(c->cfg->retry_backoff_ms, c->cfg->retry_backoff_max_ms, c->flush_attempt++);
     c->retry_at = clock_wall_ms() + wait;
-    if (c->flush_attempt == 1 || c->flush_attempt % 10 == 0)
-      log_warn("store write failed, retrying", "error", LOG_STR, err.message, "attempt", LOG_INT,
-               (int64_t)c->flush_attempt, "retry_in_ms", LOG_INT, wait);
     if (st == BATCH_FATAL) {
       log_error("store error that retrying cannot fix", "error", LOG_STR, err.message);
       c->fatal = true;
+    } else if (c->flush_attempt == 1 || c->flush_attempt % 10 == 0) {
+      log_warn("store write failed, retrying", "error", LOG_STR, err.message, "attempt", LOG_INT,
+               (int64_t)c->flush_attempt, "retry_in_ms", LOG_INT, wait);
     }
   }
   metrics_set_dirty(batch_dirty_count(c->batch));
@@ -315,7 +334,7 @@ static batch_status_t flush_once(consumer_t *c) {
 
 /* Writes everything and waits for dead-letter acks, within deadline. */
 static bool drain(consumer_t *c, int64_t deadline) {
-  while (batch_dirty(c->batch) || batch_flush_due(c->batch, INT64_MAX)) {
+  while (!c->fatal && (batch_dirty(c->batch) || batch_flush_due(c->batch, INT64_MAX))) {
     batch_status_t st = flush_once(c);
     if (st == BATCH_DONE) break;
     if (st == BATCH_FATAL || clock_wall_ms() >= deadline || g_stop > 1) return false;
@@ -461,6 +480,7 @@ static bool create_clients(consumer_t *c) {
     return false;
   }
   rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+  rd_kafka_conf_set_offset_commit_cb(conf, offset_commit_cb);
   rd_kafka_conf_set_opaque(conf, c);
   c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
   if (!c->rk) {
@@ -515,6 +535,8 @@ int consumer_run(config_t *cfg, batch_t *batch, store_t *store, const consumer_r
   c->cfg = cfg;
   c->batch = batch;
   c->store = store;
+  g_stop = 0; /* signals before this call are not ours to act on (and tests run several) */
+  g_reload = 0;
   srand((unsigned)clock_wall_ms() ^ (unsigned)getpid());
   install_signals();
   metrics_set_assigned(false);

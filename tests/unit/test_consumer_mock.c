@@ -1,0 +1,381 @@
+/* The live consumer (worker/consumer.c) against librdkafka's mock cluster
+ * and the in-memory store (mem_store.h): fast, deterministic checks of the
+ * delivery rules of SPEC.md sections 2 and 5 that need no real service:
+ *  - offsets are committed up to the end only once every effect is durable,
+ *    and the documents equal a direct merge of the valid commands;
+ *  - transient store errors and failed offset commits are retried;
+ *  - rejected commands reach the dead-letter topic with their headers;
+ *  - a fatal store error stops the worker with nothing committed.
+ * The real broker and store are exercised by tests/integration. */
+#include <check.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../tools/cmdgen.h"
+#include "config.h"
+#include "consumer.h"
+#include "mem_store.h"
+#include "store.h"
+
+#define PARTS 3
+#define API_OFFSET_COMMIT 8 /* Kafka protocol ApiKey of OffsetCommit */
+
+static rd_kafka_t *g_mock_rk;
+static rd_kafka_mock_cluster_t *g_mc;
+static char *g_bootstrap; /* a copy: the cluster's own string may move */
+static int g_seq;
+
+static void mock_up(void) {
+  char errstr[256];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  ck_assert(rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
+  g_mock_rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  ck_assert_msg(g_mock_rk, "%s", errstr);
+  g_mc = rd_kafka_mock_cluster_new(g_mock_rk, 1);
+  ck_assert_ptr_nonnull(g_mc);
+  g_bootstrap = strdup(rd_kafka_mock_cluster_bootstraps(g_mc));
+}
+
+static void mock_down(void) {
+  free(g_bootstrap);
+  rd_kafka_mock_cluster_destroy(g_mc);
+  rd_kafka_destroy(g_mock_rk);
+}
+
+static rd_kafka_t *client(rd_kafka_type_t type, const char *group) {
+  char errstr[256];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  ck_assert(rd_kafka_conf_set(conf, "bootstrap.servers", g_bootstrap, errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
+  if (group) ck_assert(rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
+  rd_kafka_t *rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
+  ck_assert_msg(rk, "%s", errstr);
+  return rk;
+}
+
+/* --- a scenario: a generated stream in a fresh topic ------------------------ */
+
+typedef struct scenario {
+  char topic[64], dlq[72], group[64];
+  int64_t ends[PARTS];
+  size_t valid, invalid;
+  model_aggregate_t *expected[64];
+  size_t nexpected;
+} scenario_t;
+
+static model_aggregate_t **expected_slot(scenario_t *s, const model_command_t *c) {
+  for (size_t i = 0; i < s->nexpected; i++) {
+    size_t tl, al;
+    const char *t = model_aggregate_tenant(s->expected[i], &tl), *a = model_aggregate_assignment(s->expected[i], &al);
+    if (tl == c->tenant_len && al == c->assignment_len && !memcmp(t, c->tenant, tl) &&
+        !memcmp(a, c->assignment, al))
+      return &s->expected[i];
+  }
+  ck_assert_uint_lt(s->nexpected, 64);
+  s->expected[s->nexpected] = model_aggregate_new(c->tenant, c->tenant_len, c->assignment, c->assignment_len);
+  return &s->expected[s->nexpected++];
+}
+
+/* Creates the topics, produces the stream (keyed by assignment) and merges
+ * its valid commands directly into s->expected. */
+static void scenario_setup(scenario_t *s, double invalid_rate) {
+  memset(s, 0, sizeof *s);
+  int n = ++g_seq;
+  snprintf(s->topic, sizeof s->topic, "cmds-%d", n);
+  snprintf(s->dlq, sizeof s->dlq, "cmds-%d-dlq", n);
+  snprintf(s->group, sizeof s->group, "group-%d", n);
+  ck_assert_int_eq(rd_kafka_mock_topic_create(g_mc, s->topic, PARTS, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ck_assert_int_eq(rd_kafka_mock_topic_create(g_mc, s->dlq, 1, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
+
+  cmdgen_opts_t o;
+  cmdgen_defaults(&o);
+  o.seed = (uint64_t)n;
+  o.tenants = 2;
+  o.assignments = 12;
+  o.students = 5;
+  o.count = 900;
+  o.duplicate_rate = 0.1;
+  o.invalid_rate = invalid_rate;
+  o.order = CMDGEN_ORDER_SHUFFLE;
+  cmdgen_t g;
+  ck_assert(cmdgen_build(&g, &o));
+
+  rd_kafka_t *p = client(RD_KAFKA_PRODUCER, NULL);
+  model_buf_t b = MODEL_BUF_INIT;
+  model_command_t *cmd = malloc(sizeof *cmd);
+  ck_assert_ptr_nonnull(cmd);
+  for (size_t i = 0; i < g.n; i++) {
+    model_buf_clear(&b);
+    cmdgen_render(&g, &g.ev[i], &b);
+    size_t len = b.len - 1; /* without the newline */
+    char key[16];
+    snprintf(key, sizeof key, "asg-%06u", g.ev[i].assignment);
+    ck_assert_int_eq(rd_kafka_producev(p, RD_KAFKA_V_TOPIC(s->topic), RD_KAFKA_V_KEY(key, strlen(key)),
+                                       RD_KAFKA_V_VALUE(b.data, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                       RD_KAFKA_V_END),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+    model_reject_t rej;
+    if (model_command_decode(b.data, len, 1 << 20, cmd, &rej)) {
+      model_aggregate_apply(*expected_slot(s, cmd), cmd);
+      s->valid++;
+    } else {
+      s->invalid++;
+    }
+  }
+  ck_assert_int_eq(rd_kafka_flush(p, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  for (int part = 0; part < PARTS; part++) {
+    int64_t lo, hi;
+    ck_assert_int_eq(rd_kafka_query_watermark_offsets(p, s->topic, part, &lo, &hi, 5000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    s->ends[part] = hi;
+  }
+  rd_kafka_destroy(p);
+  free(cmd);
+  model_buf_destroy(&b);
+  cmdgen_destroy(&g);
+}
+
+static void scenario_teardown(scenario_t *s) {
+  for (size_t i = 0; i < s->nexpected; i++) model_aggregate_destroy(s->expected[i]);
+}
+
+/* The group's committed offsets of the scenario's topic (-1001 = none, -2 =
+ * the query failed), read with rk (a consumer with the group's id that never
+ * joins it) or with a new one when rk is NULL. */
+static void committed_with(rd_kafka_t *rk, const scenario_t *s, int64_t out[PARTS]) {
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(PARTS);
+  for (int p = 0; p < PARTS; p++) rd_kafka_topic_partition_list_add(l, s->topic, p);
+  rd_kafka_resp_err_t e = rd_kafka_committed(rk, l, 10000);
+  for (int p = 0; p < PARTS; p++) out[p] = e || l->elems[p].err ? -2 : l->elems[p].offset;
+  rd_kafka_topic_partition_list_destroy(l);
+}
+
+static rd_kafka_t *offsets_reader(const scenario_t *s) {
+  char errstr[256];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  ck_assert(rd_kafka_conf_set(conf, "bootstrap.servers", g_bootstrap, errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
+  ck_assert(rd_kafka_conf_set(conf, "group.id", s->group, errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
+  ck_assert(rd_kafka_conf_set(conf, "enable.auto.commit", "false", errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+  ck_assert_msg(rk, "%s", errstr);
+  return rk;
+}
+
+static void committed(const scenario_t *s, int64_t out[PARTS]) {
+  rd_kafka_t *rk = offsets_reader(s);
+  committed_with(rk, s, out);
+  rd_kafka_destroy(rk);
+}
+
+static bool caught_up(const scenario_t *s, const int64_t c[PARTS]) {
+  for (int p = 0; p < PARTS; p++)
+    if (s->ends[p] > 0 && c[p] < s->ends[p]) return false;
+  return true;
+}
+
+/* Stops the worker (SIGTERM, as an operator would) once the group has
+ * committed everything, or after 90 s so that a bug fails instead of hanging. */
+typedef struct watcher {
+  const scenario_t *s;
+  bool timed_out;
+  int64_t last[PARTS]; /* the committed offsets last seen */
+} watcher_t;
+
+static void *watch(void *arg) {
+  watcher_t *w = arg;
+  rd_kafka_t *rk = offsets_reader(w->s);
+  time_t deadline = time(NULL) + 90;
+  for (;;) {
+    committed_with(rk, w->s, w->last);
+    if (caught_up(w->s, w->last)) break;
+    if (time(NULL) > deadline) {
+      w->timed_out = true;
+      break;
+    }
+    usleep(200 * 1000);
+  }
+  rd_kafka_destroy(rk);
+  kill(getpid(), SIGTERM);
+  return NULL;
+}
+
+static config_t *worker_config(const scenario_t *s) {
+  char sets[8][128];
+  snprintf(sets[0], sizeof sets[0], "kafka.brokers=%s", g_bootstrap);
+  snprintf(sets[1], sizeof sets[1], "kafka.topics=%s", s->topic);
+  snprintf(sets[2], sizeof sets[2], "kafka.group=%s", s->group);
+  snprintf(sets[3], sizeof sets[3], "kafka.dlq_topic=%s", s->dlq);
+  snprintf(sets[4], sizeof sets[4], "batch.max_commands=40"); /* many flushes */
+  snprintf(sets[5], sizeof sets[5], "batch.linger_ms=20");
+  snprintf(sets[6], sizeof sets[6], "retry.backoff_ms=10");
+  snprintf(sets[7], sizeof sets[7], "log.level=warn");
+  char *argv[8];
+  for (int i = 0; i < 8; i++) argv[i] = sets[i];
+  config_t *cfg = config_new();
+  config_error_t err;
+  ck_assert_msg(config_load(cfg, NULL, argv, 8, &err), "config: %s", err.message);
+  return cfg;
+}
+
+typedef struct run_result {
+  int rc;
+  bool timed_out;
+  char seen[160]; /* committed vs end offsets when the watcher gave up */
+} run_result_t;
+
+/* Runs the worker on the scenario until the watcher stops it (watch = true)
+ * or it stops by itself. */
+static run_result_t run_worker(const scenario_t *s, mem_store_t *mem, bool with_watcher) {
+  config_t *cfg = worker_config(s);
+  batch_sink_t sink = mem_sink(mem);
+  batch_limits_t lim = batch_limits_from_config(cfg);
+  batch_t *b = batch_new(&sink, &lim);
+  /* Only used for the idle ping; nothing listens on port 1, so it fails fast. */
+  store_error_t serr;
+  store_t *idle = store_new("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=50&connectTimeoutMS=50", "db", "c",
+                            "1", &serr);
+  ck_assert_msg(idle, "%s", serr.message);
+  watcher_t w = {s, false, {0}};
+  pthread_t t;
+  if (with_watcher) ck_assert_int_eq(pthread_create(&t, NULL, watch, &w), 0);
+  consumer_reload_t rl = {NULL, NULL, 0};
+  run_result_t r = {consumer_run(cfg, b, idle, &rl), false, ""};
+  if (with_watcher) pthread_join(t, NULL);
+  r.timed_out = w.timed_out;
+  for (int p = 0, n = 0; p < PARTS; p++)
+    n += snprintf(r.seen + n, sizeof r.seen - (size_t)n, " p%d %lld/%lld", p, (long long)w.last[p],
+                  (long long)s->ends[p]);
+  store_destroy(idle);
+  batch_destroy(b);
+  config_destroy(cfg);
+  return r;
+}
+
+static void assert_documents(const scenario_t *s, mem_store_t *mem) {
+  ck_assert_int_eq(mem->n, (int)s->nexpected);
+  for (size_t i = 0; i < s->nexpected; i++) {
+    doc_t *d = mem_find(mem, model_aggregate_key(s->expected[i], NULL));
+    ck_assert_msg(d, "%s was not written", model_aggregate_key(s->expected[i], NULL));
+    ck_assert_msg(model_aggregate_equal(d->agg, s->expected[i]), "%s differs from the direct merge",
+                  model_aggregate_key(s->expected[i], NULL));
+  }
+}
+
+static int64_t dlq_count(const scenario_t *s) {
+  rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, NULL);
+  int64_t lo, hi;
+  ck_assert_int_eq(rd_kafka_query_watermark_offsets(rk, s->dlq, 0, &lo, &hi, 5000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_destroy(rk);
+  return hi;
+}
+
+/* The first dead-letter message carries the reason and its source. */
+static void assert_dlq_headers(const scenario_t *s) {
+  rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, "dlq-reader");
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(l, s->dlq, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  ck_assert_int_eq(rd_kafka_assign(rk, l), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_topic_partition_list_destroy(l);
+  rd_kafka_message_t *m = NULL;
+  for (int i = 0; i < 100 && !m; i++) {
+    m = rd_kafka_consumer_poll(rk, 100);
+    if (m && m->err) {
+      rd_kafka_message_destroy(m);
+      m = NULL;
+    }
+  }
+  ck_assert_msg(m, "no dead-letter message could be read");
+  rd_kafka_headers_t *h = NULL;
+  ck_assert_int_eq(rd_kafka_message_headers(m, &h), RD_KAFKA_RESP_ERR_NO_ERROR);
+  const char *names[] = {"x-error-code", "x-error-detail", "x-source-topic", "x-source-partition",
+                         "x-source-offset"};
+  for (size_t i = 0; i < 5; i++) {
+    const void *v;
+    size_t n;
+    ck_assert_msg(rd_kafka_header_get_last(h, names[i], &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR && n > 0,
+                  "header %s missing", names[i]);
+    if (!strcmp(names[i], "x-source-topic")) ck_assert(n == strlen(s->topic) && !memcmp(v, s->topic, n));
+  }
+  rd_kafka_message_destroy(m);
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+}
+
+/* --- tests -------------------------------------------------------------------- */
+
+START_TEST(commits_everything_once_durable) {
+  scenario_t s;
+  scenario_setup(&s, 0.05);
+  ck_assert_uint_gt(s.invalid, 0);
+  mem_store_t *mem = calloc(1, sizeof *mem);
+  run_result_t r = run_worker(&s, mem, true);
+  ck_assert_msg(!r.timed_out, "the group never committed up to the end:%s", r.seen);
+  ck_assert_int_eq(r.rc, 0);
+  int64_t c[PARTS];
+  committed(&s, c);
+  for (int p = 0; p < PARTS; p++) ck_assert_int_eq(c[p] < 0 ? 0 : c[p], s.ends[p]);
+  assert_documents(&s, mem);
+  ck_assert_int_eq(dlq_count(&s), (int64_t)s.invalid);
+  assert_dlq_headers(&s);
+  ck_assert_int_gt(mem->writes, 3); /* many flushes, not one */
+  mem_free(mem);
+  free(mem);
+  scenario_teardown(&s);
+}
+END_TEST
+
+START_TEST(retries_store_and_commit_errors) {
+  scenario_t s;
+  scenario_setup(&s, 0);
+  mem_store_t *mem = calloc(1, sizeof *mem);
+  mem->fail_next = 5; /* the first five loads/writes answer RETRY */
+  /* ... and the first offset commits fail with retriable coordinator errors */
+  rd_kafka_mock_push_request_errors(g_mc, API_OFFSET_COMMIT, 3, RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS,
+                                    RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT);
+  run_result_t r = run_worker(&s, mem, true);
+  ck_assert_msg(!r.timed_out, "the group never committed up to the end:%s", r.seen);
+  ck_assert_int_eq(r.rc, 0);
+  ck_assert_int_eq(mem->fail_next, 0);
+  assert_documents(&s, mem);
+  mem_free(mem);
+  free(mem);
+  scenario_teardown(&s);
+}
+END_TEST
+
+START_TEST(fatal_store_error_commits_nothing) {
+  scenario_t s;
+  scenario_setup(&s, 0);
+  mem_store_t *mem = calloc(1, sizeof *mem);
+  mem->fail_fatal = true;
+  run_result_t r = run_worker(&s, mem, false); /* stops by itself */
+  ck_assert_int_eq(r.rc, 1);
+  ck_assert_int_eq(mem->n, 0);
+  int64_t c[PARTS];
+  committed(&s, c);
+  for (int p = 0; p < PARTS; p++) ck_assert_msg(c[p] < 0, "partition %d committed %lld with nothing durable", p,
+                                                (long long)c[p]);
+  free(mem);
+  scenario_teardown(&s);
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("consumer_mock");
+  TCase *tc = tcase_create("mock cluster");
+  tcase_set_timeout(tc, 180);
+  tcase_add_checked_fixture(tc, mock_up, mock_down); /* per test: a forked test needs its own */
+  tcase_add_test(tc, commits_everything_once_durable);
+  tcase_add_test(tc, retries_store_and_commit_errors);
+  tcase_add_test(tc, fatal_store_error_commits_nothing);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
