@@ -62,7 +62,7 @@ typedef struct part {
   int32_t partition;
   int64_t next;      /* offset after the last consumed message, -1 before the first */
   int64_t durable;   /* every valid command below this is durable, -1 none */
-  int64_t committed; /* last offset we committed, -1 none */
+  int64_t committed; /* last offset the group confirmed, -1 none */
   dlq_slot_t *dlq;   /* rejected messages awaiting the dead-letter ack, in offset order */
   size_t dlq_head, dlq_len, dlq_cap;
 } part_t;
@@ -171,21 +171,23 @@ static void commit(consumer_t *c, const rd_kafka_topic_partition_list_t *only, b
     rd_kafka_resp_err_t err = rd_kafka_commit(c->rk, l, sync ? 0 : 1);
     if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
       log_warn("offset commit failed", "error", LOG_STR, rd_kafka_err2str(err));
-    } else {
-      /* Sent (async) or done (sync): not sent again unless offset_commit_cb
-       * reports that it failed. A sync commit reports failures per partition. */
+    } else if (sync) {
+      /* Done: a sync commit reports failures per partition. An async one
+       * counts only once offset_commit_cb confirms it; until then the next
+       * commit sends it again (harmless: the same offsets). */
       for (int i = 0; i < l->cnt; i++) {
         part_t *p = part_find(c, l->elems[i].topic, l->elems[i].partition);
-        if (p && !(sync && l->elems[i].err)) p->committed = l->elems[i].offset;
+        if (p && !l->elems[i].err && l->elems[i].offset > p->committed) p->committed = l->elems[i].offset;
       }
     }
   }
   rd_kafka_topic_partition_list_destroy(l);
 }
 
-/* A failed commit must be sent again even if no later offset comes to carry
- * it (an idle stream): otherwise the group's offsets, and its lag, stay
- * behind until the next message, and a restart re-reads what was durable. */
+/* Only a confirmed commit counts. A failed or lost one must be sent again
+ * even if no later offset comes to carry it (an idle stream): otherwise the
+ * group's offsets, and its lag, stay behind until the next message, and a
+ * restart re-reads what was already durable. */
 static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets,
                              void *opaque) {
   (void)rk;
@@ -194,10 +196,12 @@ static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_t
   rd_kafka_resp_err_t first = err;
   for (int i = 0; i < offsets->cnt; i++) {
     const rd_kafka_topic_partition_t *o = &offsets->elems[i];
-    if (!err && !o->err) continue;
-    if (!first) first = o->err;
+    if (err || o->err) {
+      if (!first) first = o->err;
+      continue;
+    }
     part_t *p = part_find(c, o->topic, o->partition);
-    if (p && p->committed <= o->offset) p->committed = -1; /* resend at the next commit */
+    if (p && o->offset > p->committed) p->committed = o->offset;
   }
   if (first) log_warn("offset commit failed; committing again", "error", LOG_STR, rd_kafka_err2str(first));
 }
