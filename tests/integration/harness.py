@@ -27,6 +27,17 @@ def log(*a):
     print(*a, flush=True)
 
 
+def wait_until(cond, timeout, what, interval=0.2):
+    """Polls cond() until it is true; after timeout seconds raises AssertionError(what), what being a
+    string or a function giving one (to describe the state at the time)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return
+        time.sleep(interval)
+    raise AssertionError(what() if callable(what) else what)
+
+
 def tool(name):
     return os.path.join(BIN, name)
 
@@ -109,20 +120,20 @@ class Scenario:
     def wait_committed(self, group, timeout=180, alive=()):
         """Waits until the group's committed offsets reach the topic's end."""
         end = self.end_offsets()
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                c = self.committed(group)
-            except RuntimeError:  # e.g. "Not coordinator" while a fresh broker loads the offsets topic
-                c = {}
-            # An empty partition (end 0) has nothing to commit: its offset stays unset (-1001).
-            if c and all(o == 0 or c.get(p, -1) >= o for p, o in end.items()):
-                return
+
+        def caught_up():
             for w in alive:
                 if w.poll() is not None:
                     raise AssertionError(f"worker died with {w.returncode}:\n{self.worker_log(w)[-3000:]}")
-            time.sleep(0.5)
-        raise AssertionError(f"group {group} did not catch up: committed {self.committed(group)} end {end}")
+            try:
+                c = self.committed(group)
+            except RuntimeError:  # e.g. "Not coordinator" while a fresh broker loads the offsets topic
+                return False
+            # An empty partition (end 0) has nothing to commit: its offset stays unset (-1001).
+            return bool(c) and all(o == 0 or c.get(p, -1) >= o for p, o in end.items())
+
+        wait_until(caught_up, timeout, lambda: f"group {group} did not catch up: committed {self.committed(group)} "
+                                               f"end {end}", interval=0.5)
 
     def expected(self, path):
         out, rej = self.path("expected.jsonl"), self.path("expected-rejects.jsonl")

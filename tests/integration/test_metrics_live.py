@@ -7,7 +7,6 @@ import os
 import re
 import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
 
@@ -38,12 +37,8 @@ def counter(text, result):
 
 
 def wait_status(port, path, status, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if get(port, path)[0] == status:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"{path} did not answer {status} within {timeout}s: {get(port, path)}")
+    h.wait_until(lambda: get(port, path)[0] == status, timeout,
+                 lambda: f"{path} did not answer {status} within {timeout}s: {get(port, path)}", interval=0.5)
 
 
 def scenario(s):

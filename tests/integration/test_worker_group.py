@@ -16,11 +16,11 @@ def scenario(s):
     w2 = s.start_worker("g1", extra)
     # Kill w2 only once it holds partitions (and has worked on them a little):
     # otherwise there is nothing to take over.
-    deadline = time.time() + 60
-    while "partitions assigned" not in s.worker_log(w2):
-        assert time.time() < deadline, "the second worker never got partitions"
+    def w2_assigned():
         assert w1.poll() is None and w2.poll() is None, "a worker died"
-        time.sleep(0.2)
+        return "partitions assigned" in s.worker_log(w2)
+
+    h.wait_until(w2_assigned, 60, "the second worker never got partitions")
     time.sleep(1.5)
     w2.kill()
     w2.wait()

@@ -5,7 +5,6 @@ anything; a changed restart-only key is reported as needing a restart."""
 import os
 import signal
 import subprocess
-import time
 
 import harness as h
 
@@ -30,12 +29,7 @@ format = json
 
 
 def wait_log(s, w, text, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if text in s.worker_log(w):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"log never showed {text!r}")
+    h.wait_until(lambda: text in s.worker_log(w), timeout, f"log never showed {text!r}")
 
 
 def scenario(s):

@@ -34,9 +34,8 @@ static inline doc_t *mem_find(mem_store_t *s, const char *key) {
   return NULL;
 }
 
-static inline store_status_t mem_load(void *ctx, const char *const *keys, size_t n, store_found_cb found, void *cb_ctx,
-                               store_error_t *err) {
-  mem_store_t *s = ctx;
+/* The failure the test asked for, if any (every load and write asks first). */
+static inline store_status_t mem_injected(mem_store_t *s, store_error_t *err) {
   if (s->fail_fatal) {
     if (err) snprintf(err->message, sizeof err->message, "injected fatal error");
     return STORE_FATAL;
@@ -46,6 +45,14 @@ static inline store_status_t mem_load(void *ctx, const char *const *keys, size_t
     if (err) snprintf(err->message, sizeof err->message, "injected transient error");
     return STORE_RETRY;
   }
+  return STORE_OK;
+}
+
+static inline store_status_t mem_load(void *ctx, const char *const *keys, size_t n, store_found_cb found, void *cb_ctx,
+                               store_error_t *err) {
+  mem_store_t *s = ctx;
+  store_status_t st = mem_injected(s, err);
+  if (st != STORE_OK) return st;
   s->loads++;
   s->load_keys += (int)n;
   for (size_t i = 0; i < n; i++) {
@@ -58,15 +65,8 @@ static inline store_status_t mem_load(void *ctx, const char *const *keys, size_t
 static inline store_status_t mem_write(void *ctx, store_write_item_t *items, size_t n, int64_t now, store_error_t *err) {
   mem_store_t *s = ctx;
   (void)now;
-  if (s->fail_fatal) {
-    if (err) snprintf(err->message, sizeof err->message, "injected fatal error");
-    return STORE_FATAL;
-  }
-  if (s->fail_next > 0) {
-    s->fail_next--;
-    if (err) snprintf(err->message, sizeof err->message, "injected transient error");
-    return STORE_RETRY;
-  }
+  store_status_t st = mem_injected(s, err);
+  if (st != STORE_OK) return st;
   s->writes++;
   s->write_items += (int)n;
   for (size_t i = 0; i < n; i++) {

@@ -31,7 +31,8 @@ static batch_limits_t limits(int64_t cache) { return (batch_limits_t){1000, 1000
 
 static batch_t *new_batch(mem_store_t *s, int64_t cache) {
   batch_limits_t l = limits(cache);
-  return batch_new(&(batch_sink_t){mem_load, mem_write, s}, &l);
+  batch_sink_t sink = mem_sink(s);
+  return batch_new(&sink, &l);
 }
 
 START_TEST(flush_writes_changed_aggregates_once) {
@@ -161,7 +162,8 @@ END_TEST
 START_TEST(flush_triggers) {
   mem_store_t s = {0};
   batch_limits_t l = {3, 2, 50, 1 << 30, 10};
-  batch_t *b = batch_new(&(batch_sink_t){mem_load, mem_write, &s}, &l);
+  batch_sink_t sink = mem_sink(&s);
+  batch_t *b = batch_new(&sink, &l);
   ck_assert(!batch_flush_due(b, 0));
   ck_assert_int_eq(batch_deadline(b), INT64_MAX);
   model_command_t c1 = roster("a1", "s1", "c1", 1, true), c2 = roster("a2", "s1", "c2", 1, true);

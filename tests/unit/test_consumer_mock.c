@@ -52,7 +52,10 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *group) {
   char errstr[256];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   ck_assert(rd_kafka_conf_set(conf, "bootstrap.servers", g_bootstrap, errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
-  if (group) ck_assert(rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
+  if (group) { /* a reader only: it must never commit for the group it inspects */
+    ck_assert(rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
+    ck_assert(rd_kafka_conf_set(conf, "enable.auto.commit", "false", errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
+  }
   rd_kafka_t *rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
   ck_assert_msg(rk, "%s", errstr);
   return rk;
@@ -154,19 +157,8 @@ static void committed_with(rd_kafka_t *rk, const scenario_t *s, int64_t out[PART
   rd_kafka_topic_partition_list_destroy(l);
 }
 
-static rd_kafka_t *offsets_reader(const scenario_t *s) {
-  char errstr[256];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  ck_assert(rd_kafka_conf_set(conf, "bootstrap.servers", g_bootstrap, errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
-  ck_assert(rd_kafka_conf_set(conf, "group.id", s->group, errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
-  ck_assert(rd_kafka_conf_set(conf, "enable.auto.commit", "false", errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
-  ck_assert_msg(rk, "%s", errstr);
-  return rk;
-}
-
 static void committed(const scenario_t *s, int64_t out[PARTS]) {
-  rd_kafka_t *rk = offsets_reader(s);
+  rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, s->group);
   committed_with(rk, s, out);
   rd_kafka_destroy(rk);
 }
@@ -187,7 +179,7 @@ typedef struct watcher {
 
 static void *watch(void *arg) {
   watcher_t *w = arg;
-  rd_kafka_t *rk = offsets_reader(w->s);
+  rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, w->s->group);
   time_t deadline = time(NULL) + 90;
   for (;;) {
     committed_with(rk, w->s, w->last);
