@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "config_table.h"
+#include "kafka.h"
 
 extern char **environ;
 
@@ -785,20 +786,10 @@ static const char markdown_intro[] =
     "reasons and measurements are in docs/BENCHMARKS.md):\n"
     "\n"
     "| client | property | default here | why |\n"
-    "|---|---|---|---|\n"
-    "| `run` consumer | `partition.assignment.strategy` | `cooperative-sticky` | a rebalance moves only the "
-    "partitions that must move |\n"
-    "| `run` consumer | `auto.offset.reset` | `earliest` | a new group starts from the oldest command |\n"
-    "| `run` consumer | `session.timeout.ms` | 10000 | a dead worker's partitions move within seconds |\n"
-    "| `run` consumer | `queued.min.messages` | 20000 | the store, not fetching, bounds the worker; "
-    "less prefetch is less memory |\n"
-    "| `run` consumer | `queued.max.messages.kbytes` | 32768 | a cap across many partitions |\n"
-    "| `replay` consumer | `queued.min.messages` | 500000 | a replay is bound by fetching: keeps the "
-    "fetcher ahead |\n"
-    "| `replay` consumer | `queued.max.messages.kbytes`, `fetch.max.bytes` | 262144, 104857600 | the "
-    "same |\n"
-    "| dead-letter producer | `linger.ms`, `message.timeout.ms` | 5, 60000 | acks=all and idempotence are "
-    "forced |\n"
+    "|---|---|---|---|\n";
+
+/* After the table of our librdkafka defaults (kafka_defaults). */
+static const char markdown_after_kafka_defaults[] =
     "\n"
     "## Reloading\n"
     "\n"
@@ -831,6 +822,10 @@ static void md_cell(model_buf_t *b, const char *s) {
 void config_describe_markdown(FILE *out) {
   model_buf_t b = MODEL_BUF_INIT;
   model_buf_puts(&b, markdown_intro);
+  for (size_t i = 0; i < kafka_defaults_count; i++)
+    model_buf_printf(&b, "| %s | `%s` | `%s` | %s |\n", kafka_client_name(kafka_defaults[i].client),
+                     kafka_defaults[i].name, kafka_defaults[i].value, kafka_defaults[i].why);
+  model_buf_puts(&b, markdown_after_kafka_defaults);
   for (size_t s = 0; s < config_sections_count; s++) {
     const char *section = config_sections[s].name;
     model_buf_printf(&b, "\n### [%s]\n\n%s\n\n", section, config_sections[s].doc);

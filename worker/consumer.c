@@ -458,27 +458,9 @@ static void reload(consumer_t *c, const consumer_reload_t *rl) {
 
 static bool create_clients(consumer_t *c) {
   char errstr[512];
-  char session[16];
-  snprintf(session, sizeof session, "%d", 10000);
-  /* Prefetch: the live worker is bound by the store (a batch of
-   * batch.max_commands every flush), not by fetching, so librdkafka's
-   * default of 100,000 queued messages per partition only costs memory:
-   * 6 partitions in backlog held ~55 MiB of it; 20,000 holds ~13 MiB and
-   * fetching still keeps ahead (docs/BENCHMARKS.md, "Defaults"). */
-  const char *consumer_defaults[] = {"partition.assignment.strategy",
-                                     "cooperative-sticky",
-                                     "auto.offset.reset",
-                                     "earliest",
-                                     "session.timeout.ms",
-                                     session,
-                                     "queued.min.messages",
-                                     "20000",
-                                     "queued.max.messages.kbytes",
-                                     "32768",
-                                     NULL};
   const char *consumer_forced[] = {"group.id", c->cfg->kafka_group, "enable.auto.commit", "false",
                                    "enable.auto.offset.store", "false", NULL};
-  rd_kafka_conf_t *conf = kafka_conf_new(c->cfg, consumer_defaults, consumer_forced, errstr, sizeof errstr);
+  rd_kafka_conf_t *conf = kafka_conf_new(c->cfg, KAFKA_RUN_CONSUMER, consumer_forced, errstr, sizeof errstr);
   if (!conf) {
     log_error("kafka consumer configuration", "error", LOG_STR, errstr);
     return false;
@@ -493,9 +475,8 @@ static bool create_clients(consumer_t *c) {
   }
   rd_kafka_poll_set_consumer(c->rk);
 
-  const char *producer_defaults[] = {"linger.ms", "5", "message.timeout.ms", "60000", NULL};
   const char *producer_forced[] = {"acks", "all", "enable.idempotence", "true", NULL};
-  conf = kafka_conf_new(c->cfg, producer_defaults, producer_forced, errstr, sizeof errstr);
+  conf = kafka_conf_new(c->cfg, KAFKA_DLQ_PRODUCER, producer_forced, errstr, sizeof errstr);
   if (!conf) {
     log_error("kafka producer configuration", "error", LOG_STR, errstr);
     return false;

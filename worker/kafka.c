@@ -20,6 +20,40 @@ static bool set_pairs(rd_kafka_conf_t *conf, const char *const *kv, char *errstr
   return true;
 }
 
+const kafka_default_t kafka_defaults[] = {
+    {KAFKA_RUN_CONSUMER, "partition.assignment.strategy", "cooperative-sticky",
+     "a rebalance moves only the partitions that must move"},
+    {KAFKA_RUN_CONSUMER, "auto.offset.reset", "earliest", "a new group starts from the oldest command"},
+    {KAFKA_RUN_CONSUMER, "session.timeout.ms", "10000", "a dead worker's partitions move within seconds"},
+    /* The live worker is bound by the store (a batch of batch.max_commands
+     * every flush), not by fetching: 6 partitions in backlog held ~55 MiB
+     * of prefetch at librdkafka's 100,000; 20,000 holds ~13 MiB and fetching
+     * still keeps ahead (docs/BENCHMARKS.md, "Defaults"). */
+    {KAFKA_RUN_CONSUMER, "queued.min.messages", "20000",
+     "the store, not fetching, bounds the worker; less prefetch is less memory"},
+    {KAFKA_RUN_CONSUMER, "queued.max.messages.kbytes", "32768", "a cap across many partitions"},
+    {KAFKA_DLQ_PRODUCER, "linger.ms", "5", "rejects are rare: send them at once (acks=all and idempotence are "
+                                           "forced)"},
+    {KAFKA_DLQ_PRODUCER, "message.timeout.ms", "60000",
+     "an undelivered reject is produced again by the worker; its offset stays uncommitted meanwhile"},
+    /* At librdkafka's 100,000 the fetcher idled between refills and a replay
+     * ran at half speed waiting on it (docs/BENCHMARKS.md); 500,000 keeps
+     * every partition's queue ahead of the merge. */
+    {KAFKA_REPLAY_CONSUMER, "queued.min.messages", "500000",
+     "a replay is bound by fetching: keeps every partition's queue ahead of the merge"},
+    {KAFKA_REPLAY_CONSUMER, "queued.max.messages.kbytes", "262144", "the same, at most ~100 MB per partition"},
+    {KAFKA_REPLAY_CONSUMER, "fetch.max.bytes", "104857600", "the same"},
+};
+const size_t kafka_defaults_count = sizeof kafka_defaults / sizeof kafka_defaults[0];
+
+const char *kafka_client_name(kafka_client_t client) {
+  switch (client) {
+    case KAFKA_RUN_CONSUMER: return "`run` consumer";
+    case KAFKA_DLQ_PRODUCER: return "dead-letter producer";
+    default: return "`replay` consumer";
+  }
+}
+
 /* librdkafka's syslog levels onto ours, so its messages are structured log
  * lines like the rest. */
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
@@ -37,11 +71,14 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
            rd_kafka_err2name((rd_kafka_resp_err_t)err), NULL);
 }
 
-rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, const char *const *defaults, const char *const *forced,
+rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, const char *const *forced,
                                 char *errstr, size_t errsz) {
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   bool ok = kafka_conf_set(conf, "bootstrap.servers", cfg->kafka_brokers, errstr, errsz) &&
-            kafka_conf_set(conf, "client.id", "aggregator", errstr, errsz) && set_pairs(conf, defaults, errstr, errsz);
+            kafka_conf_set(conf, "client.id", "aggregator", errstr, errsz);
+  for (size_t i = 0; ok && i < kafka_defaults_count; i++)
+    if (kafka_defaults[i].client == client)
+      ok = kafka_conf_set(conf, kafka_defaults[i].name, kafka_defaults[i].value, errstr, errsz);
   for (size_t i = 0; ok && i < cfg->rdkafka_count; i++)
     ok = kafka_conf_set(conf, cfg->rdkafka[i].name, cfg->rdkafka[i].value, errstr, errsz);
   ok = ok && set_pairs(conf, forced, errstr, errsz);

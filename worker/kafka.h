@@ -11,12 +11,26 @@
 #include "command.h"
 #include "config.h"
 
-/* A configuration with bootstrap.servers, then `defaults` (name, value
- * pairs, NULL-terminated; may be NULL), then the pass-through properties
- * (so operators can override our defaults), then `forced` (properties that
- * correctness depends on, e.g. enable.auto.commit=false). Returns NULL with
- * errstr filled if librdkafka refuses a property. */
-rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, const char *const *defaults, const char *const *forced,
+/* The librdkafka clients the worker creates. */
+typedef enum { KAFKA_RUN_CONSUMER, KAFKA_DLQ_PRODUCER, KAFKA_REPLAY_CONSUMER } kafka_client_t;
+
+/* Where our defaults differ from librdkafka's, and why: one table that
+ * configures the clients (kafka_conf_new) and writes the reference
+ * (docs/CONFIG.md). Any kafka.rdkafka.* key overrides them. */
+typedef struct kafka_default {
+  kafka_client_t client;
+  const char *name, *value, *why;
+} kafka_default_t;
+extern const kafka_default_t kafka_defaults[];
+extern const size_t kafka_defaults_count;
+const char *kafka_client_name(kafka_client_t client);
+
+/* A configuration with bootstrap.servers, then the client's kafka_defaults,
+ * then the pass-through properties (so operators can override our
+ * defaults), then `forced` (name, value pairs, NULL-terminated: properties
+ * that correctness depends on, e.g. enable.auto.commit=false). Returns NULL
+ * with errstr filled if librdkafka refuses a property. */
+rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, const char *const *forced,
                                 char *errstr, size_t errsz);
 /* Sets one property or fills errstr ("name: librdkafka's message"). */
 bool kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *errstr, size_t errsz);

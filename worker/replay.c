@@ -270,16 +270,9 @@ static bool replay_topics(replay_t *r, const cli_options_t *o) {
   /* A group id of its own, never committed to: the live group's offsets do
    * not move, and nothing is left behind on the broker. */
   snprintf(group, sizeof group, "aggregator-replay-%d", (int)getpid());
-  /* queued.min.messages is the prefetch per partition: at librdkafka's
-   * default (100000) the fetcher idles between refills and a replay ran at
-   * half speed waiting on it (docs/BENCHMARKS.md); 500000 keeps every
-   * partition's queue ahead of the merge at ~100 MB per partition at most
-   * (queued.max.messages.kbytes still caps it). */
-  const char *defaults[] = {"fetch.max.bytes",    "104857600", "queued.max.messages.kbytes", "262144",
-                            "queued.min.messages", "500000",   NULL};
   const char *forced[] = {"group.id", group, "enable.auto.commit", "false", "enable.auto.offset.store", "false",
                           NULL};
-  rd_kafka_conf_t *conf = kafka_conf_new(r->cfg, defaults, forced, errstr, sizeof errstr);
+  rd_kafka_conf_t *conf = kafka_conf_new(r->cfg, KAFKA_REPLAY_CONSUMER, forced, errstr, sizeof errstr);
   if (!conf) {
     fprintf(stderr, "aggregator: replay: %s\n", errstr);
     return false;
