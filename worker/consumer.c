@@ -356,6 +356,23 @@ static bool drain(consumer_t *c, int64_t deadline) {
 
 /* --- rebalance -------------------------------------------------------------------- */
 
+/* "topic:0 topic:3 ..." for the log (cut at the buffer's end with "..."), so
+ * that an operator, or a test, sees which partitions moved. */
+static const char *partition_names(const rd_kafka_topic_partition_list_t *parts, char *out, size_t size) {
+  size_t n = 0;
+  out[0] = '\0';
+  for (int i = 0; i < parts->cnt && n < size; i++) {
+    int w = snprintf(out + n, size - n, "%s%s:%" PRId32, i ? " " : "", parts->elems[i].topic,
+                     parts->elems[i].partition);
+    if (w < 0 || (size_t)w >= size - n) {
+      if (size >= 4) memcpy(out + size - 4, "...", 4);
+      break;
+    }
+    n += (size_t)w;
+  }
+  return out;
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
                          void *opaque) {
   consumer_t *c = opaque;
@@ -369,7 +386,9 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
       rd_kafka_error_destroy(e);
     }
     if (c->paused) rd_kafka_pause_partitions(rk, parts);
-    log_info("partitions assigned", "count", LOG_INT, (int64_t)parts->cnt, "total", LOG_INT, (int64_t)c->nparts);
+    char names[512];
+    log_info("partitions assigned", "count", LOG_INT, (int64_t)parts->cnt, "total", LOG_INT, (int64_t)c->nparts,
+             "partitions", LOG_STR, partition_names(parts, names, sizeof names));
   } else {
     bool lost = rd_kafka_assignment_lost(rk);
     if (!lost) {
@@ -383,8 +402,9 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     rd_kafka_error_t *e = coop ? rd_kafka_incremental_unassign(rk, parts) : NULL;
     if (!coop) rd_kafka_assign(rk, NULL);
     if (e) rd_kafka_error_destroy(e);
+    char names[512];
     log_info(lost ? "partitions lost" : "partitions revoked", "count", LOG_INT, (int64_t)parts->cnt, "total",
-             LOG_INT, (int64_t)c->nparts);
+             LOG_INT, (int64_t)c->nparts, "partitions", LOG_STR, partition_names(parts, names, sizeof names));
   }
   metrics_set_assigned(c->nparts > 0);
 }

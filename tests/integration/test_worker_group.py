@@ -1,34 +1,96 @@
 #!/usr/bin/env python3
 """Scenario 3: two workers in one group on a 6-partition topic; one is killed
-mid-run, the other takes its partitions over; same documents."""
-import time
+(SIGKILL) while it holds partitions it has worked on, the other takes them
+over; same documents.
+
+Every step waits for the event it needs, read from the workers' own logs
+(each rebalance line names the partitions that moved) and from the group's
+committed offsets, never for a time: on a busy machine the second worker may
+join late, or take everything before the first has joined."""
+import json
 
 import harness as h
+
+PARTITIONS = 6
+
+
+def holdings(s, w):
+    """The partitions w holds now, replayed from its log's rebalance lines."""
+    held = set()
+    for line in s.worker_log(w).splitlines():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        names = set(e.get("partitions", "").split())
+        if e.get("msg") == "partitions assigned":
+            held |= names
+        elif e.get("msg") in ("partitions revoked", "partitions lost"):
+            held -= names
+    return held
+
+
+def split(s, path, first_share):
+    lines = open(path).readlines()
+    cut = int(len(lines) * first_share)
+    parts = []
+    for name, chunk in (("first.jsonl", lines[:cut]), ("second.jsonl", lines[cut:])):
+        with open(s.path(name), "w") as f:
+            f.writelines(chunk)
+        parts.append(s.path(name))
+    return parts
 
 
 def scenario(s):
     stream = s.generate("--seed", "33", "--count", "12000", "--assignments", "48", "--students", "30",
                         "--invalid-rate", "0.01", "--duplicate-rate", "0.05", "--order", "shuffle")
     expected, _ = s.expected(stream)
-    producer = s.produce_async(stream, rate=2000)
+    first, second = split(s, stream, 0.5)
     extra = [("batch.max_commands", "500")]
     w1 = s.start_worker("g1", extra)
     w2 = s.start_worker("g1", extra)
-    # Kill w2 only once it holds partitions (and has worked on them a little):
-    # otherwise there is nothing to take over.
-    def w2_assigned():
-        assert w1.poll() is None and w2.poll() is None, "a worker died"
-        return "partitions assigned" in s.worker_log(w2)
+    everything = {f"{s.topic}:{p}" for p in range(PARTITIONS)}
 
-    h.wait_until(w2_assigned, 60, "the second worker never got partitions")
-    time.sleep(1.5)
+    def alive():
+        assert w1.poll() is None and w2.poll() is None, "a worker died"
+
+    # 1. The group has settled with both members holding partitions.
+    def shared():
+        alive()
+        a, b = holdings(s, w1), holdings(s, w2)
+        return a and b and not (a & b) and (a | b) == everything
+
+    h.wait_until(shared, 90, lambda: f"the group never split the partitions: w1 {sorted(holdings(s, w1))}, "
+                                     f"w2 {sorted(holdings(s, w2))}")
+    # 2. The second worker works on its partitions: the topic was empty until
+    # now, so a committed offset on one of them is its own work.
+    s.produce(first)
+
+    def w2_worked():
+        alive()
+        mine = {int(n.rsplit(":", 1)[1]) for n in holdings(s, w2)}
+        try:
+            c = s.committed("g1")
+        except RuntimeError:
+            return False
+        return any(c.get(p, -1) > 0 for p in mine)
+
+    h.wait_until(w2_worked, 90, "the second worker committed nothing on its partitions")
+    taken = holdings(s, w2)
+    assert taken, "the second worker lost its partitions before the kill"
+    # 3. Kill it; the rest of the stream arrives while the survivor takes over.
     w2.kill()
     w2.wait()
-    assert producer.wait(120) == 0
+    s.produce(second)
+
+    def survivor_holds_all():
+        assert w1.poll() is None, "the survivor died"
+        return holdings(s, w1) == everything
+
+    h.wait_until(survivor_holds_all, 120, lambda: f"the survivor holds {sorted(holdings(s, w1))}, "
+                                                  f"not the killed worker's {sorted(taken)} too")
     s.wait_committed("g1", alive=[w1])
     s.stop_worker(w1)
-    log = s.worker_log(w1)
-    assert log.count("partitions assigned") >= 2, "the survivor should have been assigned the killed worker's partitions"
     h.assert_same_documents(expected, s.stored())
 
 
