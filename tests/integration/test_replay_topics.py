@@ -102,10 +102,12 @@ def scenario(s):
     w = s.start_worker("live")
     h.wait_until(lambda: s.holdings(w), 120, "the live worker never got partitions")
     h.wait_until(lambda: time.time() > cut_s + 0.01, 5, "the clock did not pass the cut")
-    # A replay is concurrent when the live worker makes a write durable (its
-    # group's committed offsets move past a slice produced after the replay
-    # started) while the replay still runs. A replay that ends first proves
-    # nothing: another one starts, until one was shown concurrent.
+    # A replay is concurrent when the live worker has merged a slice
+    # produced after the replay was started and made it durable (its group's
+    # committed offsets pass the slice: written, or found already stored by
+    # the replay) while the replay process still runs. A replay that ends
+    # first proves nothing: another one starts, until one was shown
+    # concurrent. Which of the two writes a slice first is up to them.
     concurrent = 0
     replay_proc = None
     for i, sl in enumerate(slices):
