@@ -13,11 +13,11 @@ PARTITIONS = 6
 
 
 def split(s, path, first_share):
-    lines = open(path).readlines()
+    lines = open(path, "rb").readlines()  # bytes: the stream has invalid UTF-8 on purpose
     cut = int(len(lines) * first_share)
     parts = []
     for name, chunk in (("first.jsonl", lines[:cut]), ("second.jsonl", lines[cut:])):
-        with open(s.path(name), "w") as f:
+        with open(s.path(name), "wb") as f:
             f.writelines(chunk)
         parts.append(s.path(name))
     return parts
