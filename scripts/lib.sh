@@ -18,6 +18,9 @@ AGG_CACHE_DIR="${AGG_CACHE_DIR:-$HOME/.cache/aggregator}"
 # The one place FerretDB's version is pinned. v1 is the last line that runs
 # on SQLite without PostgreSQL/DocumentDB; v1.24.2 is its newest release.
 AGG_FERRETDB_VERSION="v1.24.2"
+# toxiproxy (network faults between the worker and its services in the
+# integration tests); v2.5.0 is the newest the Go module proxy serves.
+AGG_TOXIPROXY_VERSION="v2.5.0"
 
 agg_log() { printf '%s\n' "$*" >&2; }
 agg_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -29,6 +32,7 @@ agg_kafka_version() {
 
 agg_kafka_libs() { echo "$AGG_CACHE_DIR/kafka-$(agg_kafka_version)/libs"; }
 agg_ferretdb_bin() { echo "$AGG_CACHE_DIR/bin/ferretdb-$AGG_FERRETDB_VERSION"; }
+agg_toxiproxy_bin() { echo "$AGG_CACHE_DIR/bin/toxiproxy-$AGG_TOXIPROXY_VERSION"; }
 
 # Resolve the broker jars with Maven into the cache (no-op when present).
 # The .complete marker is written last, so an interrupted download is
@@ -94,6 +98,29 @@ agg_install_ferretdb() {
         go clean -modcache
         rm -rf "$GOCACHE"
     ) >"$log" 2>&1 || { cat "$log" >&2; agg_die "building FerretDB failed (log: $log)"; }
+}
+
+# Build the toxiproxy server from its Go module (no-op when present).
+agg_install_toxiproxy() {
+    local bin
+    bin="$(agg_toxiproxy_bin)"
+    [ -x "$bin" ] && return 0
+    command -v go >/dev/null || agg_die "go not found (Go 1.24+ is required to build toxiproxy)"
+    agg_log "bootstrap: building toxiproxy $AGG_TOXIPROXY_VERSION into $bin (first time only)"
+    local log="$AGG_CACHE_DIR/toxiproxy-build.log"
+    mkdir -p "$AGG_CACHE_DIR/bin" "$AGG_CACHE_DIR/go"
+    (
+        set -e
+        export GOMODCACHE="$AGG_CACHE_DIR/go/mod" GOCACHE="$AGG_CACHE_DIR/go/build"
+        export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
+        export GOBIN="$AGG_CACHE_DIR/go/bin-toxiproxy"
+        cd "$AGG_CACHE_DIR"
+        go install "github.com/Shopify/toxiproxy/v2/cmd/server@$AGG_TOXIPROXY_VERSION"
+        mv "$GOBIN/server" "$bin"
+        rm -rf "$GOBIN"
+        go clean -modcache
+        rm -rf "$GOCACHE"
+    ) >"$log" 2>&1 || { cat "$log" >&2; agg_die "building toxiproxy failed (log: $log)"; }
 }
 
 # Seconds since the epoch with decimals, for stage timings.

@@ -9,11 +9,15 @@ says the final documents depend only on the set of valid commands.
 import json
 import os
 import random
+import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 SRC = os.environ.get("AGG_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BIN = os.environ.get("AGG_BINARY_DIR", os.path.join(SRC, "build"))
@@ -38,6 +42,36 @@ def wait_until(cond, timeout, what, interval=0.2):
     raise AssertionError(what() if callable(what) else what)
 
 
+def free_port():
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+def http_get(port, path):
+    """(status, body) of GET path on the worker's metrics endpoint; status 0 while it does not listen."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
+        return 0, str(e)
+
+
+def metric(port, name, labels=""):
+    """The sum of the samples of metric name whose labels contain the text labels (e.g. 'result="ok"'),
+    or None while the endpoint does not answer."""
+    status, text = http_get(port, "/metrics")
+    if status != 200:
+        return None
+    total = 0.0
+    for lab, v in re.findall(r"^%s(?:\{([^}]*)\})? (\S+)$" % re.escape(name), text, re.M):
+        if labels in (lab or ""):
+            total += float(v)
+    return total
+
+
 def tool(name):
     return os.path.join(BIN, name)
 
@@ -58,6 +92,8 @@ class Scenario:
         self.db = f"it_{name}_{os.getpid()}".replace("-", "_")
         self.dir = tempfile.mkdtemp(prefix=f"agg-{name}-")
         self.workers = []
+        self.procs = []  # other children (producers, replays): killed by cleanup if still running
+        self.extra_topics = []
         run([tool("kafka_tool"), "create-topic", BROKERS, self.topic, str(partitions)])
         run([tool("kafka_tool"), "create-topic", BROKERS, self.dlq, "1"])
         run([tool("store_tool"), "drop", MONGO, self.db])
@@ -71,12 +107,21 @@ class Scenario:
             subprocess.run([tool("gen_commands"), *args], stdout=f, check=True)
         return out
 
-    def produce(self, path, rate=0):
-        run([tool("kafka_tool"), "produce", BROKERS, self.topic, path, str(rate)])
+    def create_topic(self, suffix, partitions=6):
+        """Another topic of this scenario ("<topic>-<suffix>"), deleted by cleanup."""
+        name = f"{self.topic}-{suffix}"
+        run([tool("kafka_tool"), "create-topic", BROKERS, name, str(partitions)])
+        self.extra_topics.append(name)
+        return name
 
-    def produce_async(self, path, rate=0):
-        return subprocess.Popen([tool("kafka_tool"), "produce", BROKERS, self.topic, path, str(rate)],
-                                stderr=subprocess.DEVNULL)
+    def produce(self, path, rate=0, topic=None):
+        run([tool("kafka_tool"), "produce", BROKERS, topic or self.topic, path, str(rate)])
+
+    def produce_async(self, path, rate=0, topic=None):
+        p = subprocess.Popen([tool("kafka_tool"), "produce", BROKERS, topic or self.topic, path, str(rate)],
+                             stderr=subprocess.DEVNULL)
+        self.procs.append(p)
+        return p
 
     def settings(self, group, extra=()):
         sets = {
@@ -113,26 +158,61 @@ class Scenario:
         out = run([tool("kafka_tool"), "end-offsets", BROKERS, topic or self.topic])
         return {int(a): int(b) for a, b in (l.split() for l in out.splitlines())}
 
-    def committed(self, group):
-        out = run([tool("kafka_tool"), "committed", BROKERS, group, self.topic])
+    def committed(self, group, topic=None):
+        out = run([tool("kafka_tool"), "committed", BROKERS, group, topic or self.topic])
         return {int(a): int(b) for a, b in (l.split() for l in out.splitlines())}
 
-    def wait_committed(self, group, timeout=180, alive=()):
+    def committed_total(self, group, topic=None):
+        """Messages the group has committed on the topic (an unset offset counts 0), or None while the
+        coordinator cannot answer (a fresh or restarted broker loading its offsets)."""
+        try:
+            return sum(max(o, 0) for o in self.committed(group, topic).values())
+        except RuntimeError:
+            return None
+
+    def holdings(self, w):
+        """The partitions ("topic:N") worker w holds now, replayed from its log's rebalance lines."""
+        held = set()
+        for line in self.worker_log(w).splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            names = set(e.get("partitions", "").split())
+            if e.get("msg") == "partitions assigned":
+                held |= names
+            elif e.get("msg") in ("partitions revoked", "partitions lost"):
+                held -= names
+        return held
+
+    def log_events(self, w, msg):
+        """The JSON log lines of worker w whose msg is msg, as dicts, in order."""
+        out = []
+        for line in self.worker_log(w).splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if e.get("msg") == msg:
+                out.append(e)
+        return out
+
+    def wait_committed(self, group, timeout=180, alive=(), topic=None):
         """Waits until the group's committed offsets reach the topic's end."""
-        end = self.end_offsets()
+        end = self.end_offsets(topic)
 
         def caught_up():
             for w in alive:
                 if w.poll() is not None:
                     raise AssertionError(f"worker died with {w.returncode}:\n{self.worker_log(w)[-3000:]}")
             try:
-                c = self.committed(group)
+                c = self.committed(group, topic)
             except RuntimeError:  # e.g. "Not coordinator" while a fresh broker loads the offsets topic
                 return False
             # An empty partition (end 0) has nothing to commit: its offset stays unset (-1001).
             return bool(c) and all(o == 0 or c.get(p, -1) >= o for p, o in end.items())
 
-        wait_until(caught_up, timeout, lambda: f"group {group} did not catch up: committed {self.committed(group)} "
+        wait_until(caught_up, timeout, lambda: f"group {group} did not catch up: committed {self.committed(group, topic)} "
                                                f"end {end}", interval=0.5)
 
     def expected(self, path):
@@ -150,15 +230,20 @@ class Scenario:
         return [json.loads(l) for l in out.splitlines()]
 
     def dlq_messages(self):
-        out = run([tool("kafka_tool"), "dump", BROKERS, self.dlq])
+        return self.topic_messages(self.dlq)
+
+    def topic_messages(self, topic=None):
+        """Every message of the topic up to its end, {partition, offset, headers, value_hex}."""
+        out = run([tool("kafka_tool"), "dump", BROKERS, topic or self.topic])
         return [json.loads(l) for l in out.splitlines()]
 
     def cleanup(self):
-        for p in self.workers:
+        for p in self.workers + self.procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        subprocess.run([tool("kafka_tool"), "delete-topic", BROKERS, self.topic], capture_output=True)
+        for t in [self.topic] + self.extra_topics:
+            subprocess.run([tool("kafka_tool"), "delete-topic", BROKERS, t], capture_output=True)
         subprocess.run([tool("kafka_tool"), "delete-topic", BROKERS, self.dlq], capture_output=True)
         subprocess.run([tool("store_tool"), "drop", MONGO, self.db], capture_output=True)
 

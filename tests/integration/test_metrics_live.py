@@ -5,30 +5,15 @@ same stream into an empty store), and /readyz turns not-ready while the store
 is stopped and ready again after it is back."""
 import os
 import re
-import socket
 import subprocess
-import urllib.error
-import urllib.request
 
 import harness as h
 
 STACK = os.path.join(h.SRC, "scripts", "stack")
 
 
-def free_port():
-    with socket.socket() as sk:
-        sk.bind(("127.0.0.1", 0))
-        return sk.getsockname()[1]
-
-
-def get(port, path):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except (urllib.error.URLError, ConnectionError) as e:  # not listening yet
-        return 0, str(e)
+free_port = h.free_port
+get = h.http_get
 
 
 def counter(text, result):

@@ -4,7 +4,7 @@
 - A replay of 200,000 commands into an empty store equals replay --input.
 - A replay over a store that is up to date writes nothing (no rev changes).
 - A replay --from a time applies only what came after it.
-- A replay while the live worker runs ends in the same documents.
+- Replays while the live worker writes (shown to overlap) end in the same documents.
 - The live group's committed offsets are unchanged by a replay.
 """
 import json
@@ -16,10 +16,25 @@ import time
 import harness as h
 
 
-def replay(s, db, *args):
+def replay_args(s, db, *args):
     sets = s.settings("unused", [("store.database", db), ("batch.max_commands", "50000"),
                                  ("batch.max_aggregates", "2000")])
-    r = subprocess.run([h.AGGREGATOR, "replay", *sets, *args], capture_output=True, text=True, timeout=600)
+    return [h.AGGREGATOR, "replay", *sets, *args]
+
+
+def start_replay(s, db):
+    p = subprocess.Popen(replay_args(s, db), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    s.procs.append(p)
+    return p
+
+
+def finish_replay(p):
+    _, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err[-3000:]
+
+
+def replay(s, db, *args):
+    r = subprocess.run(replay_args(s, db, *args), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     m = re.search(r"replay: read=(\d+) applied=(\d+) stale=(\d+) rejected=(\d+) aggregates=(\d+) seconds=([\d.]+)",
                   r.stderr)
@@ -34,6 +49,7 @@ def stored(db):
 
 SECOND = ["--seed", "67", "--count", "20000", "--assignments", "30", "--students", "30", "--invalid-rate", "0",
           "--duplicate-rate", "0.05", "--order", "shuffle"]
+SLICE = 2000
 
 
 def scenario(s):
@@ -66,23 +82,58 @@ def scenario(s):
     assert s.committed("live") == committed
 
     # A second part arrives after a known time, while the live worker runs;
-    # a replay runs at the same time into the same store.
-    time.sleep(1.5)
-    cut = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time())) + ".000Z"
-    time.sleep(1.5)
+    # replays run at the same time into the same store. The cut is a whole
+    # second after everything produced so far; the second part is produced
+    # once the clock has passed it (message timestamps are the producer's).
+    cut_s = int(time.time()) + 1
+    cut = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(cut_s)) + ".000Z"
     second = s.path("second.jsonl")
     # Command ids are unique per command: give the second part ids of its own.
     lines = subprocess.run([h.tool("gen_commands"), *SECOND], capture_output=True, text=True, check=True).stdout
+    slices = [[]]
+    for line in lines.splitlines():
+        cmd = json.loads(line)
+        cmd["id"] = "second-" + cmd["id"]
+        if len(slices[-1]) == SLICE:
+            slices.append([])
+        slices[-1].append(json.dumps(cmd, separators=(",", ":")) + "\n")
     with open(second, "w") as f:
-        for line in lines.splitlines():
-            cmd = json.loads(line)
-            cmd["id"] = "second-" + cmd["id"]
-            f.write(json.dumps(cmd, separators=(",", ":")) + "\n")
+        f.writelines(l for sl in slices for l in sl)
     w = s.start_worker("live")
-    producer = s.produce_async(second, rate=10000)
-    time.sleep(0.5)
-    replay(s, s.db)  # concurrent with the live worker and the producer, same store
-    assert producer.wait(120) == 0
+    h.wait_until(lambda: s.holdings(w), 120, "the live worker never got partitions")
+    h.wait_until(lambda: time.time() > cut_s + 0.01, 5, "the clock did not pass the cut")
+    # A replay is concurrent when the live worker has merged a slice
+    # produced after the replay was started and made it durable (its group's
+    # committed offsets pass the slice: written, or found already stored by
+    # the replay) while the replay process still runs. A replay that ends
+    # first proves nothing: another one starts, until one was shown
+    # concurrent. Which of the two writes a slice first is up to them.
+    concurrent = 0
+    replay_proc = None
+    for i, sl in enumerate(slices):
+        if replay_proc is None:
+            replay_proc = start_replay(s, s.db)
+        path = s.path(f"slice-{i}.jsonl")
+        with open(path, "w") as f:
+            f.writelines(sl)
+        s.produce(path)
+        end = sum(s.end_offsets().values())
+
+        def live_wrote():
+            assert w.poll() is None, "the live worker died"
+            c = s.committed_total("live")
+            return c is not None and c >= end
+
+        h.wait_until(live_wrote, 180, "the live worker did not commit the slice")
+        if replay_proc.poll() is None:
+            concurrent += 1
+        else:
+            finish_replay(replay_proc)
+            replay_proc = None
+    if replay_proc is not None:
+        finish_replay(replay_proc)
+    h.log(f"{concurrent} of {len(slices)} slices written by the live worker while a replay ran")
+    assert concurrent > 0, "no replay ran while the live worker wrote"
     replay(s, s.db)
     s.wait_committed("live", alive=[w])
     s.stop_worker(w)

@@ -136,8 +136,31 @@ START_TEST(kafka_does_not_auto_create_topics)
 
     int partitions = -1;
     ck_assert_int_eq(topic_metadata(rk, topic, &partitions), RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
-    usleep(1000 * 1000);
     ck_assert_int_eq(topic_metadata(rk, topic, &partitions), RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+    /* A creation could still be under way after those answers (a sleep
+     * would only guess how long one takes): ask the broker for the setting
+     * that refuses it. */
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_BROKER, "1");
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DescribeConfigs(rk, &res, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    ck_assert_msg(ev != NULL, "DescribeConfigs: no result within 30 s");
+    ck_assert_msg(rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR_NO_ERROR, "DescribeConfigs: %s",
+                  rd_kafka_event_error_string(ev));
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t **got =
+        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+    ck_assert_uint_eq(n, 1);
+    size_t nconf = 0;
+    const rd_kafka_ConfigEntry_t **entries = rd_kafka_ConfigResource_configs(got[0], &nconf);
+    const char *value = NULL;
+    for (size_t i = 0; i < nconf; i++)
+        if (!strcmp(rd_kafka_ConfigEntry_name(entries[i]), "auto.create.topics.enable"))
+            value = rd_kafka_ConfigEntry_value(entries[i]);
+    ck_assert_msg(value && !strcmp(value, "false"), "auto.create.topics.enable is %s", value ? value : "absent");
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_ConfigResource_destroy(res);
     rd_kafka_destroy(rk);
 }
 END_TEST

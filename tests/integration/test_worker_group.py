@@ -7,31 +7,13 @@ Every step waits for the event it needs, read from the workers' own logs
 (each rebalance line names the partitions that moved) and from the group's
 committed offsets, never for a time: on a busy machine the second worker may
 join late, or take everything before the first has joined."""
-import json
-
 import harness as h
 
 PARTITIONS = 6
 
 
-def holdings(s, w):
-    """The partitions w holds now, replayed from its log's rebalance lines."""
-    held = set()
-    for line in s.worker_log(w).splitlines():
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        names = set(e.get("partitions", "").split())
-        if e.get("msg") == "partitions assigned":
-            held |= names
-        elif e.get("msg") in ("partitions revoked", "partitions lost"):
-            held -= names
-    return held
-
-
 def split(s, path, first_share):
-    lines = open(path, "rb").readlines()  # the stream has invalid UTF-8 on purpose
+    lines = open(path, "rb").readlines()  # bytes: the stream has invalid UTF-8 on purpose
     cut = int(len(lines) * first_share)
     parts = []
     for name, chunk in (("first.jsonl", lines[:cut]), ("second.jsonl", lines[cut:])):
@@ -57,18 +39,18 @@ def scenario(s):
     # 1. The group has settled with both members holding partitions.
     def shared():
         alive()
-        a, b = holdings(s, w1), holdings(s, w2)
+        a, b = s.holdings(w1), s.holdings(w2)
         return a and b and not (a & b) and (a | b) == everything
 
-    h.wait_until(shared, 90, lambda: f"the group never split the partitions: w1 {sorted(holdings(s, w1))}, "
-                                     f"w2 {sorted(holdings(s, w2))}")
+    h.wait_until(shared, 90, lambda: f"the group never split the partitions: w1 {sorted(s.holdings(w1))}, "
+                                     f"w2 {sorted(s.holdings(w2))}")
     # 2. The second worker works on its partitions: the topic was empty until
     # now, so a committed offset on one of them is its own work.
     s.produce(first)
 
     def w2_worked():
         alive()
-        mine = {int(n.rsplit(":", 1)[1]) for n in holdings(s, w2)}
+        mine = {int(n.rsplit(":", 1)[1]) for n in s.holdings(w2)}
         try:
             c = s.committed("g1")
         except RuntimeError:
@@ -76,7 +58,7 @@ def scenario(s):
         return any(c.get(p, -1) > 0 for p in mine)
 
     h.wait_until(w2_worked, 90, "the second worker committed nothing on its partitions")
-    taken = holdings(s, w2)
+    taken = s.holdings(w2)
     assert taken, "the second worker lost its partitions before the kill"
     # 3. Kill it; the rest of the stream arrives while the survivor takes over.
     w2.kill()
@@ -85,9 +67,9 @@ def scenario(s):
 
     def survivor_holds_all():
         assert w1.poll() is None, "the survivor died"
-        return holdings(s, w1) == everything
+        return s.holdings(w1) == everything
 
-    h.wait_until(survivor_holds_all, 120, lambda: f"the survivor holds {sorted(holdings(s, w1))}, "
+    h.wait_until(survivor_holds_all, 120, lambda: f"the survivor holds {sorted(s.holdings(w1))}, "
                                                   f"not the killed worker's {sorted(taken)} too")
     s.wait_committed("g1", alive=[w1])
     s.stop_worker(w1)

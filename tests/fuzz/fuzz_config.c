@@ -1,0 +1,209 @@
+/* libFuzzer target for config_load(): the INI file text, the environment
+ * (AGGREGATOR_*) and --set, the three sources an operator writes.
+ *
+ * Input layout: segments separated by the two bytes "\0\1". The first is the
+ * file's text (written to a scratch file: the loader reads a path). Each
+ * further segment starting with 'E' is an environment entry, "AGGREGATOR_"
+ * followed by the rest ("NAME=VALUE"); one starting with 'S' is a --set
+ * argument; others are ignored. At most MAX_EXTRA of each.
+ *
+ * Checked, aborting (a crash to libFuzzer) on any violation:
+ * - an error is one line (no newline; see the known bug below), non-empty, and says where: with the
+ *   file as the only source, "FILE:LINE: " with LINE a line of the file
+ *   (SPEC.md section 6: "for a file, FILE:LINE"); with others too, that or
+ *   "environment AGGREGATOR_..." or "--set";
+ * - a configuration that loads is shown (`config show`) as INI that loads
+ *   again, from the file alone, to a configuration shown the same way:
+ *   what show prints is what the worker runs with. (Only for inputs whose
+ *   values hold no control characters: a value from the environment or
+ *   --set can carry a newline, which no INI line can; see the report of
+ *   issue 16. Nor for inputs naming a `_file` key: a value read from a file
+ *   is arbitrary text.)
+ * - and no crash, leak, or sanitizer report (ASan, UBSan). */
+#include <mongoc/mongoc.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#define MAX_EXTRA 8
+
+#define REQUIRE(cond, ...)                                                                          \
+  do {                                                                                              \
+    if (!(cond)) {                                                                                  \
+      fprintf(stderr, "fuzz_config: invariant failed: %s (line %d): ", #cond, __LINE__);          \
+      fprintf(stderr, __VA_ARGS__);                                                                 \
+      fputc('\n', stderr);                                                                          \
+      abort();                                                                                      \
+    }                                                                                               \
+  } while (0)
+
+static char g_path[64], g_path2[64];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  /* A `key_file = /dev/stdin` must not wait on a terminal. */
+  int fd = open("/dev/null", O_RDONLY);
+  if (fd >= 0) {
+    dup2(fd, 0);
+    close(fd);
+  }
+  mongoc_log_set_handler(NULL, NULL); /* the loader parses store.uri with libmongoc */
+  mongoc_init();
+  snprintf(g_path, sizeof g_path, "/tmp/fuzz_config-%d.ini", (int)getpid());
+  snprintf(g_path2, sizeof g_path2, "/tmp/fuzz_config-%d-shown.ini", (int)getpid());
+  /* Only our own entries: an AGGREGATOR_* variable of the caller would make
+   * every run depend on it. */
+  for (char **e = environ; *e;) {
+    if (!strncmp(*e, "AGGREGATOR_", 11)) {
+      char name[256];
+      snprintf(name, sizeof name, "%.*s", (int)(strchr(*e, '=') ? strchr(*e, '=') - *e : 0), *e);
+      unsetenv(name);
+      continue; /* environ shifted down */
+    }
+    e++;
+  }
+  return 0;
+}
+
+static void write_file(const char *path, const void *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  REQUIRE(f, "cannot write %s", path);
+  REQUIRE(fwrite(data, 1, len, f) == len, "short write");
+  fclose(f);
+}
+
+static size_t count_lines(const uint8_t *d, size_t n) {
+  size_t lines = 0;
+  for (size_t i = 0; i < n; i++)
+    if (d[i] == '\n') lines++;
+  return lines + (n && d[n - 1] != '\n');
+}
+
+static bool has_control(const char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) return true;
+  return false;
+}
+
+/* "FILE:LINE: " with 1 <= LINE <= lines */
+static bool file_line_prefix(const char *msg, const char *path, size_t lines) {
+  size_t pl = strlen(path);
+  if (strncmp(msg, path, pl) || msg[pl] != ':') return false;
+  char *end;
+  unsigned long line = strtoul(msg + pl + 1, &end, 10);
+  return end != msg + pl + 1 && end[0] == ':' && end[1] == ' ' && line >= 1 && line <= lines;
+}
+
+static char *show(const config_t *cfg, size_t *len) {
+  char *text = NULL;
+  FILE *m = open_memstream(&text, len);
+  REQUIRE(m, "open_memstream");
+  config_show(cfg, m);
+  fclose(m);
+  /* The "# file: PATH" comment names the file it came from: drop it. */
+  char *f = strstr(text, "\n# file: ");
+  if (f) {
+    char *eol = strchr(f + 1, '\n');
+    memmove(f, eol, strlen(eol) + 1);
+    *len = strlen(text);
+  }
+  return text;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  /* Split at "\0\1". */
+  const uint8_t *seg[1 + 2 * MAX_EXTRA];
+  size_t seglen[1 + 2 * MAX_EXTRA], nseg = 0;
+  const uint8_t *p = data, *end = data + size;
+  while (nseg < 1 + 2 * MAX_EXTRA) {
+    const uint8_t *q = p;
+    while (q + 1 < end && !(q[0] == 0 && q[1] == 1)) q++;
+    if (q + 1 >= end) q = end;
+    seg[nseg] = p;
+    seglen[nseg++] = (size_t)(q - p);
+    if (q == end) break;
+    p = q + 2;
+  }
+
+  char *names[MAX_EXTRA], *sets[MAX_EXTRA];
+  size_t nenv = 0, nsets = 0;
+  bool control = false;
+  for (size_t i = 1; i < nseg; i++) {
+    if (!seglen[i]) continue;
+    /* A copy that stops at a NUL, as argv and environ do (not strndup: the
+     * input is not NUL-terminated, and strict_string_checks reads past n). */
+    char *s = malloc(seglen[i]);
+    REQUIRE(s, "no memory");
+    memcpy(s, seg[i] + 1, seglen[i] - 1);
+    s[seglen[i] - 1] = '\0';
+    control |= has_control(s);
+    if (seg[i][0] == 'E' && nenv < MAX_EXTRA) {
+      char *eq = strchr(s, '=');
+      if (eq) {
+        *eq = '\0';
+        char *name = malloc(strlen(s) + sizeof "AGGREGATOR_");
+        REQUIRE(name, "no memory");
+        sprintf(name, "AGGREGATOR_%s", s);
+        if (setenv(name, eq + 1, 1) == 0)
+          names[nenv++] = name;
+        else
+          free(name);
+      }
+      free(s);
+    } else if (seg[i][0] == 'S' && nsets < MAX_EXTRA) {
+      sets[nsets++] = s;
+    } else {
+      free(s);
+    }
+  }
+
+  write_file(g_path, seg[0], seglen[0]);
+  size_t lines = count_lines(seg[0], seglen[0]);
+  config_t *cfg = config_new();
+  REQUIRE(cfg, "config_new");
+  config_error_t err;
+  bool ok = config_load(cfg, g_path, sets, nsets, &err);
+  for (size_t i = 0; i < nenv; i++) {
+    unsetenv(names[i]);
+    free(names[i]);
+  }
+  for (size_t i = 0; i < nsets; i++) free(sets[i]);
+
+  if (!ok) {
+    const char *m = err.message;
+    REQUIRE(m[0], "empty error message");
+    /* Known bug (reported with issue 16, not fixed here: worker/config.c is
+     * another change's): a --set argument or environment value holding a
+     * newline is echoed into the error unescaped. Checked for the rest. */
+    if (!control) REQUIRE(!strchr(m, '\n'), "error of more than one line: %s", m);
+    if (!nenv && !nsets)
+      REQUIRE(file_line_prefix(m, g_path, lines), "a file error without FILE:LINE (%zu lines): %s", lines, m);
+    else
+      REQUIRE(file_line_prefix(m, g_path, lines) || !strncmp(m, "environment AGGREGATOR_", 23) ||
+                  !strncmp(m, "--set", 5),
+              "an error that does not say where: %s", m);
+  } else if (!control && !memchr(seg[0], '\r', seglen[0]) && !memmem(data, size, "_file", 5) &&
+             !memmem(data, size, "_FILE", 5)) {
+    size_t len1, len2;
+    char *text1 = show(cfg, &len1);
+    write_file(g_path2, text1, len1);
+    config_t *again = config_new();
+    config_error_t err2;
+    bool ok2 = config_load(again, g_path2, NULL, 0, &err2);
+    REQUIRE(ok2, "what config show printed does not load: %s\n%s", err2.message, text1);
+    char *text2 = show(again, &len2);
+    REQUIRE(len1 == len2 && !memcmp(text1, text2, len1), "show -> load -> show differs:\n%s\n---\n%s", text1, text2);
+    free(text1);
+    free(text2);
+    config_destroy(again);
+  }
+  config_destroy(cfg);
+  return 0;
+}
