@@ -26,6 +26,8 @@
 #include "buf.h"
 #include "config_table.h"
 #include "kafka.h"
+#include "oom.h"
+#include "redact.h"
 
 extern char **environ;
 
@@ -35,11 +37,10 @@ extern char **environ;
 /* ---- new / destroy ------------------------------------------------------- */
 
 config_t *config_new(void) {
-  config_t *cfg = calloc(1, sizeof *cfg);
-  if (!cfg) return NULL;
+  config_t *cfg = oom_calloc(1, sizeof *cfg);
   for (size_t i = 0; i < config_props_count; i++) {
     char why[256];
-    if (!config_prop_set(&config_props[i], cfg, config_props[i].def, why, sizeof why)) {
+    if (!config_prop_set(&config_props[i], cfg, config_props[i].def, false, why, sizeof why)) {
       /* A default that fails its own rule is a bug in the table. */
       fprintf(stderr, "config: default of %s.%s is invalid: %s\n", config_props[i].section, config_props[i].key,
               why);
@@ -67,12 +68,6 @@ void config_destroy(config_t *cfg) {
   free(cfg);
 }
 
-static char *xstrdup(const char *s) {
-  char *d = strdup(s);
-  if (!d) abort();
-  return d;
-}
-
 /* ---- where a value came from ---------------------------------------------- */
 
 typedef enum { ORIGIN_DEFAULT, ORIGIN_FILE, ORIGIN_ENV, ORIGIN_SET } origin_kind_t;
@@ -91,6 +86,7 @@ typedef struct loader {
   origin_t *props;  /* one per config_props row */
   origin_t *rk;     /* one per cfg->rdkafka entry */
   config_error_t *err;
+  const char *pending; /* a secret value being checked, not yet in cfg: errors are scrubbed of it too */
 } loader_t;
 
 static void origin_prefix(const loader_t *L, const origin_t *o, model_buf_t *b) {
@@ -102,7 +98,10 @@ static void origin_prefix(const loader_t *L, const origin_t *o, model_buf_t *b) 
   }
 }
 
-/* Fills the error as "ORIGIN: NAME: problem" (NAME may be NULL) and returns false. */
+/* Fills the error as "ORIGIN: NAME: problem" (NAME may be NULL) and returns
+ * false. The message is scrubbed of every secret loaded so far and of the
+ * one being checked: problems reported by librdkafka or libmongoc may quote
+ * the value they refuse. */
 static bool fail(loader_t *L, const origin_t *o, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static bool fail(loader_t *L, const origin_t *o, const char *name, const char *fmt, ...) {
@@ -116,14 +115,26 @@ static bool fail(loader_t *L, const origin_t *o, const char *name, const char *f
     }
     if (name) model_buf_printf(&b, "%s: ", name);
   }
-  char msg[512];
+  char msg[2048];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   model_buf_puts(&b, msg);
-  snprintf(L->err->message, sizeof L->err->message, "%s", b.data);
+  redact_set_t *secrets = redact_set_new();
+  config_collect_secrets(L->cfg, secrets);
+  if (L->pending) {
+    redact_set_add(secrets, L->pending);
+    redact_set_add_uri(secrets, L->pending);
+  }
+  model_buf_t clean = MODEL_BUF_INIT;
+  redact_set_scrub(secrets, b.data, b.len, &clean);
+  snprintf(L->err->message, sizeof L->err->message, "%s", clean.data);
+  redact_set_destroy(secrets);
+  explicit_bzero(msg, sizeof msg);
+  explicit_bzero(b.data, b.cap);
   model_buf_destroy(&b);
+  model_buf_destroy(&clean);
   return false;
 }
 
@@ -230,7 +241,7 @@ static bool duplicate(loader_t *L, const origin_t *in, const origin_t *prev, con
 
 static void record(origin_t *o, const origin_t *in, const char *path) {
   free(o->path);
-  o->path = path ? xstrdup(path) : NULL;
+  o->path = path ? oom_strdup(path) : NULL;
   o->kind = in->kind;
   o->line = in->line;
   snprintf(o->env, sizeof o->env, "%s", in->env);
@@ -247,13 +258,13 @@ static bool assign_rdkafka(loader_t *L, const origin_t *in, const char *prop, bo
   size_t i = 0;
   while (i < cfg->rdkafka_count && strcmp(cfg->rdkafka[i].name, prop)) i++;
   if (i == cfg->rdkafka_count) {
-    config_kv_t *kv = realloc(cfg->rdkafka, (i + 1) * sizeof *kv);
-    origin_t *o = realloc(L->rk, (i + 1) * sizeof *o);
-    if (!kv || !o) abort();
+    config_kv_t *kv = oom_realloc(cfg->rdkafka, (i + 1) * sizeof *kv);
+    origin_t *o = oom_realloc(L->rk, (i + 1) * sizeof *o);
     cfg->rdkafka = kv;
     L->rk = o;
-    kv[i].name = xstrdup(prop);
-    kv[i].value = xstrdup("");
+    kv[i].name = oom_strdup(prop);
+    kv[i].value = oom_strdup("");
+    kv[i].from_file = false;
     memset(&o[i], 0, sizeof o[i]);
     cfg->rdkafka_count++;
   } else if (L->rk[i].kind == in->kind) {
@@ -263,7 +274,8 @@ static bool assign_rdkafka(loader_t *L, const origin_t *in, const char *prop, bo
   }
   if (!from_file) {
     free(cfg->rdkafka[i].value);
-    cfg->rdkafka[i].value = xstrdup(value);
+    cfg->rdkafka[i].value = oom_strdup(value);
+    cfg->rdkafka[i].from_file = false;
   }
   record(&L->rk[i], in, from_file ? value : NULL);
   return true;
@@ -303,7 +315,11 @@ static bool assign(loader_t *L, const origin_t *in, const char *section, const c
     if (!*value) return fail(L, in, name, "empty file name");
   } else {
     char why[400];
-    if (!config_prop_set(p, L->cfg, value, why, sizeof why)) return fail(L, in, name, "%s", why);
+    L->pending = p->flags & CONFIG_SECRET ? value : NULL;
+    bool ok = config_prop_set(p, L->cfg, value, false, why, sizeof why) || fail(L, in, name, "%s", why);
+    L->pending = NULL;
+    if (!ok) return false;
+    L->cfg->from_file &= ~(UINT32_C(1) << (p - config_props));
   }
   record(o, in, from_file ? value : NULL);
   return true;
@@ -409,8 +425,7 @@ static bool load_env(loader_t *L) {
     if (!section) continue;
     const char *r = rest + strlen(section) + 1;
     size_t rlen = (size_t)(eq - r);
-    char *key = malloc(rlen + sizeof "rdkafka.");
-    if (!key) abort();
+    char *key = oom_malloc(rlen + sizeof "rdkafka.");
     if (!strcmp(section, "kafka") && rlen > 8 && !strncmp(r, "RDKAFKA_", 8)) {
       /* librdkafka names use dots; the few with underscores (log_level,
        * enabled_events) cannot be set from the environment. */
@@ -433,7 +448,7 @@ static bool load_env(loader_t *L) {
 static bool load_sets(loader_t *L, char *const *sets, size_t nsets) {
   origin_t in = {.kind = ORIGIN_SET};
   for (size_t i = 0; i < nsets; i++) {
-    char *arg = xstrdup(sets[i]);
+    char *arg = oom_strdup(sets[i]);
     char *eq = strchr(arg, '=');
     char *dot = eq ? memchr(arg, '.', (size_t)(eq - arg)) : NULL;
     bool ok;
@@ -511,10 +526,15 @@ static bool resolve_files(loader_t *L) {
     snprintf(name, sizeof name, "%s.%s_file", p->section, p->key);
     char *value;
     if (!read_value_file(o->path, &value, why, sizeof why)) return fail(L, o, name, "%s", why);
+    /* A value read from a file is a secret: errors do not quote it. */
     char vwhy[400];
-    bool ok = config_prop_set(p, L->cfg, value, vwhy, sizeof vwhy);
+    L->pending = value;
+    bool ok = config_prop_set(p, L->cfg, value, true, vwhy, sizeof vwhy) ||
+              fail(L, o, name, "%s: %s", o->path, vwhy);
+    L->pending = NULL;
     free_secret(value);
-    if (!ok) return fail(L, o, name, "%s: %s", o->path, vwhy);
+    if (!ok) return false;
+    L->cfg->from_file |= UINT32_C(1) << i;
   }
   for (size_t i = 0; i < L->cfg->rdkafka_count; i++) {
     origin_t *o = &L->rk[i];
@@ -525,6 +545,7 @@ static bool resolve_files(loader_t *L) {
     if (!read_value_file(o->path, &value, why, sizeof why)) return fail(L, o, name, "%s", why);
     free_secret(kv->value);
     kv->value = value;
+    kv->from_file = true;
   }
   return true;
 }
@@ -560,18 +581,6 @@ static bool check_cross(loader_t *L) {
   return true;
 }
 
-/* Replaces each occurrence of secret in msg by "***". */
-static void scrub(char *msg, size_t size, const char *secret) {
-  size_t sl = strlen(secret);
-  if (!sl) return;
-  for (char *p = strstr(msg, secret); p; p = strstr(p + 3, secret)) {
-    size_t tail = strlen(p + sl);
-    if (p + 3 + tail + 1 > msg + size) break;
-    memmove(p + 3, p + sl, tail + 1);
-    memcpy(p, "***", 3);
-  }
-}
-
 /* librdkafka validates its own properties (name, type, range, enum) in
  * rd_kafka_conf_set; run them all through it now so that a typo is a
  * configuration error with FILE:LINE rather than a failure at startup. */
@@ -583,7 +592,6 @@ static bool check_rdkafka(loader_t *L) {
     const config_kv_t *kv = &L->cfg->rdkafka[i];
     char errstr[512] = "";
     if (rd_kafka_conf_set(conf, kv->name, kv->value, errstr, sizeof errstr) == RD_KAFKA_CONF_OK) continue;
-    if (config_rdkafka_is_secret(kv->name)) scrub(errstr, sizeof errstr, kv->value);
     char name[300];
     snprintf(name, sizeof name, "kafka.rdkafka.%s%s", kv->name, L->rk[i].from_file ? "_file" : "");
     ok = fail(L, &L->rk[i], name, "librdkafka: %s", errstr);
@@ -598,12 +606,12 @@ bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nset
   config_error_t dummy;
   loader_t L = {.cfg = cfg, .file = path, .err = err ? err : &dummy};
   L.err->message[0] = '\0';
-  L.props = calloc(config_props_count, sizeof *L.props);
-  L.rk = calloc(cfg->rdkafka_count + 1, sizeof *L.rk);
-  if (!L.props || !L.rk) abort();
+  L.props = oom_calloc(config_props_count, sizeof *L.props);
+  L.rk = oom_calloc(cfg->rdkafka_count + 1, sizeof *L.rk);
+  cfg->from_file = 0;
   if (path) {
     free(cfg->source_file);
-    cfg->source_file = xstrdup(path);
+    cfg->source_file = oom_strdup(path);
   }
   bool ok = (!path || load_file(&L, path)) && load_env(&L) && load_sets(&L, sets, nsets) && resolve_files(&L) &&
             check_cross(&L) && check_rdkafka(&L);
@@ -622,6 +630,32 @@ static bool has_control(const char *s) {
   return false;
 }
 
+/* A string read from a _file key is a secret (numbers and enums are not:
+ * "100" would then be masked in every log line). */
+static bool prop_is_secret(const config_prop_t *p, const config_t *cfg) {
+  return (p->flags & CONFIG_SECRET) ||
+         (p->type == CONFIG_TYPE_STRING && (cfg->from_file & (UINT32_C(1) << (p - config_props))));
+}
+
+static bool prop_is_uri(const config_prop_t *p) { return !strcmp(p->type_name, "uri"); }
+
+static bool rdkafka_is_secret(const config_kv_t *kv) {
+  return kv->from_file || redact_rdkafka_property_is_secret(kv->name);
+}
+
+void config_collect_secrets(const config_t *cfg, redact_set_t *set) {
+  for (size_t i = 0; i < config_props_count; i++) {
+    const config_prop_t *p = &config_props[i];
+    if (!prop_is_secret(p, cfg)) continue;
+    const char *v = *(char *const *)((const char *)cfg + p->offset);
+    if (!v) continue;
+    if (prop_is_uri(p)) redact_set_add_uri(set, v);
+    if (!prop_is_uri(p) || (cfg->from_file & (UINT32_C(1) << i))) redact_set_add(set, v);
+  }
+  for (size_t i = 0; i < cfg->rdkafka_count; i++)
+    if (rdkafka_is_secret(&cfg->rdkafka[i])) redact_set_add(set, cfg->rdkafka[i].value);
+}
+
 void config_show(const config_t *cfg, FILE *out) {
   model_buf_t b = MODEL_BUF_INIT;
   model_buf_puts(&b, "# Effective configuration: defaults < file < environment < --set.\n"
@@ -638,12 +672,12 @@ void config_show(const config_t *cfg, FILE *out) {
       config_prop_format(p, cfg, &v);
       if (v.len) {
         model_buf_putc(&b, ' ');
-        if (!(p->flags & CONFIG_SECRET))
+        if (!prop_is_secret(p, cfg))
           model_buf_append(&b, v.data, v.len);
-        else if (p->type == CONFIG_TYPE_STRING && !strcmp(p->key, "uri"))
-          config_redact_uri(v.data, &b);
+        else if (prop_is_uri(p))
+          redact_uri(v.data, &b);
         else
-          model_buf_puts(&b, "***");
+          model_buf_puts(&b, REDACT_MASK);
         explicit_bzero(v.data, v.len);
       }
       model_buf_destroy(&v);
@@ -652,8 +686,8 @@ void config_show(const config_t *cfg, FILE *out) {
     if (strcmp(section, "kafka")) continue;
     for (size_t i = 0; i < cfg->rdkafka_count; i++) {
       const config_kv_t *kv = &cfg->rdkafka[i];
-      if (config_rdkafka_is_secret(kv->name))
-        model_buf_printf(&b, "rdkafka.%s = ***\n", kv->name);
+      if (rdkafka_is_secret(kv))
+        model_buf_printf(&b, "rdkafka.%s = %s\n", kv->name, REDACT_MASK);
       else if (has_control(kv->value)) /* e.g. a PEM read from a file: not representable in INI */
         model_buf_printf(&b, "# rdkafka.%s: multi-line value of %zu bytes not shown\n", kv->name, strlen(kv->value));
       else
@@ -766,10 +800,15 @@ static const char markdown_intro[] =
     "file's path need not exist), and its content is validated like any other value. An unreadable file is an\n"
     "error.\n"
     "\n"
-    "`config show` prints `***` for secret values: `store.uri` keeps its host and options but loses its\n"
-    "password and the values of options named like *password*, *secret*, *token* or\n"
-    "`authMechanismProperties`; librdkafka properties named *password*, *secret*, `ssl.key.pem` and\n"
-    "`sasl.oauthbearer.config` are replaced whole. Error messages never repeat a secret value.\n"
+    "Secrets are: the password of `store.uri` and the values of its options named like *password*,\n"
+    "*secret*, *token* or `authMechanismProperties`; librdkafka properties named *password*, *secret*,\n"
+    "`ssl.key.pem` and `sasl.oauthbearer.config`; and every string value read through a `_file` key.\n"
+    "`config show` prints `***` for them (`store.uri` keeps its user, hosts and other options), error\n"
+    "messages never repeat them, and every log line, metric label and error that comes from librdkafka,\n"
+    "libmongoc or a server is scrubbed of them (as written and percent-decoded) before it is printed.\n"
+    "Special characters in a URI password (`@ : / %` and spaces) must be percent-encoded (`p@ss` is\n"
+    "`p%40ss`); an unescaped `@` is refused, since the driver would take the rest of the password for a host\n"
+    "name and print it in every connection error.\n"
     "\n"
     "## librdkafka properties\n"
     "\n"
@@ -806,7 +845,8 @@ static const char markdown_after_kafka_defaults[] =
     "config/dev.ini:3: [bacth]: unknown section (did you mean [batch]?)\n"
     "config/dev.ini:9: batch.linger_ms: '70000' is out of range 0..60000\n"
     "environment AGGREGATOR_LOG_LEVEL: log.level: 'verbose' is not one of error, warn, info, debug\n"
-    "--set metrics.listen: '9464' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty\n"
+    "--set metrics.listen: '9464' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any "
+    "free port) or empty\n"
     "config/prod.ini:14: store.uri_file: cannot read /run/secrets/mongodb-uri: No such file or directory\n"
     "```\n"
     "\n"
@@ -880,6 +920,8 @@ bool config_apply_live(config_t *cur, const config_t *next, char *restart_keys, 
     if (config_prop_equal(p, cur, next)) continue;
     if (p->flags & CONFIG_LIVE) {
       config_prop_copy(p, cur, next);
+      uint32_t bit = UINT32_C(1) << i;
+      cur->from_file = (cur->from_file & ~bit) | (next->from_file & bit);
     } else {
       snprintf(name, sizeof name, "%s.%s", p->section, p->key);
       append_key(restart_keys, restart_keys_size, name);

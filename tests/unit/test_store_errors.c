@@ -338,23 +338,6 @@ END_TEST
 
 /* --- configuration ------------------------------------------------------- */
 
-START_TEST(write_concern_parse) {
-  int32_t w = 0;
-  ck_assert(store_parse_write_concern("majority", &w));
-  ck_assert_int_eq(w, MONGOC_WRITE_CONCERN_W_MAJORITY);
-  ck_assert(store_parse_write_concern("1", &w));
-  ck_assert_int_eq(w, 1);
-  ck_assert(store_parse_write_concern("3", &w));
-  ck_assert_int_eq(w, 3);
-  ck_assert(store_parse_write_concern("50", &w));
-  ck_assert_int_eq(w, 50);
-  const char *bad[] = {"0", "-1", "", " 1", "1 ", "+1", "2x", "51", "99999999999999999999", "Majority", "majorityx"};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-    ck_assert_msg(!store_parse_write_concern(bad[i], &w), "accepted \"%s\"", bad[i]);
-  ck_assert(!store_parse_write_concern(NULL, &w));
-}
-END_TEST
-
 START_TEST(new_validates_without_connecting) {
   store_error_t err;
   /* Nothing listens on port 1: store_new must not care. */
@@ -409,7 +392,6 @@ static Suite *suite(void) {
   tcase_add_test(tc, bulk_incomplete_reply);
   suite_add_tcase(s, tc);
   tc = tcase_create("config");
-  tcase_add_test(tc, write_concern_parse);
   tcase_add_test(tc, new_validates_without_connecting);
   tcase_add_test(tc, new_never_reveals_password);
   suite_add_tcase(s, tc);
