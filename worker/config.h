@@ -3,8 +3,8 @@
  * One table of properties (config.c) drives parsing of the INI file,
  * environment overrides (AGGREGATOR_<SECTION>_<KEY>), --set overrides,
  * validation, `config show` (secrets redacted), `config describe` and the
- * generated reference docs/CONFIG.md. Precedence, lowest first: defaults,
- * file, environment, --set. */
+ * generated reference docs/CONFIG.md (written by tests/tools/gen_config_doc.c).
+ * Precedence, lowest first: defaults, file, environment, --set. */
 #ifndef CONFIG_H
 #define CONFIG_H
 
@@ -91,8 +91,6 @@ void config_collect_secrets(const config_t *cfg, struct redact_set *set);
 void config_show(const config_t *cfg, FILE *out);
 /* Prints every key with type, default, range, live-reloadable, meaning. */
 void config_describe(FILE *out);
-/* Writes the Markdown reference (docs/CONFIG.md). */
-void config_describe_markdown(FILE *out);
 
 /* For SIGHUP: copies the live-reloadable keys (batch.*, cache.*, log.level)
  * from next into cur. Names of changed keys that need a restart (including

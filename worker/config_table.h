@@ -58,6 +58,9 @@ extern const size_t config_props_count;
 extern const config_section_t config_sections[];
 extern const size_t config_sections_count;
 
+/* What kafka.rdkafka.<property> keys are, for describe and docs/CONFIG.md. */
+extern const char config_rdkafka_doc[];
+
 /* NULL when unknown. */
 const config_prop_t *config_prop_find(const char *section, const char *key);
 bool config_section_known(const char *section);
