@@ -14,10 +14,6 @@ config_t *cli_load_config(const cli_options_t *o, int *rc) {
    * (The store installs its own handler when it starts.) */
   mongoc_log_set_handler(NULL, NULL);
   config_t *cfg = config_new();
-  if (!cfg) {
-    *rc = 1;
-    return NULL;
-  }
   config_error_t err;
   if (!config_load(cfg, o->config_path, o->sets, o->nsets, &err)) {
     fprintf(stderr, "aggregator: %s\n", err.message); /* config_load scrubbed it */

@@ -64,7 +64,8 @@ typedef struct config_error {
   char message[512]; /* one line: "FILE:LINE: key: problem" or "--set key: problem" */
 } config_error_t;
 
-/* A config holding the built-in defaults. Caller owns; config_destroy(NULL) is safe. */
+/* A config holding the built-in defaults; never NULL (oom.h). Caller owns;
+ * config_destroy(NULL) is safe. */
 config_t *config_new(void);
 void config_destroy(config_t *cfg);
 

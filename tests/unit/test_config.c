@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "config_table.h"
+#include "redact.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -36,7 +37,7 @@ static const char *const env_used[] = {
     "AGGREGATOR_BATCH_LINGER_MS", "AGGREGATOR_BATCH_LINGER_M", "AGGREGATOR_LOG_LEVEL",
     "AGGREGATOR_STORE_URI",       "AGGREGATOR_STORE_URI_FILE", "AGGREGATOR_KAFKA_RDKAFKA_CLIENT_ID",
     "AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE", "AGGREGATOR_SERVICE_HOST", "AGGREGATOR_METRICS_LISTEN",
-    "AGGREGATOR_KAFKA_RDKAFKA_SOCKET_TIMEOUT_MS", "AGGREGATOR_batch_linger_ms",
+    "AGGREGATOR_KAFKA_RDKAFKA_SOCKET_TIMEOUT_MS", "AGGREGATOR_batch_linger_ms", "AGGREGATOR_KAFKA_GROUP",
 };
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof env_used / sizeof env_used[0]; i++) unsetenv(env_used[i]);
@@ -672,6 +673,49 @@ START_TEST(show_redacts_secrets) {
 }
 END_TEST
 
+/* Strings read through _file keys are secrets wherever they go; numbers are
+ * not (a secret "100" would blank every 100 in the logs). */
+START_TEST(show_redacts_file_strings) {
+  const char *group = write_ini("team-Kq7@x\n");
+  const char *linger = write_ini("250\n");
+  const char *user = write_ini("svc-Kq8\n");
+  char s1[300], s2[300], s3[300];
+  snprintf(s1, sizeof s1, "kafka.group_file=%s", group);
+  snprintf(s2, sizeof s2, "batch.linger_ms_file=%s", linger);
+  snprintf(s3, sizeof s3, "kafka.rdkafka.sasl.username_file=%s", user);
+  char *sets[] = {s1, s2, s3};
+  config_error_t err;
+  config_t *c = load(NULL, sets, 3, &err);
+  ck_assert_msg(c, "%s", err.message);
+  char *text = show(c);
+  ck_assert_msg(!strstr(text, "Kq7") && !strstr(text, "Kq8"), "%s", text);
+  ck_assert_ptr_nonnull(strstr(text, "\ngroup = ***\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\nlinger_ms = 250\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\nrdkafka.sasl.username = ***\n"));
+  free(text);
+  /* and every one of them is scrubbed from library text */
+  redact_set_t *secrets = redact_set_new();
+  config_collect_secrets(c, secrets);
+  model_buf_t b = MODEL_BUF_INIT;
+  const char *msg = "group team-Kq7@x user svc-Kq8 linger 250";
+  redact_set_scrub(secrets, msg, strlen(msg), &b);
+  ck_assert_str_eq(b.data, "group *** user *** linger 250");
+  model_buf_destroy(&b);
+  redact_set_destroy(secrets);
+  /* a later plain value is no longer a file's content */
+  setenv("AGGREGATOR_KAFKA_GROUP", "plain-group", 1);
+  config_destroy(c);
+  char *sets2[] = {s2};
+  c = load(NULL, sets2, 1, &err);
+  ck_assert_msg(c, "%s", err.message);
+  text = show(c);
+  ck_assert_ptr_nonnull(strstr(text, "\ngroup = plain-group\n"));
+  free(text);
+  config_destroy(c);
+  unsetenv("AGGREGATOR_KAFKA_GROUP");
+}
+END_TEST
+
 /* show prints every key, and what it prints loads back to the same values. */
 START_TEST(show_round_trips) {
   char *sets[] = {"kafka.topics=a, b", "batch.max_pending_bytes=3MiB", "metrics.listen=127.0.0.1:9464",
@@ -854,6 +898,7 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, env_outside_sections_ignored);
   tcase_add_test(tc, value_files);
   tcase_add_test(tc, show_redacts_secrets);
+  tcase_add_test(tc, show_redacts_file_strings);
   tcase_add_test(tc, show_round_trips);
   tcase_add_test(tc, describe_lists_every_key);
   tcase_add_test(tc, docs_config_md_is_current);
