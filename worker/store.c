@@ -76,14 +76,23 @@ struct store {
 static void set_error(store_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Every message is scrubbed of the configured secrets (redact.h) before it
+ * is cut to size: a server's or driver's text may echo one, and callers
+ * print err->message as it is (replay writes it to stderr). */
 static void set_error(store_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...) {
   if (!err) return;
   err->domain = domain;
   err->code = code;
+  char raw[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
+  redact_set_scrub_str(redact_global(), raw, sizeof raw);
+  size_t n = strnlen(raw, sizeof err->message - 1);
+  memcpy(err->message, raw, n);
+  err->message[n] = '\0';
+  explicit_bzero(raw, sizeof raw);
 }
 
 static void set_error_from_bson(store_error_t *err, const char *what, const bson_error_t *e) {

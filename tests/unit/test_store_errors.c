@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "redact.h"
 #include "store.h"
 #include "store_internal.h"
 
@@ -373,6 +374,17 @@ START_TEST(new_never_reveals_password) {
 }
 END_TEST
 
+/* Every store error is scrubbed of the process's configured secrets: replay
+ * prints err.message as it is, and a driver or server message may echo one. */
+START_TEST(errors_scrubbed_of_configured_secrets) {
+  redact_set_add(redact_global(), "maybe-Qz7x");
+  store_error_t err;
+  ck_assert_ptr_null(store_new("mongodb://h/?tls=maybe-Qz7x", "db", "coll", "1", &err));
+  redact_set_clear(redact_global());
+  ck_assert_msg(strstr(err.message, "Qz7x") == NULL && strstr(err.message, "***") != NULL, "%s", err.message);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("store_errors");
   TCase *tc = tcase_create("classify");
@@ -394,6 +406,7 @@ static Suite *suite(void) {
   tc = tcase_create("config");
   tcase_add_test(tc, new_validates_without_connecting);
   tcase_add_test(tc, new_never_reveals_password);
+  tcase_add_test(tc, errors_scrubbed_of_configured_secrets);
   suite_add_tcase(s, tc);
   return s;
 }
