@@ -164,10 +164,25 @@ static int hexval(char c) {
   return -1;
 }
 
-/* Adds s[0..n) and, when it holds %XX escapes, its decoded form (invalid
- * escapes kept as they are). */
+/* Adds s[0..n) with '"' and '\\' escaped, as a library that prints a
+ * document as JSON (libbson) would quote it. */
+static void add_json_locked(redact_set_t *set, const char *s, size_t n) {
+  if (!memchr(s, '"', n) && !memchr(s, '\\', n)) return;
+  model_buf_t b = MODEL_BUF_INIT;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '"' || s[i] == '\\') model_buf_putc(&b, '\\');
+    model_buf_putc(&b, s[i]);
+  }
+  add_locked(set, b.data, b.len);
+  explicit_bzero(b.data, b.cap);
+  model_buf_destroy(&b);
+}
+
+/* Adds s[0..n), its JSON-quoted form and, when it holds %XX escapes, its
+ * decoded form (invalid escapes kept as they are). */
 static void add_both_locked(redact_set_t *set, const char *s, size_t n) {
   add_locked(set, s, n);
+  add_json_locked(set, s, n);
   if (!memchr(s, '%', n)) return;
   char *d = oom_malloc(n + 1);
   size_t o = 0;
@@ -181,6 +196,7 @@ static void add_both_locked(redact_set_t *set, const char *s, size_t n) {
     }
   }
   add_locked(set, d, o);
+  add_json_locked(set, d, o);
   explicit_bzero(d, n + 1);
   free(d);
 }

@@ -22,8 +22,9 @@
  *     redact_global(), which `run` and `replay` fill from the configuration
  *     before any library sees it.
  *
- * Scrubbing matches the secret as configured and, for URI parts, also
- * percent-decoded (the form libraries work with). A message that ends with
+ * Scrubbing matches the secret as configured, with '"' and '\\' escaped as
+ * JSON quotes them, and percent-decoded when it holds %XX escapes (the form
+ * libraries work with). A message that ends with
  * the beginning of a secret (a library truncated it) has that tail masked
  * too. Strings shorter than REDACT_MIN_LEN are not scrubbed: they would
  * match inside ordinary words and blank out every log line, and a secret
@@ -74,8 +75,8 @@ void redact_set_destroy(redact_set_t *set);
 /* Forgets every string (zeroing it); the set stays usable. */
 void redact_set_clear(redact_set_t *set);
 
-/* Adds secret (NUL-terminated) as it is and percent-decoded. NULL, empty
- * and short strings are ignored; duplicates are kept once. */
+/* Adds secret (NUL-terminated) as it is, JSON-quoted and percent-decoded.
+ * NULL, empty and short strings are ignored; duplicates are kept once. */
 void redact_set_add(redact_set_t *set, const char *secret);
 /* Adds the secrets of a MongoDB URI: its password and the values of its
  * secret options, as written and percent-decoded. */

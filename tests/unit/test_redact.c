@@ -89,6 +89,9 @@ START_TEST(scrub_secrets) {
   redact_set_add(set, "p%40ss%3Aw%2F%25rd");
   ASSERT_SCRUB(set, "auth failed for p@ss:w/%rd!", "auth failed for ***!");
   ASSERT_SCRUB(set, "uri p%40ss%3Aw%2F%25rd", "uri ***");
+  /* as libbson's JSON quotes it */
+  redact_set_add(set, "q\"uo\\te");
+  ASSERT_SCRUB(set, "{\"pwd\": \"q\\\"uo\\\\te\"}", "{\"pwd\": \"***\"}");
   redact_set_clear(set);
   ASSERT_SCRUB(set, "a hunter2 b", "a hunter2 b");
   redact_set_destroy(set);
