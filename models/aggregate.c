@@ -51,15 +51,18 @@
  * ids, 30 student ids, feedback), which the views must be able to return
  * NUL-terminated, so they are stored as they are.
  *
- * Allocation failure inside apply/merge/put aborts, like model_buf: the
- * worker cannot do anything useful without memory and the merge API stays
- * total (no error path that could leave an aggregate half-updated). */
+ * Allocation failure aborts (oom.h, the project's one policy): the merge API
+ * stays total, with no error path that could leave an aggregate
+ * half-updated. */
 #include "aggregate.h"
 
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "hash.h"
+#include "oom.h"
 
 struct model_aggregate {
   uint8_t *blk;
@@ -260,9 +263,7 @@ static uint32_t grow_cap(size_t need) {
 static void reserve(model_aggregate_t *a, size_t need) {
   if (need <= a->cap) return;
   uint32_t cap = grow_cap(need);
-  uint8_t *p = realloc(a->blk, cap);
-  if (!p) abort();
-  a->blk = p;
+  a->blk = oom_realloc(a->blk, cap);
   a->cap = cap;
 }
 
@@ -279,8 +280,7 @@ static void splice(model_aggregate_t *a, size_t off, size_t old_len, const void 
 static void ensure_width(model_aggregate_t *a, size_t new_area_len) {
   if (a->wide || new_area_len <= UINT16_MAX) return;
   size_t n = a->n, off = idx_off(a);
-  uint32_t *tmp = malloc(n * 4 + 1);
-  if (!tmp) abort();
+  uint32_t *tmp = oom_malloc(n * 4 + 1);
   for (size_t i = 0; i < n; i++) tmp[i] = idx_get(a, i);
   splice(a, off, n * 2, tmp, n * 4);
   a->wide = 1;
@@ -302,8 +302,7 @@ static void splice_record(model_aggregate_t *a, size_t i, size_t pos, size_t old
 /* One byte of hash of a student id: lookups scan these (one or two cache
  * lines) instead of binary-searching the records (a cache miss per probe). */
 static uint8_t fingerprint(const char *s, size_t n) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+  uint32_t h = hash_fnv1a32(HASH_FNV1A32_INIT, s, n);
   return (uint8_t)(h ^ h >> 8 ^ h >> 16 ^ h >> 24);
 }
 
@@ -463,18 +462,13 @@ static size_t enc_grade(uint8_t *p, const model_stamp_t *st, bool has_points, do
 model_aggregate_t *model_aggregate_new(const char *tenant, size_t tenant_len, const char *assignment,
                                        size_t assignment_len) {
   assert(tenant_len >= 1 && tenant_len <= MODEL_ID_MAX && assignment_len >= 1 && assignment_len <= MODEL_ID_MAX);
-  model_aggregate_t *a = calloc(1, sizeof *a);
-  if (!a) return NULL;
+  model_aggregate_t *a = oom_calloc(1, sizeof *a);
   a->tlen = (uint8_t)tenant_len;
   a->alen = (uint8_t)assignment_len;
   a->hdr_len = 1;
   size_t used = hdr_off(a) + 1; /* no students: no fingerprints, no index */
   a->cap = grow_cap(used);
-  a->blk = malloc(a->cap);
-  if (!a->blk) {
-    free(a);
-    return NULL;
-  }
+  a->blk = oom_malloc(a->cap);
   uint8_t *p = a->blk;
   memcpy(p, tenant, tenant_len);
   p[tenant_len] = '/';
@@ -600,15 +594,10 @@ bool model_aggregate_equal(const model_aggregate_t *a, const model_aggregate_t *
 }
 
 model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg) {
-  model_aggregate_t *c = malloc(sizeof *c);
-  if (!c) return NULL;
+  model_aggregate_t *c = oom_malloc(sizeof *c);
   *c = *agg;
   c->cap = grow_cap(agg->used);
-  c->blk = malloc(c->cap);
-  if (!c->blk) {
-    free(c);
-    return NULL;
-  }
+  c->blk = oom_malloc(c->cap);
   memcpy(c->blk, agg->blk, agg->used);
   return c;
 }

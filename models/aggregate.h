@@ -28,7 +28,7 @@ typedef struct model_counts {
 } model_counts_t;
 
 /* A new empty aggregate (no header, no students) for (tenant, assignment);
- * both must be valid ids. Returns NULL only on allocation failure. The caller
+ * both must be valid ids. Never NULL (out of memory aborts, see oom.h). The caller
  * owns it; model_aggregate_destroy(NULL) is safe. */
 model_aggregate_t *model_aggregate_new(const char *tenant, size_t tenant_len, const char *assignment,
                                        size_t assignment_len);
@@ -50,7 +50,7 @@ bool model_aggregate_merge(model_aggregate_t *dst, const model_aggregate_t *src)
 /* True if a and b hold the same slots (stamps and values). */
 bool model_aggregate_equal(const model_aggregate_t *a, const model_aggregate_t *b);
 
-/* A deep copy, or NULL on allocation failure. */
+/* A deep copy; never NULL (out of memory aborts, see oom.h). */
 model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg);
 
 /* Derived counters, recomputed from the slots. */

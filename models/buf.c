@@ -1,5 +1,7 @@
 #include "buf.h"
 
+#include "oom.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +11,7 @@ void model_buf_reserve(model_buf_t *b, size_t extra) {
   if (b->len + extra + 1 <= b->cap) return;
   size_t cap = b->cap ? b->cap : 256;
   while (cap < b->len + extra + 1) cap *= 2;
-  char *p = realloc(b->data, cap);
-  if (!p) abort();
-  b->data = p;
+  b->data = oom_realloc(b->data, cap);
   b->cap = cap;
 }
 

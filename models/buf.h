@@ -1,8 +1,7 @@
 /* model_buf: a growable byte buffer used by the codecs.
  *
  * The buffer owns `data`; model_buf_destroy() frees it (NULL-safe on the
- * struct pointer). Appends abort() on allocation failure: the worker cannot
- * do anything useful without memory, and callers stay simple. */
+ * struct pointer). Appends abort on allocation failure (oom.h). */
 #ifndef MODEL_BUF_H
 #define MODEL_BUF_H
 

@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oom.h"
+
 #define SMALL_KEYS 16
 #define NO_KEY SIZE_MAX
 #define NONE SIZE_MAX
@@ -444,8 +446,7 @@ static void check_big_object(scan_t *s, const frame_t *f) {
 
 static bool grow_keys(scan_t *s) {
   size_t ncap = s->cap * 2;
-  keyrec_t *n = malloc(ncap * sizeof *n);
-  if (!n) abort(); /* same policy as model_buf: nothing useful to do without memory */
+  keyrec_t *n = oom_malloc(ncap * sizeof *n);
   memcpy(n, s->keys, s->nkeys * sizeof *n);
   free(s->heap);
   s->heap = s->keys = n;

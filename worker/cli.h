@@ -19,8 +19,9 @@ typedef struct cli_options {
 } cli_options_t;
 
 /* The configuration of -c and --set (with the environment between them).
- * On failure prints the one-line error, sets *rc (2 for a bad configuration,
- * 1 when out of memory) and returns NULL. Caller owns the result. */
+ * On failure prints the one-line error, sets *rc to 2 and returns NULL. On
+ * success the configuration's secrets are in redact_global() (every log
+ * line is scrubbed of them). Caller owns the result. */
 struct config;
 struct config *cli_load_config(const cli_options_t *o, int *rc); /* cli_config.c */
 

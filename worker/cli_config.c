@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "redact.h"
 
 config_t *cli_load_config(const cli_options_t *o, int *rc) {
   /* Validating store.uri parses it with libmongoc, whose default log handler
@@ -13,17 +14,16 @@ config_t *cli_load_config(const cli_options_t *o, int *rc) {
    * (The store installs its own handler when it starts.) */
   mongoc_log_set_handler(NULL, NULL);
   config_t *cfg = config_new();
-  if (!cfg) {
-    *rc = 1;
-    return NULL;
-  }
   config_error_t err;
   if (!config_load(cfg, o->config_path, o->sets, o->nsets, &err)) {
-    fprintf(stderr, "aggregator: %s\n", err.message);
+    fprintf(stderr, "aggregator: %s\n", err.message); /* config_load scrubbed it */
     config_destroy(cfg);
     *rc = 2;
     return NULL;
   }
+  /* From here on libraries see the secrets: every log line is scrubbed of
+   * them (log.h). */
+  config_collect_secrets(cfg, redact_global());
   return cfg;
 }
 

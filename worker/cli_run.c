@@ -23,6 +23,9 @@ int cli_run(const cli_options_t *o) {
     log_error("metrics endpoint", "error", LOG_STR, err);
     goto out;
   }
+  if (*cfg->metrics_listen) /* with port 0 this is how to find it */
+    log_info("metrics endpoint listening", "listen", LOG_STR, cfg->metrics_listen, "port", LOG_INT,
+             (int64_t)metrics_port());
   store_error_t serr;
   store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &serr);
   if (!store) {
@@ -30,6 +33,19 @@ int cli_run(const cli_options_t *o) {
     rc = 2;
     goto out;
   }
+  /* One round trip before consuming: credentials the store refuses (or any
+   * other error retrying cannot fix) end the run now, with the store's
+   * reason, rather than at the first flush; a store that is down is an
+   * outage like any other and is retried. */
+  store_status_t st = store_ping(store, &serr);
+  if (st == STORE_FATAL) {
+    log_error("store refused the worker", "error", LOG_STR, serr.message);
+    goto out;
+  }
+  if (st == STORE_RETRY)
+    log_warn("store not reachable yet; retrying in the background", "error", LOG_STR, serr.message);
+  else
+    metrics_store_answered();
   batch_limits_t limits = batch_limits_from_config(cfg);
   batch_sink_t sink = batch_store_sink(store);
   batch = batch_new(&sink, &limits);

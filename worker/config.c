@@ -1,6 +1,6 @@
 /* Configuration: loading from the file, the environment and --set, checks
- * across keys and with librdkafka, `config show`, `config describe`,
- * docs/CONFIG.md, and the SIGHUP merge. The keys themselves are the table in
+ * across keys and with librdkafka, `config show`, `config describe` and the
+ * SIGHUP merge (docs/CONFIG.md is written by tests/tools/gen_config_doc.c). The keys themselves are the table in
  * config_table.c.
  *
  * The INI reader is our own (about sixty lines) rather than Debian's inih:
@@ -26,6 +26,8 @@
 #include "buf.h"
 #include "config_table.h"
 #include "kafka.h"
+#include "oom.h"
+#include "redact.h"
 
 extern char **environ;
 
@@ -35,11 +37,10 @@ extern char **environ;
 /* ---- new / destroy ------------------------------------------------------- */
 
 config_t *config_new(void) {
-  config_t *cfg = calloc(1, sizeof *cfg);
-  if (!cfg) return NULL;
+  config_t *cfg = oom_calloc(1, sizeof *cfg);
   for (size_t i = 0; i < config_props_count; i++) {
     char why[256];
-    if (!config_prop_set(&config_props[i], cfg, config_props[i].def, why, sizeof why)) {
+    if (!config_prop_set(&config_props[i], cfg, config_props[i].def, false, why, sizeof why)) {
       /* A default that fails its own rule is a bug in the table. */
       fprintf(stderr, "config: default of %s.%s is invalid: %s\n", config_props[i].section, config_props[i].key,
               why);
@@ -67,12 +68,6 @@ void config_destroy(config_t *cfg) {
   free(cfg);
 }
 
-static char *xstrdup(const char *s) {
-  char *d = strdup(s);
-  if (!d) abort();
-  return d;
-}
-
 /* ---- where a value came from ---------------------------------------------- */
 
 typedef enum { ORIGIN_DEFAULT, ORIGIN_FILE, ORIGIN_ENV, ORIGIN_SET } origin_kind_t;
@@ -91,6 +86,7 @@ typedef struct loader {
   origin_t *props;  /* one per config_props row */
   origin_t *rk;     /* one per cfg->rdkafka entry */
   config_error_t *err;
+  const char *pending; /* a secret value being checked, not yet in cfg: errors are scrubbed of it too */
 } loader_t;
 
 static void origin_prefix(const loader_t *L, const origin_t *o, model_buf_t *b) {
@@ -102,7 +98,10 @@ static void origin_prefix(const loader_t *L, const origin_t *o, model_buf_t *b) 
   }
 }
 
-/* Fills the error as "ORIGIN: NAME: problem" (NAME may be NULL) and returns false. */
+/* Fills the error as "ORIGIN: NAME: problem" (NAME may be NULL) and returns
+ * false. The message is scrubbed of every secret loaded so far and of the
+ * one being checked: problems reported by librdkafka or libmongoc may quote
+ * the value they refuse. */
 static bool fail(loader_t *L, const origin_t *o, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static bool fail(loader_t *L, const origin_t *o, const char *name, const char *fmt, ...) {
@@ -116,14 +115,26 @@ static bool fail(loader_t *L, const origin_t *o, const char *name, const char *f
     }
     if (name) model_buf_printf(&b, "%s: ", name);
   }
-  char msg[512];
+  char msg[2048];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   model_buf_puts(&b, msg);
-  snprintf(L->err->message, sizeof L->err->message, "%s", b.data);
+  redact_set_t *secrets = redact_set_new();
+  config_collect_secrets(L->cfg, secrets);
+  if (L->pending) {
+    redact_set_add(secrets, L->pending);
+    redact_set_add_uri(secrets, L->pending);
+  }
+  model_buf_t clean = MODEL_BUF_INIT;
+  redact_set_scrub(secrets, b.data, b.len, &clean);
+  snprintf(L->err->message, sizeof L->err->message, "%s", clean.data);
+  redact_set_destroy(secrets);
+  explicit_bzero(msg, sizeof msg);
+  explicit_bzero(b.data, b.cap);
   model_buf_destroy(&b);
+  model_buf_destroy(&clean);
   return false;
 }
 
@@ -230,7 +241,7 @@ static bool duplicate(loader_t *L, const origin_t *in, const origin_t *prev, con
 
 static void record(origin_t *o, const origin_t *in, const char *path) {
   free(o->path);
-  o->path = path ? xstrdup(path) : NULL;
+  o->path = path ? oom_strdup(path) : NULL;
   o->kind = in->kind;
   o->line = in->line;
   snprintf(o->env, sizeof o->env, "%s", in->env);
@@ -247,13 +258,13 @@ static bool assign_rdkafka(loader_t *L, const origin_t *in, const char *prop, bo
   size_t i = 0;
   while (i < cfg->rdkafka_count && strcmp(cfg->rdkafka[i].name, prop)) i++;
   if (i == cfg->rdkafka_count) {
-    config_kv_t *kv = realloc(cfg->rdkafka, (i + 1) * sizeof *kv);
-    origin_t *o = realloc(L->rk, (i + 1) * sizeof *o);
-    if (!kv || !o) abort();
+    config_kv_t *kv = oom_realloc(cfg->rdkafka, (i + 1) * sizeof *kv);
+    origin_t *o = oom_realloc(L->rk, (i + 1) * sizeof *o);
     cfg->rdkafka = kv;
     L->rk = o;
-    kv[i].name = xstrdup(prop);
-    kv[i].value = xstrdup("");
+    kv[i].name = oom_strdup(prop);
+    kv[i].value = oom_strdup("");
+    kv[i].from_file = false;
     memset(&o[i], 0, sizeof o[i]);
     cfg->rdkafka_count++;
   } else if (L->rk[i].kind == in->kind) {
@@ -263,7 +274,8 @@ static bool assign_rdkafka(loader_t *L, const origin_t *in, const char *prop, bo
   }
   if (!from_file) {
     free(cfg->rdkafka[i].value);
-    cfg->rdkafka[i].value = xstrdup(value);
+    cfg->rdkafka[i].value = oom_strdup(value);
+    cfg->rdkafka[i].from_file = false;
   }
   record(&L->rk[i], in, from_file ? value : NULL);
   return true;
@@ -303,7 +315,11 @@ static bool assign(loader_t *L, const origin_t *in, const char *section, const c
     if (!*value) return fail(L, in, name, "empty file name");
   } else {
     char why[400];
-    if (!config_prop_set(p, L->cfg, value, why, sizeof why)) return fail(L, in, name, "%s", why);
+    L->pending = p->flags & CONFIG_SECRET ? value : NULL;
+    bool ok = config_prop_set(p, L->cfg, value, false, why, sizeof why) || fail(L, in, name, "%s", why);
+    L->pending = NULL;
+    if (!ok) return false;
+    L->cfg->from_file &= ~(UINT32_C(1) << (p - config_props));
   }
   record(o, in, from_file ? value : NULL);
   return true;
@@ -409,8 +425,7 @@ static bool load_env(loader_t *L) {
     if (!section) continue;
     const char *r = rest + strlen(section) + 1;
     size_t rlen = (size_t)(eq - r);
-    char *key = malloc(rlen + sizeof "rdkafka.");
-    if (!key) abort();
+    char *key = oom_malloc(rlen + sizeof "rdkafka.");
     if (!strcmp(section, "kafka") && rlen > 8 && !strncmp(r, "RDKAFKA_", 8)) {
       /* librdkafka names use dots; the few with underscores (log_level,
        * enabled_events) cannot be set from the environment. */
@@ -433,7 +448,7 @@ static bool load_env(loader_t *L) {
 static bool load_sets(loader_t *L, char *const *sets, size_t nsets) {
   origin_t in = {.kind = ORIGIN_SET};
   for (size_t i = 0; i < nsets; i++) {
-    char *arg = xstrdup(sets[i]);
+    char *arg = oom_strdup(sets[i]);
     char *eq = strchr(arg, '=');
     char *dot = eq ? memchr(arg, '.', (size_t)(eq - arg)) : NULL;
     bool ok;
@@ -511,10 +526,15 @@ static bool resolve_files(loader_t *L) {
     snprintf(name, sizeof name, "%s.%s_file", p->section, p->key);
     char *value;
     if (!read_value_file(o->path, &value, why, sizeof why)) return fail(L, o, name, "%s", why);
+    /* A value read from a file is a secret: errors do not quote it. */
     char vwhy[400];
-    bool ok = config_prop_set(p, L->cfg, value, vwhy, sizeof vwhy);
+    L->pending = value;
+    bool ok = config_prop_set(p, L->cfg, value, true, vwhy, sizeof vwhy) ||
+              fail(L, o, name, "%s: %s", o->path, vwhy);
+    L->pending = NULL;
     free_secret(value);
-    if (!ok) return fail(L, o, name, "%s: %s", o->path, vwhy);
+    if (!ok) return false;
+    L->cfg->from_file |= UINT32_C(1) << i;
   }
   for (size_t i = 0; i < L->cfg->rdkafka_count; i++) {
     origin_t *o = &L->rk[i];
@@ -525,6 +545,7 @@ static bool resolve_files(loader_t *L) {
     if (!read_value_file(o->path, &value, why, sizeof why)) return fail(L, o, name, "%s", why);
     free_secret(kv->value);
     kv->value = value;
+    kv->from_file = true;
   }
   return true;
 }
@@ -560,18 +581,6 @@ static bool check_cross(loader_t *L) {
   return true;
 }
 
-/* Replaces each occurrence of secret in msg by "***". */
-static void scrub(char *msg, size_t size, const char *secret) {
-  size_t sl = strlen(secret);
-  if (!sl) return;
-  for (char *p = strstr(msg, secret); p; p = strstr(p + 3, secret)) {
-    size_t tail = strlen(p + sl);
-    if (p + 3 + tail + 1 > msg + size) break;
-    memmove(p + 3, p + sl, tail + 1);
-    memcpy(p, "***", 3);
-  }
-}
-
 /* librdkafka validates its own properties (name, type, range, enum) in
  * rd_kafka_conf_set; run them all through it now so that a typo is a
  * configuration error with FILE:LINE rather than a failure at startup. */
@@ -583,7 +592,6 @@ static bool check_rdkafka(loader_t *L) {
     const config_kv_t *kv = &L->cfg->rdkafka[i];
     char errstr[512] = "";
     if (rd_kafka_conf_set(conf, kv->name, kv->value, errstr, sizeof errstr) == RD_KAFKA_CONF_OK) continue;
-    if (config_rdkafka_is_secret(kv->name)) scrub(errstr, sizeof errstr, kv->value);
     char name[300];
     snprintf(name, sizeof name, "kafka.rdkafka.%s%s", kv->name, L->rk[i].from_file ? "_file" : "");
     ok = fail(L, &L->rk[i], name, "librdkafka: %s", errstr);
@@ -598,12 +606,12 @@ bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nset
   config_error_t dummy;
   loader_t L = {.cfg = cfg, .file = path, .err = err ? err : &dummy};
   L.err->message[0] = '\0';
-  L.props = calloc(config_props_count, sizeof *L.props);
-  L.rk = calloc(cfg->rdkafka_count + 1, sizeof *L.rk);
-  if (!L.props || !L.rk) abort();
+  L.props = oom_calloc(config_props_count, sizeof *L.props);
+  L.rk = oom_calloc(cfg->rdkafka_count + 1, sizeof *L.rk);
+  cfg->from_file = 0;
   if (path) {
     free(cfg->source_file);
-    cfg->source_file = xstrdup(path);
+    cfg->source_file = oom_strdup(path);
   }
   bool ok = (!path || load_file(&L, path)) && load_env(&L) && load_sets(&L, sets, nsets) && resolve_files(&L) &&
             check_cross(&L) && check_rdkafka(&L);
@@ -622,6 +630,32 @@ static bool has_control(const char *s) {
   return false;
 }
 
+/* A string read from a _file key is a secret (numbers and enums are not:
+ * "100" would then be masked in every log line). */
+static bool prop_is_secret(const config_prop_t *p, const config_t *cfg) {
+  return (p->flags & CONFIG_SECRET) ||
+         (p->type == CONFIG_TYPE_STRING && (cfg->from_file & (UINT32_C(1) << (p - config_props))));
+}
+
+static bool prop_is_uri(const config_prop_t *p) { return !strcmp(p->type_name, "uri"); }
+
+static bool rdkafka_is_secret(const config_kv_t *kv) {
+  return kv->from_file || redact_rdkafka_property_is_secret(kv->name);
+}
+
+void config_collect_secrets(const config_t *cfg, redact_set_t *set) {
+  for (size_t i = 0; i < config_props_count; i++) {
+    const config_prop_t *p = &config_props[i];
+    if (!prop_is_secret(p, cfg)) continue;
+    const char *v = *(char *const *)((const char *)cfg + p->offset);
+    if (!v) continue;
+    if (prop_is_uri(p)) redact_set_add_uri(set, v);
+    if (!prop_is_uri(p) || (cfg->from_file & (UINT32_C(1) << i))) redact_set_add(set, v);
+  }
+  for (size_t i = 0; i < cfg->rdkafka_count; i++)
+    if (rdkafka_is_secret(&cfg->rdkafka[i])) redact_set_add(set, cfg->rdkafka[i].value);
+}
+
 void config_show(const config_t *cfg, FILE *out) {
   model_buf_t b = MODEL_BUF_INIT;
   model_buf_puts(&b, "# Effective configuration: defaults < file < environment < --set.\n"
@@ -638,12 +672,12 @@ void config_show(const config_t *cfg, FILE *out) {
       config_prop_format(p, cfg, &v);
       if (v.len) {
         model_buf_putc(&b, ' ');
-        if (!(p->flags & CONFIG_SECRET))
+        if (!prop_is_secret(p, cfg))
           model_buf_append(&b, v.data, v.len);
-        else if (p->type == CONFIG_TYPE_STRING && !strcmp(p->key, "uri"))
-          config_redact_uri(v.data, &b);
+        else if (prop_is_uri(p))
+          redact_uri(v.data, &b);
         else
-          model_buf_puts(&b, "***");
+          model_buf_puts(&b, REDACT_MASK);
         explicit_bzero(v.data, v.len);
       }
       model_buf_destroy(&v);
@@ -652,8 +686,8 @@ void config_show(const config_t *cfg, FILE *out) {
     if (strcmp(section, "kafka")) continue;
     for (size_t i = 0; i < cfg->rdkafka_count; i++) {
       const config_kv_t *kv = &cfg->rdkafka[i];
-      if (config_rdkafka_is_secret(kv->name))
-        model_buf_printf(&b, "rdkafka.%s = ***\n", kv->name);
+      if (rdkafka_is_secret(kv))
+        model_buf_printf(&b, "rdkafka.%s = %s\n", kv->name, REDACT_MASK);
       else if (has_control(kv->value)) /* e.g. a PEM read from a file: not representable in INI */
         model_buf_printf(&b, "# rdkafka.%s: multi-line value of %zu bytes not shown\n", kv->name, strlen(kv->value));
       else
@@ -664,9 +698,9 @@ void config_show(const config_t *cfg, FILE *out) {
   model_buf_destroy(&b);
 }
 
-/* ---- describe and docs/CONFIG.md ----------------------------------------- */
+/* ---- describe ------------------------------------------------------------ */
 
-static const char rdkafka_doc[] =
+const char config_rdkafka_doc[] =
     "Any librdkafka property, passed to the consumer and to the dead-letter producer "
     "(e.g. `rdkafka.security.protocol = SASL_SSL`); validated by librdkafka when the configuration is loaded. "
     "bootstrap.servers, group.id, enable.auto.commit and enable.auto.offset.store are set by the worker and "
@@ -697,161 +731,7 @@ void config_describe(FILE *out) {
                        "\n  kafka.rdkafka.<property> = (librdkafka default)\n"
                        "      string, per librdkafka; restart; env AGGREGATOR_KAFKA_RDKAFKA_<PROPERTY> "
                        "(dots as underscores)\n      %s\n",
-                       rdkafka_doc);
-  }
-  fwrite(b.data, 1, b.len, out);
-  model_buf_destroy(&b);
-}
-
-static const char markdown_intro[] =
-    "# Configuration reference\n"
-    "\n"
-    "<!-- Generated from worker/config_table.c by `gen_config_doc docs/CONFIG.md` (a tool in the build\n"
-    "     directory); unit.test_config fails when this file is stale. Do not edit by hand. -->\n"
-    "\n"
-    "The worker reads one INI file (`-c FILE`), then the environment, then `--set` options. `aggregator config\n"
-    "check` validates all of it and exits 0 or 2, `aggregator config show` prints the effective configuration\n"
-    "with secrets redacted, and `aggregator config describe` prints the key list below. Example files:\n"
-    "`config/development.ini` (the local stack), `config/production.ini` (a template with TLS, SASL and\n"
-    "secrets in files) and `config/backfill.ini` (replays).\n"
-    "\n"
-    "## Sources and precedence\n"
-    "\n"
-    "Lowest first; a later source overrides an earlier one key by key:\n"
-    "\n"
-    "1. built-in defaults (the tables below);\n"
-    "2. the file given with `-c` (no file is read without `-c`; a missing file is an error);\n"
-    "3. environment variables `AGGREGATOR_<SECTION>_<KEY>`: upper case, dots as underscores, e.g.\n"
-    "   `AGGREGATOR_BATCH_MAX_COMMANDS=20000`, `AGGREGATOR_STORE_URI_FILE=/run/secrets/mongodb-uri`,\n"
-    "   `AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE=/run/secrets/kafka-password`. For `rdkafka.*` every\n"
-    "   underscore becomes a dot, so the few librdkafka properties whose names contain an underscore\n"
-    "   (`log_level`, `enabled_events`) can only be set in the file or with `--set`. A variable set to the\n"
-    "   empty string sets the empty value. Variables whose `<SECTION>` is not a section name are ignored\n"
-    "   (Kubernetes injects `AGGREGATOR_SERVICE_HOST` and the like for a Service named `aggregator`); within a\n"
-    "   section, an unknown name is an error. Avoid naming a Service `aggregator-<section>`, or set\n"
-    "   `enableServiceLinks: false`;\n"
-    "4. `--set section.key=value` options, in order (`--set kafka.rdkafka.debug=cgrp`).\n"
-    "\n"
-    "A key may be set at most once per source: the same key twice in the file (including `key` and\n"
-    "`key_file`), or twice with `--set`, is an error.\n"
-    "\n"
-    "## File syntax\n"
-    "\n"
-    "```ini\n"
-    "# a comment\n"
-    "[batch]\n"
-    "max_commands = 20000\n"
-    "; also a comment\n"
-    "[kafka]\n"
-    "rdkafka.security.protocol = SASL_SSL\n"
-    "```\n"
-    "\n"
-    "- `[section]` alone on its line starts a section; the same section may appear more than once. Every key\n"
-    "  belongs to a section.\n"
-    "- `key = value`: split at the first `=`; spaces and tabs around the key and the value are removed.\n"
-    "- Lines whose first non-blank character is `#` or `;` are comments. There are **no inline comments**:\n"
-    "  `linger_ms = 5 # ms` is the value `5 # ms` (an error for a number). Values may contain `#`, `;` and `=`.\n"
-    "- Values are literal: no quotes, escapes or continuation lines. `listen = \"\"` is the two-character value\n"
-    "  `\"\"`; write `listen =` for the empty value.\n"
-    "- Names are case-sensitive (lower case). CRLF line ends and a UTF-8 byte order mark are accepted.\n"
-    "- Sizes (`type` size) are bytes, or a number followed by `K`/`KiB`, `M`/`MiB` or `G`/`GiB` (powers of\n"
-    "  1024), with no space: `64MiB`.\n"
-    "\n"
-    "## Secrets\n"
-    "\n"
-    "Every key `k` can be given as `k_file = PATH` instead: the value is the content of that file with its\n"
-    "trailing newlines removed (at most 1 MiB, no NUL bytes), for secrets mounted by an orchestrator:\n"
-    "`uri_file = /run/secrets/mongodb-uri`, `rdkafka.sasl.password_file = /run/secrets/kafka-password`. The\n"
-    "file is read only if that source wins (an environment variable or `--set` overriding the key means the\n"
-    "file's path need not exist), and its content is validated like any other value. An unreadable file is an\n"
-    "error.\n"
-    "\n"
-    "`config show` prints `***` for secret values: `store.uri` keeps its host and options but loses its\n"
-    "password and the values of options named like *password*, *secret*, *token* or\n"
-    "`authMechanismProperties`; librdkafka properties named *password*, *secret*, `ssl.key.pem` and\n"
-    "`sasl.oauthbearer.config` are replaced whole. Error messages never repeat a secret value.\n"
-    "\n"
-    "## librdkafka properties\n"
-    "\n"
-    "`[kafka]` keys named `rdkafka.<property>` pass straight to librdkafka for both the consumer and the\n"
-    "dead-letter producer (so consumer-only properties draw a warning from the producer). They are validated\n"
-    "by librdkafka when the configuration is loaded, and its message is reported like any other error:\n"
-    "`prod.ini:12: kafka.rdkafka.socket.timeout.ms: librdkafka: Invalid value for configuration property\n"
-    "\"socket.timeout.ms\"`. `bootstrap.servers`/`metadata.broker.list` (use `kafka.brokers`), `group.id`\n"
-    "(use `kafka.group`) and `enable.auto.commit`/`auto.commit.enable`/`enable.auto.offset.store` (offsets are\n"
-    "committed only once their commands are durable) are refused. Some problems (a missing CA file, for\n"
-    "example) are only found by librdkafka when the client starts.\n"
-    "\n"
-    "Where the worker's defaults differ from librdkafka's (each is overridden by a `rdkafka.*` key; the\n"
-    "reasons and measurements are in docs/BENCHMARKS.md):\n"
-    "\n"
-    "| client | property | default here | why |\n"
-    "|---|---|---|---|\n";
-
-/* After the table of our librdkafka defaults (kafka_defaults). */
-static const char markdown_after_kafka_defaults[] =
-    "\n"
-    "## Reloading\n"
-    "\n"
-    "On SIGHUP the worker reloads the file (with the same environment and `--set` options). Keys marked\n"
-    "*live* below (`batch.*`, `cache.*`, `log.level`) take effect at once; a change to any other key is logged\n"
-    "as needing a restart and is not applied. A reload that fails validation changes nothing.\n"
-    "\n"
-    "## Errors\n"
-    "\n"
-    "Problems are reported on stderr in one line, and `aggregator` exits with status 2:\n"
-    "\n"
-    "```\n"
-    "config/dev.ini:7: batch.max_comands: unknown key (did you mean batch.max_commands?)\n"
-    "config/dev.ini:3: [bacth]: unknown section (did you mean [batch]?)\n"
-    "config/dev.ini:9: batch.linger_ms: '70000' is out of range 0..60000\n"
-    "environment AGGREGATOR_LOG_LEVEL: log.level: 'verbose' is not one of error, warn, info, debug\n"
-    "--set metrics.listen: '9464' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty\n"
-    "config/prod.ini:14: store.uri_file: cannot read /run/secrets/mongodb-uri: No such file or directory\n"
-    "```\n"
-    "\n"
-    "## Keys\n";
-
-static void md_cell(model_buf_t *b, const char *s) {
-  for (; *s; s++) {
-    if (*s == '|') model_buf_putc(b, '\\');
-    model_buf_putc(b, *s);
-  }
-}
-
-void config_describe_markdown(FILE *out) {
-  model_buf_t b = MODEL_BUF_INIT;
-  model_buf_puts(&b, markdown_intro);
-  for (size_t i = 0; i < kafka_defaults_count; i++)
-    model_buf_printf(&b, "| %s | `%s` | `%s` | %s |\n", kafka_client_name(kafka_defaults[i].client),
-                     kafka_defaults[i].name, kafka_defaults[i].value, kafka_defaults[i].why);
-  model_buf_puts(&b, markdown_after_kafka_defaults);
-  for (size_t s = 0; s < config_sections_count; s++) {
-    const char *section = config_sections[s].name;
-    model_buf_printf(&b, "\n### [%s]\n\n%s\n\n", section, config_sections[s].doc);
-    model_buf_puts(&b, "| key | type | default | allowed | reload | meaning |\n|---|---|---|---|---|---|\n");
-    for (size_t i = 0; i < config_props_count; i++) {
-      const config_prop_t *p = &config_props[i];
-      if (strcmp(p->section, section)) continue;
-      model_buf_printf(&b, "| `%s.%s` | %s | ", p->section, p->key, p->type_name);
-      if (*p->def)
-        model_buf_printf(&b, "`%s`", p->def);
-      else
-        model_buf_puts(&b, "(empty)");
-      model_buf_puts(&b, " | ");
-      model_buf_t r = MODEL_BUF_INIT;
-      config_prop_format_range(p, &r);
-      md_cell(&b, r.data);
-      model_buf_destroy(&r);
-      model_buf_printf(&b, " | %s | ", p->flags & CONFIG_LIVE ? "live" : "restart");
-      md_cell(&b, p->doc);
-      model_buf_puts(&b, " |\n");
-    }
-    if (!strcmp(section, "kafka")) {
-      model_buf_puts(&b, "| `kafka.rdkafka.<property>` | string | (librdkafka's) | per librdkafka | restart | ");
-      md_cell(&b, rdkafka_doc);
-      model_buf_puts(&b, " |\n");
-    }
+                       config_rdkafka_doc);
   }
   fwrite(b.data, 1, b.len, out);
   model_buf_destroy(&b);
@@ -880,6 +760,8 @@ bool config_apply_live(config_t *cur, const config_t *next, char *restart_keys, 
     if (config_prop_equal(p, cur, next)) continue;
     if (p->flags & CONFIG_LIVE) {
       config_prop_copy(p, cur, next);
+      uint32_t bit = UINT32_C(1) << i;
+      cur->from_file = (cur->from_file & ~bit) | (next->from_file & bit);
     } else {
       snprintf(name, sizeof name, "%s.%s", p->section, p->key);
       append_key(restart_keys, restart_keys_size, name);

@@ -3,8 +3,8 @@
  * One table of properties (config.c) drives parsing of the INI file,
  * environment overrides (AGGREGATOR_<SECTION>_<KEY>), --set overrides,
  * validation, `config show` (secrets redacted), `config describe` and the
- * generated reference docs/CONFIG.md. Precedence, lowest first: defaults,
- * file, environment, --set. */
+ * generated reference docs/CONFIG.md (written by tests/tools/gen_config_doc.c).
+ * Precedence, lowest first: defaults, file, environment, --set. */
 #ifndef CONFIG_H
 #define CONFIG_H
 
@@ -13,13 +13,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef enum { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG } config_log_level_t;
-typedef enum { LOG_FORMAT_JSON, LOG_FORMAT_TEXT } config_log_format_t;
+#include "log.h"
+
+/* Old names of log.h's enums: kafka.c still spells config_log_level_t. */
+typedef log_level_t config_log_level_t;
+typedef log_format_t config_log_format_t;
 
 /* A librdkafka property passed through from `[kafka] rdkafka.<name> = value`. */
 typedef struct config_kv {
   char *name;  /* without the "rdkafka." prefix */
   char *value;
+  bool from_file; /* read through rdkafka.<name>_file: a secret */
 } config_kv_t;
 
 typedef struct config {
@@ -49,17 +53,19 @@ typedef struct config {
 
   char *metrics_listen; /* "host:port", "" for none */
 
-  config_log_level_t log_level;
-  config_log_format_t log_format;
+  log_level_t log_level;
+  log_format_t log_format;
 
   char *source_file; /* the file loaded, or NULL; owned */
+  uint32_t from_file; /* bit i: config_props[i] was read through its _file key */
 } config_t;
 
 typedef struct config_error {
   char message[512]; /* one line: "FILE:LINE: key: problem" or "--set key: problem" */
 } config_error_t;
 
-/* A config holding the built-in defaults. Caller owns; config_destroy(NULL) is safe. */
+/* A config holding the built-in defaults; never NULL (oom.h). Caller owns;
+ * config_destroy(NULL) is safe. */
 config_t *config_new(void);
 void config_destroy(config_t *cfg);
 
@@ -73,12 +79,19 @@ void config_destroy(config_t *cfg);
  * mongoc_log_set_handler(NULL, NULL)) before calling this. */
 bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nsets, config_error_t *err);
 
-/* Prints the effective configuration as INI, secrets redacted. */
+/* Adds every secret of cfg to set (redact.h): store.uri's password and
+ * credential options, librdkafka's sensitive properties, and every string
+ * read through a _file key. `run` and `replay` add them to redact_global()
+ * before any library sees the configuration, so that log lines are
+ * scrubbed of them. */
+struct redact_set;
+void config_collect_secrets(const config_t *cfg, struct redact_set *set);
+
+/* Prints the effective configuration as INI, secrets redacted (the URI
+ * through redact_uri, every other secret as ***). */
 void config_show(const config_t *cfg, FILE *out);
 /* Prints every key with type, default, range, live-reloadable, meaning. */
 void config_describe(FILE *out);
-/* Writes the Markdown reference (docs/CONFIG.md). */
-void config_describe_markdown(FILE *out);
 
 /* For SIGHUP: copies the live-reloadable keys (batch.*, cache.*, log.level)
  * from next into cur. Names of changed keys that need a restart (including

@@ -10,10 +10,12 @@
 
 #include <mongoc/mongoc.h>
 
-#include "log.h"
+#include "oom.h"
+#include "redact.h"
+#include "value.h"
 
-_Static_assert(sizeof(config_log_level_t) == sizeof(int), "enum fields are stored as int");
-_Static_assert(sizeof(config_log_format_t) == sizeof(int), "enum fields are stored as int");
+_Static_assert(sizeof(log_level_t) == sizeof(int), "enum fields are stored as int");
+_Static_assert(sizeof(log_format_t) == sizeof(int), "enum fields are stored as int");
 
 #define KiB ((int64_t)1024)
 #define MiB (KiB * 1024)
@@ -21,15 +23,10 @@ _Static_assert(sizeof(config_log_format_t) == sizeof(int), "enum fields are stor
 
 /* ---- validators for string keys ------------------------------------------ */
 
-static char *dup_or_die(const char *s, size_t n) {
-  char *d = malloc(n + 1);
-  if (!d) abort();
-  memcpy(d, s, n);
-  d[n] = '\0';
-  return d;
-}
+static char *dup_or_die(const char *s, size_t n) { return oom_strndup(s, n); }
 
 /* How an error names the value: quoted, or not at all for secrets. */
+#define SHOWN_MAX 256
 static const char *shown(const char *value, bool secret, char *tmp, size_t tmp_size) {
   if (secret) return "the value";
   snprintf(tmp, tmp_size, "'%s'", value);
@@ -38,7 +35,7 @@ static const char *shown(const char *value, bool secret, char *tmp, size_t tmp_s
 
 /* Splits a comma list, trims each item, checks it with item_ok and returns
  * the items joined by ',' (no spaces). `what` names one item in errors. */
-static char *check_list(const char *value, bool (*item_ok)(const char *s, size_t n), const char *what,
+static char *check_list(const char *value, bool secret, bool (*item_ok)(const char *s, size_t n), const char *what,
                         char *why, size_t why_size) {
   model_buf_t out = MODEL_BUF_INIT;
   const char *p = value;
@@ -54,7 +51,10 @@ static char *check_list(const char *value, bool (*item_ok)(const char *s, size_t
       return NULL;
     }
     if (!item_ok(a, (size_t)(b - a))) {
-      snprintf(why, why_size, "'%.*s' is not a valid %s", (int)(b - a), a, what);
+      if (secret)
+        snprintf(why, why_size, "an item is not a valid %s", what);
+      else
+        snprintf(why, why_size, "'%.*s' is not a valid %s", (int)(b - a), a, what);
       model_buf_destroy(&out);
       return NULL;
     }
@@ -75,8 +75,7 @@ static bool broker_ok(const char *s, size_t n) {
 }
 
 static char *check_brokers(const char *v, bool secret, char *why, size_t n) {
-  (void)secret;
-  return check_list(v, broker_ok, "broker", why, n);
+  return check_list(v, secret, broker_ok, "broker", why, n);
 }
 
 /* Kafka's rule for topic names: [A-Za-z0-9._-]{1,249}, not "." or "..". */
@@ -89,14 +88,13 @@ static bool topic_ok(const char *s, size_t n) {
 }
 
 static char *check_topics(const char *v, bool secret, char *why, size_t n) {
-  (void)secret;
-  return check_list(v, topic_ok, "topic name", why, n);
+  return check_list(v, secret, topic_ok, "topic name", why, n);
 }
 
 static char *check_topic(const char *v, bool secret, char *why, size_t n) {
-  (void)secret;
+  char tmp[SHOWN_MAX];
   if (!topic_ok(v, strlen(v))) {
-    snprintf(why, n, "'%s' is not a valid topic name ([A-Za-z0-9._-], 1..249 characters)", v);
+    snprintf(why, n, "%s is not a valid topic name ([A-Za-z0-9._-], 1..249 characters)", shown(v, secret, tmp, sizeof tmp));
     return NULL;
   }
   return dup_or_die(v, strlen(v));
@@ -114,12 +112,23 @@ static char *check_nonempty(const char *v, bool secret, char *why, size_t n) {
 /* Parsed by libmongoc itself, so that `config check` catches what the store
  * would reject at startup. */
 static char *check_uri(const char *v, bool secret, char *why, size_t n) {
+  char tmp[SHOWN_MAX];
+  if (redact_uri_has_unescaped_at(v)) {
+    snprintf(why, n, "%s is not a MongoDB URI: an '@' in the user name or password must be percent-encoded as %%40",
+             shown(v, secret, tmp, sizeof tmp));
+    return NULL;
+  }
   bson_error_t e;
   mongoc_uri_t *uri = mongoc_uri_new_with_error(v, &e);
   if (!uri) {
-    char tmp[64];
-    /* libmongoc's messages name the part that is wrong, never the password. */
+    /* libmongoc quotes the part it rejects, password included ('Password
+     * "..." must not have unescaped chars'). */
+    redact_set_t *secrets = redact_set_new();
+    redact_set_add_uri(secrets, v);
+    redact_set_scrub_str(secrets, e.message, sizeof e.message);
+    redact_set_destroy(secrets);
     snprintf(why, n, "%s is not a MongoDB URI: %s", shown(v, secret, tmp, sizeof tmp), e.message);
+    explicit_bzero(e.message, sizeof e.message);
     return NULL;
   }
   mongoc_uri_destroy(uri);
@@ -128,70 +137,51 @@ static char *check_uri(const char *v, bool secret, char *why, size_t n) {
 
 /* MongoDB's restrictions on database names (Unix and Windows). */
 static char *check_database(const char *v, bool secret, char *why, size_t n) {
-  (void)secret;
+  char tmp[SHOWN_MAX];
   size_t len = strlen(v);
   if (len == 0 || len > 63 || strpbrk(v, "/\\. \"$*<>:|?")) {
-    snprintf(why, n, "'%s' is not a valid database name (1..63 bytes, none of /\\. \"$*<>:|?)", v);
+    snprintf(why, n, "%s is not a valid database name (1..63 bytes, none of /\\. \"$*<>:|?)",
+             shown(v, secret, tmp, sizeof tmp));
     return NULL;
   }
   return dup_or_die(v, len);
 }
 
 static char *check_collection(const char *v, bool secret, char *why, size_t n) {
-  (void)secret;
+  char tmp[SHOWN_MAX];
   size_t len = strlen(v);
   if (len == 0 || len > 200 || strchr(v, '$') || !strncmp(v, "system.", 7)) {
-    snprintf(why, n, "'%s' is not a valid collection name (1..200 bytes, no '$', not system.*)", v);
+    snprintf(why, n, "%s is not a valid collection name (1..200 bytes, no '$', not system.*)",
+             shown(v, secret, tmp, sizeof tmp));
     return NULL;
   }
   return dup_or_die(v, len);
 }
 
-/* "majority" or a number of members. w=0 is refused on purpose: without an
- * acknowledgement the worker could neither know that an aggregate is durable
- * before committing its offsets (SPEC 5) nor see a rev conflict (SPEC 4). */
+/* Parsed by value.h, as store.c parses it. Normalised ("03" is stored as
+ * "3"). */
 static char *check_write_concern(const char *v, bool secret, char *why, size_t n) {
-  (void)secret;
-  if (!strcmp(v, "majority")) return dup_or_die(v, strlen(v));
-  char *end;
-  errno = 0;
-  long w = isdigit((unsigned char)v[0]) ? strtol(v, &end, 10) : -1;
-  if (w >= 1 && w <= 50 && !errno && !*end) {
+  int32_t w;
+  if (value_parse_write_concern(v, &w)) {
+    if (w == VALUE_W_MAJORITY) return dup_or_die("majority", 8);
     char buf[8];
-    snprintf(buf, sizeof buf, "%ld", w);
+    snprintf(buf, sizeof buf, "%d", (int)w);
     return dup_or_die(buf, strlen(buf));
   }
-  snprintf(why, n, "'%s' is not 'majority' or a member count 1..50 (0 is refused: writes must be acknowledged)",
-           v);
+  char tmp[SHOWN_MAX];
+  snprintf(why, n, "%s is not 'majority' or a member count 1..50 (0 is refused: writes must be acknowledged)",
+           shown(v, secret, tmp, sizeof tmp));
   return NULL;
 }
 
-/* "" (disabled) or host:port: an IPv4 address or host name, or [IPv6]. */
+/* "" (disabled) or host:port, parsed by value.h as http.c parses it. */
 static char *check_listen(const char *v, bool secret, char *why, size_t n) {
-  (void)secret;
-  if (!*v) return dup_or_die(v, 0);
-  const char *colon = strrchr(v, ':');
-  bool host_ok = colon && colon > v;
-  if (host_ok && v[0] == '[') {
-    host_ok = colon[-1] == ']' && colon - v > 2;
-    for (const char *p = v + 1; host_ok && p < colon - 1; p++)
-      host_ok = isxdigit((unsigned char)*p) || *p == ':' || *p == '.';
-  } else {
-    for (const char *p = v; host_ok && p < colon; p++)
-      host_ok = isalnum((unsigned char)*p) || *p == '.' || *p == '-';
-  }
-  long port = -1;
-  if (host_ok && isdigit((unsigned char)colon[1])) {
-    char *end;
-    errno = 0;
-    port = strtol(colon + 1, &end, 10);
-    if (errno || *end) port = -1;
-  }
-  if (!host_ok || port < 1 || port > 65535) {
-    snprintf(why, n, "'%s' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty", v);
-    return NULL;
-  }
-  return dup_or_die(v, strlen(v));
+  value_listen_t l;
+  if (!*v || value_parse_listen(v, &l)) return dup_or_die(v, strlen(v));
+  char tmp[SHOWN_MAX];
+  snprintf(why, n, "%s is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or "
+           "empty", shown(v, secret, tmp, sizeof tmp));
+  return NULL;
 }
 
 /* ---- the table ----------------------------------------------------------- */
@@ -265,6 +255,7 @@ const config_prop_t config_props[] = {
          "json: one JSON object per line (ts, level, msg, fields); text: one line for a terminal."),
 };
 const size_t config_props_count = sizeof config_props / sizeof config_props[0];
+_Static_assert(sizeof config_props / sizeof config_props[0] <= 32, "config_t.from_file has a bit per key");
 
 const config_prop_t *config_prop_find(const char *section, const char *key) {
   for (size_t i = 0; i < config_props_count; i++)
@@ -336,9 +327,10 @@ static const char *value_hint(const char *value) {
   return strpbrk(value, "#;") ? " (comments must be on a line of their own)" : "";
 }
 
-bool config_prop_set(const config_prop_t *p, config_t *cfg, const char *value, char *why, size_t why_size) {
-  bool secret = p->flags & CONFIG_SECRET;
-  char tmp[160];
+bool config_prop_set(const config_prop_t *p, config_t *cfg, const char *value, bool secret, char *why,
+                     size_t why_size) {
+  secret = secret || (p->flags & CONFIG_SECRET);
+  char tmp[SHOWN_MAX];
   for (const char *c = value; *c; c++)
     if ((unsigned char)*c < 0x20 || *c == 0x7f) {
       snprintf(why, why_size, "the value contains a control character");
@@ -458,13 +450,6 @@ void config_prop_env_name(const config_prop_t *p, char *out, size_t out_size) {
 
 /* ---- librdkafka pass-through -------------------------------------------- */
 
-bool config_rdkafka_is_secret(const char *name) {
-  /* librdkafka marks these sensitive internally but exposes no API to ask;
-   * matching by name errs on the side of hiding. */
-  return strstr(name, "password") || strstr(name, "secret") || !strcmp(name, "ssl.key.pem") ||
-         !strcmp(name, "ssl_key") || !strcmp(name, "sasl.oauthbearer.config");
-}
-
 const char *config_rdkafka_reserved(const char *name) {
   static const struct {
     const char *name, *why;
@@ -479,42 +464,4 @@ const char *config_rdkafka_reserved(const char *name) {
   for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
     if (!strcmp(name, reserved[i].name)) return reserved[i].why;
   return NULL;
-}
-
-/* ---- redaction ----------------------------------------------------------- */
-
-static bool sensitive_uri_option(const char *name, size_t n) {
-  char lower[64];
-  if (n >= sizeof lower) n = sizeof lower - 1;
-  for (size_t i = 0; i < n; i++) lower[i] = (char)tolower((unsigned char)name[i]);
-  lower[n] = '\0';
-  return strstr(lower, "password") || strstr(lower, "secret") || strstr(lower, "token") ||
-         !strcmp(lower, "authmechanismproperties");
-}
-
-void config_redact_uri(const char *uri, model_buf_t *out) {
-  size_t len = strlen(uri);
-  char *tmp = malloc(len + 4); /* "***" may be longer than the password */
-  if (!tmp) abort();
-  log_redact_uri(uri, tmp, len + 4);
-  const char *q = strchr(tmp, '?');
-  if (!q) {
-    model_buf_puts(out, tmp);
-    free(tmp);
-    return;
-  }
-  model_buf_append(out, tmp, (size_t)(q - tmp + 1));
-  for (const char *p = q + 1; *p;) {
-    size_t n = strcspn(p, "&;");
-    const char *eq = memchr(p, '=', n);
-    if (eq && sensitive_uri_option(p, (size_t)(eq - p))) {
-      model_buf_append(out, p, (size_t)(eq - p + 1));
-      model_buf_puts(out, "***");
-    } else {
-      model_buf_append(out, p, n);
-    }
-    p += n;
-    if (*p) model_buf_putc(out, *p++);
-  }
-  free(tmp);
 }

@@ -58,13 +58,19 @@ extern const size_t config_props_count;
 extern const config_section_t config_sections[];
 extern const size_t config_sections_count;
 
+/* What kafka.rdkafka.<property> keys are, for describe and docs/CONFIG.md. */
+extern const char config_rdkafka_doc[];
+
 /* NULL when unknown. */
 const config_prop_t *config_prop_find(const char *section, const char *key);
 bool config_section_known(const char *section);
 
 /* Parses value and stores it into cfg (replacing and freeing any previous
- * string). On failure cfg is untouched and why says what is wrong. */
-bool config_prop_set(const config_prop_t *p, config_t *cfg, const char *value, char *why, size_t why_size);
+ * string). On failure cfg is untouched and why says what is wrong, without
+ * quoting the value when secret (a CONFIG_SECRET key, or a value read from a
+ * _file key). */
+bool config_prop_set(const config_prop_t *p, config_t *cfg, const char *value, bool secret, char *why,
+                     size_t why_size);
 /* Appends the value as the file syntax would spell it (not redacted). */
 void config_prop_format(const config_prop_t *p, const config_t *cfg, model_buf_t *out);
 /* Appends the range or allowed values, for describe ("1..60000", "error, warn, ..."). */
@@ -77,17 +83,8 @@ void config_prop_free(const config_prop_t *p, config_t *cfg);
 /* "AGGREGATOR_BATCH_MAX_COMMANDS" for batch.max_commands. */
 void config_prop_env_name(const config_prop_t *p, char *out, size_t out_size);
 
-/* librdkafka properties whose values are secrets (by name: passwords,
- * secrets, private keys). */
-bool config_rdkafka_is_secret(const char *name);
-
 /* Properties the worker sets itself and that rdkafka.* must not override;
  * returns the reason, or NULL when the property may be passed through. */
 const char *config_rdkafka_reserved(const char *name);
-
-/* store.uri as `config show` prints it: the password and the values of
- * credential-bearing query options (…password…, …secret…, …token…,
- * authMechanismProperties) replaced by "***". */
-void config_redact_uri(const char *uri, model_buf_t *out);
 
 #endif

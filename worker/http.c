@@ -18,6 +18,8 @@
 #include "buf.h"
 #include "log.h"
 #include "metrics.h"
+#include "oom.h"
+#include "value.h"
 
 struct http_server {
   struct MHD_Daemon *daemon;
@@ -35,46 +37,19 @@ static void seterr(char *err, size_t errsz, const char *fmt, ...) {
 
 bool http_parse_listen(const char *where, struct sockaddr_storage *addr, socklen_t *addrlen, char *err,
                        size_t errsz) {
-  const char *colon = where ? strrchr(where, ':') : NULL;
-  if (!colon || colon == where) {
-    seterr(err, errsz, "'%s': expected host:port (e.g. 127.0.0.1:9464 or [::1]:9464)", where ? where : "");
+  value_listen_t l;
+  if (!value_parse_listen(where, &l)) {
+    seterr(err, errsz, "'%s' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port)",
+           where ? where : "");
     return false;
   }
-  char host[256];
-  size_t hlen = (size_t)(colon - where);
-  bool bracketed = where[0] == '[';
-  if (bracketed) {
-    if (hlen < 3 || where[hlen - 1] != ']') {
-      seterr(err, errsz, "'%s': an IPv6 address goes in brackets: [::1]:9464", where);
-      return false;
-    }
-    where++;
-    hlen -= 2;
-  } else if (memchr(where, ':', hlen)) {
-    seterr(err, errsz, "'%s': an IPv6 address goes in brackets: [::1]:9464", where);
-    return false;
-  }
-  if (hlen >= sizeof host) {
-    seterr(err, errsz, "host name too long");
-    return false;
-  }
-  memcpy(host, where, hlen);
-  host[hlen] = '\0';
-
-  const char *port = colon + 1;
-  size_t plen = strlen(port);
-  if (plen == 0 || plen > 5 || strspn(port, "0123456789") != plen || atol(port) > 65535) {
-    seterr(err, errsz, "'%s': port must be a number 0..65535", port);
-    return false;
-  }
-
   struct addrinfo hints = {0}, *res = NULL;
-  hints.ai_family = bracketed ? AF_INET6 : AF_UNSPEC;
+  hints.ai_family = l.ipv6 ? AF_INET6 : AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV | (bracketed ? AI_NUMERICHOST : 0);
-  int rc = getaddrinfo(host, port, &hints, &res);
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV | (l.ipv6 ? AI_NUMERICHOST : 0);
+  int rc = getaddrinfo(l.host, l.port, &hints, &res);
   if (rc != 0 || !res) {
-    seterr(err, errsz, "host '%s': %s", host, rc ? gai_strerror(rc) : "no address");
+    seterr(err, errsz, "host '%s': %s", l.host, rc ? gai_strerror(rc) : "no address");
     if (res) freeaddrinfo(res);
     return false;
   }
@@ -173,8 +148,7 @@ http_server_t *http_server_start(const char *where, char *err, size_t errsz) {
     return NULL;
   }
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-  http_server_t *s = calloc(1, sizeof *s);
-  if (!s) abort();
+  http_server_t *s = oom_calloc(1, sizeof *s);
   s->daemon = d;
   s->port = info ? info->port : 0;
   return s;

@@ -12,9 +12,10 @@
 
 typedef struct http_server http_server_t;
 
-/* Parses "host:port" into a socket address. host is an IPv4 literal, an IPv6
- * literal in brackets ("[::1]:9464") or a name resolved now (first address
- * wins); port is decimal 0..65535. False with err filled (may be NULL). */
+/* Parses "host:port" (value_parse_listen: the rule the configuration
+ * checks) into a socket address; a host name is resolved now (first address
+ * wins). Port 0 binds any free port (see http_server_port). False with err
+ * filled (may be NULL). */
 bool http_parse_listen(const char *listen, struct sockaddr_storage *addr, socklen_t *addrlen, char *err,
                        size_t errsz);
 

@@ -9,31 +9,34 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "redact.h"
 #include "timestamp.h"
 
-static config_log_level_t g_level = LOG_LEVEL_INFO;
-static config_log_format_t g_format = LOG_FORMAT_JSON;
+static log_level_t g_level = LOG_LEVEL_INFO;
+static log_format_t g_format = LOG_FORMAT_JSON;
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
-void log_setup(config_log_level_t level, config_log_format_t format) {
+void log_setup(log_level_t level, log_format_t format) {
   g_level = level;
   g_format = format;
 }
 
-config_log_level_t log_get_level(void) { return g_level; }
+log_level_t log_get_level(void) { return g_level; }
 
-void log_emit(config_log_level_t level, const char *msg, ...) {
+void log_emit(log_level_t level, const char *msg, ...) {
   if (level > g_level) return;
   char ts[MODEL_TIMESTAMP_LEN + 1];
   model_timestamp_format(clock_wall_ms(), ts);
 
-  model_buf_t b = MODEL_BUF_INIT;
+  model_buf_t b = MODEL_BUF_INIT, clean = MODEL_BUF_INIT;
   bool json = g_format == LOG_FORMAT_JSON;
+  redact_set_scrub(redact_global(), msg, strlen(msg), &clean);
   if (json) {
     model_buf_printf(&b, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":", ts, level_names[level]);
-    model_buf_json_string(&b, msg, strlen(msg));
+    model_buf_json_string(&b, clean.data, clean.len);
   } else {
-    model_buf_printf(&b, "%s %-5s %s", ts, level_names[level], msg);
+    model_buf_printf(&b, "%s %-5s ", ts, level_names[level]);
+    model_buf_append(&b, clean.data, clean.len);
   }
   va_list ap;
   va_start(ap, msg);
@@ -48,11 +51,13 @@ void log_emit(config_log_level_t level, const char *msg, ...) {
     }
     if (type == LOG_STR) {
       const char *v = va_arg(ap, const char *);
-      if (!v) v = "";
-      if (json || strpbrk(v, " \"=") || !*v)
-        model_buf_json_string(&b, v, strlen(v));
+      model_buf_clear(&clean);
+      redact_set_scrub(redact_global(), v ? v : "", v ? strlen(v) : 0, &clean);
+      if (json || !clean.len || memchr(clean.data, ' ', clean.len) || memchr(clean.data, '"', clean.len) ||
+          memchr(clean.data, '=', clean.len))
+        model_buf_json_string(&b, clean.data, clean.len);
       else
-        model_buf_puts(&b, v);
+        model_buf_append(&b, clean.data, clean.len);
     } else if (type == LOG_INT) {
       model_buf_printf(&b, "%lld", (long long)va_arg(ap, int64_t));
     } else {
@@ -63,18 +68,5 @@ void log_emit(config_log_level_t level, const char *msg, ...) {
   model_buf_puts(&b, json ? "}\n" : "\n");
   fwrite(b.data, 1, b.len, stderr);
   model_buf_destroy(&b);
-}
-
-void log_redact_uri(const char *uri, char *out, size_t out_size) {
-  if (!out_size) return;
-  const char *scheme = strstr(uri, "://");
-  const char *auth = scheme ? scheme + 3 : uri;
-  const char *at = strchr(auth, '@');
-  const char *slash = strchr(auth, '/');
-  const char *colon = strchr(auth, ':');
-  if (at && (!slash || at < slash) && colon && colon < at) {
-    snprintf(out, out_size, "%.*s***%s", (int)(colon + 1 - uri), uri, at);
-  } else {
-    snprintf(out, out_size, "%s", uri);
-  }
+  model_buf_destroy(&clean);
 }

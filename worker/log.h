@@ -4,26 +4,33 @@
  * Fields are passed as typed triples ending with NULL:
  *   log_emit(LOG_LEVEL_INFO, "flushed", "aggregates", LOG_INT, (int64_t)n,
  *            "topic", LOG_STR, name, NULL);
- * Values are never secrets: callers pass redacted strings (see log_redact_uri). */
+ *
+ * Secrets: the message and every LOG_STR value are scrubbed against
+ * redact_global() (redact.h) before they are written, so the libmongoc and
+ * librdkafka log handlers and error strings from libraries or servers can be
+ * passed as they come. Keys are not scrubbed: they are literals. Callers
+ * still never pass a secret on purpose (a URI goes through redact_uri()).
+ *
+ * log_emit may be called from any thread (librdkafka logs from its own);
+ * each line is written with one fwrite. */
 #ifndef LOG_H
 #define LOG_H
 
 #include <stddef.h>
 
-#include "config.h"
+/* Below config.h (which holds a level and a format) and everything that logs. */
+typedef enum { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG } log_level_t;
+typedef enum { LOG_FORMAT_JSON, LOG_FORMAT_TEXT } log_format_t;
 
 enum { LOG_STR = 1, LOG_INT = 2, LOG_DBL = 3 };
 
-void log_setup(config_log_level_t level, config_log_format_t format);
-config_log_level_t log_get_level(void);
-void log_emit(config_log_level_t level, const char *msg, ...);
+void log_setup(log_level_t level, log_format_t format);
+log_level_t log_get_level(void);
+void log_emit(log_level_t level, const char *msg, ...);
 
 #define log_error(...) log_emit(LOG_LEVEL_ERROR, __VA_ARGS__, NULL)
 #define log_warn(...) log_emit(LOG_LEVEL_WARN, __VA_ARGS__, NULL)
 #define log_info(...) log_emit(LOG_LEVEL_INFO, __VA_ARGS__, NULL)
 #define log_debug(...) log_emit(LOG_LEVEL_DEBUG, __VA_ARGS__, NULL)
-
-/* Copies uri into out with any password (user:PASSWORD@) replaced by "***". */
-void log_redact_uri(const char *uri, char *out, size_t out_size);
 
 #endif

@@ -21,6 +21,8 @@
 
 #include "command.h"
 #include "http.h"
+#include "oom.h"
+#include "redact.h"
 
 #ifndef AGG_VERSION
 #define AGG_VERSION "unknown"
@@ -207,13 +209,10 @@ void metrics_set_lag(const char *topic, int32_t partition, int64_t lag) {
   }
   if (g_nlags == g_caplags) {
     size_t cap = g_caplags ? g_caplags * 2 : 16;
-    lag_entry_t *p = realloc(g_lags, cap * sizeof *p);
-    if (!p) abort(); /* as model_buf: nothing useful to do without memory */
-    g_lags = p;
+    g_lags = oom_realloc(g_lags, cap * sizeof *g_lags);
     g_caplags = cap;
   }
-  char *copy = strdup(topic);
-  if (!copy) abort();
+  char *copy = oom_strdup(topic);
   g_lags[g_nlags++] = (lag_entry_t){copy, partition, lag};
   pthread_mutex_unlock(&g_lock);
 }
@@ -290,16 +289,21 @@ static void header(model_buf_t *out, const char *name, const char *type, const c
   model_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* Label values: backslash, double quote and newline escaped, as the format requires. */
-static void put_label_value(model_buf_t *out, const char *v) {
+/* Label values: scrubbed of every configured secret (a label is text that
+ * came from outside, e.g. a topic name), then backslash, double quote and
+ * newline escaped, as the format requires. */
+static void put_label_value(model_buf_t *out, const char *value) {
+  model_buf_t clean = MODEL_BUF_INIT;
+  redact_set_scrub(redact_global(), value, strlen(value), &clean);
   model_buf_putc(out, '"');
-  for (; *v; v++) {
+  for (const char *v = clean.data, *end = clean.data + clean.len; v < end; v++) {
     if (*v == '\\') model_buf_puts(out, "\\\\");
     else if (*v == '"') model_buf_puts(out, "\\\"");
     else if (*v == '\n') model_buf_puts(out, "\\n");
     else model_buf_putc(out, *v);
   }
   model_buf_putc(out, '"');
+  model_buf_destroy(&clean);
 }
 
 static void render_hist(model_buf_t *out, const hist_t *h) { /* g_lock held */

@@ -28,7 +28,10 @@
 
 #include "codec.h"
 #include "log.h"
+#include "oom.h"
+#include "redact.h"
 #include "store_internal.h"
+#include "value.h"
 
 /* Client-side timeouts, applied unless the URI sets them. The worker retries
  * by itself with backoff (retry.*), so an operation should fail fast rather
@@ -73,45 +76,45 @@ struct store {
 static void set_error(store_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Every message is scrubbed of the configured secrets (redact.h) before it
+ * is cut to size: a server's or driver's text may echo one, and callers
+ * print err->message as it is (replay writes it to stderr). */
 static void set_error(store_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...) {
   if (!err) return;
   err->domain = domain;
   err->code = code;
+  char raw[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
+  redact_set_scrub_str(redact_global(), raw, sizeof raw);
+  size_t n = strnlen(raw, sizeof err->message - 1);
+  memcpy(err->message, raw, n);
+  err->message[n] = '\0';
+  explicit_bzero(raw, sizeof raw);
 }
 
 static void set_error_from_bson(store_error_t *err, const char *what, const bson_error_t *e) {
   set_error(err, e->domain, e->code, "%s: %s", what, e->message);
 }
 
-/* mongoc's URI parser sometimes quotes the part it rejects, password
- * included ('Password "..." must not have unescaped chars'). Replace every
- * occurrence of the URI's password (what lies between the first ':' after
- * "://" and the last '@') in msg by "***". */
-static void redact_password(char *msg, size_t size, const char *uri) {
-  const char *start = uri ? strstr(uri, "://") : NULL;
-  const char *at = uri ? strrchr(uri, '@') : NULL;
-  if (!start || !at || at < start + 3) return;
-  start += 3;
-  const char *colon = memchr(start, ':', (size_t)(at - start));
-  if (!colon || colon + 1 >= at) return;
-  const char *pw = colon + 1;
-  size_t pw_len = (size_t)(at - pw);
-  char out[sizeof ((store_error_t *)0)->message];
-  size_t o = 0;
-  for (const char *p = msg; *p && o + 1 < sizeof out;) {
-    if (strncmp(p, pw, pw_len) == 0) {
-      for (const char *r = "***"; *r && o + 1 < sizeof out; r++) out[o++] = *r;
-      p += pw_len;
-    } else {
-      out[o++] = *p++;
-    }
-  }
-  out[o] = '\0';
-  snprintf(msg, size, "%s", out);
+/* A libmongoc error about the URI: its messages may quote the part they
+ * reject, password included ('Password "..." must not have unescaped
+ * chars'), so the message is scrubbed of the URI's secrets before it is cut
+ * to the size of err->message (a cut secret would escape the scrub). */
+static void set_uri_error(store_error_t *err, const bson_error_t *e, const char *uri) {
+  if (!err) return;
+  redact_set_t *secrets = redact_set_new();
+  redact_set_add_uri(secrets, uri);
+  model_buf_t raw = MODEL_BUF_INIT, clean = MODEL_BUF_INIT;
+  model_buf_printf(&raw, "store.uri: %s", e->message);
+  redact_set_scrub(secrets, raw.data, raw.len, &clean);
+  set_error(err, e->domain, e->code, "%s", clean.data);
+  explicit_bzero(raw.data, raw.cap);
+  model_buf_destroy(&raw);
+  model_buf_destroy(&clean);
+  redact_set_destroy(secrets);
 }
 
 static void clear_error(store_error_t *err) {
@@ -165,30 +168,15 @@ store_status_t store_classify_error(const bson_error_t *error, const bson_t *rep
   }
 }
 
-bool store_parse_write_concern(const char *s, int32_t *w) {
-  if (!s) return false;
-  if (strcmp(s, "majority") == 0) {
-    *w = MONGOC_WRITE_CONCERN_W_MAJORITY;
-    return true;
-  }
-  if (*s < '0' || *s > '9') return false;
-  errno = 0;
-  char *end;
-  long v = strtol(s, &end, 10);
-  /* A replica set has at most 50 members. */
-  if (errno || *end || v < 1 || v > 50) return false;
-  *w = (int32_t)v;
-  return true;
-}
-
 /* --- mongoc process-wide setup ------------------------------------------- */
 
 /* mongoc's default log handler prints free-form lines to stdout/stderr;
  * route them through log.h so that log.format = json stays one JSON object
- * per line. mongoc's messages carry host names, never the URI's password. */
+ * per line, and so that each is scrubbed of every configured secret
+ * (log_emit does it: a URI warning may quote an option's value). */
 static void mongoc_log_to_log(mongoc_log_level_t level, const char *domain, const char *message, void *ctx) {
   (void)ctx;
-  config_log_level_t l;
+  log_level_t l;
   switch (level) {
     case MONGOC_LOG_LEVEL_ERROR:
     case MONGOC_LOG_LEVEL_CRITICAL:
@@ -227,8 +215,9 @@ store_t *store_new(const char *uri_string, const char *database, const char *col
   pthread_once(&once, store_global_init);
   clear_error(err);
 
+  _Static_assert(VALUE_W_MAJORITY == MONGOC_WRITE_CONCERN_W_MAJORITY, "value.h speaks libmongoc's w");
   int32_t w;
-  if (!store_parse_write_concern(write_concern, &w)) {
+  if (!value_parse_write_concern(write_concern, &w)) {
     set_error(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
               "store.write_concern: \"%s\" is not \"majority\" or an integer 1..50 (0, unacknowledged, "
               "could not report conflicts)",
@@ -242,11 +231,17 @@ store_t *store_new(const char *uri_string, const char *database, const char *col
   }
 
   /* The URI may hold a password: it never goes into a message. */
+  if (uri_string && redact_uri_has_unescaped_at(uri_string)) {
+    /* libmongoc would split at the first '@' and connect to "rest@host",
+     * naming part of the password in every connection error. */
+    set_error(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
+              "store.uri: an '@' in the user name or password must be percent-encoded as %%40");
+    return NULL;
+  }
   bson_error_t e;
   mongoc_uri_t *uri = mongoc_uri_new_with_error(uri_string ? uri_string : "", &e);
   if (!uri) {
-    set_error_from_bson(err, "store.uri", &e);
-    if (err) redact_password(err->message, sizeof err->message, uri_string);
+    set_uri_error(err, &e, uri_string);
     return NULL;
   }
   uri_default_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, STORE_SERVER_SELECTION_TIMEOUT_MS);
@@ -259,17 +254,11 @@ store_t *store_new(const char *uri_string, const char *database, const char *col
     mongoc_uri_set_option_as_bool(uri, MONGOC_URI_SERVERSELECTIONTRYONCE, false);
   if (!mongoc_uri_get_appname(uri)) mongoc_uri_set_appname(uri, "aggregator");
 
-  store_t *store = calloc(1, sizeof *store);
-  if (!store) {
-    mongoc_uri_destroy(uri);
-    set_error(err, MONGOC_ERROR_CLIENT, 0, "out of memory");
-    return NULL;
-  }
+  store_t *store = oom_calloc(1, sizeof *store);
   store->client = mongoc_client_new_from_uri_with_error(uri, &e);
   mongoc_uri_destroy(uri);
   if (!store->client) {
-    set_error_from_bson(err, "store.uri", &e);
-    if (err) redact_password(err->message, sizeof err->message, uri_string);
+    set_uri_error(err, &e, uri_string);
     free(store);
     return NULL;
   }

@@ -35,8 +35,4 @@ store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, cons
                                   store_write_item_t *items, const size_t *map, size_t nops, bool *incomplete,
                                   store_error_t *err);
 
-/* Parses store.write_concern: "majority" (w = -3, MONGOC_WRITE_CONCERN_W_MAJORITY)
- * or an integer 1..50. Returns false for anything else, including 0. */
-bool store_parse_write_concern(const char *s, int32_t *w);
-
 #endif

@@ -8,7 +8,9 @@ the host tools, without a container engine or a cluster.
   worker's AGGREGATOR_* environment accepted by `aggregator config check`;
   `docker compose config` too when the compose client is installed;
 - Dockerfile: stages, runtime packages covering every shared library the
-  built binary needs (dpkg -S on this Debian 12 host = the image's release),
+  built binary needs and nothing else (dpkg -S on this Debian 12 host = the
+  image's release), build packages exactly those CMakeLists.txt asks
+  pkg-config for,
   user, port, healthcheck, entrypoint, and COPY sources present in the build
   context that .dockerignore leaves;
 - healthcheck.sh against a throwaway HTTP server (200, 503, nothing listening);
@@ -41,7 +43,9 @@ SRC = os.environ.get("AGG_SOURCE_DIR") or os.path.abspath(os.path.join(os.path.d
 AGGREGATOR = os.environ.get("AGGREGATOR") or os.path.join(SRC, "build", "aggregator")
 DOCKER = os.path.join(SRC, "docker")
 
-RUNTIME_LIBS = {"librdkafka1", "libmongoc-1.0-0", "libbson-1.0-0", "libinih1", "libmicrohttpd12"}
+RUNTIME_LIBS = {"librdkafka1", "libmongoc-1.0-0", "libbson-1.0-0", "libmicrohttpd12"}
+# Runtime packages that are not libraries of the binary, and why.
+RUNTIME_EXTRA = {"ca-certificates"}  # TLS to brokers and MongoDB
 # In debian:bookworm-slim already (Essential/required): no install needed.
 SLIM_BASE = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g", "libzstd1", "liblz4-1", "libssl3", "libcrypt1",
              "libselinux1", "libpcre2-8-0"}
@@ -363,7 +367,7 @@ def test_dockerfile():
     check(RUNTIME_LIBS <= rt_pkgs, "runtime stage misses %s" % (RUNTIME_LIBS - rt_pkgs))
     check(not [p for p in rt_pkgs if p.endswith("-dev") or p in ("build-essential", "cmake", "gcc")],
           "runtime stage installs build tools: %s" % rt_pkgs)
-    for p in ("librdkafka-dev", "libmongoc-dev", "libbson-dev", "libinih-dev", "libmicrohttpd-dev", "cmake"):
+    for p in ("librdkafka-dev", "libmongoc-dev", "libbson-dev", "libmicrohttpd-dev", "cmake"):
         check(p in build_pkgs, "build stage misses %s" % p)
     instr = {}
     for word, args in runtime:
@@ -393,6 +397,7 @@ def test_dockerfile_runtime_libraries():
     needed = re.findall(r"NEEDED\s+(\S+)", out.stdout)
     check(needed, "no NEEDED entries in %s" % AGGREGATOR)
     rt_pkgs = apt_installs(dockerfile_stages()[-1][1])
+    linked = set()
     for lib in needed:
         if re.match(r"lib(asan|ubsan|tsan|lsan)\.", lib):
             continue  # a sanitizer build; the image builds without
@@ -400,6 +405,26 @@ def test_dockerfile_runtime_libraries():
         check(r.returncode == 0, "no Debian package owns %s" % lib)
         owners = {line.split(":")[0] for line in r.stdout.splitlines() if ":" in line}
         check(owners & (rt_pkgs | SLIM_BASE), "%s comes from %s, not installed in the runtime stage" % (lib, owners))
+        linked |= owners
+    # ... and nothing else: every runtime package is a library the binary links.
+    unused = rt_pkgs - linked - RUNTIME_EXTRA
+    check(not unused, "the runtime stage installs %s, which the binary does not link" % sorted(unused))
+
+
+def test_dockerfile_build_packages():
+    """The build stage installs the -dev packages of the libraries CMakeLists.txt asks pkg-config for, and no
+    others (libinih-dev was installed for years, linked by nothing)."""
+    with open(os.path.join(SRC, "CMakeLists.txt")) as f:
+        modules = set(re.findall(r"pkg_check_modules\(\w+ REQUIRED IMPORTED_TARGET ([\w.+-]+)\)", f.read()))
+    check(modules, "no pkg_check_modules in CMakeLists.txt")
+    build_pkgs = apt_installs(dockerfile_stages()[0][1])
+    provided = set()
+    for p in sorted(b for b in build_pkgs if b.endswith("-dev") or b == "check"):
+        r = run(["dpkg", "-L", p])
+        pcs = {os.path.basename(line)[:-3] for line in r.stdout.splitlines() if line.endswith(".pc")}
+        check(pcs & modules, "the build stage installs %s, which provides none of %s" % (p, sorted(modules)))
+        provided |= pcs
+    check(modules <= provided, "the build stage lacks the packages of %s" % sorted(modules - provided))
 
 
 def test_build_context():
@@ -739,7 +764,8 @@ def main():
         print("0 passed, 1 failed")
         return 1
     for fn in (test_yaml_parses, test_compose_structure, test_compose_worker_config, test_compose_cli,
-               test_dockerfile, test_dockerfile_runtime_libraries, test_build_context, test_healthcheck_script,
+               test_dockerfile, test_dockerfile_runtime_libraries, test_dockerfile_build_packages, test_build_context,
+               test_healthcheck_script,
                test_k8s_deployment, test_k8s_secret_and_config, test_k8s_pdb, test_k8s_keda, test_systemd_unit,
                test_systemd_analyze):
         case(fn)

@@ -33,6 +33,7 @@
 #include "aggregate.h"
 #include "cmdgen.h"
 #include "codec.h"
+#include "hash.h"
 
 static double now(void) {
   struct timespec t;
@@ -69,10 +70,9 @@ static slot_t *table;
 static size_t table_cap, table_count;
 
 static model_aggregate_t *route(const model_command_t *c) {
-  uint64_t h = 14695981039346656037ULL;
-  for (size_t i = 0; i < c->tenant_len; i++) h = (h ^ (unsigned char)c->tenant[i]) * 1099511628211ULL;
-  h = (h ^ '/') * 1099511628211ULL;
-  for (size_t i = 0; i < c->assignment_len; i++) h = (h ^ (unsigned char)c->assignment[i]) * 1099511628211ULL;
+  uint64_t h = hash_fnv1a64(HASH_FNV1A64_INIT, c->tenant, c->tenant_len);
+  h = hash_fnv1a64(h, "/", 1);
+  h = hash_fnv1a64(h, c->assignment, c->assignment_len);
   h = h ? h : 1;
   size_t j = h & (table_cap - 1);
   for (; table[j].hash; j = (j + 1) & (table_cap - 1)) {

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "config_table.h"
+#include "redact.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -36,7 +37,7 @@ static const char *const env_used[] = {
     "AGGREGATOR_BATCH_LINGER_MS", "AGGREGATOR_BATCH_LINGER_M", "AGGREGATOR_LOG_LEVEL",
     "AGGREGATOR_STORE_URI",       "AGGREGATOR_STORE_URI_FILE", "AGGREGATOR_KAFKA_RDKAFKA_CLIENT_ID",
     "AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE", "AGGREGATOR_SERVICE_HOST", "AGGREGATOR_METRICS_LISTEN",
-    "AGGREGATOR_KAFKA_RDKAFKA_SOCKET_TIMEOUT_MS", "AGGREGATOR_batch_linger_ms",
+    "AGGREGATOR_KAFKA_RDKAFKA_SOCKET_TIMEOUT_MS", "AGGREGATOR_batch_linger_ms", "AGGREGATOR_KAFKA_GROUP",
 };
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof env_used / sizeof env_used[0]; i++) unsetenv(env_used[i]);
@@ -240,6 +241,8 @@ static const struct {
     {"metrics.listen=0.0.0.0:9464", "metrics.listen", "0.0.0.0:9464"},
     {"metrics.listen=metrics-host.local:1", "metrics.listen", "metrics-host.local:1"},
     {"metrics.listen=[fe80::1]:65535", "metrics.listen", "[fe80::1]:65535"},
+    /* port 0: any free port, as metrics_start takes it (value.h) */
+    {"metrics.listen=127.0.0.1:0", "metrics.listen", "127.0.0.1:0"},
     {"log.level=error", "log.level", "error"},
     {"log.level=warn", "log.level", "warn"},
 };
@@ -335,21 +338,19 @@ static const error_case_t error_cases[] = {
      "empty value)"},
     /* host:port */
     {"[metrics]\nlisten = 9464\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: metrics.listen: '9464' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+     "{FILE}:2: metrics.listen: '9464' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
     {NULL, "metrics.listen=localhost:", NULL, NULL, NULL,
-     "--set metrics.listen: 'localhost:' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+     "--set metrics.listen: 'localhost:' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
     {NULL, "metrics.listen=:9464", NULL, NULL, NULL,
-     "--set metrics.listen: ':9464' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
-    {NULL, "metrics.listen=h:0", NULL, NULL, NULL,
-     "--set metrics.listen: 'h:0' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+     "--set metrics.listen: ':9464' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
     {NULL, "metrics.listen=h:65536", NULL, NULL, NULL,
-     "--set metrics.listen: 'h:65536' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+     "--set metrics.listen: 'h:65536' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
     {NULL, "metrics.listen=h:80x", NULL, NULL, NULL,
-     "--set metrics.listen: 'h:80x' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+     "--set metrics.listen: 'h:80x' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
     {NULL, "metrics.listen=a b:80", NULL, NULL, NULL,
-     "--set metrics.listen: 'a b:80' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+     "--set metrics.listen: 'a b:80' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
     {NULL, "metrics.listen=[::1:80", NULL, NULL, NULL,
-     "--set metrics.listen: '[::1:80' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 1..65535) or empty"},
+     "--set metrics.listen: '[::1:80' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
     /* strings with rules */
     {"[kafka]\ntopics = a,,b\n", NULL, NULL, NULL, NULL, "{FILE}:2: kafka.topics: empty topic name in the list"},
     {"[kafka]\ntopics = a b\n", NULL, NULL, NULL, NULL, "{FILE}:2: kafka.topics: 'a b' is not a valid topic name"},
@@ -406,7 +407,7 @@ static const error_case_t error_cases[] = {
      "{FILE}:2: store.uri_file: cannot read {AUX}/missing: No such file or directory"},
     {"[store]\nuri_file =\n", NULL, NULL, NULL, NULL, "{FILE}:2: store.uri_file: empty file name"},
     {"[batch]\nlinger_ms_file = {AUX}\n", NULL, NULL, NULL, "abc\n",
-     "{FILE}:2: batch.linger_ms_file: {AUX}: 'abc' is not an integer"},
+     "{FILE}:2: batch.linger_ms_file: {AUX}: the value is not an integer"},
     {"[kafka]\nrdkafka.socket.timeout.ms_file = {AUX}\n", NULL, NULL, NULL, "never\n",
      "{FILE}:2: kafka.rdkafka.socket.timeout.ms_file: librdkafka: Invalid value for configuration property "
      "\"socket.timeout.ms\""},
@@ -672,6 +673,49 @@ START_TEST(show_redacts_secrets) {
 }
 END_TEST
 
+/* Strings read through _file keys are secrets wherever they go; numbers are
+ * not (a secret "100" would blank every 100 in the logs). */
+START_TEST(show_redacts_file_strings) {
+  const char *group = write_ini("team-Kq7@x\n");
+  const char *linger = write_ini("250\n");
+  const char *user = write_ini("svc-Kq8\n");
+  char s1[300], s2[300], s3[300];
+  snprintf(s1, sizeof s1, "kafka.group_file=%s", group);
+  snprintf(s2, sizeof s2, "batch.linger_ms_file=%s", linger);
+  snprintf(s3, sizeof s3, "kafka.rdkafka.sasl.username_file=%s", user);
+  char *sets[] = {s1, s2, s3};
+  config_error_t err;
+  config_t *c = load(NULL, sets, 3, &err);
+  ck_assert_msg(c, "%s", err.message);
+  char *text = show(c);
+  ck_assert_msg(!strstr(text, "Kq7") && !strstr(text, "Kq8"), "%s", text);
+  ck_assert_ptr_nonnull(strstr(text, "\ngroup = ***\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\nlinger_ms = 250\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\nrdkafka.sasl.username = ***\n"));
+  free(text);
+  /* and every one of them is scrubbed from library text */
+  redact_set_t *secrets = redact_set_new();
+  config_collect_secrets(c, secrets);
+  model_buf_t b = MODEL_BUF_INIT;
+  const char *msg = "group team-Kq7@x user svc-Kq8 linger 250";
+  redact_set_scrub(secrets, msg, strlen(msg), &b);
+  ck_assert_str_eq(b.data, "group *** user *** linger 250");
+  model_buf_destroy(&b);
+  redact_set_destroy(secrets);
+  /* a later plain value is no longer a file's content */
+  setenv("AGGREGATOR_KAFKA_GROUP", "plain-group", 1);
+  config_destroy(c);
+  char *sets2[] = {s2};
+  c = load(NULL, sets2, 1, &err);
+  ck_assert_msg(c, "%s", err.message);
+  text = show(c);
+  ck_assert_ptr_nonnull(strstr(text, "\ngroup = plain-group\n"));
+  free(text);
+  config_destroy(c);
+  unsetenv("AGGREGATOR_KAFKA_GROUP");
+}
+END_TEST
+
 /* show prints every key, and what it prints loads back to the same values. */
 START_TEST(show_round_trips) {
   char *sets[] = {"kafka.topics=a, b", "batch.max_pending_bytes=3MiB", "metrics.listen=127.0.0.1:9464",
@@ -724,23 +768,27 @@ START_TEST(describe_lists_every_key) {
 END_TEST
 
 START_TEST(docs_config_md_is_current) {
-  const char *src = getenv("AGG_SOURCE_DIR");
-  ck_assert_msg(src, "AGG_SOURCE_DIR is not set");
-  char path[1024];
+  const char *src = getenv("AGG_SOURCE_DIR"), *bin = getenv("AGG_BINARY_DIR");
+  ck_assert_msg(src && bin, "AGG_SOURCE_DIR or AGG_BINARY_DIR is not set");
+  char path[1024], cmd[1200];
   snprintf(path, sizeof path, "%s/docs/CONFIG.md", src);
-  FILE *f = fopen(path, "rb");
-  ck_assert_msg(f, "%s missing: run gen_config_doc %s", path, path);
+  snprintf(cmd, sizeof cmd, "'%s/gen_config_doc'", bin);
   char *committed = NULL, *generated = NULL;
   size_t clen = 0, glen = 0;
-  FILE *m = open_memstream(&committed, &clen);
   char buf[4096];
   size_t n;
+  FILE *f = fopen(path, "rb");
+  ck_assert_msg(f, "%s missing: run gen_config_doc %s", path, path);
+  FILE *m = open_memstream(&committed, &clen);
   while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, m);
   fclose(f);
   fclose(m);
+  FILE *p = popen(cmd, "r");
+  ck_assert_msg(p, "cannot run %s", cmd);
   m = open_memstream(&generated, &glen);
-  config_describe_markdown(m);
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) fwrite(buf, 1, n, m);
   fclose(m);
+  ck_assert_int_eq(pclose(p), 0);
   ck_assert_msg(clen == glen && !memcmp(committed, generated, glen),
                 "docs/CONFIG.md is stale: run `gen_config_doc %s` from the build directory", path);
   for (size_t i = 0; i < config_props_count; i++) {
@@ -850,6 +898,7 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, env_outside_sections_ignored);
   tcase_add_test(tc, value_files);
   tcase_add_test(tc, show_redacts_secrets);
+  tcase_add_test(tc, show_redacts_file_strings);
   tcase_add_test(tc, show_round_trips);
   tcase_add_test(tc, describe_lists_every_key);
   tcase_add_test(tc, docs_config_md_is_current);
