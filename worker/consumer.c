@@ -10,17 +10,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "flusher.h"
 #include "kafka.h"
 #include "clock.h"
 #include "log.h"
 #include "metrics.h"
-#include "retry.h"
 
 /* How long a revocation may spend writing before it gives the partitions up
  * uncommitted (the next owner then re-reads them: safe, only slower). Must
  * stay well below max.poll.interval.ms. */
 #define DRAIN_TIMEOUT_MS 30000
 #define IDLE_PING_MS 10000
+#define FLIGHT_POLL_MS 5
 
 /* --- signals ---------------------------------------------------------------- */
 
@@ -44,12 +45,6 @@ static void install_signals(void) {
   signal(SIGPIPE, SIG_IGN);
 }
 
-static void sleep_ms(int64_t ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-  while (nanosleep(&ts, &ts) && errno == EINTR && !g_stop) {
-  }
-}
-
 /* --- per-partition offset state ---------------------------------------------- */
 
 typedef struct dlq_slot {
@@ -62,6 +57,7 @@ typedef struct part {
   int32_t partition;
   int64_t next;      /* offset after the last consumed message, -1 before the first */
   int64_t durable;   /* every valid command below this is durable, -1 none */
+  int64_t covered;   /* `next` when the flush in flight began: durable once it lands, -1 none */
   int64_t committed; /* last offset the group confirmed, -1 none */
   dlq_slot_t *dlq;   /* rejected messages awaiting the dead-letter ack, in offset order */
   size_t dlq_head, dlq_len, dlq_cap;
@@ -88,7 +84,7 @@ typedef struct dlq_retry {
 typedef struct consumer {
   config_t *cfg;
   batch_t *batch;
-  store_t *store;
+  flusher_t *flusher; /* the writer thread behind it owns the store connection */
   rd_kafka_t *rk, *producer;
   part_t *parts;
   size_t nparts, cap_parts;
@@ -96,9 +92,7 @@ typedef struct consumer {
   dlq_retry_t *retries;
   bool paused;
   bool fatal;
-  unsigned flush_attempt;
-  int64_t retry_at;
-  int64_t last_store_ok;
+  int64_t last_commit;
   model_command_t cmd;
 } consumer_t;
 
@@ -116,7 +110,7 @@ static void part_add(consumer_t *c, const char *topic, int32_t partition) {
     if (!c->parts) abort();
   }
   c->parts[c->nparts++] = (part_t){.topic = strdup(topic), .partition = partition, .next = -1, .durable = -1,
-                                   .committed = -1};
+                                   .covered = -1, .committed = -1};
 }
 
 static void part_remove(consumer_t *c, const char *topic, int32_t partition) {
@@ -151,11 +145,6 @@ static int64_t part_committable(part_t *p) {
   int64_t off = p->durable;
   if (p->dlq_len && p->dlq[p->dlq_head].offset < off) off = p->dlq[p->dlq_head].offset;
   return off;
-}
-
-/* Nothing dirty: every valid command consumed so far is durable. */
-static void mark_all_durable(consumer_t *c) {
-  for (size_t i = 0; i < c->nparts; i++) c->parts[i].durable = c->parts[i].next;
 }
 
 /* Commits committable offsets of the partitions in `only` (all if NULL). */
@@ -304,47 +293,51 @@ static bool dlq_pending(consumer_t *c) {
 
 /* --- flushing ------------------------------------------------------------------- */
 
-static void store_ok(consumer_t *c) {
-  c->last_store_ok = clock_wall_ms();
-  metrics_store_answered();
+/* Nothing unwritten (nothing dirty, nothing in flight): every valid command
+ * consumed so far, stale ones included, is durable. */
+static void mark_all_durable(consumer_t *c) {
+  for (size_t i = 0; i < c->nparts; i++) c->parts[i].durable = c->parts[i].next;
 }
 
-/* One flush attempt; on success everything consumed is durable. */
-static batch_status_t flush_once(consumer_t *c) {
-  store_error_t err;
-  batch_status_t st = batch_flush(c->batch, clock_wall_ms(), &err);
-  if (st == BATCH_DONE) {
-    c->flush_attempt = 0;
-    c->retry_at = 0;
-    store_ok(c);
-    mark_all_durable(c);
-  } else {
-    metrics_store_failed();
-    int64_t wait = retry_backoff_ms(c->cfg->retry_backoff_ms, c->cfg->retry_backoff_max_ms, c->flush_attempt++);
-    c->retry_at = clock_wall_ms() + wait;
-    if (st == BATCH_FATAL) {
-      log_error("store error that retrying cannot fix", "error", LOG_STR, err.message);
-      c->fatal = true;
-    } else if (c->flush_attempt == 1 || c->flush_attempt % 10 == 0) {
-      log_warn("store write failed, retrying", "error", LOG_STR, err.message, "attempt", LOG_INT,
-               (int64_t)c->flush_attempt, "retry_in_ms", LOG_INT, wait);
-    }
-  }
+static void update_gauges(consumer_t *c) {
   metrics_set_dirty(batch_dirty_count(c->batch));
   metrics_set_cached(batch_cached_count(c->batch));
-  metrics_set_pending_bytes(batch_pending_bytes(c->batch));
-  return st;
+  metrics_set_pending_bytes(batch_pending_bytes(c->batch) + c->dlq_bytes);
 }
 
-/* Writes everything and waits for dead-letter acks, within deadline. */
+/* One step of the flusher, and what it means for offsets: a flush that
+ * landed makes the offsets it covered durable; one that begins covers what
+ * has been consumed so far. Returns true when a flush landed. */
+static bool flush_step(consumer_t *c, int64_t wait_ms, bool force) {
+  flusher_event_t ev = flusher_step(c->flusher, clock_wall_ms(), wait_ms, force);
+  bool landed = false;
+  if (ev.finished) {
+    if (ev.status == BATCH_DONE) {
+      landed = true;
+      for (size_t i = 0; i < c->nparts; i++)
+        if (c->parts[i].covered > c->parts[i].durable) c->parts[i].durable = c->parts[i].covered;
+    } else if (ev.status == BATCH_FATAL) {
+      log_error("store error that retrying cannot fix", "error", LOG_STR, ev.err.message);
+      c->fatal = true;
+    } else if (ev.status == BATCH_RETRY && (ev.attempt == 1 || ev.attempt % 10 == 0)) {
+      log_warn("store write failed, retrying", "error", LOG_STR, ev.err.message, "attempt", LOG_INT,
+               (int64_t)ev.attempt, "retry_in_ms", LOG_INT, ev.retry_in_ms);
+    }
+  }
+  if (ev.started)
+    for (size_t i = 0; i < c->nparts; i++) c->parts[i].covered = c->parts[i].next;
+  if (!batch_dirty(c->batch)) mark_all_durable(c);
+  if (ev.finished || ev.started) update_gauges(c);
+  return landed;
+}
+
+/* Waits for the flush in flight, writes everything held and waits for the
+ * dead-letter acks, within deadline. */
 static bool drain(consumer_t *c, int64_t deadline) {
-  while (!c->fatal && (batch_dirty(c->batch) || batch_flush_due(c->batch, INT64_MAX))) {
-    batch_status_t st = flush_once(c);
-    if (st == BATCH_DONE) break;
-    if (st == BATCH_FATAL || clock_wall_ms() >= deadline || g_stop > 1) return false;
-    int64_t wait = c->retry_at - clock_wall_ms();
-    if (wait > deadline - clock_wall_ms()) wait = deadline - clock_wall_ms();
-    if (wait > 0) sleep_ms(wait);
+  while (!c->fatal && batch_dirty(c->batch)) {
+    int64_t left = deadline - clock_wall_ms();
+    if (left <= 0 || g_stop > 1) break;
+    flush_step(c, left, true);
   }
   if (!batch_dirty(c->batch)) mark_all_durable(c);
   while (dlq_pending(c) && clock_wall_ms() < deadline) {
@@ -471,6 +464,7 @@ static void reload(consumer_t *c, const consumer_reload_t *rl) {
   config_destroy(next);
   batch_limits_t limits = batch_limits_from_config(c->cfg);
   batch_set_limits(c->batch, &limits);
+  flusher_set_retry(c->flusher, c->cfg->retry_backoff_ms, c->cfg->retry_backoff_max_ms);
   log_setup(c->cfg->log_level, c->cfg->log_format);
   log_info("configuration reloaded");
   if (restart[0]) log_warn("changed keys need a restart to apply", "keys", LOG_STR, restart);
@@ -534,27 +528,35 @@ static void destroy_clients(consumer_t *c) {
   free(c->parts);
 }
 
-int consumer_run(config_t *cfg, batch_t *batch, store_t *store, const consumer_reload_t *rl) {
+int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consumer_reload_t *rl) {
   consumer_t *c = calloc(1, sizeof *c);
   if (!c) return 1;
   c->cfg = cfg;
   c->batch = batch;
-  c->store = store;
   g_stop = 0; /* signals before this call are not ours to act on (and tests run several) */
   g_reload = 0;
   srand((unsigned)clock_wall_ms() ^ (unsigned)getpid());
   install_signals();
   metrics_set_assigned(false);
   int rc = 1;
+  c->flusher = flusher_new(batch, sink, IDLE_PING_MS);
+  if (!c->flusher) {
+    log_error("cannot start the writer thread");
+    goto out;
+  }
+  flusher_set_retry(c->flusher, cfg->retry_backoff_ms, cfg->retry_backoff_max_ms);
   if (!create_clients(c)) goto out;
   log_info("worker started", "group", LOG_STR, cfg->kafka_group, "topics", LOG_STR, cfg->kafka_topics);
 
-  int64_t last_tick = 0, last_commit = 0;
+  int64_t last_tick = 0;
   while (!g_stop && !c->fatal) {
     int64_t now = clock_wall_ms();
     int64_t wake = now + 100;
-    if (batch_deadline(batch) < wake) wake = batch_deadline(batch);
-    if (c->retry_at && c->retry_at < wake) wake = c->retry_at;
+    int64_t due = flusher_wake_ms(c->flusher);
+    if (due < wake) wake = due;
+    /* The writer does not wake the poll: a flush in flight is looked for
+     * every few ms (under load the poll returns at once anyway). */
+    if (flusher_in_flight(c->flusher) && now + FLIGHT_POLL_MS < wake) wake = now + FLIGHT_POLL_MS;
     rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, (int)(wake > now ? wake - now : 0));
     if (m) {
       handle_message(c, m);
@@ -564,20 +566,13 @@ int consumer_run(config_t *cfg, batch_t *batch, store_t *store, const consumer_r
     if (c->retries) produce_retries(c);
 
     now = clock_wall_ms();
-    if (batch_flush_due(batch, now) && now >= c->retry_at) {
-      if (flush_once(c) == BATCH_DONE) {
-        commit(c, NULL, false);
-        last_commit = now;
-      }
-    }
-    if (!batch_dirty(batch) && now - last_commit >= 1000) {
-      /* Nothing dirty: all state in memory is in the store, so every valid
-       * command consumed so far (stale ones included) is durable. */
-      mark_all_durable(c);
+    bool landed = flush_step(c, 0, false);
+    if (landed || (!batch_dirty(batch) && now - c->last_commit >= 1000)) {
       commit(c, NULL, false);
-      last_commit = now;
+      c->last_commit = now;
     }
 
+    /* In-flight snapshots count: they are memory held for unwritten changes. */
     uint64_t pending = batch_pending_bytes(batch) + c->dlq_bytes;
     if (!c->paused && pending > (uint64_t)cfg->batch_max_pending_bytes) set_paused(c, true);
     else if (c->paused && pending <= (uint64_t)cfg->batch_max_pending_bytes / 2) set_paused(c, false);
@@ -586,16 +581,7 @@ int consumer_run(config_t *cfg, batch_t *batch, store_t *store, const consumer_r
       last_tick = now;
       metrics_heartbeat();
       report_lag(c);
-      metrics_set_dirty(batch_dirty_count(batch));
-      metrics_set_cached(batch_cached_count(batch));
-      metrics_set_pending_bytes(pending);
-      if (now - c->last_store_ok >= IDLE_PING_MS && now >= c->retry_at) {
-        store_error_t err;
-        if (store_ping(store, &err) == STORE_OK)
-          store_ok(c);
-        else
-          metrics_store_failed();
-      }
+      update_gauges(c);
     }
     if (g_reload) {
       g_reload = 0;
@@ -619,6 +605,7 @@ int consumer_run(config_t *cfg, batch_t *batch, store_t *store, const consumer_r
     }
   }
 out:
+  flusher_destroy(c->flusher); /* waits for a flush in flight; nothing committed for it */
   destroy_clients(c);
   free(c);
   return rc;

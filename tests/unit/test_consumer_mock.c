@@ -230,25 +230,19 @@ typedef struct run_result {
  * or it stops by itself. */
 static run_result_t run_worker(const scenario_t *s, mem_store_t *mem, bool with_watcher) {
   config_t *cfg = worker_config(s);
-  batch_sink_t sink = mem_sink(mem);
+  sink_t sink = mem_sink(mem);
   batch_limits_t lim = batch_limits_from_config(cfg);
-  batch_t *b = batch_new(&sink, &lim);
-  /* Only used for the idle ping; nothing listens on port 1, so it fails fast. */
-  store_error_t serr;
-  store_t *idle = store_new("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=50&connectTimeoutMS=50", "db", "c",
-                            "1", &serr);
-  ck_assert_msg(idle, "%s", serr.message);
+  batch_t *b = batch_new(&lim);
   watcher_t w = {s, false, {0}};
   pthread_t t;
   if (with_watcher) ck_assert_int_eq(pthread_create(&t, NULL, watch, &w), 0);
   consumer_reload_t rl = {NULL, NULL, 0};
-  run_result_t r = {consumer_run(cfg, b, idle, &rl), false, ""};
+  run_result_t r = {consumer_run(cfg, b, &sink, &rl), false, ""};
   if (with_watcher) pthread_join(t, NULL);
   r.timed_out = w.timed_out;
   for (int p = 0, n = 0; p < PARTS; p++)
     n += snprintf(r.seen + n, sizeof r.seen - (size_t)n, " p%d %lld/%lld", p, (long long)w.last[p],
                   (long long)s->ends[p]);
-  store_destroy(idle);
   batch_destroy(b);
   config_destroy(cfg);
   return r;
@@ -311,6 +305,7 @@ START_TEST(commits_everything_once_durable) {
   scenario_setup(&s, 0.05);
   ck_assert_uint_gt(s.invalid, 0);
   mem_store_t *mem = calloc(1, sizeof *mem);
+  mem_init(mem);
   run_result_t r = run_worker(&s, mem, true);
   ck_assert_msg(!r.timed_out, "the group never committed up to the end:%s", r.seen);
   ck_assert_int_eq(r.rc, 0);
@@ -331,6 +326,7 @@ START_TEST(retries_store_and_commit_errors) {
   scenario_t s;
   scenario_setup(&s, 0);
   mem_store_t *mem = calloc(1, sizeof *mem);
+  mem_init(mem);
   mem->fail_next = 5; /* the first five loads/writes answer RETRY */
   /* ... and the first two offset commits fail with an error that librdkafka
    * hands to the application instead of retrying it itself. */
@@ -351,10 +347,12 @@ START_TEST(fatal_store_error_commits_nothing) {
   scenario_t s;
   scenario_setup(&s, 0);
   mem_store_t *mem = calloc(1, sizeof *mem);
+  mem_init(mem);
   mem->fail_fatal = true;
   run_result_t r = run_worker(&s, mem, false); /* stops by itself */
   ck_assert_int_eq(r.rc, 1);
   ck_assert_int_eq(mem->n, 0);
+  mem_free(mem);
   int64_t c[PARTS];
   committed(&s, c);
   for (int p = 0; p < PARTS; p++) ck_assert_msg(c[p] < 0, "partition %d committed %lld with nothing durable", p,
