@@ -65,7 +65,7 @@ flusher_event_t flusher_step(flusher_t *f, int64_t now_ms, int64_t wait_ms, bool
     if (!job) return ev;
     ev.finished = true;
     ev.status = batch_flush_end(f->batch, job, &ev.err);
-    now_ms = clock_wall_ms();
+    int64_t wall = clock_wall_ms();
     if (ev.status == BATCH_DONE || ev.status == BATCH_PARTIAL) {
       metrics_store_answered();
       f->attempt = 0;
@@ -73,12 +73,12 @@ flusher_event_t flusher_step(flusher_t *f, int64_t now_ms, int64_t wait_ms, bool
       f->partial_rounds = ev.status == BATCH_PARTIAL ? f->partial_rounds + 1 : 0;
       if (f->partial_rounds >= PARTIAL_ROUNDS) {
         ev.retry_in_ms = retry_backoff_ms(f->backoff_ms, f->backoff_max_ms, f->partial_rounds - PARTIAL_ROUNDS);
-        f->retry_at = now_ms + ev.retry_in_ms;
+        f->retry_at = wall + ev.retry_in_ms;
       }
     } else {
       metrics_store_failed();
       ev.retry_in_ms = retry_backoff_ms(f->backoff_ms, f->backoff_max_ms, f->attempt++);
-      f->retry_at = now_ms + ev.retry_in_ms;
+      f->retry_at = wall + ev.retry_in_ms;
     }
     ev.attempt = f->attempt;
     if (ev.status == BATCH_FATAL) return ev;
@@ -87,11 +87,11 @@ flusher_event_t flusher_step(flusher_t *f, int64_t now_ms, int64_t wait_ms, bool
   bool want = force ? batch_dirty(f->batch) || batch_flush_due(f->batch, INT64_MAX)
                     : batch_flush_due(f->batch, now_ms);
   if (!want) return ev;
-  if (f->retry_at > now_ms) {
+  int64_t wall = clock_wall_ms(); /* backoff runs on the wall clock, whatever now_ms the caller gives */
+  if (f->retry_at > wall) {
     if (wait_ms <= 0) return ev;
-    sleep_ms(f->retry_at - now_ms < wait_ms ? f->retry_at - now_ms : wait_ms);
-    now_ms = clock_wall_ms();
-    if (f->retry_at > now_ms) return ev;
+    sleep_ms(f->retry_at - wall < wait_ms ? f->retry_at - wall : wait_ms);
+    if (f->retry_at > clock_wall_ms()) return ev;
   }
   writer_job_t *job = batch_flush_begin(f->batch, now_ms);
   if (!job) return ev; /* nothing dirty: everything applied is durable */

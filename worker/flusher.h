@@ -43,7 +43,8 @@ flusher_t *flusher_new(batch_t *batch, const sink_t *sink, int64_t idle_ping_ms)
 void flusher_destroy(flusher_t *f);
 void flusher_set_retry(flusher_t *f, int64_t backoff_ms, int64_t backoff_max_ms);
 
-/* Takes back a finished flush (waiting up to wait_ms for one in flight),
+/* now_ms is the batch's clock (linger); backoff runs on the wall clock.
+ * Takes back a finished flush (waiting up to wait_ms for one in flight),
  * then begins the next if it is due (force: if anything is unwritten at all,
  * as when draining) and no backoff is pending; with wait_ms > 0 and a
  * backoff pending it sleeps out the backoff (at most wait_ms) first. Handle
