@@ -312,6 +312,8 @@ static bool flush_step(consumer_t *c, int64_t wait_ms, bool force) {
   flusher_event_t ev = flusher_step(c->flusher, clock_wall_ms(), wait_ms, force);
   bool landed = false;
   if (ev.finished) {
+    log_debug("flush finished", "status", LOG_INT, (int64_t)ev.status, "aggregates", LOG_INT, (int64_t)ev.items,
+              "ms", LOG_INT, (int64_t)(ev.seconds * 1000));
     if (ev.status == BATCH_DONE) {
       landed = true;
       for (size_t i = 0; i < c->nparts; i++)

@@ -64,6 +64,8 @@ flusher_event_t flusher_step(flusher_t *f, int64_t now_ms, int64_t wait_ms, bool
     writer_job_t *job = writer_take(f->writer, wait_ms);
     if (!job) return ev;
     ev.finished = true;
+    ev.seconds = job->seconds;
+    ev.items = job->nitems;
     ev.status = batch_flush_end(f->batch, job, &ev.err);
     int64_t wall = clock_wall_ms();
     if (ev.status == BATCH_DONE || ev.status == BATCH_PARTIAL) {

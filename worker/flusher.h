@@ -32,6 +32,8 @@ typedef struct flusher_event {
   store_error_t err;     /* why, when status is not BATCH_DONE */
   unsigned attempt;      /* failures in a row so far (0 after a success) */
   int64_t retry_in_ms;   /* the backoff before the next attempt, after a failure */
+  double seconds;        /* how long the finished flush took in the writer */
+  size_t items;          /* aggregates it carried */
   bool started;          /* a flush began: it covers every command applied so far */
 } flusher_event_t;
 
