@@ -259,8 +259,8 @@ static void produce_retries(consumer_t *c) {
 }
 
 static void reject(consumer_t *c, part_t *p, const rd_kafka_message_t *m, const model_reject_t *rej) {
-  metrics_command("invalid", METRICS_REJECTED, 1);
-  metrics_reject(model_reject_code_name(rej->code));
+  metrics_command(METRICS_TYPE_INVALID, METRICS_REJECTED, 1);
+  metrics_reject(rej->code);
   log_debug("command rejected", "code", LOG_STR, model_reject_code_name(rej->code), "detail", LOG_STR, rej->detail,
             "offset", LOG_INT, m->offset);
   dlq_ref_t *ref = malloc(sizeof *ref);
@@ -424,7 +424,7 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m) {
   rd_kafka_timestamp_type_t tstype;
   int64_t now = clock_wall_ms(), ts = rd_kafka_message_timestamp(m, &tstype);
   model_apply_result_t r = batch_apply(c->batch, &c->cmd, ts > 0 ? ts : now, now);
-  metrics_command(model_cmd_type_name(c->cmd.type), r == MODEL_APPLY_APPLIED ? METRICS_APPLIED : METRICS_STALE, 1);
+  metrics_command(c->cmd.type, r == MODEL_APPLY_APPLIED ? METRICS_APPLIED : METRICS_STALE, 1);
 }
 
 static void set_paused(consumer_t *c, bool pause) {
