@@ -1,22 +1,19 @@
 /* The live worker (`aggregator run`, SPEC.md section 5): Kafka consumer in
  * the configured group -> decode/validate -> batch (merge) -> writer thread
- * (flusher.h, writer.h: the store) -> offset commit, with the dead-letter
- * producer beside it.
+ * (flusher.h, writer.h: the store) -> offset commit (offsets.h), with the
+ * dead-letter producer (deadletter.h) beside it. This file holds the main
+ * loop, the rebalance handling (revocation: wait for the flush in flight,
+ * write what is held, commit, then give the partitions up) and SIGHUP.
  *
  * Two threads: this one polls, decodes, merges and commits; the writer
  * thread owns the store connection and runs one flush at a time, so that
  * consumption goes on while a flush is in flight.
  *
- * Offsets: a partition's offset is committed only up to the first message
- * whose effect is not yet durable: every valid command before it is in the
- * store and every rejected one has been acknowledged by the dead-letter
- * topic. When a flush begins it records each partition's next offset
- * (`covered`); when it lands with every item written, those offsets become
- * durable (the flush held a snapshot of every dirty aggregate, so every
- * command consumed before it began is then in the store). A flush with
- * conflicts or failures makes nothing durable: its aggregates go with the
- * next flush, which covers more. With nothing dirty and nothing in flight,
- * everything consumed is durable. */
+ * Offsets (offsets.h): committed only up to the first message whose effect
+ * is not yet durable. When a flush begins each partition's next offset is
+ * recorded; when it lands with every item written, those become durable. A
+ * flush with conflicts or failures makes nothing durable: its aggregates go
+ * with the next flush, which covers more. */
 #ifndef CONSUMER_H
 #define CONSUMER_H
 
