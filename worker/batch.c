@@ -12,11 +12,6 @@
 #include "log.h"
 #include "metrics.h"
 
-/* Conflicts are retried within one flush this many times before the flush
- * gives up with BATCH_RETRY (and the caller backs off). Each round reloads
- * only the conflicting aggregates, so rounds shrink fast. */
-#define CONFLICT_ROUNDS 8
-
 #define KEY_MAX (2 * MODEL_ID_MAX + 2)
 
 typedef struct entry {
@@ -24,9 +19,11 @@ typedef struct entry {
   struct entry *prev, *next; /* in the dirty list or the clean LRU, or both NULL */
   model_aggregate_t *agg;
   int64_t rev;
-  size_t mem; /* bytes counted in pending_bytes while dirty */
+  size_t mem; /* bytes counted in pending_bytes while dirty or in flight */
   uint32_t hash;
-  bool loaded, dirty;
+  bool loaded;
+  bool dirty;    /* changes not in any snapshot: in the dirty list */
+  bool inflight; /* a snapshot of it is in the job in flight */
 } entry_t;
 
 /* Run-length record of when pending commands entered the system, so that the
@@ -39,17 +36,20 @@ typedef struct event_run {
 #define EVENT_RUNS_MAX (1u << 20)
 
 struct batch {
-  batch_sink_t sink;
   batch_limits_t lim;
   entry_t **buckets;
   size_t nbuckets, count;
   entry_t dirty, lru; /* sentinels of circular lists; lru.next is the most recent */
   size_t ndirty, nclean, nunloaded;
-  size_t pending_bytes;
-  int64_t commands_since_flush;
+  size_t pending_bytes;  /* live aggregates of dirty or in-flight entries */
+  size_t inflight_bytes; /* the snapshots in the job in flight */
+  writer_job_t *job;     /* the job in flight (owned by whoever holds it; see writer.h), or NULL */
+  bool owed;             /* the last flush left dirty entries behind: the next one is due at once */
+  int64_t commands_since_flush; /* commands since the last snapshot */
   int64_t first_pending_ms;
   event_run_t *runs;
   size_t nruns, cap_runs;
+  size_t sealed_runs; /* runs[0..sealed_runs) belong to the job in flight: never extended */
   batch_stats_t stats;
 };
 
@@ -74,10 +74,9 @@ static void list_push_front(entry_t *s, entry_t *e) {
   s->next = e;
 }
 
-batch_t *batch_new(const batch_sink_t *sink, const batch_limits_t *limits) {
+batch_t *batch_new(const batch_limits_t *limits) {
   batch_t *b = calloc(1, sizeof *b);
   if (!b) return NULL;
-  b->sink = *sink;
   b->lim = *limits;
   b->nbuckets = 1024;
   b->buckets = calloc(b->nbuckets, sizeof *b->buckets);
@@ -104,18 +103,6 @@ void batch_destroy(batch_t *b) {
   free(b->runs);
   free(b);
 }
-
-static store_status_t store_sink_load(void *ctx, const char *const *keys, size_t n, store_found_cb found,
-                                      void *cb_ctx, store_error_t *err) {
-  return store_load(ctx, keys, n, found, cb_ctx, err);
-}
-
-static store_status_t store_sink_write(void *ctx, store_write_item_t *items, size_t n, int64_t now,
-                                       store_error_t *err) {
-  return store_write(ctx, items, n, now, err);
-}
-
-batch_sink_t batch_store_sink(store_t *store) { return (batch_sink_t){store_sink_load, store_sink_write, store}; }
 
 batch_limits_t batch_limits_from_config(const config_t *cfg) {
   return (batch_limits_t){cfg->batch_max_commands, cfg->batch_max_aggregates, cfg->batch_linger_ms,
@@ -160,32 +147,38 @@ static void remove_entry(batch_t *b, entry_t *e) {
   free(e);
 }
 
+/* Changes not in any snapshot: into the dirty list (out of the LRU). */
 static void mark_dirty(batch_t *b, entry_t *e) {
   if (e->dirty) return;
-  if (e->prev) {
+  if (e->prev) { /* in the LRU */
     list_unlink(e);
     b->nclean--;
   }
   e->dirty = true;
-  e->mem = 0;
   list_push_front(&b->dirty, e);
   b->ndirty++;
 }
 
+/* Out of the dirty list (the entry is in a snapshot, or its changes turned
+ * out to be in the store already). */
+static void unmark_dirty(batch_t *b, entry_t *e) {
+  if (!e->dirty) return;
+  list_unlink(e);
+  b->ndirty--;
+  e->dirty = false;
+}
+
+/* Keeps pending_bytes equal to the memory of every dirty or in-flight entry. */
 static void account(batch_t *b, entry_t *e) {
-  size_t m = model_aggregate_memory(e->agg);
+  size_t m = e->dirty || e->inflight ? model_aggregate_memory(e->agg) : 0;
   b->pending_bytes = b->pending_bytes - e->mem + m;
   e->mem = m;
 }
 
+/* Nothing unwritten any more: into the LRU. */
 static void mark_clean(batch_t *b, entry_t *e) {
-  if (e->dirty) {
-    list_unlink(e);
-    b->ndirty--;
-    b->pending_bytes -= e->mem;
-    e->mem = 0;
-    e->dirty = false;
-  }
+  unmark_dirty(b, e);
+  account(b, e);
   list_push_front(&b->lru, e);
   b->nclean++;
 }
@@ -199,7 +192,7 @@ static void evict(batch_t *b) {
 }
 
 static void record_event(batch_t *b, int64_t event_ms) {
-  if (b->nruns && b->runs[b->nruns - 1].ms == event_ms && b->runs[b->nruns - 1].n < UINT32_MAX) {
+  if (b->nruns > b->sealed_runs && b->runs[b->nruns - 1].ms == event_ms && b->runs[b->nruns - 1].n < UINT32_MAX) {
     b->runs[b->nruns - 1].n++;
     return;
   }
@@ -240,7 +233,7 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
     b->stats.applied++;
   } else {
     b->stats.stale++;
-    if (!e->dirty && e->prev) { /* touch in the LRU */
+    if (!e->dirty && !e->inflight && e->prev) { /* touch in the LRU */
       list_unlink(e);
       list_push_front(&b->lru, e);
     }
@@ -252,189 +245,167 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
 }
 
 bool batch_flush_due(const batch_t *b, int64_t now_ms) {
+  if (b->owed && b->ndirty) return true;
   if (!b->commands_since_flush) return false;
   return b->commands_since_flush >= b->lim.max_commands || (int64_t)b->ndirty >= b->lim.max_aggregates ||
          now_ms - b->first_pending_ms >= b->lim.linger_ms;
 }
 
 int64_t batch_deadline(const batch_t *b) {
+  if (b->owed && b->ndirty) return 0;
   return b->first_pending_ms == INT64_MAX ? INT64_MAX : b->first_pending_ms + b->lim.linger_ms;
 }
 
-bool batch_dirty(const batch_t *b) { return b->ndirty > 0; }
+bool batch_dirty(const batch_t *b) { return b->ndirty > 0 || b->job; }
+bool batch_in_flight(const batch_t *b) { return b->job != NULL; }
 
-/* --- loading -------------------------------------------------------------- */
+/* --- flushing ------------------------------------------------------------------ */
 
-typedef struct load_ctx {
-  batch_t *b;
-} load_ctx_t;
-
-/* A stored document arrived: it becomes the entry's base and what the entry
- * held (an overlay, or a copy that lost a race) is merged into it. */
-static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
-  batch_t *b = ((load_ctx_t *)ctx)->b;
-  size_t n;
-  const char *key = model_aggregate_key(stored, &n);
-  entry_t *e = find(b, key, n, hash_key(key, n));
-  if (!e || e->loaded) { /* not asked for, or duplicate: ignore */
-    model_aggregate_destroy(stored);
-    return;
-  }
-  bool changed = model_aggregate_merge(stored, e->agg);
-  model_aggregate_destroy(e->agg);
-  e->agg = stored;
-  e->rev = rev;
-  e->loaded = true;
-  b->nunloaded--;
-  if (changed) {
-    mark_dirty(b, e);
-    account(b, e);
-  } else {
-    mark_clean(b, e);
-  }
-}
-
-/* Loads every dirty entry that is not loaded, in chunks of one $in each.
- * Entries the store does not have are loaded as new (rev 0). */
-static store_status_t load_unloaded(batch_t *b, store_error_t *err) {
-  size_t chunk = b->lim.max_aggregates > 0 ? (size_t)b->lim.max_aggregates : 1000;
-  const char **keys = malloc(chunk * sizeof *keys);
-  entry_t **ents = malloc(chunk * sizeof *ents);
-  if (!keys || !ents) abort();
-  load_ctx_t ctx = {b};
-  store_status_t st = STORE_OK;
-  while (b->nunloaded && st == STORE_OK) {
-    size_t k = 0;
-    for (entry_t *e = b->dirty.next; e != &b->dirty && k < chunk; e = e->next) {
-      if (e->loaded) continue;
-      ents[k] = e;
-      keys[k++] = model_aggregate_key(e->agg, NULL);
-    }
-    if (!k) break;
-    st = b->sink.load(b->sink.ctx, keys, k, on_found, &ctx, err);
-    b->stats.loads++;
-    if (st != STORE_OK) break;
-    /* Entries not found are new. on_found may have moved found ones to the
-     * LRU; ents[] still points at live entries (nothing is freed here). */
-    for (size_t i = 0; i < k; i++) {
-      if (!ents[i]->loaded) {
-        ents[i]->loaded = true;
-        ents[i]->rev = 0;
-        b->nunloaded--;
-      }
-    }
-  }
-  free(keys);
-  free(ents);
-  return st;
-}
-
-/* --- writing -------------------------------------------------------------- */
-
-static void observe_durable(batch_t *b, int64_t now_ms) {
-  for (size_t i = 0; i < b->nruns; i++) {
+/* The commands of runs[0..n) are durable: observe their latency and drop them. */
+static void observe_durable(batch_t *b, size_t n, int64_t now_ms) {
+  if (n > b->nruns) n = b->nruns;
+  for (size_t i = 0; i < n; i++) {
     double s = (double)(now_ms - b->runs[i].ms) / 1000.0;
     if (s < 0) s = 0;
     for (uint32_t k = 0; k < b->runs[i].n; k++) metrics_latency(s);
   }
-  b->nruns = 0;
-  b->commands_since_flush = 0;
-  b->first_pending_ms = INT64_MAX;
+  memmove(b->runs, b->runs + n, (b->nruns - n) * sizeof *b->runs);
+  b->nruns -= n;
 }
 
-batch_status_t batch_flush(batch_t *b, int64_t now_ms, store_error_t *err) {
-  store_error_t local;
-  if (!err) err = &local;
-  memset(err, 0, sizeof *err);
-  double t0 = clock_mono_s();
-  uint64_t written = 0;
-  batch_status_t result = BATCH_DONE;
-  size_t chunk = b->lim.max_aggregates > 0 ? (size_t)b->lim.max_aggregates : 1000;
-  store_write_item_t *items = malloc(chunk * sizeof *items);
-  entry_t **ents = malloc(chunk * sizeof *ents);
-  if (!items || !ents) abort();
-
-  for (int round = 0; b->ndirty; round++) {
-    if (round == CONFLICT_ROUNDS) {
-      snprintf(err->message, sizeof err->message, "conflicts persisted after %d rounds", CONFLICT_ROUNDS);
-      result = BATCH_RETRY;
-      break;
-    }
-    store_status_t st = load_unloaded(b, err);
-    if (st != STORE_OK) {
-      result = st == STORE_FATAL ? BATCH_FATAL : BATCH_RETRY;
-      break;
-    }
-    /* Write every dirty entry once this round, chunk by chunk. Entries move
-     * to the LRU as they succeed, so walk a snapshot of each chunk. */
-    bool errors = false;
-    size_t todo = b->ndirty;
-    entry_t *cursor = b->dirty.prev; /* oldest first */
-    while (todo && st == STORE_OK) {
-      size_t k = 0;
-      while (k < chunk && todo && cursor != &b->dirty) {
-        ents[k] = cursor;
-        items[k] = (store_write_item_t){.agg = cursor->agg, .rev = cursor->rev};
-        cursor = cursor->prev;
-        k++;
-        todo--;
-      }
-      if (!k) break;
-      st = b->sink.write(b->sink.ctx, items, k, now_ms, err);
-      if (st != STORE_OK) break;
-      uint64_t ok = 0, conflicts = 0, failed = 0;
-      for (size_t i = 0; i < k; i++) {
-        entry_t *e = ents[i];
-        switch (items[i].result) {
-        case STORE_ITEM_OK:
-          e->rev++;
-          mark_clean(b, e);
-          ok++;
-          break;
-        case STORE_ITEM_CONFLICT:
-          e->loaded = false; /* reload next round and merge what we hold into it */
-          b->nunloaded++;
-          conflicts++;
-          break;
-        default:
-          failed++;
-          errors = true;
-          log_error("store rejected an aggregate", "id", LOG_STR, model_aggregate_key(e->agg, NULL), "code",
-                    LOG_INT, (int64_t)items[i].error_code);
-          break;
-        }
-      }
-      written += ok;
-      b->stats.writes_ok += ok;
-      b->stats.conflicts += conflicts;
-      b->stats.write_errors += failed;
-      metrics_store_write(METRICS_WRITE_OK, ok);
-      metrics_store_write(METRICS_WRITE_CONFLICT, conflicts);
-      metrics_store_write(METRICS_WRITE_ERROR, failed);
-    }
-    if (st != STORE_OK) {
-      result = st == STORE_FATAL ? BATCH_FATAL : BATCH_RETRY;
-      break;
-    }
-    if (errors) {
-      snprintf(err->message, sizeof err->message, "the store rejected %s; kept for retry",
-               "one or more aggregates");
-      result = BATCH_RETRY;
-      break;
-    }
-  }
-  free(items);
-  free(ents);
-  b->stats.flushes++;
-  if (result == BATCH_DONE) {
-    observe_durable(b, now_ms);
+writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
+  assert(!b->job);
+  if (!b->ndirty) {
+    /* Nothing unwritten (every command since the last flush was stale, or
+     * the flush that carried them landed): all of it is durable. */
+    observe_durable(b, b->nruns, now_ms);
+    b->commands_since_flush = 0;
+    b->first_pending_ms = INT64_MAX;
+    b->owed = false;
     evict(b);
+    return NULL;
   }
-  metrics_flush(clock_mono_s() - t0, written);
+  writer_job_t *job = writer_job_new(b->ndirty);
+  if (!job) abort(); /* as batch_apply: the file's policy on OOM */
+  job->chunk = b->lim.max_aggregates > 0 ? (size_t)b->lim.max_aggregates : 1000;
+  job->now_ms = now_ms;
+  for (entry_t *e = b->dirty.prev, *prev; e != &b->dirty; e = prev) { /* oldest first */
+    prev = e->prev;
+    model_aggregate_t *snap = model_aggregate_clone(e->agg);
+    if (!snap || !writer_job_add(job, snap, e->rev, !e->loaded, e)) abort();
+    job->bytes += model_aggregate_memory(snap);
+    e->inflight = true;
+    unmark_dirty(b, e);
+  }
+  job->commands = b->commands_since_flush;
+  job->first_pending_ms = b->first_pending_ms;
+  job->nruns = b->sealed_runs = b->nruns; /* the commands recorded so far are the ones this flush covers */
+  b->commands_since_flush = 0;
+  b->first_pending_ms = INT64_MAX;
+  b->owed = false;
+  b->inflight_bytes = job->bytes;
+  b->job = job;
+  b->stats.flushes++;
+  return job;
+}
+
+/* The job loaded the stored document of e: it becomes e's base, and what e
+ * received since the snapshot is merged into it. */
+static void adopt_base(batch_t *b, entry_t *e, writer_item_t *it) {
+  bool changed = model_aggregate_merge(it->agg, e->agg);
+  model_aggregate_destroy(e->agg);
+  e->agg = it->agg;
+  it->agg = NULL;
+  if (!e->loaded) {
+    e->loaded = true;
+    b->nunloaded--;
+  }
+  e->rev = it->rev;
+  if (changed)
+    mark_dirty(b, e);
+  else
+    unmark_dirty(b, e); /* whatever arrived since is in the store already */
+}
+
+batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err) {
+  assert(job == b->job);
+  for (size_t i = 0; i < job->nitems; i++) {
+    writer_item_t *it = &job->items[i];
+    entry_t *e = it->tag;
+    e->inflight = false;
+    switch (it->result) {
+    case WRITER_ITEM_WRITTEN:
+    case WRITER_ITEM_UNCHANGED:
+      if (it->loaded)
+        adopt_base(b, e, it);
+      else
+        e->rev = it->rev;
+      if (e->dirty)
+        account(b, e);
+      else
+        mark_clean(b, e);
+      break;
+    case WRITER_ITEM_CONFLICT:
+      /* Another writer got there first: reload with the next flush and merge
+       * what we hold (a superset of the snapshot) into it. */
+      if (e->loaded) {
+        e->loaded = false;
+        b->nunloaded++;
+      }
+      mark_dirty(b, e);
+      account(b, e);
+      break;
+    default: /* rejected (kept for retry), or no result: the store failed */
+      if (it->result == WRITER_ITEM_ERROR)
+        log_error("store rejected an aggregate", "id", LOG_STR, model_aggregate_key(e->agg, NULL), "code", LOG_INT,
+                  (int64_t)it->error_code);
+      if (it->loaded) adopt_base(b, e, it); /* the load landed: keep what it taught us */
+      mark_dirty(b, e);
+      account(b, e);
+      break;
+    }
+  }
+  b->stats.writes_ok += job->written;
+  b->stats.conflicts += job->conflicts;
+  b->stats.write_errors += job->errors;
+  b->stats.loads += job->loads;
+  metrics_store_write(METRICS_WRITE_OK, job->written);
+  metrics_store_write(METRICS_WRITE_CONFLICT, job->conflicts);
+  metrics_store_write(METRICS_WRITE_ERROR, job->errors);
+  metrics_flush(job->seconds, job->written);
+
+  batch_status_t result = BATCH_DONE;
+  if (job->status == STORE_FATAL)
+    result = BATCH_FATAL;
+  else if (job->status != STORE_OK || job->errors)
+    result = BATCH_RETRY;
+  else if (job->conflicts)
+    result = BATCH_PARTIAL;
+  if (err) {
+    *err = job->err;
+    if (result == BATCH_RETRY && job->status == STORE_OK)
+      snprintf(err->message, sizeof err->message, "the store rejected %llu aggregates; kept for retry",
+               (unsigned long long)job->errors);
+    else if (result == BATCH_PARTIAL)
+      snprintf(err->message, sizeof err->message, "%llu conflicts; reloading", (unsigned long long)job->conflicts);
+  }
+  if (result == BATCH_DONE) {
+    observe_durable(b, job->nruns, clock_wall_ms());
+  } else {
+    /* What the job covered is still owed; the runs stay for the flush that lands them. */
+    b->owed = true;
+    b->commands_since_flush += job->commands;
+    if (job->first_pending_ms < b->first_pending_ms) b->first_pending_ms = job->first_pending_ms;
+  }
+  b->inflight_bytes = 0;
+  b->sealed_runs = 0;
+  b->job = NULL;
+  writer_job_destroy(job);
+  evict(b);
   return result;
 }
 
-size_t batch_pending_bytes(const batch_t *b) { return b->pending_bytes; }
+size_t batch_pending_bytes(const batch_t *b) { return b->pending_bytes + b->inflight_bytes; }
 size_t batch_dirty_count(const batch_t *b) { return b->ndirty; }
 size_t batch_cached_count(const batch_t *b) { return b->nclean; }
 const batch_stats_t *batch_stats(const batch_t *b) { return &b->stats; }

@@ -1,22 +1,36 @@
-/* The denormalizer: merges commands into in-memory aggregates and writes the
- * changed ones to a sink in batches (SPEC.md sections 3-5).
+/* The denormalizer: merges commands into in-memory aggregates and hands the
+ * changed ones to the write stage (writer.h) in flushes (SPEC.md sections 3-5).
  *
  * Aggregates live in one table keyed by "<tenant>/<assignment>". An entry is
  * either *loaded* (its aggregate includes the stored document and `rev` is the
  * stored revision, 0 if absent) or *unloaded* (an overlay holding only the
- * commands seen since it entered memory). Unloaded entries are loaded all at
- * once at the next flush with one $in query, the overlay merged into the
- * stored document; so a cache miss costs no round trip of its own.
+ * commands seen since it entered memory). Unloaded entries are loaded by the
+ * writer as part of the next flush, all misses of a bulk in one $in query,
+ * the overlay merged into the stored document; so a cache miss costs no round
+ * trip of its own and never stalls the thread that merges.
  *
- * Dirty entries (changes not yet durable) are never evicted; clean loaded
- * entries are kept in an LRU of at most cache.max_aggregates (0 = none kept:
- * every command then costs a read and a write, the naive baseline).
+ * A flush (batch_flush_begin) takes a snapshot of every dirty entry (a copy
+ * of its aggregate: one contiguous block) into a writer_job_t, and the entry
+ * is then *in flight*. Commands keep being merged into the live entries
+ * meanwhile; an entry changed after its snapshot is dirty again and goes with
+ * the next flush. batch_flush_end takes the finished job back:
+ *  - written: the entry's rev becomes the written rev; an entry the job
+ *    loaded takes the stored document as its base and merges into it what
+ *    arrived since the snapshot;
+ *  - conflict (another writer got there first): the entry becomes unloaded
+ *    and dirty, so the next flush reloads it and merges it again;
+ *  - no result (store down) or rejected: dirty again, retried after backoff.
+ * BATCH_DONE means every item of the job landed: every command applied
+ * before batch_flush_begin is durable, which is what offsets need (the
+ * caller records what a flush covers when it begins it).
  *
- * batch_flush() writes every dirty entry conditionally on its rev; conflicts
- * are reloaded, re-merged and retried within the same call. It returns
- * BATCH_DONE only when nothing is dirty any more: at that point every command
- * applied before the call is durable, which is what the consumer needs to
- * commit offsets. Single-threaded: one thread owns a batch_t. */
+ * Dirty and in-flight entries are never evicted; clean loaded entries are
+ * kept in an LRU of at most cache.max_aggregates (0 = none kept: every
+ * command then costs a read and a write, the naive baseline).
+ *
+ * Threads: a batch_t is owned by one thread (the consumer's, or the replay's)
+ * and is never touched by the writer; what crosses to the writer is the job,
+ * whose hand-over writer.h describes. */
 #ifndef BATCH_H
 #define BATCH_H
 
@@ -26,19 +40,7 @@
 
 #include "aggregate.h"
 #include "store.h"
-
-/* Where aggregates are read from and written to: the MongoDB store, or a
- * JSON-lines file for replay --output. Same contract as store.h. */
-typedef struct batch_sink {
-  store_status_t (*load)(void *ctx, const char *const *keys, size_t nkeys, store_found_cb found, void *cb_ctx,
-                         store_error_t *err);
-  store_status_t (*write)(void *ctx, store_write_item_t *items, size_t nitems, int64_t updated_at_ms,
-                          store_error_t *err);
-  void *ctx;
-} batch_sink_t;
-
-/* The MongoDB store as a sink (store is borrowed). */
-batch_sink_t batch_store_sink(store_t *store);
+#include "writer.h"
 
 typedef struct batch_limits {
   int64_t max_commands;      /* flush after this many commands */
@@ -52,8 +54,12 @@ typedef struct batch_limits {
 struct config;
 batch_limits_t batch_limits_from_config(const struct config *cfg);
 
-typedef enum { BATCH_DONE = 0, BATCH_RETRY = 1, BATCH_FATAL = 2 } batch_status_t;
-
+typedef enum {
+  BATCH_DONE = 0,    /* every item of the flush landed */
+  BATCH_RETRY = 1,   /* the store failed or rejected items: back off, then flush again */
+  BATCH_FATAL = 2,   /* retrying cannot help (configuration, auth, an undecodable stored document) */
+  BATCH_PARTIAL = 3  /* conflicts: reloaded and merged again by the next flush, due at once */
+} batch_status_t;
 typedef struct batch_stats {
   uint64_t applied, stale;            /* commands, cumulative */
   uint64_t writes_ok, conflicts, write_errors, loads, flushes;
@@ -61,8 +67,9 @@ typedef struct batch_stats {
 
 typedef struct batch batch_t;
 
-/* sink is copied; its ctx is borrowed. Caller owns; batch_destroy(NULL) is safe. */
-batch_t *batch_new(const batch_sink_t *sink, const batch_limits_t *limits);
+/* Caller owns; batch_destroy(NULL) is safe (a job in flight must have been
+ * taken back and ended, or the writer destroyed, first). */
+batch_t *batch_new(const batch_limits_t *limits);
 void batch_destroy(batch_t *b);
 void batch_set_limits(batch_t *b, const batch_limits_t *limits);
 
@@ -70,17 +77,30 @@ void batch_set_limits(batch_t *b, const batch_limits_t *limits);
  * system (its Kafka timestamp), for the command-to-durable latency. */
 model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, int64_t now_ms);
 
-/* True when a flush limit is reached (commands, dirty aggregates or linger). */
+/* True when a flush should begin: a limit is reached (commands, dirty
+ * aggregates or linger since the first command not in any flush), or the
+ * last flush left work owed (conflicts, failures). Says nothing about
+ * whether a flush is in flight (batch_in_flight) or backing off (the caller's). */
 bool batch_flush_due(const batch_t *b, int64_t now_ms);
-/* When linger will make a flush due, or INT64_MAX if nothing is pending. */
+/* When a flush will be due by linger (or at once if owed), or INT64_MAX if
+ * nothing is pending. */
 int64_t batch_deadline(const batch_t *b);
-/* True if any change is not yet durable. */
+/* True if any change is not yet durable (dirty, or in a flush in flight). */
 bool batch_dirty(const batch_t *b);
+bool batch_in_flight(const batch_t *b);
 
-/* Writes all dirty aggregates (see the file comment). err may be NULL. */
-batch_status_t batch_flush(batch_t *b, int64_t now_ms, store_error_t *err);
+/* Snapshots every dirty entry into a new job (see the file comment); the
+ * caller hands it to a writer (or runs writer_execute) and gives it back to
+ * batch_flush_end. Returns NULL when nothing is dirty: then every command
+ * applied so far is durable (their latency is observed now). Must not be
+ * called while a job is in flight. Aborts when out of memory, as batch_apply. */
+writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms);
+/* Takes a finished job back (and destroys it); err (may be NULL) says why
+ * when the result is not BATCH_DONE. */
+batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err);
 
-size_t batch_pending_bytes(const batch_t *b); /* heap held by dirty aggregates */
+size_t batch_pending_bytes(const batch_t *b); /* heap held by unwritten changes: dirty and in-flight
+                                                 entries plus the snapshots in flight */
 size_t batch_dirty_count(const batch_t *b);
 size_t batch_cached_count(const batch_t *b); /* clean, loaded entries in the LRU */
 const batch_stats_t *batch_stats(const batch_t *b);

@@ -8,6 +8,7 @@
 #include "consumer.h"
 #include "log.h"
 #include "metrics.h"
+#include "sink.h"
 #include "store.h"
 
 int cli_run(const cli_options_t *o) {
@@ -47,10 +48,10 @@ int cli_run(const cli_options_t *o) {
   else
     metrics_store_answered();
   batch_limits_t limits = batch_limits_from_config(cfg);
-  batch_sink_t sink = batch_store_sink(store);
-  batch = batch_new(&sink, &limits);
+  batch = batch_new(&limits);
   if (!batch) goto out;
-  rc = consumer_run(cfg, batch, store, &(consumer_reload_t){o->config_path, o->sets, o->nsets});
+  sink_t sink = sink_store(store); /* the writer thread's until consumer_run returns */
+  rc = consumer_run(cfg, batch, &sink, &(consumer_reload_t){o->config_path, o->sets, o->nsets});
 out:
   batch_destroy(batch);
   store_destroy(store);

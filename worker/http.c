@@ -1,8 +1,10 @@
 /* libmicrohttpd server for /metrics, /healthz and /readyz.
  *
  * The endpoint is read-only and small, so the daemon is bounded: a few
- * connections, a short idle timeout, GET and HEAD only. Handlers read the
- * registry in metrics.c, whose functions are thread-safe. */
+ * connections, a short idle timeout, GET and HEAD only. What it serves comes
+ * from the http_handlers_t given at start (metrics.c's thread-safe
+ * registry): this file knows HTTP, not metrics, so the dependency goes one
+ * way (metrics.c -> http.c). */
 #include "http.h"
 
 #include <errno.h>
@@ -17,13 +19,13 @@
 
 #include "buf.h"
 #include "log.h"
-#include "metrics.h"
 #include "oom.h"
 #include "value.h"
 
 struct http_server {
   struct MHD_Daemon *daemon;
   int port;
+  http_handlers_t h;
 };
 
 static void seterr(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -89,19 +91,20 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, con
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
-  (void)cls, (void)version, (void)upload_data, (void)upload_data_size, (void)con_cls;
+  (void)version, (void)upload_data, (void)upload_data_size, (void)con_cls;
+  const http_handlers_t *h = cls;
   if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
     return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
 
   if (!strcmp(url, "/metrics")) {
     model_buf_t b = MODEL_BUF_INIT;
-    metrics_render(&b);
+    h->render(&b);
     return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, MHD_RESPMEM_MUST_FREE);
   }
   bool ready = !strcmp(url, "/readyz");
   if (ready || !strcmp(url, "/healthz")) {
     char reason[160], body[192];
-    bool ok = ready ? metrics_ready(reason, sizeof reason) : metrics_healthy(reason, sizeof reason);
+    bool ok = ready ? h->ready(reason, sizeof reason) : h->healthy(reason, sizeof reason);
     if (ok) return reply_text(c, MHD_HTTP_OK, "ok\n");
     snprintf(body, sizeof body, "%s\n", reason);
     return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, body);
@@ -125,10 +128,12 @@ static void explain_bind_failure(const struct sockaddr_storage *addr, socklen_t 
   if (fd >= 0) close(fd);
 }
 
-http_server_t *http_server_start(const char *where, char *err, size_t errsz) {
+http_server_t *http_server_start(const char *where, const http_handlers_t *handlers, char *err, size_t errsz) {
   struct sockaddr_storage addr;
   socklen_t addrlen = 0;
   if (!http_parse_listen(where, &addr, &addrlen, err, errsz)) return NULL;
+  http_server_t *s = oom_calloc(1, sizeof *s);
+  s->h = *handlers; /* the daemon's threads read it through cls until http_server_stop */
 
   /* MHD binds exactly this address (never all interfaces), with SO_REUSEADDR
    * so a restarted worker rebinds at once; an IPv6 address is IPv6 only. */
@@ -137,7 +142,7 @@ http_server_t *http_server_start(const char *where, char *err, size_t errsz) {
   /* The port argument only names the port in MHD's own messages: SOCK_ADDR binds. */
   uint16_t port = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
                                                    : ((struct sockaddr_in *)&addr)->sin_port);
-  struct MHD_Daemon *d = MHD_start_daemon(flags, port, NULL, NULL, on_request, NULL,
+  struct MHD_Daemon *d = MHD_start_daemon(flags, port, NULL, NULL, on_request, &s->h,
                                           MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
                                           MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                           MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
@@ -145,10 +150,10 @@ http_server_t *http_server_start(const char *where, char *err, size_t errsz) {
                                           MHD_OPTION_END);
   if (!d) {
     explain_bind_failure(&addr, addrlen, where, err, errsz);
+    free(s);
     return NULL;
   }
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-  http_server_t *s = oom_calloc(1, sizeof *s);
   s->daemon = d;
   s->port = info ? info->port : 0;
   return s;

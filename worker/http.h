@@ -1,14 +1,18 @@
 /* The HTTP endpoint of metrics.listen: /metrics, /healthz, /readyz
  * (SPEC.md section 8), served by libmicrohttpd on its own thread.
  *
- * Internal to the metrics module: the pipeline uses metrics_start/stop. The
- * handlers only read the metrics registry (metrics.h), which is thread-safe. */
+ * Internal to the metrics module: the pipeline uses metrics_start/stop.
+ * metrics.c passes its handlers in (http_handlers_t), so http.c does not
+ * depend on metrics.c; they run on the server's threads and must be
+ * thread-safe (the metrics registry is). */
 #ifndef HTTP_H
 #define HTTP_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
+
+#include "buf.h"
 
 typedef struct http_server http_server_t;
 
@@ -19,10 +23,19 @@ typedef struct http_server http_server_t;
 bool http_parse_listen(const char *listen, struct sockaddr_storage *addr, socklen_t *addrlen, char *err,
                        size_t errsz);
 
+/* What the server answers: /metrics appends the exposition to out;
+ * /readyz and /healthz are 200 when the function returns true, else 503
+ * with reason. */
+typedef struct http_handlers {
+  void (*render)(model_buf_t *out);
+  bool (*ready)(char *reason, size_t reasonsz);
+  bool (*healthy)(char *reason, size_t reasonsz);
+} http_handlers_t;
+
 /* Binds and listens on exactly that address, then serves on a thread.
  * Returns NULL with err filled (e.g. "bind 192.0.2.1:9464: Cannot assign
  * requested address"). Caller owns; http_server_stop() frees. */
-http_server_t *http_server_start(const char *listen, char *err, size_t errsz);
+http_server_t *http_server_start(const char *listen, const http_handlers_t *handlers, char *err, size_t errsz);
 /* The bound port (useful after port 0). */
 int http_server_port(const http_server_t *s);
 /* Stops serving, joins the thread, closes the socket. NULL-safe. */

@@ -116,7 +116,8 @@ bool metrics_start(const char *listen, char *err, size_t errsz) {
   if (g_server) {
     if (err) snprintf(err, errsz, "metrics server already started");
   } else {
-    g_server = http_server_start(listen, err, errsz);
+    static const http_handlers_t handlers = {metrics_render, metrics_ready, metrics_healthy};
+    g_server = http_server_start(listen, &handlers, err, errsz);
     ok = g_server != NULL;
   }
   pthread_mutex_unlock(&g_server_lock);
@@ -147,27 +148,14 @@ int metrics_port(void) {
 
 /* ---- recording ---- */
 
-void metrics_command(const char *type, metrics_cmd_result_t r, uint64_t n) {
+void metrics_command(int type, metrics_cmd_result_t r, uint64_t n) {
   if ((unsigned)r > METRICS_REJECTED) return;
-  size_t t = TYPE_INVALID;
-  for (size_t i = 0; type && i < MODEL_CMD_TYPE_COUNT; i++) {
-    if (!strcmp(type, model_cmd_type_name((model_cmd_type_t)i))) {
-      t = i;
-      break;
-    }
-  }
+  size_t t = type >= 0 && type < MODEL_CMD_TYPE_COUNT ? (size_t)type : TYPE_INVALID;
   ADD(g_commands[t][r], n);
 }
 
-void metrics_reject(const char *code) {
-  size_t c = REJ_OTHER;
-  for (size_t i = 1; code && i < MODEL_REJ_COUNT; i++) {
-    if (!strcmp(code, model_reject_code_name((model_reject_code_t)i))) {
-      c = i;
-      break;
-    }
-  }
-  ADD(g_rejects[c], 1);
+void metrics_reject(int code) {
+  ADD(g_rejects[code > 0 && code < MODEL_REJ_COUNT ? (size_t)code : REJ_OTHER], 1);
 }
 
 void metrics_store_write(metrics_write_result_t r, uint64_t n) {

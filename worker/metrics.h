@@ -49,13 +49,15 @@ void metrics_stop(void);
 int metrics_port(void);
 
 typedef enum { METRICS_APPLIED, METRICS_STALE, METRICS_REJECTED } metrics_cmd_result_t;
-/* Adds n to aggregator_commands_total{type,result}. type is a command type
- * name ("assignment.upserted", ...) or "invalid" for a rejected command whose
- * type is unknown; any other string is counted as "invalid". */
-void metrics_command(const char *type, metrics_cmd_result_t r, uint64_t n);
-/* Adds 1 to aggregator_rejects_total{code}; code is a rejection code name
- * ("too_large", ...); an unknown name is counted as code="other". */
-void metrics_reject(const char *code);
+/* type="invalid": a rejected command whose type is unknown. */
+#define METRICS_TYPE_INVALID (-1)
+/* Adds n to aggregator_commands_total{type,result}. type is a
+ * model_cmd_type_t (command.h) or METRICS_TYPE_INVALID; any other value is
+ * counted as "invalid". An index, not a name: this runs once per message. */
+void metrics_command(int type, metrics_cmd_result_t r, uint64_t n);
+/* Adds 1 to aggregator_rejects_total{code}; code is a model_reject_code_t;
+ * MODEL_OK or a value out of range is counted as code="other". */
+void metrics_reject(int code);
 
 typedef enum { METRICS_WRITE_OK, METRICS_WRITE_CONFLICT, METRICS_WRITE_ERROR } metrics_write_result_t;
 /* Adds n to aggregator_store_writes_total{result} (n = documents). */

@@ -12,10 +12,10 @@
 
 #include "batch.h"
 #include "codec.h"
+#include "flusher.h"
 #include "kafka.h"
 #include "clock.h"
 #include "log.h"
-#include "retry.h"
 #include "store.h"
 #include "timestamp.h"
 
@@ -102,23 +102,28 @@ static bool write_output(batch_t *b, const char *path, uint64_t *written) {
   return ok;
 }
 
-/* Flushes until written; a replay has no one to hand its work to, so it
- * waits out a store outage (with backoff) unless interrupted. */
-static bool flush_until_done(const config_t *cfg, batch_t *b) {
-  for (unsigned attempt = 0;; attempt++) {
-    store_error_t err;
-    batch_status_t st = batch_flush(b, clock_wall_ms(), &err);
-    if (st == BATCH_DONE) return true;
-    if (st == BATCH_FATAL || g_stop) {
-      log_error("replay: store write failed", "error", LOG_STR, err.message);
-      return false;
-    }
-    int64_t wait = retry_backoff_ms(cfg->retry_backoff_ms, cfg->retry_backoff_max_ms, attempt);
-    if (attempt == 0 || attempt % 10 == 0)
-      log_warn("replay: store write failed, retrying", "error", LOG_STR, err.message, "retry_in_ms", LOG_INT, wait);
-    struct timespec ts = {wait / 1000, (wait % 1000) * 1000000};
-    nanosleep(&ts, NULL);
+/* One step of the writer pipeline (flusher.h); false on a fatal store
+ * error. A replay has no one to hand its work to, so it waits out a store
+ * outage (with backoff) unless interrupted. */
+static bool step(flusher_t *f, int64_t wait_ms, bool force) {
+  flusher_event_t ev = flusher_step(f, clock_wall_ms(), wait_ms, force);
+  if (!ev.finished || ev.status == BATCH_DONE || ev.status == BATCH_PARTIAL) return true;
+  if (ev.status == BATCH_FATAL) {
+    log_error("replay: store write failed", "error", LOG_STR, ev.err.message);
+    return false;
   }
+  if (ev.attempt == 1 || ev.attempt % 10 == 0)
+    log_warn("replay: store write failed, retrying", "error", LOG_STR, ev.err.message, "retry_in_ms", LOG_INT,
+             ev.retry_in_ms);
+  return true;
+}
+
+/* Writes everything held; false if interrupted or on a fatal error. */
+static bool flush_until_done(flusher_t *f, batch_t *b) {
+  while (batch_dirty(b)) {
+    if (g_stop || !step(f, 1000, true)) return false;
+  }
+  return true;
 }
 
 /* --- the replay ------------------------------------------------------------------- */
@@ -126,6 +131,7 @@ static bool flush_until_done(const config_t *cfg, batch_t *b) {
 typedef struct replay {
   const config_t *cfg;
   batch_t *batch;
+  flusher_t *flusher; /* into the store: the writer thread owns the connection */
   bool to_store;
   model_command_t cmd;
   replay_stats_t *st;
@@ -153,7 +159,12 @@ static bool feed(replay_t *r, const char *data, size_t len, int64_t event_ms) {
   }
   int64_t now = clock_wall_ms();
   batch_apply(r->batch, &r->cmd, event_ms > 0 ? event_ms : now, now);
-  if (r->to_store && batch_flush_due(r->batch, now)) return flush_until_done(r->cfg, r->batch);
+  if (!r->to_store) return true;
+  if (!step(r->flusher, 0, false)) return false;
+  /* The memory bound, in-flight snapshots included: wait for the writer. */
+  while (batch_pending_bytes(r->batch) > (size_t)r->cfg->batch_max_pending_bytes && batch_dirty(r->batch)) {
+    if (g_stop || !step(r->flusher, 100, true)) return false;
+  }
   return true;
 }
 
@@ -197,7 +208,7 @@ typedef struct range {
   int64_t start, end;
 } range_t;
 
-static bool plan_ranges(rd_kafka_t *rk, const config_t *cfg, const cli_options_t *o, range_t **out, size_t *nout,
+static bool plan_ranges(rd_kafka_t *rk, const config_t *cfg, const replay_options_t *o, range_t **out, size_t *nout,
                         uint64_t *total) {
   int64_t from_ms = 0, until_ms = 0;
   bool from_begin, until_end;
@@ -265,7 +276,7 @@ static bool plan_ranges(rd_kafka_t *rk, const config_t *cfg, const cli_options_t
   return ok;
 }
 
-static bool replay_topics(replay_t *r, const cli_options_t *o) {
+static bool replay_topics(replay_t *r, const replay_options_t *o) {
   char errstr[512], group[64];
   /* A group id of its own, never committed to: the live group's offsets do
    * not move, and nothing is left behind on the broker. */
@@ -310,7 +321,7 @@ static bool replay_topics(replay_t *r, const cli_options_t *o) {
   while (ok && remaining && !g_stop) {
     ssize_t got = rd_kafka_consume_batch_queue(q, 200, msgs, REPLAY_BATCH);
     if (got <= 0) {
-      if (r->to_store && batch_flush_due(r->batch, clock_wall_ms())) ok = flush_until_done(r->cfg, r->batch);
+      if (r->to_store) ok = step(r->flusher, 0, false);
       progress_show(&pr, done, false);
       continue;
     }
@@ -359,7 +370,7 @@ static bool replay_topics(replay_t *r, const cli_options_t *o) {
   return ok && !g_stop;
 }
 
-int replay_run(const config_t *cfg, const cli_options_t *o, replay_stats_t *stats) {
+int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *stats) {
   double t0 = clock_mono_s();
   memset(stats, 0, sizeof *stats);
   struct sigaction sa;
@@ -376,7 +387,6 @@ int replay_run(const config_t *cfg, const cli_options_t *o, replay_stats_t *stat
   r->to_store = o->output == NULL;
   store_t *store = NULL;
   batch_limits_t limits = batch_limits_from_config(cfg);
-  batch_sink_t sink = batch_store_sink(NULL); /* --output: never flushed */
   if (o->rejects && o->input) {
     r->rejects = strcmp(o->rejects, "-") ? fopen(o->rejects, "w") : stdout;
     if (!r->rejects) {
@@ -394,14 +404,19 @@ int replay_run(const config_t *cfg, const cli_options_t *o, replay_stats_t *stat
       free(r);
       return 2;
     }
-    sink = batch_store_sink(store);
   } else {
     /* Everything stays in memory until the end: nothing is ever flushed. */
     limits.max_commands = limits.max_aggregates = limits.linger_ms = INT64_MAX / 2;
   }
-  r->batch = batch_new(&sink, &limits);
-  bool ok = r->batch && (o->input ? replay_input(r, o->input) : replay_topics(r, o));
-  if (ok && r->to_store) ok = flush_until_done(cfg, r->batch);
+  r->batch = batch_new(&limits);
+  if (r->batch && store) {
+    sink_t sink = sink_store(store); /* the writer thread's until flusher_destroy */
+    r->flusher = flusher_new(r->batch, &sink, 0);
+    if (r->flusher) flusher_set_retry(r->flusher, cfg->retry_backoff_ms, cfg->retry_backoff_max_ms);
+  }
+  bool ok = r->batch && (!r->to_store || r->flusher) && (o->input ? replay_input(r, o->input) : replay_topics(r, o));
+  if (ok && r->to_store) ok = flush_until_done(r->flusher, r->batch);
+  flusher_destroy(r->flusher);
   if (r->batch) {
     const batch_stats_t *bs = batch_stats(r->batch);
     stats->applied = bs->applied;

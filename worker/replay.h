@@ -6,20 +6,29 @@
  * from --from (beginning, or the first offset at or after a time) to --until
  * (the high watermarks read at start, or the first offset at or after a
  * time, exclusive); or --input, a file of commands one per line.
- * Sinks: the configured store, through the same batch and conditional writer
- * as `run`; or --output, JSON lines of the final documents, sorted by _id.
+ * Sinks: the configured store, through the same batch, writer thread and
+ * conditional writer as `run`; or --output, JSON lines of the final documents, sorted by _id.
  *
  * Rejected commands are counted (the live worker dead-letters them; a replay
  * of the topics would only duplicate them there). */
 #ifndef REPLAY_H
 #define REPLAY_H
 
-#include "cli.h"
 #include "config.h"
 #include "replay_file.h"
 
+/* What to replay from and to (the command line's, without depending on it). */
+typedef struct replay_options {
+  const char *from;    /* --from: NULL or "beginning", or an RFC 3339 time */
+  const char *until;   /* --until: NULL or "end", or an RFC 3339 time */
+  const char *input;   /* --input FILE|-, NULL = the topics */
+  const char *output;  /* --output FILE|-, NULL = the store */
+  const char *rejects; /* --rejects FILE, with input only */
+} replay_options_t;
+
 /* Returns the exit status (0 when everything up to the end is written) and
- * fills *stats. */
-int replay_run(const config_t *cfg, const cli_options_t *o, replay_stats_t *stats);
+ * fills *stats. Into the store, writes go through the writer thread
+ * (flusher.h), as for `run`. */
+int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *stats);
 
 #endif

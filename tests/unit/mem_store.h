@@ -1,18 +1,31 @@
-/* An in-memory store for unit tests, behind the batch_sink_t interface: it
+/* An in-memory store for unit tests, behind the sink_t interface: it
  * applies the same conditional-write rule as store.c (filter {_id, rev}, an
  * upsert of an absent document expects rev 0, a lost race is a conflict),
  * so batching, loading, conflicts and retries can be checked without a
- * server. Up to 64 documents. Not thread-safe: the thread that runs the
- * batch owns it. */
+ * server. Up to 64 documents.
+ *
+ * Controllable latency, for the pipelined writer: every load and write
+ * sleeps latency_ms; and while `hold` is set, writes wait at a gate (the
+ * test sees them waiting in `held`) until mem_release().
+ *
+ * Threads: the writer thread calls load/write/ping while the test thread
+ * sets failures, holds and releases, so every field is read and written
+ * under `lock` (mem_init first). Documents (docs, keys, n) are read by the
+ * test only after the writer has stopped (writer_destroy / consumer_run
+ * returned: the join orders them), or under mem_lock. */
 #ifndef MEM_STORE_H
 #define MEM_STORE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "batch.h"
+#include "sink.h"
+#include "writer.h"
 
 typedef struct doc {
   model_aggregate_t *agg;
@@ -26,7 +39,48 @@ typedef struct mem_store {
   int loads, load_keys, writes, write_items;
   int fail_next;  /* next N calls answer STORE_RETRY */
   bool fail_fatal; /* every call answers STORE_FATAL */
+  int latency_ms;  /* every load and write takes this long */
+  bool hold;       /* writes wait at the gate until mem_release */
+  int held;        /* writes waiting at the gate now */
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
 } mem_store_t;
+
+static inline void mem_init(mem_store_t *s) {
+  memset(s, 0, sizeof *s);
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->cond, NULL);
+}
+
+static inline void mem_lock(mem_store_t *s) { pthread_mutex_lock(&s->lock); }
+static inline void mem_unlock(mem_store_t *s) { pthread_mutex_unlock(&s->lock); }
+
+static inline void mem_sleep(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts)) {
+  }
+}
+
+/* Opens the gate and lets held writes go on. */
+static inline void mem_release(mem_store_t *s) {
+  mem_lock(s);
+  s->hold = false;
+  pthread_cond_broadcast(&s->cond);
+  mem_unlock(s);
+}
+
+static inline void mem_set(mem_store_t *s, int *field, int value) {
+  mem_lock(s);
+  *field = value;
+  mem_unlock(s);
+}
+
+static inline int mem_get(mem_store_t *s, const int *field) {
+  mem_lock(s);
+  int v = *field;
+  mem_unlock(s);
+  return v;
+}
 
 static inline doc_t *mem_find(mem_store_t *s, const char *key) {
   for (int i = 0; i < s->n; i++)
@@ -34,7 +88,8 @@ static inline doc_t *mem_find(mem_store_t *s, const char *key) {
   return NULL;
 }
 
-/* The failure the test asked for, if any (every load and write asks first). */
+/* The failure the test asked for, if any (every load and write asks first,
+ * under the lock). */
 static inline store_status_t mem_injected(mem_store_t *s, store_error_t *err) {
   if (s->fail_fatal) {
     if (err) snprintf(err->message, sizeof err->message, "injected fatal error");
@@ -51,22 +106,41 @@ static inline store_status_t mem_injected(mem_store_t *s, store_error_t *err) {
 static inline store_status_t mem_load(void *ctx, const char *const *keys, size_t n, store_found_cb found, void *cb_ctx,
                                store_error_t *err) {
   mem_store_t *s = ctx;
+  mem_lock(s);
+  int latency = s->latency_ms;
+  mem_unlock(s);
+  if (latency) mem_sleep(latency);
+  mem_lock(s);
   store_status_t st = mem_injected(s, err);
-  if (st != STORE_OK) return st;
-  s->loads++;
-  s->load_keys += (int)n;
-  for (size_t i = 0; i < n; i++) {
-    doc_t *d = mem_find(s, keys[i]);
-    if (d) found(cb_ctx, model_aggregate_clone(d->agg), d->rev);
+  if (st == STORE_OK) {
+    s->loads++;
+    s->load_keys += (int)n;
+    for (size_t i = 0; i < n; i++) {
+      doc_t *d = mem_find(s, keys[i]);
+      if (d) found(cb_ctx, model_aggregate_clone(d->agg), d->rev);
+    }
   }
-  return STORE_OK;
+  mem_unlock(s);
+  return st;
 }
 
 static inline store_status_t mem_write(void *ctx, store_write_item_t *items, size_t n, int64_t now, store_error_t *err) {
   mem_store_t *s = ctx;
   (void)now;
+  mem_lock(s);
+  int latency = s->latency_ms;
+  s->held++;
+  pthread_cond_broadcast(&s->cond);
+  while (s->hold) pthread_cond_wait(&s->cond, &s->lock);
+  s->held--;
+  mem_unlock(s);
+  if (latency) mem_sleep(latency);
+  mem_lock(s);
   store_status_t st = mem_injected(s, err);
-  if (st != STORE_OK) return st;
+  if (st != STORE_OK) {
+    mem_unlock(s);
+    return st;
+  }
   s->writes++;
   s->write_items += (int)n;
   for (size_t i = 0; i < n; i++) {
@@ -87,13 +161,73 @@ static inline store_status_t mem_write(void *ctx, store_write_item_t *items, siz
     d->rev = items[i].rev + 1;
     items[i].result = STORE_ITEM_OK;
   }
+  mem_unlock(s);
   return STORE_OK;
+}
+
+/* Waits (up to 30 s) until n writes wait at the gate; false on timeout. */
+static inline bool mem_wait_held(mem_store_t *s, int n) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += 30;
+  mem_lock(s);
+  int rc = 0;
+  while (s->held < n && rc == 0) rc = pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+  bool ok = s->held >= n;
+  mem_unlock(s);
+  return ok;
+}
+
+/* As another writer would: merges agg into the stored document (or stores
+ * it) and bumps its rev, so that a writer holding the old rev conflicts. */
+static inline void mem_put(mem_store_t *s, const model_aggregate_t *agg) {
+  mem_lock(s);
+  const char *key = model_aggregate_key(agg, NULL);
+  doc_t *d = mem_find(s, key);
+  if (!d) {
+    if (s->n == 64) abort();
+    strcpy(s->keys[s->n], key);
+    d = &s->docs[s->n++];
+    d->rev = 0;
+    d->agg = model_aggregate_clone(agg);
+    if (!d->agg) abort();
+  } else {
+    model_aggregate_merge(d->agg, agg);
+  }
+  d->rev++;
+  mem_unlock(s);
+}
+
+static inline store_status_t mem_ping(void *ctx, store_error_t *err) {
+  mem_store_t *s = ctx;
+  mem_lock(s);
+  store_status_t st = mem_injected(s, err);
+  mem_unlock(s);
+  return st;
 }
 
 static inline void mem_free(mem_store_t *s) {
   for (int i = 0; i < s->n; i++) model_aggregate_destroy(s->docs[i].agg);
+  pthread_cond_destroy(&s->cond);
+  pthread_mutex_destroy(&s->lock);
 }
 
-static inline batch_sink_t mem_sink(mem_store_t *s) { return (batch_sink_t){mem_load, mem_write, s}; }
+static inline sink_t mem_sink(mem_store_t *s) { return (sink_t){mem_load, mem_write, mem_ping, s}; }
+
+/* Stop-and-wait flush for tests: begin, run the job on this thread, end;
+ * conflicts are reloaded and written again at once, up to 8 rounds (what
+ * the flusher does across flushes). */
+static inline batch_status_t mem_flush(batch_t *b, mem_store_t *s, int64_t now) {
+  sink_t sink = mem_sink(s);
+  batch_status_t st = BATCH_DONE;
+  for (int round = 0; round < 8; round++) {
+    writer_job_t *job = batch_flush_begin(b, now);
+    if (!job) return st == BATCH_PARTIAL ? BATCH_DONE : st;
+    writer_execute(&sink, job);
+    st = batch_flush_end(b, job, NULL);
+    if (st != BATCH_PARTIAL) return st;
+  }
+  return st;
+}
 
 #endif

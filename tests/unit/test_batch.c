@@ -29,22 +29,22 @@ static model_command_t roster(const char *assignment, const char *student, const
 
 static batch_limits_t limits(int64_t cache) { return (batch_limits_t){1000, 1000, 1000, 1 << 30, cache}; }
 
-static batch_t *new_batch(mem_store_t *s, int64_t cache) {
+static batch_t *new_batch(int64_t cache) {
   batch_limits_t l = limits(cache);
-  batch_sink_t sink = mem_sink(s);
-  return batch_new(&sink, &l);
+  return batch_new(&l);
 }
 
 START_TEST(flush_writes_changed_aggregates_once) {
-  mem_store_t s = {0};
-  batch_t *b = new_batch(&s, 100);
+  mem_store_t s;
+  mem_init(&s);
+  batch_t *b = new_batch(100);
   model_command_t c1 = roster("a1", "s1", "c1", 1, true), c2 = roster("a2", "s1", "c2", 1, true);
   ck_assert_int_eq(batch_apply(b, &c1, 0, 0), MODEL_APPLY_APPLIED);
   ck_assert_int_eq(batch_apply(b, &c2, 0, 0), MODEL_APPLY_APPLIED);
   ck_assert_int_eq(batch_apply(b, &c1, 0, 0), MODEL_APPLY_STALE);
   ck_assert_uint_eq(batch_dirty_count(b), 2);
   ck_assert(batch_pending_bytes(b) > 0);
-  ck_assert_int_eq(batch_flush(b, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
   ck_assert_int_eq(s.loads, 1); /* one $in for both misses */
   ck_assert_int_eq(s.load_keys, 2);
   ck_assert_int_eq(s.writes, 1); /* one bulk */
@@ -54,7 +54,7 @@ START_TEST(flush_writes_changed_aggregates_once) {
   ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1);
   /* A stale command for a cached aggregate writes nothing and reads nothing. */
   ck_assert_int_eq(batch_apply(b, &c1, 0, 0), MODEL_APPLY_STALE);
-  ck_assert_int_eq(batch_flush(b, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
   ck_assert_int_eq(s.writes, 1);
   ck_assert_int_eq(s.loads, 1);
   batch_destroy(b);
@@ -63,21 +63,22 @@ START_TEST(flush_writes_changed_aggregates_once) {
 END_TEST
 
 START_TEST(miss_merges_into_stored_document) {
-  mem_store_t s = {0};
-  batch_t *b1 = new_batch(&s, 100);
+  mem_store_t s;
+  mem_init(&s);
+  batch_t *b1 = new_batch(100);
   model_command_t c1 = roster("a1", "s1", "c1", 5, true);
   batch_apply(b1, &c1, 0, 0);
-  ck_assert_int_eq(batch_flush(b1, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b1, &s, 0), BATCH_DONE);
   batch_destroy(b1);
   /* A new worker (cold cache) sees an older command for that slot and a new
    * one for another: only the new one changes the stored document. */
-  batch_t *b2 = new_batch(&s, 100);
+  batch_t *b2 = new_batch(100);
   model_command_t old = roster("a1", "s1", "c0", 4, false), other = roster("a1", "s2", "c2", 1, true);
   batch_apply(b2, &old, 0, 0);
-  ck_assert_int_eq(batch_flush(b2, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b2, &s, 0), BATCH_DONE);
   ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1); /* nothing changed: not written */
   batch_apply(b2, &other, 0, 0);
-  ck_assert_int_eq(batch_flush(b2, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b2, &s, 0), BATCH_DONE);
   doc_t *d = mem_find(&s, "t1/a1");
   ck_assert_int_eq(d->rev, 2);
   model_counts_t counts = model_aggregate_counts(d->agg);
@@ -88,18 +89,19 @@ START_TEST(miss_merges_into_stored_document) {
 END_TEST
 
 START_TEST(conflict_reloads_and_remerges) {
-  mem_store_t s = {0};
-  batch_t *w1 = new_batch(&s, 100), *w2 = new_batch(&s, 100);
+  mem_store_t s;
+  mem_init(&s);
+  batch_t *w1 = new_batch(100), *w2 = new_batch(100);
   model_command_t a = roster("a1", "s1", "c1", 1, true), b = roster("a1", "s2", "c2", 1, true);
   batch_apply(w1, &a, 0, 0);
-  ck_assert_int_eq(batch_flush(w1, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(w1, &s, 0), BATCH_DONE);
   batch_apply(w2, &b, 0, 0);
-  ck_assert_int_eq(batch_flush(w2, 0, NULL), BATCH_DONE); /* w2 loads rev 1, writes rev 2 */
+  ck_assert_int_eq(mem_flush(w2, &s, 0), BATCH_DONE); /* w2 loads rev 1, writes rev 2 */
   /* w1's cached copy is at rev 1 now stale: its write conflicts, is reloaded
    * and merged, and lands as rev 3 holding all three students. */
   model_command_t c = roster("a1", "s3", "c3", 1, true);
   batch_apply(w1, &c, 0, 0);
-  ck_assert_int_eq(batch_flush(w1, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(w1, &s, 0), BATCH_DONE);
   ck_assert_uint_eq(batch_stats(w1)->conflicts, 1);
   doc_t *d = mem_find(&s, "t1/a1");
   ck_assert_int_eq(d->rev, 3);
@@ -111,17 +113,18 @@ START_TEST(conflict_reloads_and_remerges) {
 END_TEST
 
 START_TEST(retry_keeps_changes_until_written) {
-  mem_store_t s = {0};
-  batch_t *b = new_batch(&s, 100);
+  mem_store_t s;
+  mem_init(&s);
+  batch_t *b = new_batch(100);
   model_command_t c1 = roster("a1", "s1", "c1", 1, true);
   batch_apply(b, &c1, 0, 0);
   s.fail_next = 2;
-  ck_assert_int_eq(batch_flush(b, 0, NULL), BATCH_RETRY); /* load fails */
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_RETRY); /* load fails */
   ck_assert(batch_dirty(b));
-  ck_assert_int_eq(batch_flush(b, 0, NULL), BATCH_RETRY); /* write fails */
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_RETRY); /* write fails */
   ck_assert(batch_dirty(b));
   ck_assert(batch_flush_due(b, 1000000)); /* still owed */
-  ck_assert_int_eq(batch_flush(b, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
   ck_assert(!batch_dirty(b));
   ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1);
   batch_destroy(b);
@@ -130,8 +133,9 @@ START_TEST(retry_keeps_changes_until_written) {
 END_TEST
 
 START_TEST(cache_bound_and_naive_mode) {
-  mem_store_t s = {0};
-  batch_t *b = new_batch(&s, 1);
+  mem_store_t s;
+  mem_init(&s);
+  batch_t *b = new_batch(1);
   char a[8], id[8];
   for (int i = 0; i < 5; i++) {
     snprintf(a, sizeof a, "a%d", i);
@@ -139,19 +143,19 @@ START_TEST(cache_bound_and_naive_mode) {
     model_command_t c = roster(a, "s1", id, 1, true);
     batch_apply(b, &c, 0, 0);
   }
-  ck_assert_int_eq(batch_flush(b, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
   ck_assert_uint_eq(batch_cached_count(b), 1);
   batch_destroy(b);
   /* cache 0: every flush reads what it writes. */
-  batch_t *n = new_batch(&s, 0);
+  batch_t *n = new_batch(0);
   model_command_t c = roster("a0", "s2", "x1", 1, true);
   batch_apply(n, &c, 0, 0);
-  ck_assert_int_eq(batch_flush(n, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(n, &s, 0), BATCH_DONE);
   ck_assert_uint_eq(batch_cached_count(n), 0);
   int loads = s.loads;
   model_command_t c2 = roster("a0", "s3", "x2", 1, true);
   batch_apply(n, &c2, 0, 0);
-  ck_assert_int_eq(batch_flush(n, 0, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(n, &s, 0), BATCH_DONE);
   ck_assert_int_eq(s.loads, loads + 1);
   ck_assert_int_eq(mem_find(&s, "t1/a0")->rev, 3);
   batch_destroy(n);
@@ -160,10 +164,10 @@ START_TEST(cache_bound_and_naive_mode) {
 END_TEST
 
 START_TEST(flush_triggers) {
-  mem_store_t s = {0};
+  mem_store_t s;
+  mem_init(&s);
   batch_limits_t l = {3, 2, 50, 1 << 30, 10};
-  batch_sink_t sink = mem_sink(&s);
-  batch_t *b = batch_new(&sink, &l);
+  batch_t *b = batch_new(&l);
   ck_assert(!batch_flush_due(b, 0));
   ck_assert_int_eq(batch_deadline(b), INT64_MAX);
   model_command_t c1 = roster("a1", "s1", "c1", 1, true), c2 = roster("a2", "s1", "c2", 1, true);
@@ -173,7 +177,7 @@ START_TEST(flush_triggers) {
   ck_assert_int_eq(batch_deadline(b), 150);
   batch_apply(b, &c2, 0, 100);
   ck_assert(batch_flush_due(b, 100)); /* max_aggregates = 2 */
-  ck_assert_int_eq(batch_flush(b, 100, NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, 100), BATCH_DONE);
   batch_apply(b, &c1, 0, 200);
   batch_apply(b, &c1, 0, 200);
   ck_assert(!batch_flush_due(b, 200));

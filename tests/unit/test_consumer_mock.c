@@ -5,7 +5,16 @@
  *    and the documents equal a direct merge of the valid commands;
  *  - transient store errors and failed offset commits are retried;
  *  - rejected commands reach the dead-letter topic with their headers;
- *  - a fatal store error stops the worker with nothing committed.
+ *  - a fatal store error stops the worker with nothing committed;
+ *  - with the first write held in the store (the pipelined writer):
+ *    consumption goes on and nothing is committed meanwhile; SIGTERM waits
+ *    for the flush and commits everything.
+ * Revocation during a flush is tested against the real broker
+ * (tests/integration/test_worker_pipeline.py): librdkafka 2.0's mock group
+ * coordinator fences the old member when a second one joins (cooperative:
+ * ILLEGAL_GENERATION, partitions lost) or refuses commits in the revocation
+ * callback (eager: REBALANCE_IN_PROGRESS), so the hand-over cannot be
+ * observed here.
  * The real broker and store are exercised by tests/integration. */
 #include <check.h>
 #include <librdkafka/rdkafka.h>
@@ -21,6 +30,7 @@
 #include "config.h"
 #include "consumer.h"
 #include "mem_store.h"
+#include "metrics.h"
 #include "store.h"
 
 #define PARTS 3
@@ -173,8 +183,14 @@ static bool caught_up(const scenario_t *s, const int64_t c[PARTS]) {
  * committed everything, or after 90 s so that a bug fails instead of hanging. */
 typedef struct watcher {
   const scenario_t *s;
+  mem_store_t *mem;
   bool timed_out;
   int64_t last[PARTS]; /* the committed offsets last seen */
+  /* what a controller (below) saw while the store held the first write */
+  const char *failed;
+  uint64_t consumed_while_held;
+  int held_after;
+  int64_t committed_while_held[PARTS];
 } watcher_t;
 
 static void *watch(void *arg) {
@@ -228,30 +244,88 @@ typedef struct run_result {
 
 /* Runs the worker on the scenario until the watcher stops it (watch = true)
  * or it stops by itself. */
-static run_result_t run_worker(const scenario_t *s, mem_store_t *mem, bool with_watcher) {
+static run_result_t run_worker_with(const scenario_t *s, mem_store_t *mem, void *(*controller)(void *),
+                                    watcher_t *w) {
   config_t *cfg = worker_config(s);
-  batch_sink_t sink = mem_sink(mem);
+  sink_t sink = mem_sink(mem);
   batch_limits_t lim = batch_limits_from_config(cfg);
-  batch_t *b = batch_new(&sink, &lim);
-  /* Only used for the idle ping; nothing listens on port 1, so it fails fast. */
-  store_error_t serr;
-  store_t *idle = store_new("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=50&connectTimeoutMS=50", "db", "c",
-                            "1", &serr);
-  ck_assert_msg(idle, "%s", serr.message);
-  watcher_t w = {s, false, {0}};
+  batch_t *b = batch_new(&lim);
+  w->s = s;
+  w->mem = mem;
   pthread_t t;
-  if (with_watcher) ck_assert_int_eq(pthread_create(&t, NULL, watch, &w), 0);
+  if (controller) ck_assert_int_eq(pthread_create(&t, NULL, controller, w), 0);
   consumer_reload_t rl = {NULL, NULL, 0};
-  run_result_t r = {consumer_run(cfg, b, idle, &rl), false, ""};
-  if (with_watcher) pthread_join(t, NULL);
-  r.timed_out = w.timed_out;
+  run_result_t r = {consumer_run(cfg, b, &sink, &rl), false, ""};
+  if (controller) pthread_join(t, NULL);
+  r.timed_out = w->timed_out;
   for (int p = 0, n = 0; p < PARTS; p++)
-    n += snprintf(r.seen + n, sizeof r.seen - (size_t)n, " p%d %lld/%lld", p, (long long)w.last[p],
+    n += snprintf(r.seen + n, sizeof r.seen - (size_t)n, " p%d %lld/%lld", p, (long long)w->last[p],
                   (long long)s->ends[p]);
-  store_destroy(idle);
   batch_destroy(b);
   config_destroy(cfg);
   return r;
+}
+
+static run_result_t run_worker(const scenario_t *s, mem_store_t *mem, bool with_watcher) {
+  watcher_t w;
+  memset(&w, 0, sizeof w);
+  return run_worker_with(s, mem, with_watcher ? watch : NULL, &w);
+}
+
+/* Commands the worker has taken in so far (every result), from the metrics. */
+static uint64_t commands_seen(void) {
+  model_buf_t b = MODEL_BUF_INIT;
+  metrics_render(&b);
+  uint64_t total = 0;
+  const char *p = b.data, *end = b.data + b.len;
+  while (p && p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!strncmp(p, "aggregator_commands_total{", 26)) {
+      const char *sp = memrchr(p, ' ', (size_t)((nl ? nl : end) - p));
+      if (sp) total += strtoull(sp + 1, NULL, 10);
+    }
+    p = nl ? nl + 1 : NULL;
+  }
+  model_buf_destroy(&b);
+  return total;
+}
+
+static bool wait_commands(uint64_t n, int seconds) {
+  time_t deadline = time(NULL) + seconds;
+  while (commands_seen() < n)
+    if (time(NULL) > deadline) return false;
+    else usleep(20 * 1000);
+  return true;
+}
+
+/* The first write waits at the store's gate: the worker must go on
+ * consuming and merging everything meanwhile, commit nothing (nothing is
+ * durable), and once the gate opens, write and commit it all. */
+static uint64_t g_base;
+static void *consume_while_held(void *arg) {
+  watcher_t *w = arg;
+  if (!mem_wait_held(w->mem, 1)) {
+    w->failed = "no write reached the store";
+  } else {
+    wait_commands(g_base + w->s->valid + w->s->invalid, 30);
+    w->consumed_while_held = commands_seen() - g_base;
+    w->held_after = mem_get(w->mem, &w->mem->held);
+    committed(w->s, w->committed_while_held);
+  }
+  mem_release(w->mem);
+  return watch(w);
+}
+
+/* SIGTERM while a flush is in flight: the worker waits for it, writes the
+ * rest, commits and exits 0. */
+static void *sigterm_while_held(void *arg) {
+  watcher_t *w = arg;
+  if (!mem_wait_held(w->mem, 1)) w->failed = "no write reached the store";
+  else if (!wait_commands(g_base + w->s->valid + w->s->invalid, 30)) w->failed = "the worker stopped consuming";
+  w->held_after = mem_get(w->mem, &w->mem->held);
+  kill(getpid(), SIGTERM); /* with the first flush still in flight */
+  mem_release(w->mem);
+  return NULL;
 }
 
 static void assert_documents(const scenario_t *s, mem_store_t *mem) {
@@ -311,6 +385,7 @@ START_TEST(commits_everything_once_durable) {
   scenario_setup(&s, 0.05);
   ck_assert_uint_gt(s.invalid, 0);
   mem_store_t *mem = calloc(1, sizeof *mem);
+  mem_init(mem);
   run_result_t r = run_worker(&s, mem, true);
   ck_assert_msg(!r.timed_out, "the group never committed up to the end:%s", r.seen);
   ck_assert_int_eq(r.rc, 0);
@@ -331,6 +406,7 @@ START_TEST(retries_store_and_commit_errors) {
   scenario_t s;
   scenario_setup(&s, 0);
   mem_store_t *mem = calloc(1, sizeof *mem);
+  mem_init(mem);
   mem->fail_next = 5; /* the first five loads/writes answer RETRY */
   /* ... and the first two offset commits fail with an error that librdkafka
    * hands to the application instead of retrying it itself. */
@@ -351,14 +427,64 @@ START_TEST(fatal_store_error_commits_nothing) {
   scenario_t s;
   scenario_setup(&s, 0);
   mem_store_t *mem = calloc(1, sizeof *mem);
+  mem_init(mem);
   mem->fail_fatal = true;
   run_result_t r = run_worker(&s, mem, false); /* stops by itself */
   ck_assert_int_eq(r.rc, 1);
   ck_assert_int_eq(mem->n, 0);
+  mem_free(mem);
   int64_t c[PARTS];
   committed(&s, c);
   for (int p = 0; p < PARTS; p++) ck_assert_msg(c[p] < 0, "partition %d committed %lld with nothing durable", p,
                                                 (long long)c[p]);
+  free(mem);
+  scenario_teardown(&s);
+}
+END_TEST
+
+START_TEST(keeps_consuming_during_a_slow_flush) {
+  scenario_t s;
+  scenario_setup(&s, 0.05);
+  mem_store_t *mem = calloc(1, sizeof *mem);
+  mem_init(mem);
+  mem->hold = true;
+  g_base = commands_seen();
+  watcher_t w;
+  memset(&w, 0, sizeof w);
+  run_result_t r = run_worker_with(&s, mem, consume_while_held, &w);
+  ck_assert_msg(!w.failed, "%s", w.failed);
+  ck_assert_uint_eq(w.consumed_while_held, s.valid + s.invalid);
+  ck_assert_int_eq(w.held_after, 1); /* it was still the first write */
+  for (int p = 0; p < PARTS; p++)
+    ck_assert_msg(w.committed_while_held[p] < 0, "partition %d committed %lld before anything was durable", p,
+                  (long long)w.committed_while_held[p]);
+  ck_assert_msg(!r.timed_out, "the group never committed up to the end:%s", r.seen);
+  ck_assert_int_eq(r.rc, 0);
+  assert_documents(&s, mem);
+  mem_free(mem);
+  free(mem);
+  scenario_teardown(&s);
+}
+END_TEST
+
+START_TEST(sigterm_during_a_flush) {
+  scenario_t s;
+  scenario_setup(&s, 0);
+  mem_store_t *mem = calloc(1, sizeof *mem);
+  mem_init(mem);
+  mem->hold = true;
+  g_base = commands_seen();
+  watcher_t w;
+  memset(&w, 0, sizeof w);
+  run_result_t r = run_worker_with(&s, mem, sigterm_while_held, &w);
+  ck_assert_msg(!w.failed, "%s", w.failed);
+  ck_assert_int_eq(w.held_after, 1);
+  ck_assert_int_eq(r.rc, 0);
+  int64_t c[PARTS];
+  committed(&s, c);
+  for (int p = 0; p < PARTS; p++) ck_assert_int_eq(c[p] < 0 ? 0 : c[p], s.ends[p]);
+  assert_documents(&s, mem);
+  mem_free(mem);
   free(mem);
   scenario_teardown(&s);
 }
@@ -372,6 +498,8 @@ int main(void) {
   tcase_add_test(tc, commits_everything_once_durable);
   tcase_add_test(tc, retries_store_and_commit_errors);
   tcase_add_test(tc, fatal_store_error_commits_nothing);
+  tcase_add_test(tc, keeps_consuming_during_a_slow_flush);
+  tcase_add_test(tc, sigterm_during_a_flush);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

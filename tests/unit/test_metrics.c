@@ -134,13 +134,13 @@ START_TEST(test_command_counters) {
   double roster_rej = value_in(t, "aggregator_commands_total{type=\"roster.assigned\",result=\"rejected\"}");
   free(t);
 
-  metrics_command("assignment.upserted", METRICS_APPLIED, 1);
-  metrics_command("assignment.upserted", METRICS_APPLIED, 1);
-  metrics_command("grade.updated", METRICS_STALE, 3);
-  metrics_command("roster.assigned", METRICS_REJECTED, 1);
-  metrics_command("invalid", METRICS_REJECTED, 1);
-  metrics_command("no.such.type", METRICS_REJECTED, 2); /* counted as invalid */
-  metrics_command(NULL, METRICS_REJECTED, 1);           /* too */
+  metrics_command(MODEL_CMD_ASSIGNMENT_UPSERTED, METRICS_APPLIED, 1);
+  metrics_command(MODEL_CMD_ASSIGNMENT_UPSERTED, METRICS_APPLIED, 1);
+  metrics_command(MODEL_CMD_GRADE_UPDATED, METRICS_STALE, 3);
+  metrics_command(MODEL_CMD_ROSTER_ASSIGNED, METRICS_REJECTED, 1);
+  metrics_command(METRICS_TYPE_INVALID, METRICS_REJECTED, 1);
+  metrics_command(MODEL_CMD_TYPE_COUNT + 7, METRICS_REJECTED, 2); /* counted as invalid */
+  metrics_command(-5, METRICS_REJECTED, 1);                      /* too */
 
   t = render();
   ck_assert_double_eq(value_in(t, "aggregator_commands_total{type=\"assignment.upserted\",result=\"applied\"}"),
@@ -152,7 +152,6 @@ START_TEST(test_command_counters) {
   ck_assert_double_eq(value_in(t, "aggregator_commands_total{type=\"roster.assigned\",result=\"rejected\"}"),
                       roster_rej + 1);
   ck_assert_double_eq(value_in(t, "aggregator_commands_total{type=\"invalid\",result=\"rejected\"}"), invalid + 4);
-  ck_assert_ptr_null(strstr(t, "no.such.type"));
   free(t);
 }
 END_TEST
@@ -171,17 +170,16 @@ START_TEST(test_reject_counters) {
   double json = value_in(t, "aggregator_rejects_total{code=\"invalid_json\"}");
   free(t);
 
-  metrics_reject("too_large");
-  metrics_reject("too_large");
-  metrics_reject("duplicate_key");
-  metrics_reject("made_up_code");
+  metrics_reject(MODEL_REJ_TOO_LARGE);
+  metrics_reject(MODEL_REJ_TOO_LARGE);
+  metrics_reject(MODEL_REJ_DUPLICATE_KEY);
+  metrics_reject(MODEL_REJ_COUNT + 3); /* out of range: other */
 
   t = render();
   ck_assert_double_eq(value_in(t, "aggregator_rejects_total{code=\"too_large\"}"), too_large + 2);
   ck_assert_double_eq(value_in(t, "aggregator_rejects_total{code=\"duplicate_key\"}"), dup + 1);
   ck_assert_double_eq(value_in(t, "aggregator_rejects_total{code=\"other\"}"), other + 1);
   ck_assert_double_eq(value_in(t, "aggregator_rejects_total{code=\"invalid_json\"}"), json);
-  ck_assert_ptr_null(strstr(t, "made_up_code"));
   free(t);
 }
 END_TEST
@@ -456,7 +454,7 @@ START_TEST(test_http_endpoints) {
   ck_assert_int_eq(metrics_port(), port);
 
   metrics_set_windows(3600, 3600);
-  metrics_command("submission.updated", METRICS_APPLIED, 42);
+  metrics_command(MODEL_CMD_SUBMISSION_UPDATED, METRICS_APPLIED, 42);
   http_reply_t r;
   ck_assert(http_get(port, "GET", "/metrics", &r));
   ck_assert_int_eq(r.status, 200);
@@ -576,7 +574,7 @@ END_TEST
 static void *hammer(void *arg) {
   (void)arg;
   for (int i = 0; i < HAMMER_ROUNDS; i++) {
-    metrics_command("roster.unassigned", METRICS_STALE, 1);
+    metrics_command(MODEL_CMD_ROSTER_UNASSIGNED, METRICS_STALE, 1);
     metrics_store_write(METRICS_WRITE_CONFLICT, 1);
     metrics_set_lag("hammer", i % 4, i);
     if (i % 3 == 0) metrics_clear_lag("hammer", (i + 1) % 4);

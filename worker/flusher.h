@@ -1,0 +1,61 @@
+/* Drives flushes of a batch through a writer thread (writer.h): group
+ * commit with backoff. Shared by the live consumer and the replay into the
+ * store, so that both write through the same path.
+ *
+ * Group commit: one flush in flight at a time. When one finishes, the next
+ * begins as soon as batch_flush_due says so: under load the linger deadline
+ * of the commands merged meanwhile has passed, so it begins at once with
+ * everything dirty at that moment; when the worker keeps up, batch.linger_ms,
+ * batch.max_commands and batch.max_aggregates bound latency and bulk size as
+ * before. A flush that failed (store down, items rejected) begins again
+ * after capped full-jitter backoff (retry.h); one with conflicts only begins
+ * again at once, and after 8 such in a row backs off too (two writers
+ * racing on one hot document must not spin).
+ *
+ * Threads: a flusher_t, like the batch it borrows, belongs to one thread;
+ * the writer thread it starts owns the sink's connection until
+ * flusher_destroy returns. */
+#ifndef FLUSHER_H
+#define FLUSHER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "sink.h"
+
+typedef struct flusher flusher_t;
+
+typedef struct flusher_event {
+  bool finished;         /* a flush came back: status says how */
+  batch_status_t status; /* BATCH_DONE: everything it covered is durable */
+  store_error_t err;     /* why, when status is not BATCH_DONE */
+  unsigned attempt;      /* failures in a row so far (0 after a success) */
+  int64_t retry_in_ms;   /* the backoff before the next attempt, after a failure */
+  double seconds;        /* how long the finished flush took in the writer */
+  size_t items;          /* aggregates it carried */
+  bool started;          /* a flush began: it covers every command applied so far */
+} flusher_event_t;
+
+/* batch is borrowed; sink is copied and its ctx handed to the writer thread.
+ * idle_ping_ms as writer_new. NULL when the thread cannot start. */
+flusher_t *flusher_new(batch_t *batch, const sink_t *sink, int64_t idle_ping_ms);
+/* Waits for a flush in flight (writer_destroy) and stops the thread; what
+ * it did not land stays in the batch, dirty. NULL-safe. */
+void flusher_destroy(flusher_t *f);
+void flusher_set_retry(flusher_t *f, int64_t backoff_ms, int64_t backoff_max_ms);
+
+/* now_ms is the batch's clock (linger); backoff runs on the wall clock.
+ * Takes back a finished flush (waiting up to wait_ms for one in flight),
+ * then begins the next if it is due (force: if anything is unwritten at all,
+ * as when draining) and no backoff is pending; with wait_ms > 0 and a
+ * backoff pending it sleeps out the backoff (at most wait_ms) first. Handle
+ * `finished` before `started`: a step can do both. */
+flusher_event_t flusher_step(flusher_t *f, int64_t now_ms, int64_t wait_ms, bool force);
+/* When the next step has something to do: a flush due by linger, or the end
+ * of a backoff (INT64_MAX: nothing pending; a flush in flight is the
+ * caller's to poll for, e.g. every few ms). */
+int64_t flusher_wake_ms(const flusher_t *f);
+bool flusher_in_flight(const flusher_t *f);
+
+#endif

@@ -1,0 +1,135 @@
+#include "offsets.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct offsets_reject {
+  int64_t offset;
+  bool done;
+};
+
+struct offsets {
+  offsets_part_t *parts;
+  size_t n, cap;
+};
+
+offsets_t *offsets_new(void) { return calloc(1, sizeof(offsets_t)); }
+
+void offsets_destroy(offsets_t *o) {
+  if (!o) return;
+  for (size_t i = 0; i < o->n; i++) {
+    free(o->parts[i].topic);
+    free(o->parts[i].rejects);
+  }
+  free(o->parts);
+  free(o);
+}
+
+offsets_part_t *offsets_find(offsets_t *o, const char *topic, int32_t partition) {
+  for (size_t i = 0; i < o->n; i++)
+    if (o->parts[i].partition == partition && !strcmp(o->parts[i].topic, topic)) return &o->parts[i];
+  return NULL;
+}
+
+size_t offsets_count(const offsets_t *o) { return o->n; }
+offsets_part_t *offsets_at(offsets_t *o, size_t i) { return &o->parts[i]; }
+
+void offsets_add(offsets_t *o, const char *topic, int32_t partition) {
+  if (offsets_find(o, topic, partition)) return;
+  if (o->n == o->cap) {
+    size_t cap = o->cap ? o->cap * 2 : 16;
+    offsets_part_t *n = realloc(o->parts, cap * sizeof *n);
+    if (!n) abort();
+    o->parts = n;
+    o->cap = cap;
+  }
+  char *t = strdup(topic);
+  if (!t) abort();
+  o->parts[o->n++] = (offsets_part_t){.topic = t, .partition = partition, .next = -1, .durable = -1,
+                                      .covered = -1, .committed = -1};
+}
+
+void offsets_remove(offsets_t *o, const char *topic, int32_t partition) {
+  offsets_part_t *p = offsets_find(o, topic, partition);
+  if (!p) return;
+  free(p->topic);
+  free(p->rejects);
+  *p = o->parts[--o->n];
+}
+
+void offsets_reject_pending(offsets_part_t *p, int64_t offset) {
+  if (p->len == p->cap) {
+    size_t cap = p->cap ? p->cap * 2 : 16;
+    offsets_reject_t *n = malloc(cap * sizeof *n);
+    if (!n) abort();
+    for (size_t i = 0; i < p->len; i++) n[i] = p->rejects[(p->head + i) % p->cap];
+    free(p->rejects);
+    p->rejects = n;
+    p->cap = cap;
+    p->head = 0;
+  }
+  p->rejects[(p->head + p->len++) % p->cap] = (offsets_reject_t){offset, false};
+}
+
+void offsets_reject_done(offsets_t *o, const char *topic, int32_t partition, int64_t offset) {
+  offsets_part_t *p = offsets_find(o, topic, partition);
+  if (!p) return; /* given up meanwhile: its offset was not committed by us */
+  for (size_t i = 0; i < p->len; i++) {
+    offsets_reject_t *r = &p->rejects[(p->head + i) % p->cap];
+    if (r->offset == offset) {
+      r->done = true;
+      return;
+    }
+  }
+}
+
+bool offsets_rejects_pending(const offsets_t *o) {
+  for (size_t i = 0; i < o->n; i++) {
+    const offsets_part_t *p = &o->parts[i];
+    for (size_t k = 0; k < p->len; k++)
+      if (!p->rejects[(p->head + k) % p->cap].done) return true;
+  }
+  return false;
+}
+
+void offsets_flush_began(offsets_t *o) {
+  for (size_t i = 0; i < o->n; i++) o->parts[i].covered = o->parts[i].next;
+}
+
+void offsets_flush_landed(offsets_t *o) {
+  for (size_t i = 0; i < o->n; i++)
+    if (o->parts[i].covered > o->parts[i].durable) o->parts[i].durable = o->parts[i].covered;
+}
+
+void offsets_all_durable(offsets_t *o) {
+  for (size_t i = 0; i < o->n; i++) o->parts[i].durable = o->parts[i].next;
+}
+
+/* The offset to commit: the first message not yet durable. */
+static int64_t committable(offsets_part_t *p) {
+  while (p->len && p->rejects[p->head].done) { /* drop acknowledged heads */
+    p->head = (p->head + 1) % p->cap;
+    p->len--;
+  }
+  int64_t off = p->durable;
+  if (p->len && p->rejects[p->head].offset < off) off = p->rejects[p->head].offset;
+  return off;
+}
+
+rd_kafka_topic_partition_list_t *offsets_committable(offsets_t *o, const rd_kafka_topic_partition_list_t *only) {
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)o->n + 1);
+  for (size_t i = 0; i < o->n; i++) {
+    offsets_part_t *p = &o->parts[i];
+    if (only && !rd_kafka_topic_partition_list_find(only, p->topic, p->partition)) continue;
+    int64_t off = committable(p);
+    if (off > p->committed) rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = off;
+  }
+  return l;
+}
+
+void offsets_confirmed(offsets_t *o, const rd_kafka_topic_partition_list_t *l) {
+  for (int i = 0; i < l->cnt; i++) {
+    offsets_part_t *p = offsets_find(o, l->elems[i].topic, l->elems[i].partition);
+    if (p && !l->elems[i].err && l->elems[i].offset > p->committed) p->committed = l->elems[i].offset;
+  }
+}

@@ -1,0 +1,75 @@
+/* The commit stage of the live worker: per-partition offset state, and which
+ * offsets may be committed (SPEC.md section 5).
+ *
+ * A partition's offset is committed only up to the first message whose
+ * effect is not durable: every valid command before it is in the store and
+ * every rejected one has been acknowledged by the dead-letter topic.
+ *  - `next`: one past the last message consumed;
+ *  - `covered`: `next` when the flush in flight began (offsets_flush_began);
+ *    it becomes `durable` when that flush lands with every item written
+ *    (offsets_flush_landed): the flush held a snapshot of every dirty
+ *    aggregate, so every command consumed before it began is then stored;
+ *  - with nothing dirty and nothing in flight, everything consumed is
+ *    durable (offsets_all_durable);
+ *  - rejected messages wait, in offset order, for their dead-letter ack
+ *    (offsets_reject_pending, offsets_reject_done) and hold the commit below
+ *    them until then;
+ *  - `committed`: what the group confirmed; only a confirmed commit counts,
+ *    so a lost or failed one is sent again.
+ *
+ * Threads: an offsets_t belongs to the consumer thread; librdkafka's
+ * callbacks that update it (rebalance, offset commit, delivery reports) run
+ * on that thread, inside its poll calls. */
+#ifndef OFFSETS_H
+#define OFFSETS_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct offsets_reject offsets_reject_t;
+
+typedef struct offsets_part {
+  char *topic; /* owned */
+  int32_t partition;
+  int64_t next;      /* offset after the last consumed message, -1 before the first */
+  int64_t durable;   /* every valid command below this is durable, -1 none */
+  int64_t covered;   /* `next` when the flush in flight began, -1 none */
+  int64_t committed; /* last offset the group confirmed, -1 none */
+  offsets_reject_t *rejects; /* awaiting the dead-letter ack, a ring in offset order */
+  size_t head, len, cap;
+} offsets_part_t;
+
+typedef struct offsets offsets_t;
+
+/* Caller owns; offsets_destroy(NULL) is safe. NULL when out of memory. */
+offsets_t *offsets_new(void);
+void offsets_destroy(offsets_t *o);
+
+/* Adds an assigned partition (no-op if present); aborts when out of memory,
+ * as the consumer did (a partition without state could commit wrongly). */
+void offsets_add(offsets_t *o, const char *topic, int32_t partition);
+/* Forgets a partition given up (its pending rejects too: their acks are
+ * then ignored). */
+void offsets_remove(offsets_t *o, const char *topic, int32_t partition);
+offsets_part_t *offsets_find(offsets_t *o, const char *topic, int32_t partition);
+size_t offsets_count(const offsets_t *o);
+offsets_part_t *offsets_at(offsets_t *o, size_t i);
+
+/* A rejected message at offset awaits its dead-letter ack / got it. */
+void offsets_reject_pending(offsets_part_t *p, int64_t offset);
+void offsets_reject_done(offsets_t *o, const char *topic, int32_t partition, int64_t offset);
+bool offsets_rejects_pending(const offsets_t *o);
+
+void offsets_flush_began(offsets_t *o);
+void offsets_flush_landed(offsets_t *o);
+void offsets_all_durable(offsets_t *o);
+
+/* The committable offsets above what was confirmed, of the partitions in
+ * `only` (all if NULL); caller destroys the list. */
+rd_kafka_topic_partition_list_t *offsets_committable(offsets_t *o, const rd_kafka_topic_partition_list_t *only);
+/* The group confirmed these (elements with an error are skipped). */
+void offsets_confirmed(offsets_t *o, const rd_kafka_topic_partition_list_t *l);
+
+#endif

@@ -1,0 +1,304 @@
+#include "writer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "metrics.h"
+
+/* --- jobs ------------------------------------------------------------------- */
+
+writer_job_t *writer_job_new(size_t n) {
+  writer_job_t *j = calloc(1, sizeof *j);
+  if (!j) return NULL;
+  j->cap = n ? n : 1;
+  j->items = calloc(j->cap, sizeof *j->items);
+  if (!j->items) {
+    free(j);
+    return NULL;
+  }
+  j->chunk = 1000;
+  return j;
+}
+
+void writer_job_destroy(writer_job_t *job) {
+  if (!job) return;
+  for (size_t i = 0; i < job->nitems; i++) model_aggregate_destroy(job->items[i].agg);
+  free(job->items);
+  free(job);
+}
+
+bool writer_job_add(writer_job_t *job, model_aggregate_t *agg, int64_t rev, bool load, void *tag) {
+  if (job->nitems == job->cap) {
+    size_t cap = job->cap * 2;
+    writer_item_t *n = realloc(job->items, cap * sizeof *n);
+    if (!n) return false;
+    job->items = n;
+    job->cap = cap;
+  }
+  job->items[job->nitems++] = (writer_item_t){.agg = agg, .rev = rev, .load = load, .tag = tag};
+  return true;
+}
+
+/* --- running a job ----------------------------------------------------------- */
+
+/* Items to load, sorted by key so that each document found is matched in
+ * O(log n) (a chunk holds up to batch.max_aggregates keys). */
+typedef struct load_ctx {
+  writer_item_t **items;
+  size_t n;
+} load_ctx_t;
+
+static int cmp_item_key(const void *x, const void *y) {
+  return strcmp(model_aggregate_key((*(writer_item_t *const *)x)->agg, NULL),
+                model_aggregate_key((*(writer_item_t *const *)y)->agg, NULL));
+}
+
+/* A stored document arrived: the snapshot is merged into it and it becomes
+ * the item's aggregate. */
+static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
+  load_ctx_t *lc = ctx;
+  const char *key = model_aggregate_key(stored, NULL);
+  size_t lo = 0, hi = lc->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(model_aggregate_key(lc->items[mid]->agg, NULL), key);
+    if (c == 0) {
+      writer_item_t *it = lc->items[mid];
+      if (it->loaded) break; /* a duplicate answer: the first counts */
+      bool changed = model_aggregate_merge(stored, it->agg);
+      model_aggregate_destroy(it->agg);
+      it->agg = stored;
+      it->rev = rev;
+      it->loaded = true;
+      if (!changed) it->result = WRITER_ITEM_UNCHANGED;
+      return;
+    }
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  model_aggregate_destroy(stored); /* not asked for */
+}
+
+static store_status_t load_items(const sink_t *sink, writer_job_t *job, writer_item_t **scratch,
+                                 const char **keys) {
+  size_t n = 0;
+  for (size_t i = 0; i < job->nitems; i++)
+    if (job->items[i].load) scratch[n++] = &job->items[i];
+  for (size_t start = 0; start < n; start += job->chunk) {
+    size_t k = n - start < job->chunk ? n - start : job->chunk;
+    load_ctx_t lc = {scratch + start, k};
+    qsort(lc.items, k, sizeof *lc.items, cmp_item_key);
+    for (size_t i = 0; i < k; i++) keys[i] = model_aggregate_key(lc.items[i]->agg, NULL);
+    store_status_t st = sink->load(sink->ctx, keys, k, on_found, &lc, &job->err);
+    job->loads++;
+    if (st != STORE_OK) return st; /* all or nothing (store.h): no callback was made */
+    for (size_t i = 0; i < k; i++) {
+      if (!lc.items[i]->loaded) { /* not stored yet: an insert */
+        lc.items[i]->loaded = true;
+        lc.items[i]->rev = 0;
+      }
+    }
+  }
+  return STORE_OK;
+}
+
+void writer_execute(const sink_t *sink, writer_job_t *job) {
+  double t0 = clock_mono_s();
+  memset(&job->err, 0, sizeof job->err);
+  job->status = STORE_OK;
+  job->loads = job->written = job->unchanged = job->conflicts = job->errors = 0;
+  if (!job->chunk) job->chunk = 1000;
+  size_t chunk = job->chunk < job->nitems ? job->chunk : job->nitems;
+  writer_item_t **ents = malloc((job->nitems ? job->nitems : 1) * sizeof *ents);
+  const char **keys = malloc((chunk ? chunk : 1) * sizeof *keys);
+  store_write_item_t *items = malloc((chunk ? chunk : 1) * sizeof *items);
+  if (!ents || !keys || !items) abort(); /* as batch.c: no partial flush on OOM */
+
+  store_status_t st = load_items(sink, job, ents, keys);
+  size_t next = 0;
+  while (st == STORE_OK) {
+    size_t k = 0;
+    for (; next < job->nitems && k < chunk; next++) {
+      writer_item_t *it = &job->items[next];
+      if (it->result != WRITER_ITEM_PENDING) continue; /* unchanged after its load */
+      ents[k] = it;
+      items[k++] = (store_write_item_t){.agg = it->agg, .rev = it->rev};
+    }
+    if (!k) break;
+    st = sink->write(sink->ctx, items, k, job->now_ms, &job->err);
+    if (st != STORE_OK) break;
+    for (size_t i = 0; i < k; i++) {
+      writer_item_t *it = ents[i];
+      switch (items[i].result) {
+      case STORE_ITEM_OK:
+        it->rev++;
+        it->result = WRITER_ITEM_WRITTEN;
+        job->written++;
+        break;
+      case STORE_ITEM_CONFLICT:
+        it->result = WRITER_ITEM_CONFLICT;
+        job->conflicts++;
+        break;
+      default:
+        it->result = WRITER_ITEM_ERROR;
+        it->error_code = items[i].error_code;
+        job->errors++;
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < job->nitems; i++)
+    if (job->items[i].result == WRITER_ITEM_UNCHANGED) job->unchanged++;
+  job->status = st;
+  free(ents);
+  free(keys);
+  free(items);
+  job->seconds = clock_mono_s() - t0;
+}
+
+/* --- the thread --------------------------------------------------------------- */
+
+struct writer {
+  sink_t sink;
+  int64_t idle_ping_ms;
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t cond; /* signalled on submit, on finish and on stop */
+  /* under lock: */
+  writer_job_t *todo;    /* submitted, not started */
+  writer_job_t *running; /* started, not finished */
+  writer_job_t *done;    /* finished, not taken */
+  bool stop;
+};
+
+static struct timespec deadline_in(int64_t ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (ms % 1000) * 1000000;
+  if (ts.tv_nsec >= 1000000000) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000;
+  }
+  return ts;
+}
+
+static void *writer_main(void *arg) {
+  writer_t *w = arg;
+  double last_answer = clock_mono_s();
+  pthread_mutex_lock(&w->lock);
+  for (;;) {
+    if (w->todo) {
+      writer_job_t *job = w->todo;
+      w->todo = NULL;
+      w->running = job;
+      pthread_mutex_unlock(&w->lock);
+      writer_execute(&w->sink, job);
+      last_answer = clock_mono_s();
+      pthread_mutex_lock(&w->lock);
+      w->running = NULL;
+      w->done = job;
+      pthread_cond_broadcast(&w->cond);
+      continue;
+    }
+    if (w->stop) break;
+    if (w->idle_ping_ms > 0 && (clock_mono_s() - last_answer) * 1000.0 >= (double)w->idle_ping_ms) {
+      pthread_mutex_unlock(&w->lock);
+      store_error_t err;
+      if (w->sink.ping && w->sink.ping(w->sink.ctx, &err) == STORE_OK)
+        metrics_store_answered();
+      else
+        metrics_store_failed();
+      last_answer = clock_mono_s();
+      pthread_mutex_lock(&w->lock);
+      continue;
+    }
+    if (w->idle_ping_ms > 0) {
+      struct timespec ts = deadline_in(w->idle_ping_ms);
+      pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+    } else {
+      pthread_cond_wait(&w->cond, &w->lock);
+    }
+  }
+  pthread_mutex_unlock(&w->lock);
+  return NULL;
+}
+
+writer_t *writer_new(const sink_t *sink, int64_t idle_ping_ms) {
+  writer_t *w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->sink = *sink;
+  w->idle_ping_ms = idle_ping_ms;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  bool ok = pthread_mutex_init(&w->lock, NULL) == 0;
+  if (ok && pthread_cond_init(&w->cond, &ca) != 0) {
+    pthread_mutex_destroy(&w->lock);
+    ok = false;
+  }
+  pthread_condattr_destroy(&ca);
+  if (!ok) {
+    free(w);
+    return NULL;
+  }
+  if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+    return NULL;
+  }
+  return w;
+}
+
+void writer_destroy(writer_t *w) {
+  if (!w) return;
+  pthread_mutex_lock(&w->lock);
+  w->stop = true;
+  writer_job_destroy(w->todo); /* never started: nothing of it reached the store */
+  w->todo = NULL;
+  pthread_cond_broadcast(&w->cond);
+  pthread_mutex_unlock(&w->lock);
+  pthread_join(w->thread, NULL); /* a running job finishes first */
+  writer_job_destroy(w->done);
+  pthread_cond_destroy(&w->cond);
+  pthread_mutex_destroy(&w->lock);
+  free(w);
+}
+
+bool writer_submit(writer_t *w, writer_job_t *job) {
+  pthread_mutex_lock(&w->lock);
+  bool ok = !w->todo && !w->running && !w->done && !w->stop;
+  if (ok) {
+    w->todo = job;
+    pthread_cond_broadcast(&w->cond);
+  }
+  pthread_mutex_unlock(&w->lock);
+  return ok;
+}
+
+writer_job_t *writer_take(writer_t *w, int64_t wait_ms) {
+  pthread_mutex_lock(&w->lock);
+  if (!w->done && wait_ms > 0 && (w->todo || w->running)) {
+    struct timespec ts = deadline_in(wait_ms);
+    while (!w->done && (w->todo || w->running))
+      if (pthread_cond_timedwait(&w->cond, &w->lock, &ts) == ETIMEDOUT) break;
+  }
+  writer_job_t *job = w->done;
+  w->done = NULL;
+  pthread_mutex_unlock(&w->lock);
+  return job;
+}
+
+bool writer_busy(writer_t *w) {
+  pthread_mutex_lock(&w->lock);
+  bool busy = w->todo || w->running || w->done;
+  pthread_mutex_unlock(&w->lock);
+  return busy;
+}

@@ -1,0 +1,108 @@
+/* The write stage: a thread that owns the store connection and runs one
+ * flush at a time, so that the consumer thread keeps polling, decoding and
+ * merging while a flush is in flight (issue 15; SPEC.md sections 4 and 5).
+ *
+ * A flush is a writer_job_t: snapshots of the dirty aggregates, each a
+ * private copy (model_aggregate_clone: one contiguous block, so one malloc
+ * and one memcpy), with the revision each expects. The writer
+ *   1. loads, in one $in per bulk-size chunk, the stored documents of the
+ *      items marked `load` (aggregates the batch only holds as an overlay of
+ *      recent commands) and merges each snapshot into its stored document;
+ *      an item whose stored document already holds everything is UNCHANGED
+ *      and is not written;
+ *   2. writes the rest conditionally on their rev in bulks of `chunk`.
+ * It never retries and never resolves a conflict itself: a conflict, an
+ * item error or a failed call comes back as a result, and the batch decides
+ * (batch.h: a conflicting aggregate is reloaded and merged again in the next
+ * flush). So the writer holds no state between jobs but the connection.
+ *
+ * Ownership and hand-over (the only structures two threads touch):
+ *  - a job is created by the batch (batch_flush_begin) on the consumer
+ *    thread; writer_submit hands it, with every snapshot in it, to the
+ *    writer thread; writer_take hands it back once finished. Between the two
+ *    the consumer thread must not touch it, and the writer thread touches
+ *    nothing else of the batch (items carry an opaque `tag` it never reads).
+ *    Both hand-overs go through the writer's mutex, which orders every write
+ *    to the job before its reader.
+ *  - the sink's ctx (a store_t) is used only by the writer thread from
+ *    writer_new until writer_destroy returns.
+ *  - metrics (metrics.h) are thread-safe; the writer records only the
+ *    store's answers to idle pings there.
+ * writer_execute runs a job on the calling thread instead (tests, and any
+ * caller that wants stop-and-wait). */
+#ifndef WRITER_H
+#define WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aggregate.h"
+#include "sink.h"
+#include "store.h"
+
+typedef enum {
+  WRITER_ITEM_PENDING = 0, /* no result: the job stopped before it (see the job's status) */
+  WRITER_ITEM_WRITTEN,     /* written; rev is the new stored rev */
+  WRITER_ITEM_UNCHANGED,   /* loaded, and the stored document already held every slot: not written */
+  WRITER_ITEM_CONFLICT,    /* another writer got there first: reload and merge again */
+  WRITER_ITEM_ERROR        /* rejected by the server for this item (error_code) */
+} writer_item_result_t;
+
+typedef struct writer_item {
+  model_aggregate_t *agg; /* owned by the job; after a load, the stored document merged with the snapshot */
+  int64_t rev;            /* in: the stored rev the snapshot expects (ignored with load); out: see result */
+  bool load;              /* in: read the stored document first */
+  bool loaded;            /* out: the load happened; agg includes the stored document, and rev was its rev */
+  writer_item_result_t result;
+  uint32_t error_code; /* for WRITER_ITEM_ERROR */
+  void *tag;           /* the batch's; the writer never reads it */
+} writer_item_t;
+
+typedef struct writer_job {
+  writer_item_t *items;
+  size_t nitems, cap;
+  size_t chunk;   /* bulk size (batch.max_aggregates): keys per load, documents per write */
+  int64_t now_ms; /* updatedAt of the documents written */
+  /* out, filled by the writer */
+  store_status_t status; /* STORE_OK: every item has a result */
+  store_error_t err;
+  uint64_t loads, written, unchanged, conflicts, errors;
+  double seconds; /* how long the job took in the writer */
+  /* the batch's bookkeeping of what the job covers; the writer never reads it */
+  int64_t commands, first_pending_ms;
+  size_t nruns, bytes;
+} writer_job_t;
+
+/* An empty job with room for n items; NULL when out of memory. Caller owns;
+ * writer_job_destroy(NULL) is safe and frees every snapshot still held. */
+writer_job_t *writer_job_new(size_t n);
+void writer_job_destroy(writer_job_t *job);
+/* Appends an item; the job takes agg. False when out of memory (agg not taken). */
+bool writer_job_add(writer_job_t *job, model_aggregate_t *agg, int64_t rev, bool load, void *tag);
+
+/* Runs the job on the calling thread against sink (see the file comment). */
+void writer_execute(const sink_t *sink, writer_job_t *job);
+
+typedef struct writer writer_t;
+
+/* Starts the thread. sink is copied; its ctx belongs to the writer thread
+ * until writer_destroy returns. While idle for idle_ping_ms (0 = never) the
+ * thread pings the store, so that readiness reflects it without traffic.
+ * NULL when the thread cannot start. */
+writer_t *writer_new(const sink_t *sink, int64_t idle_ping_ms);
+/* Waits for a job in flight to finish (a store call cannot be abandoned
+ * half-way safely), destroys a finished one nobody took, joins the thread.
+ * writer_destroy(NULL) is safe. */
+void writer_destroy(writer_t *w);
+
+/* Hands job to the writer thread. One job at a time: false (and the job
+ * stays the caller's) while another is submitted and not yet taken back. */
+bool writer_submit(writer_t *w, writer_job_t *job);
+/* The finished job, handed back to the caller, waiting up to wait_ms (0 =
+ * only look); NULL if none finished by then. */
+writer_job_t *writer_take(writer_t *w, int64_t wait_ms);
+/* True from writer_submit until writer_take has handed the job back. */
+bool writer_busy(writer_t *w);
+
+#endif
