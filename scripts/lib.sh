@@ -8,6 +8,7 @@
 #
 #   $AGG_CACHE_DIR/m2/                   Maven local repository
 #   $AGG_CACHE_DIR/kafka-<ver>/libs/     broker jars (+ .complete marker)
+#   $AGG_CACHE_DIR/mongo-java-server-<ver>/libs/   its jars (+ .complete marker)
 #   $AGG_CACHE_DIR/go/{mod,build}/       Go module and build caches
 #   $AGG_CACHE_DIR/bin/ferretdb-<ver>    FerretDB binary
 #   $AGG_CACHE_DIR/stack/                running stack: config, data, logs, pids
@@ -16,7 +17,8 @@ AGG_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 AGG_CACHE_DIR="${AGG_CACHE_DIR:-$HOME/.cache/aggregator}"
 
 # The one place FerretDB's version is pinned. v1 is the last line that runs
-# on SQLite without PostgreSQL/DocumentDB; v1.24.2 is its newest release.
+# on plain PostgreSQL (and SQLite) without the DocumentDB extension;
+# v1.24.2 is its newest release.
 AGG_FERRETDB_VERSION="v1.24.2"
 # toxiproxy (network faults between the worker and its services in the
 # integration tests); v2.5.0 is the newest the Go module proxy serves.
@@ -31,6 +33,22 @@ agg_kafka_version() {
 }
 
 agg_kafka_libs() { echo "$AGG_CACHE_DIR/kafka-$(agg_kafka_version)/libs"; }
+
+# mongo-java-server's version is pinned in its pom only, likewise.
+agg_mjs_version() {
+    sed -n 's:.*<mongo-java-server.version>\(.*\)</mongo-java-server.version>.*:\1:p' \
+        "$AGG_ROOT/scripts/mongo-java-server/pom.xml"
+}
+agg_mjs_libs() { echo "$AGG_CACHE_DIR/mongo-java-server-$(agg_mjs_version)/libs"; }
+
+# The bin directory of Debian's newest installed PostgreSQL server
+# (/usr/lib/postgresql/<major>/bin: Debian keeps initdb and postgres off the
+# PATH), or nothing.
+agg_pg_bindir() {
+    local d
+    d="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
+    [ -n "$d" ] && [ -x "$d/postgres" ] && [ -x "$d/initdb" ] && echo "$d"
+}
 agg_ferretdb_bin() { echo "$AGG_CACHE_DIR/bin/ferretdb-$AGG_FERRETDB_VERSION"; }
 agg_toxiproxy_bin() { echo "$AGG_CACHE_DIR/bin/toxiproxy-$AGG_TOXIPROXY_VERSION"; }
 
@@ -55,6 +73,28 @@ agg_install_kafka() {
         agg_die "Maven could not resolve the Kafka jars (log: $log)"
     fi
     ls "$libs"/kafka_2.13-*.jar >/dev/null 2>&1 || agg_die "kafka_2.13 jar missing after Maven run (log: $log)"
+    touch "$libs/.complete"
+}
+
+# The same for mongo-java-server's jars.
+agg_install_mjs() {
+    local libs
+    libs="$(agg_mjs_libs)"
+    [ -f "$libs/.complete" ] && return 0
+    command -v mvn >/dev/null || agg_die "mvn not found (Maven 3.8+ is required to fetch mongo-java-server)"
+    agg_log "bootstrap: resolving mongo-java-server $(agg_mjs_version) jars with Maven into $libs"
+    rm -rf "$libs"
+    mkdir -p "$libs" "$AGG_CACHE_DIR/m2"
+    local log="$AGG_CACHE_DIR/mongo-java-server-maven.log"
+    if ! mvn -B -q -Dstyle.color=never -f "$AGG_ROOT/scripts/mongo-java-server/pom.xml" \
+            -Dmaven.repo.local="$AGG_CACHE_DIR/m2" \
+            dependency:copy-dependencies -DincludeScope=runtime \
+            -DoutputDirectory="$libs" >"$log" 2>&1; then
+        cat "$log" >&2
+        agg_die "Maven could not resolve the mongo-java-server jars (log: $log)"
+    fi
+    ls "$libs"/mongo-java-server-memory-backend-*.jar >/dev/null 2>&1 ||
+        agg_die "mongo-java-server memory backend jar missing after Maven run (log: $log)"
     touch "$libs/.complete"
 }
 

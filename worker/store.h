@@ -49,9 +49,11 @@ store_status_t store_ping(store_t *store, store_error_t *err);
 /* Called once per stored document found by store_load; takes ownership of agg. */
 typedef void (*store_found_cb)(void *ctx, model_aggregate_t *agg, int64_t rev);
 
-/* Loads the documents whose _id is in keys (one find with $in; more than
- * 10,000 keys are split). All or nothing: on failure no callback has been
- * made. Keys not
+/* Loads the documents whose _id is in keys. On MongoDB that is one find
+ * with $in (more than 10,000 keys are split); on FerretDB, which answers a
+ * $in by reading the whole collection, one {_id: key} find per key (the
+ * first load asks the server which it is). All or nothing: on failure no
+ * callback has been made. Keys not
  * found get no callback (the caller treats them as rev 0). A stored document
  * that does not decode is an error: STORE_FATAL with its _id in err (it must
  * not be overwritten blindly). */

@@ -35,4 +35,10 @@ store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, cons
                                   store_write_item_t *items, const size_t *map, size_t nops, bool *incomplete,
                                   store_error_t *err);
 
+/* How many keys store_load asks for per find on this store's server: 1
+ * against FerretDB, which pushes no $in down to its backend (so each key is
+ * a {_id: key} find), STORE_LOAD_CHUNK (10,000, one $in) otherwise. Asks the
+ * server on first use (buildInfo); 0 with err filled if that fails. */
+size_t store_load_keys_per_find(store_t *store, store_error_t *err);
+
 #endif

@@ -6,7 +6,9 @@
  * go through the broker and come back to a consumer group, whose committed
  * offsets the broker keeps.
  *
- * FerretDB: documents with the BSON types of SPEC section 4 round-trip; the
+ * FerretDB (on PostgreSQL, the stack's default, or on SQLite with
+ * AGG_STORE_BACKEND=sqlite: both behave the same here, and both backends
+ * pass): documents with the BSON types of SPEC section 4 round-trip; the
  * conflict signal of section 4 (a conditional upsert whose {_id, rev} filter
  * matches nothing while the _id exists fails with duplicate key 11000);
  * what an unordered bulk of such writes reports, with and without a
@@ -606,7 +608,8 @@ START_TEST(mongo_unordered_bulk_with_conflict)
 
     bson_t c;
     if (server_is_ferretdb()) {
-        /* FerretDB v1.24 `update` ignores ordered=false (its TODO #2612):
+        /* FerretDB v1.24 `update` ignores ordered=false (its TODO #2612),
+         * on either backend:
          * it stops at the first failing statement, reports it at index 0
          * whatever its position, and drops the counts of the statements it
          * had already applied. So item 1 shows up as index 0, a's write is

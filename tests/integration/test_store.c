@@ -1,8 +1,21 @@
-/* The MongoDB sink against a real server (SPEC.md sections 4 and 5):
+/* The MongoDB sink against real servers (SPEC.md sections 4 and 5):
  * conditional bulk upserts, revisions, conflicts, loads, corrupt documents
- * and an unreachable server. Needs the local stack (scripts/stack start);
- * AGG_MONGO_URI overrides the server. Each run works in its own database,
- * test_store_<pid>, dropped at the end. */
+ * and an unreachable server.
+ *
+ * The whole suite runs twice, against the two servers of the local stack
+ * (scripts/stack start), because the store takes a different path on each:
+ *   - FerretDB (AGG_MONGO_URI, mongodb://127.0.0.1:27018): update commands
+ *     of at most 16 statements, per-item results of a failed bulk not
+ *     trusted (read back, then one by one), one find per key when loading;
+ *   - mongo-java-server (AGG_MJS_URI, mongodb://127.0.0.1:27019), an
+ *     independent implementation of the wire protocol whose bulk replies
+ *     follow MongoDB's (the failing statement's real index, the other
+ *     statements' counts): the path production takes on MongoDB, one whole
+ *     unordered bulk with per-item results trusted, and one $in per load.
+ * Where mongo-java-server and MongoDB differ, the test says so and MongoDB's
+ * reply is tested from a recording in tests/unit/test_store_errors.c.
+ *
+ * Each run works in its own database, test_store_<pid>, dropped at the end. */
 #include <check.h>
 #include <mongoc/mongoc.h>
 #include <stdio.h>
@@ -15,8 +28,11 @@
 #include "codec.h"
 #include "command.h"
 #include "store.h"
+#include "store_internal.h"
 
 static const char *g_uri;
+static const char *g_server;  /* "ferretdb" or "mongo-java-server" */
+static bool g_ferretdb;       /* the server's buildInfo says FerretDB */
 static char g_db[64];
 static const char *const g_coll = "aggregates";
 static mongoc_client_t *g_raw; /* direct access for checks and corrupt documents */
@@ -162,6 +178,33 @@ static double now_s(void) {
 START_TEST(ping_answers) {
   store_error_t err;
   ck_assert_int_eq(store_ping(g_store, &err), STORE_OK);
+}
+END_TEST
+
+/* The server's own word on what it is: FerretDB's buildInfo has
+ * "ferretdbVersion"; MongoDB's and mongo-java-server's do not. */
+static bool buildinfo_says_ferretdb(void) {
+  bson_t *cmd = BCON_NEW("buildInfo", BCON_INT32(1));
+  bson_t reply;
+  bson_error_t e;
+  ck_assert_msg(mongoc_client_command_simple(g_raw, "admin", cmd, NULL, &reply, &e), "buildInfo: %s", e.message);
+  bool ferret = bson_has_field(&reply, "ferretdbVersion");
+  bson_destroy(&reply);
+  bson_destroy(cmd);
+  return ferret;
+}
+
+START_TEST(server_detection_decides_loads) {
+  /* Each stack server is what the suite was told it is, and the store
+   * loads accordingly: one {_id} find per key on FerretDB (which pushes no
+   * $in down to its backend), one $in of up to 10,000 keys elsewhere. */
+  ck_assert_msg(buildinfo_says_ferretdb() == g_ferretdb, "%s: buildInfo says ferretdb=%d", g_server,
+                !g_ferretdb);
+  store_error_t err;
+  store_t *s = store_new(g_uri, g_db, g_coll, "1", &err);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_uint_eq(store_load_keys_per_find(s, &err), g_ferretdb ? 1 : 10000);
+  store_destroy(s);
 }
 END_TEST
 
@@ -380,6 +423,10 @@ START_TEST(majority_write_concern) {
 END_TEST
 
 START_TEST(bad_namespace_is_fatal) {
+  /* mongo-java-server accepts a '$' in a database name; MongoDB (and
+   * FerretDB) refuse it with 73 InvalidNamespace, whose classification as
+   * fatal test_store_errors checks without a server. */
+  if (!g_ferretdb) return;
   store_error_t err;
   store_t *s = store_new(g_uri, "bad$name", g_coll, "1", &err);
   ck_assert_ptr_nonnull(s);
@@ -455,29 +502,34 @@ static void drop_database(void) {
   mongoc_database_destroy(db);
 }
 
-int main(void) {
-  g_uri = getenv("AGG_MONGO_URI");
-  if (!g_uri || !*g_uri) g_uri = "mongodb://127.0.0.1:27018";
+/* Runs the suite against one server; returns the number of failed tests,
+ * or -1 when the server does not answer. */
+static int run_against(const char *server, const char *uri, bool ferretdb) {
+  g_server = server;
+  g_uri = uri;
+  g_ferretdb = ferretdb;
   snprintf(g_db, sizeof g_db, "test_store_%ld", (long)getpid());
+  fprintf(stderr, "test_store: against %s at %s\n", server, uri);
 
   store_error_t err;
   g_store = store_new(g_uri, g_db, g_coll, "1", &err); /* also initialises mongoc */
   if (!g_store) {
     fprintf(stderr, "test_store: store_new: %s\n", err.message);
-    return EXIT_FAILURE;
+    return -1;
   }
   if (store_ping(g_store, &err) != STORE_OK) {
-    fprintf(stderr, "test_store: no server (start it with scripts/stack start): %s\n", err.message);
+    fprintf(stderr, "test_store: no %s at %s (start it with scripts/stack start): %s\n", server, uri, err.message);
     store_destroy(g_store);
-    return EXIT_FAILURE;
+    return -1;
   }
   g_raw = mongoc_client_new(g_uri);
   mongoc_client_set_error_api(g_raw, MONGOC_ERROR_API_VERSION_2);
 
-  Suite *s = suite_create("store");
+  Suite *s = suite_create(server);
   TCase *tc = tcase_create("server");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, ping_answers);
+  tcase_add_test(tc, server_detection_decides_loads);
   tcase_add_test(tc, write_new_then_load);
   tcase_add_test(tc, write_with_right_rev_advances);
   tcase_add_test(tc, stale_rev_conflicts_alone);
@@ -497,6 +549,19 @@ int main(void) {
   drop_database();
   mongoc_client_destroy(g_raw);
   store_destroy(g_store);
+  g_raw = NULL;
+  g_store = NULL;
+  return failed;
+}
+
+static const char *env_or(const char *name, const char *fallback) {
+  const char *v = getenv(name);
+  return v && *v ? v : fallback;
+}
+
+int main(void) {
+  int f1 = run_against("ferretdb", env_or("AGG_MONGO_URI", "mongodb://127.0.0.1:27018"), true);
+  int f2 = run_against("mongo-java-server", env_or("AGG_MJS_URI", "mongodb://127.0.0.1:27019"), false);
   mongoc_cleanup();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return f1 == 0 && f2 == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
