@@ -981,6 +981,23 @@ bool model_aggregate_equal(const model_aggregate_t *a, const model_aggregate_t *
   return cur_next(&kb, &lb) == NULL;
 }
 
+bool model_aggregate_diff(const model_aggregate_t *from, const model_aggregate_t *to,
+                          void (*fn)(void *ctx, const model_aggregate_t *to, size_t i), void *ctx) {
+  assert(key_len(from) == key_len(to) && !memcmp(from->blk, to->blk, key_len(to)));
+  cursor_t kf, kt;
+  cur_init(&kf, from);
+  cur_init(&kt, to);
+  size_t lf = 0, lt, i = 0;
+  const uint8_t *rf = cur_next(&kf, &lf), *rt;
+  while ((rt = cur_next(&kt, &lt)) != NULL) {
+    while (rf && strcmp((const char *)rf, (const char *)rt) < 0) rf = cur_next(&kf, &lf);
+    bool same = rf && lf == lt && !memcmp(rf, rt, lt);
+    if (!same) fn(ctx, to, i);
+    i++;
+  }
+  return from->hdr_len != to->hdr_len || memcmp(from->blk + hdr_off(from), to->blk + hdr_off(to), to->hdr_len);
+}
+
 model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg) {
   model_aggregate_t *c = malloc(sizeof *c);
   if (!c) return NULL;
