@@ -50,6 +50,16 @@ bool model_aggregate_merge(model_aggregate_t *dst, const model_aggregate_t *src)
 /* True if a and b hold the same slots (stamps and values). */
 bool model_aggregate_equal(const model_aggregate_t *a, const model_aggregate_t *b);
 
+/* The students whose slots differ between two aggregates of the same key
+ * (in `to` and not in `from`, or with different slots), in ascending order
+ * of their id: fn(ctx, to, i) with i the student's index in `to` (for
+ * model_aggregate_student). Returns whether the header differs. Linear in
+ * the students of both. Meant for partial writes: diff the state last
+ * written (a clone) against the current one to know which students' fields
+ * to set. Students are never removed, so every difference is in `to`. */
+bool model_aggregate_diff(const model_aggregate_t *from, const model_aggregate_t *to,
+                          void (*fn)(void *ctx, const model_aggregate_t *to, size_t i), void *ctx);
+
 /* A deep copy; never NULL (out of memory aborts, see oom.h). */
 model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg);
 

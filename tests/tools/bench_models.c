@@ -4,6 +4,7 @@
  *
  *   bench_models [--commands N] [--assignments N] [--students N] [--seed N]
  *                [--order time|shuffle] [--versions counter|time]
+ *   bench_models --sweep [--rounds R] [--commands N] [other options]
  *
  * Generates the stream in memory with cmdgen.h (default 2,000,000 commands
  * over 20,000 assignments of 30 students: every slot of every student
@@ -17,7 +18,19 @@
  *   3. model_aggregate_merge of every aggregate into an empty one;
  *   4. the codecs: model_codec_to_bson and model_codec_to_json of every
  *      aggregate.
- * Generation and rendering are not timed.
+ * Generation and rendering are not timed. The last line of a run is
+ * "RESULT key=value ...", for the sweep.
+ *
+ * --sweep runs the class-size sweep in one invocation: 30, 300 and 3,000
+ * students per assignment, each with 600,000 / students assignments (the
+ * same 600,000 students and the same number of commands at every size),
+ * interleaved over R rounds (default 3) so that a noisy machine hits every
+ * size alike; rates and merge times are per CPU second of the process
+ * (CLOCK_PROCESS_CPUTIME_ID), not wall time, for the same reason. Each size runs in a child process (this binary again), so
+ * that each measures RSS on a fresh heap. It prints, per size, the median
+ * over the rounds of decode+apply commands/s, merge of one aggregate into
+ * an empty one, RSS growth and model_aggregate_memory per aggregate and
+ * their ratio, and the BSON document size, then the ratios to 30 students.
  *
  * With AGG_PERF_CTL and AGG_PERF_ACK naming perf's control fifos
  * (perf record --control=fifo:CTL,ACK -D -1), profiling is enabled for
@@ -38,6 +51,15 @@
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* CPU time of this (single-threaded) process: on a shared machine it
+ * leaves out the time other processes held the core, which wall time
+ * counts (the sweep's rates and merge times use it). */
+static double cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
@@ -89,7 +111,103 @@ static model_aggregate_t *route(const model_command_t *c) {
   return table[j].agg;
 }
 
+/* ---- the sweep ---- */
+
+typedef struct {
+  double apply_cps, merge_ns, rss, mem, bson;
+} result_t;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int sweep(const char *self, int rounds, int argc, char **argv) {
+  enum { NSIZES = 3, MAX_ROUNDS = 15 };
+  static const unsigned sizes[NSIZES] = {30, 300, 3000};
+  if (rounds < 1 || rounds > MAX_ROUNDS) {
+    fprintf(stderr, "bench_models: --rounds 1..%d\n", MAX_ROUNDS);
+    return 2;
+  }
+  /* the options other than --sweep/--rounds/--students/--assignments pass through */
+  char extra[1024] = "";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--rounds") || !strcmp(argv[i], "--students") || !strcmp(argv[i], "--assignments")) continue;
+    size_t l = strlen(extra);
+    snprintf(extra + l, sizeof extra - l, " %s '%s'", argv[i], argv[i + 1]);
+  }
+  result_t r[NSIZES][MAX_ROUNDS];
+  for (int round = 0; round < rounds; round++) {
+    for (int k = 0; k < NSIZES; k++) {
+      char cmd[2048];
+      snprintf(cmd, sizeof cmd, "'%s' --students %u --assignments %u%s", self, sizes[k], 600000 / sizes[k], extra);
+      FILE *p = popen(cmd, "r");
+      if (!p) return 1;
+      char line[1024];
+      bool got = false;
+      while (fgets(line, sizeof line, p)) {
+        result_t *x = &r[k][round];
+        if (sscanf(line, "RESULT apply_cps=%lf merge_ns=%lf rss=%lf mem=%lf bson=%lf", &x->apply_cps, &x->merge_ns,
+                   &x->rss, &x->mem, &x->bson) == 5)
+          got = true;
+      }
+      if (pclose(p) != 0 || !got) {
+        fprintf(stderr, "bench_models: run failed: %s\n", cmd);
+        return 1;
+      }
+      fprintf(stderr, "round %d, %u students: %.0f commands/s\n", round + 1, sizes[k], r[k][round].apply_cps);
+    }
+  }
+  result_t m[NSIZES];
+  for (int k = 0; k < NSIZES; k++) {
+    double v[MAX_ROUNDS];
+#define MEDIAN(field)                                        \
+  do {                                                       \
+    for (int i = 0; i < rounds; i++) v[i] = r[k][i].field;   \
+    m[k].field = median(v, rounds);                          \
+  } while (0)
+    MEDIAN(apply_cps);
+    MEDIAN(merge_ns);
+    MEDIAN(rss);
+    MEDIAN(mem);
+    MEDIAN(bson);
+#undef MEDIAN
+  }
+  printf("sweep: medians of %d interleaved rounds, 600,000 students at every size, CPU time\n", rounds);
+  printf("%-34s %12s %12s %12s\n", "students per assignment", "30", "300", "3,000");
+  printf("%-34s %12.0f %12.0f %12.0f\n", "decode + apply, commands/CPU s", m[0].apply_cps, m[1].apply_cps, m[2].apply_cps);
+  printf("%-34s %12.1f %12.1f %12.1f\n", "merge into empty (+equal), CPU us", m[0].merge_ns / 1e3, m[1].merge_ns / 1e3,
+         m[2].merge_ns / 1e3);
+  printf("%-34s %12.0f %12.0f %12.0f\n", "RSS per aggregate, bytes", m[0].rss, m[1].rss, m[2].rss);
+  printf("%-34s %12.0f %12.0f %12.0f\n", "model_aggregate_memory, bytes", m[0].mem, m[1].mem, m[2].mem);
+  printf("%-34s %12.3f %12.3f %12.3f\n", "RSS / model_aggregate_memory", m[0].rss / m[0].mem, m[1].rss / m[1].mem,
+         m[2].rss / m[2].mem);
+  printf("%-34s %12.0f %12.0f %12.0f\n", "BSON document, bytes", m[0].bson, m[1].bson, m[2].bson);
+  printf("ratios to 30 students: decode+apply rate %.2fx (300), %.2fx (3,000); merge time %.1fx (300), %.1fx (3,000)\n",
+         m[1].apply_cps / m[0].apply_cps, m[2].apply_cps / m[0].apply_cps, m[1].merge_ns / m[0].merge_ns,
+         m[2].merge_ns / m[0].merge_ns);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--sweep")) continue;
+    int rounds = 3;
+    for (int j = 1; j + 1 < argc; j++)
+      if (!strcmp(argv[j], "--rounds")) rounds = atoi(argv[j + 1]);
+    char **rest = malloc((size_t)argc * sizeof *rest);
+    int n = 0;
+    for (int j = 0; j < argc; j++)
+      if (j != i) rest[n++] = argv[j];
+    int rc = sweep(argv[0], rounds, n, rest);
+    free(rest);
+    return rc;
+  }
   cmdgen_opts_t o;
   cmdgen_defaults(&o);
   o.assignments = 20000;
@@ -155,12 +273,13 @@ int main(int argc, char **argv) {
   table = calloc(table_cap, sizeof *table);
   size_t applied = 0;
   perf_ctl("enable\n");
+  double c0 = cpu_now();
   t0 = now();
   for (size_t i = 0; i < n; i++) {
     model_command_decode(text.data + off[i], off[i + 1] - off[i], 1 << 20, cmd, &rej);
     applied += model_aggregate_apply(route(cmd), cmd) == MODEL_APPLY_APPLIED;
   }
-  double t_all = now() - t0;
+  double t_all = now() - t0, c_all = cpu_now() - c0;
   perf_ctl("disable\n");
   long rss1 = rss_bytes();
   struct mallinfo2 mi1 = mallinfo2();
@@ -194,6 +313,7 @@ int main(int argc, char **argv) {
          (double)((long)mi1.fordblks - (long)mi0.fordblks) / aggs, (double)mem / aggs);
 
   /* ---- 3. merge ---- */
+  c0 = cpu_now();
   t0 = now();
   for (size_t j = 0; j < table_cap; j++) {
     if (!table[j].hash) continue;
@@ -204,7 +324,7 @@ int main(int argc, char **argv) {
     if (!model_aggregate_equal(e, table[j].agg)) abort();
     model_aggregate_destroy(e);
   }
-  double t_merge = now() - t0;
+  double t_merge = now() - t0, c_merge = cpu_now() - c0;
   printf("merge into empty (+equal): %8.0f ns/aggregate\n", t_merge / aggs * 1e9);
 
   /* ---- 4. codecs ---- */
@@ -229,6 +349,10 @@ int main(int argc, char **argv) {
   double t_json = now() - t0;
   printf("to_bson: %8.0f ns/aggregate (%.0f bytes); to_json: %8.0f ns/aggregate (%.0f bytes)\n", t_bson / aggs * 1e9,
          (double)bson_bytes / aggs, t_json / aggs * 1e9, (double)json_bytes / aggs);
+  printf("cpu time: decode+route+apply %.0f commands per CPU second; merge %.0f CPU ns/aggregate\n",
+         (double)n / c_all, c_merge / aggs * 1e9);
+  printf("RESULT apply_cps=%.0f merge_ns=%.0f rss=%.0f mem=%.0f bson=%.0f\n", (double)n / c_all, c_merge / aggs * 1e9,
+         (double)(rss1 - rss0) / aggs, (double)mem / aggs, (double)bson_bytes / aggs);
 
   for (size_t j = 0; j < table_cap; j++) model_aggregate_destroy(table[j].agg);
   free(table);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "buf.h"
 #include "model_fixtures.h"
 
 #define T "t1"
@@ -353,8 +354,8 @@ static void fill_class(model_aggregate_t *a, int nstudents, int feedback_len, bo
   }
 }
 
-START_TEST(test_large_aggregate_wide_index) {
-  /* over 64 KiB of records: the index switches to 32-bit offsets */
+START_TEST(test_large_aggregate_chunked) {
+  /* over 200 KiB of records in chunks, filled in two different orders */
   model_aggregate_t *a = agg_new(), *b = agg_new();
   fill_class(a, 2000, 100, false);
   fill_class(b, 2000, 100, true);
@@ -376,6 +377,189 @@ START_TEST(test_large_aggregate_wide_index) {
   ck_assert_int_eq(c.assigned, 1999);
   model_aggregate_destroy(a);
   model_aggregate_destroy(b);
+}
+END_TEST
+
+/* Student k of a class of n, in an order that is neither sorted nor
+ * reversed; ids of different lengths that share long prefixes. */
+static void class_id(char *out, size_t size, int k, int n) {
+  int i = (int)(((long)k * 7919) % n);
+  if (i % 4 == 3) snprintf(out, size, "stu%05d-x", i);
+  else snprintf(out, size, "stu%05d", i);
+}
+
+START_TEST(test_large_class_lookup_and_merge) {
+  /* 3,000 students: every student is found again after all the splits,
+   * merges in both directions (a small side into a large one and the
+   * reverse, and halves into an empty aggregate) equal applying everything,
+   * clones are deep and equal, and a replay changes nothing. */
+  enum { N = 3000 };
+  model_aggregate_t *all = agg_new(), *lo = agg_new(), *hi = agg_new(), *few = agg_new();
+  char sid[24];
+  for (int k = 0; k < N; k++) {
+    class_id(sid, sizeof sid, k, N);
+    model_aggregate_t *half = k < N / 2 ? lo : hi;
+    ck_assert_int_eq(roster(all, sid, 1, "r1", true), MODEL_APPLY_APPLIED);
+    ck_assert_int_eq(roster(half, sid, 1, "r1", true), MODEL_APPLY_APPLIED);
+    if (k % 3 == 0) {
+      ck_assert_int_eq(grade(all, sid, 2, "g2", true, k % 101, "well done"), MODEL_APPLY_APPLIED);
+      ck_assert_int_eq(grade(half, sid, 2, "g2", true, k % 101, "well done"), MODEL_APPLY_APPLIED);
+    }
+  }
+  /* a few later changes, one of them to a new student before all others */
+  for (int k = 0; k < N; k += 97) {
+    class_id(sid, sizeof sid, k, N);
+    ck_assert_int_eq(submission(all, sid, 5, "x5", MODEL_SUBMISSION_SUBMITTED), MODEL_APPLY_APPLIED);
+    ck_assert_int_eq(submission(few, sid, 5, "x5", MODEL_SUBMISSION_SUBMITTED), MODEL_APPLY_APPLIED);
+  }
+  ck_assert_int_eq(roster(all, "a-first", 1, "r9", true), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(roster(few, "a-first", 1, "r9", true), MODEL_APPLY_APPLIED);
+  ck_assert_uint_eq(model_aggregate_student_count(all), N + 1);
+
+  for (int k = 0; k < N; k++) { /* every one found: the same stamp is stale */
+    class_id(sid, sizeof sid, k, N);
+    ck_assert_int_eq(roster(all, sid, 1, "r1", true), MODEL_APPLY_STALE);
+  }
+  model_student_view_t v, prev;
+  for (size_t i = 0; i <= N; i++) {
+    model_aggregate_student(all, i, &v);
+    if (i) ck_assert_int_lt(strcmp(prev.student, v.student), 0);
+    prev = v;
+  }
+  model_aggregate_student(all, 0, &v);
+  ck_assert_str_eq(v.student, "a-first");
+
+  /* lo <- hi (similar sizes: the walk), then <- few (small: offers) */
+  model_aggregate_t *m1 = model_aggregate_clone(lo);
+  ck_assert(model_aggregate_equal(m1, lo));
+  ck_assert(model_aggregate_merge(m1, hi));
+  ck_assert(!model_aggregate_equal(m1, lo));
+  ck_assert(model_aggregate_merge(m1, few));
+  ck_assert(model_aggregate_equal(m1, all));
+  ck_assert(!model_aggregate_merge(m1, all));
+  /* few <- hi <- lo (a small aggregate receiving large ones) */
+  model_aggregate_t *m2 = model_aggregate_clone(few);
+  ck_assert(model_aggregate_merge(m2, hi));
+  ck_assert(model_aggregate_merge(m2, lo));
+  ck_assert(model_aggregate_equal(m2, all));
+  /* into an empty one */
+  model_aggregate_t *m3 = agg_new();
+  ck_assert(model_aggregate_merge(m3, all));
+  ck_assert(model_aggregate_equal(m3, all));
+  model_counts_t c1 = model_aggregate_counts(all), c3 = model_aggregate_counts(m3);
+  ck_assert_int_eq(c1.assigned, N + 1);
+  ck_assert_int_eq(c1.graded, N / 3);
+  ck_assert(c1.assigned == c3.assigned && c1.graded == c3.graded && c1.submitted == c3.submitted);
+  /* a clone of a chunked aggregate is deep */
+  model_aggregate_t *cl = model_aggregate_clone(all);
+  ck_assert_int_eq(roster(all, "zz-last", 1, "r1", true), MODEL_APPLY_APPLIED);
+  ck_assert(!model_aggregate_equal(cl, all));
+  ck_assert(model_aggregate_equal(cl, m3));
+  model_aggregate_destroy(cl);
+  model_aggregate_destroy(m1);
+  model_aggregate_destroy(m2);
+  model_aggregate_destroy(m3);
+  model_aggregate_destroy(all);
+  model_aggregate_destroy(lo);
+  model_aggregate_destroy(hi);
+  model_aggregate_destroy(few);
+}
+END_TEST
+
+/* Fills every slot of n students, as the benchmark does. */
+static void fill_full(model_aggregate_t *a, int n) {
+  char sid[24];
+  for (int k = 0; k < n; k++) {
+    class_id(sid, sizeof sid, k, n);
+    roster(a, sid, 1, "r0000000001", true);
+    submission(a, sid, 2, "x0000000002", MODEL_SUBMISSION_RETURNED);
+    grade(a, sid, 3, "g0000000003", true, 87.5, "good work");
+  }
+}
+
+START_TEST(test_large_class_memory_per_student) {
+  /* memory close to the content at every size: per student, 3,000 students
+   * cost at most 10% more than 30 (directory, size-class slack of each
+   * chunk), and so does a copy made by merging into an empty aggregate */
+  model_aggregate_t *small = agg_new(), *large = agg_new(), *copy = agg_new();
+  fill_full(small, 30);
+  fill_full(large, 3000);
+  ck_assert(model_aggregate_merge(copy, large));
+  double per_small = (double)model_aggregate_memory(small) / 30, per_large = (double)model_aggregate_memory(large) / 3000,
+         per_copy = (double)model_aggregate_memory(copy) / 3000;
+  ck_assert_msg(per_large <= 1.1 * per_small, "%.1f vs %.1f bytes per student", per_large, per_small);
+  ck_assert_msg(per_copy <= 1.1 * per_small, "%.1f vs %.1f bytes per student", per_copy, per_small);
+  model_aggregate_destroy(small);
+  model_aggregate_destroy(large);
+  model_aggregate_destroy(copy);
+}
+END_TEST
+
+START_TEST(test_chunk_prefix_ties) {
+  /* ids that agree on their first 8 bytes (the directory's prefix) and
+   * differ after it, inserted descending: every chunk boundary is a tie */
+  model_aggregate_t *a = agg_new(), *b = agg_new();
+  char sid[24];
+  for (int k = 499; k >= 0; k--) {
+    snprintf(sid, sizeof sid, "samepref%03d", k);
+    ck_assert_int_eq(roster(a, sid, 1, "r1", true), MODEL_APPLY_APPLIED);
+    snprintf(sid, sizeof sid, "samepref%03d", 499 - k);
+    ck_assert_int_eq(roster(b, sid, 1, "r1", true), MODEL_APPLY_APPLIED);
+  }
+  ck_assert_int_eq(roster(a, "samepref", 1, "r1", true), MODEL_APPLY_APPLIED); /* the prefix itself */
+  ck_assert_int_eq(roster(b, "samepref", 1, "r1", true), MODEL_APPLY_APPLIED);
+  for (int k = 0; k < 500; k++) {
+    snprintf(sid, sizeof sid, "samepref%03d", k);
+    ck_assert_int_eq(roster(a, sid, 1, "r1", true), MODEL_APPLY_STALE);
+    ck_assert_int_eq(roster(a, sid, 2, "r2", false), MODEL_APPLY_APPLIED);
+    ck_assert_int_eq(roster(b, sid, 2, "r2", false), MODEL_APPLY_APPLIED);
+  }
+  ck_assert_uint_eq(model_aggregate_student_count(a), 501);
+  ck_assert(model_aggregate_equal(a, b));
+  model_aggregate_destroy(a);
+  model_aggregate_destroy(b);
+}
+END_TEST
+
+static void collect(void *ctx, const model_aggregate_t *to, size_t i) {
+  model_buf_t *b = ctx;
+  model_student_view_t v;
+  model_aggregate_student(to, i, &v);
+  model_buf_append(b, v.student, v.student_len);
+  model_buf_putc(b, ' ');
+}
+
+START_TEST(test_diff) {
+  /* the students changed since a snapshot, at 30 and at 3,000 students */
+  for (int n = 30; n <= 3000; n *= 100) {
+    model_aggregate_t *a = agg_new();
+    fill_full(a, n);
+    model_aggregate_t *snap = model_aggregate_clone(a);
+    model_buf_t b = MODEL_BUF_INIT;
+    ck_assert(!model_aggregate_diff(snap, a, collect, &b));
+    ck_assert_uint_eq(b.len, 0);
+    char sid[24];
+    class_id(sid, sizeof sid, 7, n);
+    ck_assert_int_eq(grade(a, sid, 9, "g9", true, 1, NULL), MODEL_APPLY_APPLIED);
+    ck_assert_int_eq(roster(a, "new-one", 1, "r1", true), MODEL_APPLY_APPLIED);
+    ck_assert_int_eq(grade(a, sid, 3, "g0000000003", true, 2, NULL), MODEL_APPLY_STALE); /* no change */
+    ck_assert(!model_aggregate_diff(snap, a, collect, &b));
+    model_buf_putc(&b, 0);
+    char want[64];
+    snprintf(want, sizeof want, "new-one %s ", sid);
+    ck_assert_str_eq(b.data, want);
+    model_buf_clear(&b);
+    ck_assert_int_eq(upsert(a, 1, "h1", "title"), MODEL_APPLY_APPLIED);
+    ck_assert(model_aggregate_diff(snap, a, collect, &b));
+    model_aggregate_destroy(snap);
+    snap = model_aggregate_clone(a);
+    model_buf_clear(&b);
+    ck_assert(!model_aggregate_diff(snap, a, collect, &b));
+    ck_assert_uint_eq(b.len, 0);
+    model_buf_destroy(&b);
+    model_aggregate_destroy(snap);
+    model_aggregate_destroy(a);
+  }
 }
 END_TEST
 
@@ -556,13 +740,22 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_counts);
   tcase_add_test(tc, test_points_and_dates_exact);
   tcase_add_test(tc, test_max_lengths);
-  tcase_add_test(tc, test_large_aggregate_wide_index);
+
   tcase_add_test(tc, test_merge);
   tcase_add_test(tc, test_equal);
   tcase_add_test(tc, test_clone_is_deep);
   tcase_add_test(tc, test_put_header_and_student);
   tcase_add_test(tc, test_views_of_a_copy_round_trip);
   suite_add_tcase(s, tc);
+  /* thousands of students: seconds under valgrind on a shared machine */
+  TCase *large = tcase_create("large");
+  tcase_set_timeout(large, 120);
+  tcase_add_test(large, test_large_aggregate_chunked);
+  tcase_add_test(large, test_large_class_lookup_and_merge);
+  tcase_add_test(large, test_large_class_memory_per_student);
+  tcase_add_test(large, test_chunk_prefix_ties);
+  tcase_add_test(large, test_diff);
+  suite_add_tcase(s, large);
   return s;
 }
 
