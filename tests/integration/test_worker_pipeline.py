@@ -13,27 +13,11 @@ soon as one lands), so every event here lands on one with high probability:
 The documents must equal a clean run's (replay --input), and the group must
 have committed everything. Every step waits for the event it needs, read
 from the workers' logs and the group's committed offsets."""
-import json
 import subprocess
 
 import harness as h
 
 PARTITIONS = 6
-
-
-def holdings(s, w):
-    held = set()
-    for line in s.worker_log(w).splitlines():
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        names = set(e.get("partitions", "").split())
-        if e.get("msg") == "partitions assigned":
-            held |= names
-        elif e.get("msg") in ("partitions revoked", "partitions lost"):
-            held -= names
-    return held
 
 
 def committed_any(s, group):
@@ -58,11 +42,11 @@ def scenario(s):
 
     def shared():
         assert w1.poll() is None and w2.poll() is None, "a worker died"
-        a, b = holdings(s, w1), holdings(s, w2)
+        a, b = s.holdings(w1), s.holdings(w2)
         return a and b and not (a & b) and (a | b) == everything
 
-    h.wait_until(shared, 120, lambda: f"the group never split: w1 {sorted(holdings(s, w1))}, "
-                                      f"w2 {sorted(holdings(s, w2))}")
+    h.wait_until(shared, 120, lambda: f"the group never split: w1 {sorted(s.holdings(w1))}, "
+                                      f"w2 {sorted(s.holdings(w2))}")
     # Normally the revocation waited for the flush and handed over with
     # everything written. On a loaded machine a FerretDB flush can outlast
     # the 30 s drain bound: then the partitions go over uncommitted and are
