@@ -16,7 +16,8 @@
  *   again, from the file alone, to a configuration shown the same way:
  *   what show prints is what the worker runs with. (Only for inputs whose
  *   values hold no control characters: a value from the environment or
- *   --set can carry a newline, which no INI line can; see the report of
+ *   --set can carry a newline, which no INI line can, and show prints an
+ *   rdkafka.* value with a tab or DEL only as a comment; see the report of
  *   issue 16. Nor for inputs naming a `_file` key: a value read from a file
  *   is arbitrary text.)
  * - and no crash, leak, or sanitizer report (ASan, UBSan). */
@@ -134,7 +135,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   char *names[MAX_EXTRA], *sets[MAX_EXTRA];
   size_t nenv = 0, nsets = 0;
+  /* The file's values too: config show does not print an rdkafka.* value
+   * with a control character (a tab, DEL, ...) as an INI line. */
   bool control = false;
+  for (size_t i = 0; i < seglen[0]; i++) {
+    unsigned char ch = (unsigned char)seg[0][i];
+    if ((ch < 0x20 && ch != '\n') || ch == 0x7f) control = true;
+  }
   for (size_t i = 1; i < nseg; i++) {
     if (!seglen[i]) continue;
     /* A copy that stops at a NUL, as argv and environ do (not strndup: the
