@@ -98,6 +98,31 @@ static void origin_prefix(const loader_t *L, const origin_t *o, model_buf_t *b) 
   }
 }
 
+/* Copies src into dst (size n, always terminated) with every control
+ * character escaped as \n, \r, \t or \xNN: an error is one line (SPEC
+ * section 6), yet it may quote a value from --set or the environment, which
+ * can hold any byte. Escaped after scrubbing, so a secret is matched as it
+ * was given. */
+static void one_line(const char *src, char *dst, size_t n) {
+  size_t o = 0;
+  for (const unsigned char *p = (const unsigned char *)src; *p && o + 1 < n; p++) {
+    char esc[5];
+    size_t k;
+    if (*p == '\n') k = (size_t)snprintf(esc, sizeof esc, "\\n");
+    else if (*p == '\r') k = (size_t)snprintf(esc, sizeof esc, "\\r");
+    else if (*p == '\t') k = (size_t)snprintf(esc, sizeof esc, "\\t");
+    else if (*p < 0x20 || *p == 0x7f) k = (size_t)snprintf(esc, sizeof esc, "\\x%02x", *p);
+    else {
+      esc[0] = (char)*p;
+      k = 1;
+    }
+    if (o + k >= n) break;
+    memcpy(dst + o, esc, k);
+    o += k;
+  }
+  dst[o] = '\0';
+}
+
 /* Fills the error as "ORIGIN: NAME: problem" (NAME may be NULL) and returns
  * false. The message is scrubbed of every secret loaded so far and of the
  * one being checked: problems reported by librdkafka or libmongoc may quote
@@ -129,7 +154,7 @@ static bool fail(loader_t *L, const origin_t *o, const char *name, const char *f
   }
   model_buf_t clean = MODEL_BUF_INIT;
   redact_set_scrub(secrets, b.data, b.len, &clean);
-  snprintf(L->err->message, sizeof L->err->message, "%s", clean.data);
+  one_line(clean.data, L->err->message, sizeof L->err->message);
   redact_set_destroy(secrets);
   explicit_bzero(msg, sizeof msg);
   explicit_bzero(b.data, b.cap);

@@ -144,7 +144,12 @@ void redact_set_destroy(redact_set_t *set) {
   free(set);
 }
 
+/* A secret holding a NUL (a decoded "%00") is kept up to it: that is what a
+ * library printing it as a C string shows, and the stored length must be
+ * the stored bytes' (the matcher compares len bytes). */
 static void add_locked(redact_set_t *set, const char *s, size_t n) {
+  const char *nul = memchr(s, '\0', n);
+  if (nul) n = (size_t)(nul - s);
   if (n < REDACT_MIN_LEN) return;
   for (size_t i = 0; i < set->n; i++)
     if (set->len[i] == n && !memcmp(set->v[i], s, n)) return;

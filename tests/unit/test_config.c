@@ -541,6 +541,22 @@ START_TEST(long_key) {
 }
 END_TEST
 
+/* An error is one line (SPEC section 6) even when it quotes a value that
+ * holds a newline or another control character: --set and the environment
+ * can carry any byte. */
+START_TEST(error_quoting_control_characters_is_one_line) {
+  char *sets[] = {"batch.lin\nger\x7f=1"};
+  config_error_t err;
+  ck_assert_ptr_null(load(NULL, sets, 1, &err));
+  ck_assert_str_eq(err.message, "--set batch.lin\\nger\\x7f: unknown key");
+
+  char *rk[] = {"kafka.rdkafka.bogus\r\n\tprop=1"};
+  ck_assert_ptr_null(load(NULL, rk, 1, &err));
+  ck_assert_msg(!strpbrk(err.message, "\r\n\t"), "%s", err.message);
+  ck_assert_msg(strstr(err.message, "bogus\\r\\n\\tprop"), "%s", err.message);
+}
+END_TEST
+
 /* ---- precedence ----------------------------------------------------------- */
 
 START_TEST(precedence) {
@@ -890,6 +906,7 @@ static Suite *config_suite(void) {
   tcase_add_loop_test(tc, good_value, 0, (int)(sizeof good_values / sizeof good_values[0]));
   tcase_add_loop_test(tc, error_message, 0, (int)(sizeof error_cases / sizeof error_cases[0]));
   tcase_add_test(tc, missing_config_file);
+  tcase_add_test(tc, error_quoting_control_characters_is_one_line);
   tcase_add_test(tc, nul_byte_in_file);
   tcase_add_test(tc, unreadable_value_file);
   tcase_add_test(tc, value_file_too_large);

@@ -122,6 +122,17 @@ START_TEST(scrub_uri_secrets) {
 }
 END_TEST
 
+/* A password whose %-decoded form holds a NUL ("%00"): a library printing
+ * the decoded form as a C string shows what comes before the NUL. */
+START_TEST(decoded_nul_in_secret) {
+  redact_set_t *set = redact_set_new();
+  redact_set_add_uri(set, "mongodb://user:s3cr3t%00-the-rest-of-it@db.invalid/");
+  ASSERT_SCRUB(set, "auth failed for s3cr3t, a long message after it", "auth failed for ***, a long message after it");
+  ASSERT_SCRUB(set, "as given: s3cr3t%00-the-rest-of-it.", "as given: ***.");
+  redact_set_destroy(set);
+}
+END_TEST
+
 /* Every log line is scrubbed against redact_global(): the message and every
  * string field, in both formats. */
 START_TEST(log_lines_scrubbed) {
@@ -165,6 +176,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, unescaped_at);
   tcase_add_test(tc, scrub_secrets);
   tcase_add_test(tc, scrub_uri_secrets);
+  tcase_add_test(tc, decoded_nul_in_secret);
   tcase_add_test(tc, log_lines_scrubbed);
   suite_add_tcase(s, tc);
   return s;
