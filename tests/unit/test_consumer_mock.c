@@ -395,7 +395,13 @@ START_TEST(commits_everything_once_durable) {
   assert_documents(&s, mem);
   ck_assert_int_eq(dlq_count(&s), (int64_t)s.invalid);
   assert_dlq_headers(&s);
-  ck_assert_int_gt(mem->writes, 3); /* many flushes, not one */
+  /* More than one flush: the first is due once 40 commands are pending
+   * (batch.max_commands) and the stream is far longer. How many follow is
+   * the machine's business: while a flush is in flight the consumer merges
+   * everything it reads, and the next flush takes all of it (group commit),
+   * so on a busy machine two flushes can be all there is. */
+  ck_assert_uint_gt(s.valid + s.invalid, 40 * 4);
+  ck_assert_int_ge(mem->writes, 2);
   mem_free(mem);
   free(mem);
   scenario_teardown(&s);
