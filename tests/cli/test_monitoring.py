@@ -252,6 +252,18 @@ def test_dashboard_shape():
                  "aggregator_pending_bytes", "$pending_bound", "process_resident_memory_bytes", "aggregator_ready"):
         check(want in exprs, "no panel queries %s" % want)
     check(any(p["type"] == "heatmap" for p in refs._panels(d["panels"])), "no flush duration heatmap")
+    # The bound drawn beside pending bytes defaults to the one the workers use:
+    # the built-in default, which docker/k8s/configmap.yaml keeps.
+    bound = tv["pending_bound"]
+    check(bound["type"] == "textbox" and bound["current"]["value"] == bound["query"], "pending_bound: a textbox")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGGREGATOR_")}
+    r = run([AGGREGATOR, "config", "show", "--set", "kafka.brokers=b:9092", "--set", "kafka.topics=t", "--set",
+             "kafka.group=g", "--set", "store.uri=mongodb://s"], env=env)
+    m = re.search(r"^max_pending_bytes = (\d+)(MiB|GiB|KiB)?$", r.stdout, re.M)
+    check(r.returncode == 0 and m, "config show gives no batch.max_pending_bytes: %s" % r.stderr)
+    want = int(m.group(1)) << {"KiB": 10, "MiB": 20, "GiB": 30, None: 0}[m.group(2)]
+    check(int(bound["query"]) == want, "pending_bound %s, but batch.max_pending_bytes defaults to %d" % (
+        bound["query"], want))
 
 
 def test_dashboard_queries_parse():
