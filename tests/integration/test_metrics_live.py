@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
 """Observability during a live run (SPEC.md section 8): /metrics counters equal
 what was sent (applied, stale, rejected, as replay --input counts them on the
-same stream into an empty store), and /readyz turns not-ready while the store
-is stopped and ready again after it is back."""
+same stream into an empty store), every series the alerting rules and the
+Grafana dashboard in docker/ use has samples in it (histograms: _bucket, _sum
+and _count) with the labels and label values they select, and /readyz turns
+not-ready while the store is stopped and ready again after it is back."""
 import os
 import re
+import shutil
 import subprocess
+import sys
 
 import harness as h
+
+sys.path.insert(0, os.path.join(h.SRC, "tests", "tools"))
+import monitoring_refs  # noqa: E402
 
 STACK = os.path.join(h.SRC, "scripts", "stack")
 
@@ -24,6 +31,22 @@ def counter(text, result):
 def wait_status(port, path, status, timeout):
     h.wait_until(lambda: get(port, path)[0] == status, timeout,
                  lambda: f"{path} did not answer {status} within {timeout}s: {get(port, path)}", interval=0.5)
+
+
+def check_monitoring(text):
+    """The names in docker/prometheus/alerts.yaml and docker/grafana/*.json
+    against this worker's /metrics, now that it holds partitions (lag series)
+    and has flushed (histogram samples): strict, every label and value too."""
+    exprs = monitoring_refs.repo_exprs(h.SRC)
+    problems = monitoring_refs.check(exprs, monitoring_refs.exposition(text), live=True)
+    assert not problems, "\n".join(["rules or dashboard name what the live /metrics lacks:"] + problems)
+    used = monitoring_refs.used_series(exprs)
+    assert "aggregator_consumer_lag" in used and "aggregator_flush_duration_seconds_bucket" in used, used
+    h.log("monitoring: %d expressions, %d series checked against the live /metrics" % (len(exprs), len(used)))
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool not found (Debian package prometheus; scripts/bootstrap installs it)"
+    r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+    assert r.returncode == 0, "promtool check metrics: %s%s" % (r.stdout, r.stderr)
 
 
 def scenario(s):
@@ -45,6 +68,7 @@ def scenario(s):
     assert re.search(r'^aggregator_store_writes_total\{result="ok"\} [1-9]', text, re.M), "writes counted"
     assert "aggregator_consumer_lag{" in text
     assert re.search(r"^process_resident_memory_bytes \d", text, re.M)
+    check_monitoring(text)
 
     subprocess.run([STACK, "mongo-stop"], check=True)
     try:
