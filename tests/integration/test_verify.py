@@ -135,6 +135,19 @@ def scenario(s):
         k: v for k, v in want.items() if k in (tampered, ahead, miscounted)}, report
     assert s.stored() == after
 
+    # A stored document that does not decode stops the verify (exit 1, its _id named): nothing is written.
+    bad = pool[-1]
+    store_tool(s, s.db, "update", bad, json.dumps({"$set": {"header.status": "bogus"}}))
+    cmd = [h.AGGREGATOR, "verify", *s.settings("unused", [("log.level", "warn")]), "--repair"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1 and bad in r.stderr and not r.stdout, (r.returncode, r.stderr[-2000:], r.stdout)
+    store_tool(s, s.db, "delete", bad)
+    assert s.stored() == {k: v for k, v in after.items() if k != bad}
+    # Usage: --from/--until select topic offsets, not lines of a file.
+    r = subprocess.run([h.AGGREGATOR, "verify", "--input", first, "--from", "beginning"], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "--from" in r.stderr, (r.returncode, r.stderr)
+
     # Repairing verifies while a live worker writes a fresh store from the beginning of the topic plus a
     # second part. A verify is concurrent when the worker committed offsets while the verify ran.
     live = s.db + "_live"
