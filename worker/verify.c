@@ -37,9 +37,11 @@ static void on_signal(int sig) {
   g_stop = 1;
 }
 
-/* Repairs that keep conflicting are given up after this many rounds: each
- * conflict is another writer's progress, so reaching it means a document
- * written faster than it can be read back, which an operator should see. */
+/* Repairs that keep conflicting are given up after this many rounds of
+ * conflicts: each conflict is another writer's progress, so reaching it
+ * means a document written faster than it can be read back, which an
+ * operator should see. A store outage is waited out instead (with backoff,
+ * until interrupted), as a replay does. */
 enum { VERIFY_REPAIR_ROUNDS = 50 };
 
 typedef enum { REPAIR_NONE = 0, REPAIR_WRITTEN, REPAIR_UNCHANGED, REPAIR_FAILED } repair_t;
@@ -136,8 +138,8 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
   size_t todo = 0;
   for (size_t i = 0; i < c->n; i++) todo += repairable(c->v[i].drift.kind);
   bool ok = true;
-  unsigned backoff = 0;
-  for (unsigned round = 0; todo && ok; round++) {
+  unsigned backoff = 0, conflict_rounds = 0;
+  while (todo && ok) {
     writer_job_t *job = writer_job_new(todo);
     if (!job) oom_abort();
     job->chunk = (size_t)cfg->batch_max_aggregates;
@@ -177,16 +179,19 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
       if (backoff == 0 || backoff % 10 == 9)
         fprintf(stderr, "aggregator: verify: repair write failed, retrying: %s\n", job->err.message);
       sleep_ms(retry_backoff_ms(cfg->retry_backoff_ms, cfg->retry_backoff_max_ms, backoff++));
+    } else if (todo) {
+      conflict_rounds++;
     }
     writer_job_destroy(job);
-    if (g_stop || round + 1 >= VERIFY_REPAIR_ROUNDS) ok = ok && !todo;
+    if (g_stop) ok = ok && !todo;
+    if (conflict_rounds >= VERIFY_REPAIR_ROUNDS) break; /* reported as failed below; the verify goes on */
   }
   for (size_t i = 0; i < c->n; i++) {
     entry_t *e = &c->v[i];
     if (repairable(e->drift.kind) && e->repair == REPAIR_NONE) {
       e->repair = REPAIR_FAILED;
       snprintf(e->error, sizeof e->error, "%s",
-               g_stop ? "interrupted" : ok ? "conflicts kept happening" : "store failure");
+               g_stop ? "interrupted" : ok ? "gave up after repeated conflicts with another writer" : "store failure");
     }
   }
   return ok;
