@@ -55,6 +55,9 @@ static void progress_show(progress_t *p, uint64_t done, bool final) {
     fprintf(stderr, "%s\n", line);
 }
 
+/* The progress line's name: "replay", or the caller's (verify). */
+static const char *label_of(const replay_options_t *o) { return o->label ? o->label : "replay"; }
+
 /* --- sinks ------------------------------------------------------------------------ */
 
 typedef struct collect {
@@ -309,7 +312,7 @@ static bool replay_topics(replay_t *r, const replay_options_t *o) {
     if (remaining) rd_kafka_assign(rk, assign);
     rd_kafka_topic_partition_list_destroy(assign);
   }
-  progress_t pr = {isatty(2), clock_mono_s(), clock_mono_s(), total, o->label ? o->label : "replay"};
+  progress_t pr = {isatty(2), clock_mono_s(), clock_mono_s(), total, label_of(o)};
   uint64_t done = 0;
   /* Messages are taken from the consumer queue in batches: one queue lock and
    * one wake-up per batch instead of per message (rd_kafka_consumer_poll per
@@ -415,7 +418,7 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
     r->flusher = flusher_new(r->batch, &sink, 0);
     if (r->flusher) flusher_set_retry(r->flusher, cfg->retry_backoff_ms, cfg->retry_backoff_max_ms);
   }
-  bool ok = r->batch && (!r->to_store || r->flusher) && (o->input ? replay_input(r, o->input, o->label ? o->label : "replay") : replay_topics(r, o));
+  bool ok = r->batch && (!r->to_store || r->flusher) && (o->input ? replay_input(r, o->input, label_of(o)) : replay_topics(r, o));
   if (ok && r->to_store) ok = flush_until_done(r->flusher, r->batch);
   flusher_destroy(r->flusher);
   if (r->batch) {
