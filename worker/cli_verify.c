@@ -2,13 +2,22 @@
  * (verify.c). The report goes to stdout, the summary line to stderr.
  *
  * Usage errors (exit 2): --from/--until with --input (they select topic
- * offsets, a file has none), as for replay. */
+ * offsets, a file has none), as for replay; a --from/--until that is
+ * neither beginning/end nor an RFC 3339 UTC time (checked here, before any
+ * broker is contacted). */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "config.h"
 #include "log.h"
+#include "timestamp.h"
 #include "verify.h"
+
+static bool bound_ok(const char *s, const char *word) {
+  int64_t ms;
+  return !s || !strcmp(s, word) || model_timestamp_parse(s, strlen(s), &ms);
+}
 
 static void print_summary(const verify_stats_t *s, bool repair) {
   fprintf(stderr,
@@ -27,6 +36,10 @@ static void print_summary(const verify_stats_t *s, bool repair) {
 int cli_verify(const cli_options_t *o) {
   if (o->input && (o->from || o->until)) {
     fputs("aggregator: verify: --from and --until select topic offsets; they cannot be used with --input\n", stderr);
+    return 2;
+  }
+  if (!bound_ok(o->from, "beginning") || !bound_ok(o->until, "end")) {
+    fputs("aggregator: verify: --from and --until take beginning/end or an RFC 3339 UTC time\n", stderr);
     return 2;
   }
   int rc;

@@ -242,12 +242,22 @@ static void progress(bool tty, double *last, size_t done, size_t total, uint64_t
 int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, verify_stats_t *stats) {
   double t0 = clock_mono_s();
   memset(stats, 0, sizeof *stats);
+  /* The store first: a bad URI is a configuration error, found before a
+   * rebuild that can take minutes (mongoc connects lazily: only the URI and
+   * options are checked here). */
+  store_error_t serr;
+  store_t *store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &serr);
+  if (!store) {
+    fprintf(stderr, "aggregator: verify: store: %s\n", serr.message);
+    return 2;
+  }
   batch_t *rebuilt = NULL;
   replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .rebuilt = &rebuilt,
                          .label = "verify"};
   int rc = replay_run(cfg, &ro, &stats->rebuild);
   if (rc != 0 || !rebuilt) {
     batch_destroy(rebuilt);
+    store_destroy(store);
     stats->seconds = clock_mono_s() - t0;
     return rc ? rc : 1;
   }
@@ -258,13 +268,6 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
-  store_error_t serr;
-  store_t *store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &serr);
-  if (!store) {
-    fprintf(stderr, "aggregator: verify: store: %s\n", serr.message);
-    batch_destroy(rebuilt);
-    return 2;
-  }
   sink_t sink = sink_store(store);
 
   size_t total = batch_dirty_count(rebuilt) + batch_cached_count(rebuilt);

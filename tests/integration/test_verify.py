@@ -147,6 +147,8 @@ def scenario(s):
     r = subprocess.run([h.AGGREGATOR, "verify", "--input", first, "--from", "beginning"], capture_output=True,
                        text=True)
     assert r.returncode == 2 and "--from" in r.stderr, (r.returncode, r.stderr)
+    r = subprocess.run([h.AGGREGATOR, "verify", "--from", "yesterday"], capture_output=True, text=True)
+    assert r.returncode == 2 and "RFC 3339" in r.stderr, (r.returncode, r.stderr)
 
     # Repairing verifies while a live worker writes a fresh store from the beginning of the topic plus a
     # second part. A verify is concurrent when the worker committed offsets while the verify ran.
