@@ -256,6 +256,11 @@ static bool stamp_greater(uint64_t version, const char *id, const uint8_t *p) {
   return strcmp(id, (const char *)p) > 0;
 }
 
+int model_stamp_compare(const model_stamp_t *a, const model_stamp_t *b) {
+  if (a->version != b->version) return a->version > b->version ? 1 : -1;
+  return strcmp(a->id, b->id);
+}
+
 /* ---- blocks and runs ----------------------------------------------------------- */
 
 static size_t key_len(const model_aggregate_t *a) { return (size_t)a->tlen + 1 + a->alen; }

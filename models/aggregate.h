@@ -77,6 +77,11 @@ typedef struct model_stamp {
   size_t id_len;
 } model_stamp_t;
 
+/* The order of stamps (SPEC.md section 3): by version, then by command id
+ * bytewise (strcmp). <0, 0 or >0 as a is less than, equal to or greater
+ * than b. */
+int model_stamp_compare(const model_stamp_t *a, const model_stamp_t *b);
+
 typedef struct model_header_view {
   bool present;
   bool deleted; /* {status: "deleted"}: no other value fields */

@@ -30,6 +30,11 @@ bool model_codec_to_bson(const model_aggregate_t *agg, int64_t rev, int64_t upda
  * the shape of section 4. */
 model_aggregate_t *model_codec_from_bson(const bson_t *doc, int64_t *rev, model_error_t *err);
 
+/* The `counts` field of a stored document as it is stored (decoding ignores
+ * those values and recomputes them from the slots; `verify` checks them).
+ * False if it does not have the shape of section 4. */
+bool model_codec_stored_counts(const bson_t *doc, model_counts_t *out);
+
 /* Appends the JSON form as one line, '\n' included. */
 void model_codec_to_json(const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms, model_buf_t *out);
 

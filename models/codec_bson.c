@@ -339,6 +339,20 @@ static bool check_counts(const bson_iter_t *it, model_error_t *err) {
   return true;
 }
 
+bool model_codec_stored_counts(const bson_t *doc, model_counts_t *out) {
+  bson_iter_t it;
+  bson_t d;
+  if (!bson_iter_init_find(&it, doc, "counts") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !get_subdoc(&it, &d)) return false;
+  static const char *const keys[] = {"assigned", "submitted", "returned", "graded"};
+  int32_t *fields[] = {&out->assigned, &out->submitted, &out->returned, &out->graded};
+  for (size_t i = 0; i < 4; i++) {
+    bson_iter_t f;
+    if (!bson_iter_init_find(&f, &d, keys[i]) || !BSON_ITER_HOLDS_INT32(&f)) return false;
+    *fields[i] = bson_iter_int32(&f);
+  }
+  return true;
+}
+
 model_aggregate_t *model_codec_from_bson(const bson_t *doc, int64_t *rev, model_error_t *err) {
   if (err) {
     err->code = MODEL_ERROR_NONE;

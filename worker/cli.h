@@ -1,21 +1,24 @@
 /* Subcommands of the aggregator executable. main.c parses the command line
  * into cli_options_t; each subcommand lives in its own file and returns the
- * process exit status: 0 success, 1 runtime failure, 2 usage/configuration. */
+ * process exit status: 0 success, 1 runtime failure, 2 usage/configuration,
+ * 3 drift found (verify). */
 #ifndef CLI_H
 #define CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct cli_options {
   const char *config_path; /* -c FILE, or NULL */
   char **sets;             /* --set section.key=value, in order */
   size_t nsets;
-  const char *from;    /* replay --from, NULL = beginning */
-  const char *until;   /* replay --until, NULL = end */
-  const char *input;   /* replay --input FILE|- */
+  const char *from;    /* replay/verify --from, NULL = beginning */
+  const char *until;   /* replay/verify --until, NULL = end */
+  const char *input;   /* replay/verify --input FILE|- */
   const char *output;  /* replay --output FILE|- */
   const char *rejects; /* replay --rejects FILE */
   const char *action;  /* config: "check", "show" or "describe" */
+  bool repair;         /* verify --repair */
 } cli_options_t;
 
 /* The configuration of -c and --set (with the environment between them).
@@ -28,5 +31,6 @@ struct config *cli_load_config(const cli_options_t *o, int *rc); /* cli_config.c
 int cli_run(const cli_options_t *o);    /* cli_run.c */
 int cli_replay(const cli_options_t *o); /* cli_replay.c */
 int cli_config(const cli_options_t *o); /* cli_config.c */
+int cli_verify(const cli_options_t *o); /* cli_verify.c */
 
 #endif

@@ -40,7 +40,7 @@ int cli_replay(const cli_options_t *o) {
     rc = replay_file_run(cfg, o->input, o->output, o->rejects, &st);
   } else {
     log_setup(cfg->log_level, cfg->log_format);
-    replay_options_t ro = {o->from, o->until, o->input, o->output, o->rejects};
+    replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .output = o->output, .rejects = o->rejects};
     rc = replay_run(cfg, &ro, &st);
   }
   if (rc == 0) print_summary(&st);

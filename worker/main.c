@@ -11,10 +11,13 @@ static const char usage[] =
     "  aggregator run     [-c FILE] [--set section.key=value ...]\n"
     "  aggregator replay  [-c FILE] [--set ...] [--from beginning|RFC3339] [--until end|RFC3339]\n"
     "                     [--input FILE|-] [--output FILE|-] [--rejects FILE]\n"
+    "  aggregator verify  [-c FILE] [--set ...] [--from beginning|RFC3339] [--until end|RFC3339]\n"
+    "                     [--input FILE|-] [--repair]\n"
     "  aggregator config  check|show|describe [-c FILE] [--set ...]\n"
     "  aggregator --version | --help\n"
     "\n"
-    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
+    "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error,\n"
+    "3 drift found (verify).\n";
 
 static int usage_error(const char *fmt, const char *arg) {
   fputs("aggregator: ", stderr);
@@ -35,8 +38,9 @@ int main(int argc, char **argv) {
     fputs(usage, stdout);
     return 0;
   }
-  bool is_run = !strcmp(cmd, "run"), is_replay = !strcmp(cmd, "replay"), is_config = !strcmp(cmd, "config");
-  if (!is_run && !is_replay && !is_config) return usage_error("unknown command '%s'", cmd);
+  bool is_run = !strcmp(cmd, "run"), is_replay = !strcmp(cmd, "replay"), is_config = !strcmp(cmd, "config"),
+       is_verify = !strcmp(cmd, "verify");
+  if (!is_run && !is_replay && !is_config && !is_verify) return usage_error("unknown command '%s'", cmd);
 
   /* --set values point into argv; only the array is ours. */
   char *sets[argc];
@@ -52,12 +56,15 @@ int main(int argc, char **argv) {
     const char *a = argv[i];
     const char **slot = NULL;
     if (!strcmp(a, "-c") || !strcmp(a, "--config")) slot = &o.config_path;
-    else if (is_replay && !strcmp(a, "--from")) slot = &o.from;
-    else if (is_replay && !strcmp(a, "--until")) slot = &o.until;
-    else if (is_replay && !strcmp(a, "--input")) slot = &o.input;
+    else if ((is_replay || is_verify) && !strcmp(a, "--from")) slot = &o.from;
+    else if ((is_replay || is_verify) && !strcmp(a, "--until")) slot = &o.until;
+    else if ((is_replay || is_verify) && !strcmp(a, "--input")) slot = &o.input;
     else if (is_replay && !strcmp(a, "--output")) slot = &o.output;
     else if (is_replay && !strcmp(a, "--rejects")) slot = &o.rejects;
-    else if (!strcmp(a, "--set")) {
+    else if (is_verify && !strcmp(a, "--repair")) {
+      o.repair = true;
+      continue;
+    } else if (!strcmp(a, "--set")) {
       if (i + 1 >= argc) return usage_error("%s needs a value", a);
       o.sets[o.nsets++] = argv[++i];
       continue;
@@ -70,5 +77,6 @@ int main(int argc, char **argv) {
     if (i + 1 >= argc) return usage_error("%s needs a value", a);
     *slot = argv[++i];
   }
+  if (is_verify) return cli_verify(&o);
   return is_run ? cli_run(&o) : is_replay ? cli_replay(&o) : cli_config(&o);
 }

@@ -31,6 +31,7 @@ typedef struct progress {
   bool tty;
   double start, last;
   uint64_t total; /* 0 = unknown (file input) */
+  const char *label;
   /* On a terminal the line redraws in place; otherwise a plain line every
    * 10 s keeps logs readable. */
 } progress_t;
@@ -43,16 +44,19 @@ static void progress_show(progress_t *p, uint64_t done, bool final) {
   char line[160];
   if (p->total) {
     double eta = rate > 0 && p->total > done ? (double)(p->total - done) / rate : 0;
-    snprintf(line, sizeof line, "replay: %" PRIu64 " of %" PRIu64 " commands (%.0f%%), %.0f/s, ETA %.0f s", done,
-             p->total, 100.0 * (double)done / (double)p->total, rate, eta);
+    snprintf(line, sizeof line, "%s: %" PRIu64 " of %" PRIu64 " commands (%.0f%%), %.0f/s, ETA %.0f s", p->label,
+             done, p->total, 100.0 * (double)done / (double)p->total, rate, eta);
   } else {
-    snprintf(line, sizeof line, "replay: %" PRIu64 " commands, %.0f/s", done, rate);
+    snprintf(line, sizeof line, "%s: %" PRIu64 " commands, %.0f/s", p->label, done, rate);
   }
   if (p->tty)
     fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
   else
     fprintf(stderr, "%s\n", line);
 }
+
+/* The progress line's name: "replay", or the caller's (verify). */
+static const char *label_of(const replay_options_t *o) { return o->label ? o->label : "replay"; }
 
 /* --- sinks ------------------------------------------------------------------------ */
 
@@ -168,13 +172,13 @@ static bool feed(replay_t *r, const char *data, size_t len, int64_t event_ms) {
   return true;
 }
 
-static bool replay_input(replay_t *r, const char *path) {
+static bool replay_input(replay_t *r, const char *path, const char *label) {
   FILE *in = strcmp(path, "-") ? fopen(path, "r") : stdin;
   if (!in) {
     fprintf(stderr, "aggregator: replay: cannot open '%s': %s\n", path, strerror(errno));
     return false;
   }
-  progress_t pr = {isatty(2), clock_mono_s(), clock_mono_s(), 0};
+  progress_t pr = {isatty(2), clock_mono_s(), clock_mono_s(), 0, label};
   char *line = NULL;
   size_t cap = 0;
   ssize_t n;
@@ -308,7 +312,7 @@ static bool replay_topics(replay_t *r, const replay_options_t *o) {
     if (remaining) rd_kafka_assign(rk, assign);
     rd_kafka_topic_partition_list_destroy(assign);
   }
-  progress_t pr = {isatty(2), clock_mono_s(), clock_mono_s(), total};
+  progress_t pr = {isatty(2), clock_mono_s(), clock_mono_s(), total, label_of(o)};
   uint64_t done = 0;
   /* Messages are taken from the consumer queue in batches: one queue lock and
    * one wake-up per batch instead of per message (rd_kafka_consumer_poll per
@@ -384,7 +388,7 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
   if (!r) return 1;
   r->cfg = cfg;
   r->st = stats;
-  r->to_store = o->output == NULL;
+  r->to_store = o->output == NULL && o->rebuilt == NULL;
   store_t *store = NULL;
   batch_limits_t limits = batch_limits_from_config(cfg);
   if (o->rejects && o->input) {
@@ -414,7 +418,7 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
     r->flusher = flusher_new(r->batch, &sink, 0);
     if (r->flusher) flusher_set_retry(r->flusher, cfg->retry_backoff_ms, cfg->retry_backoff_max_ms);
   }
-  bool ok = r->batch && (!r->to_store || r->flusher) && (o->input ? replay_input(r, o->input) : replay_topics(r, o));
+  bool ok = r->batch && (!r->to_store || r->flusher) && (o->input ? replay_input(r, o->input, label_of(o)) : replay_topics(r, o));
   if (ok && r->to_store) ok = flush_until_done(r->flusher, r->batch);
   flusher_destroy(r->flusher);
   if (r->batch) {
@@ -423,7 +427,13 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
     stats->stale = bs->stale;
     stats->aggregates = bs->writes_ok;
   }
-  if (ok && !r->to_store) ok = write_output(r->batch, o->output, &stats->aggregates);
+  if (ok && o->rebuilt) { /* verify: the caller compares it */
+    stats->aggregates = batch_dirty_count(r->batch) + batch_cached_count(r->batch);
+    *o->rebuilt = r->batch;
+    r->batch = NULL;
+  } else if (ok && !r->to_store) {
+    ok = write_output(r->batch, o->output, &stats->aggregates);
+  }
   batch_destroy(r->batch);
   store_destroy(store);
   if (r->rejects && (r->rejects == stdout ? fflush(stdout) : fclose(r->rejects)) != 0) {

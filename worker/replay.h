@@ -24,6 +24,11 @@ typedef struct replay_options {
   const char *input;   /* --input FILE|-, NULL = the topics */
   const char *output;  /* --output FILE|-, NULL = the store */
   const char *rejects; /* --rejects FILE, with input only */
+  /* verify: rebuild in memory (as for --output) and hand the batch, every
+   * aggregate in it, to *rebuilt instead of writing it anywhere; the caller
+   * then owns it (batch_destroy). NULL for a replay. */
+  struct batch **rebuilt;
+  const char *label; /* the progress line's "<label>: ", NULL = "replay" */
 } replay_options_t;
 
 /* Returns the exit status (0 when everything up to the end is written) and

@@ -319,6 +319,7 @@ static store_status_t detect_server(store_t *store, store_error_t *err);
 typedef struct loaded {
   model_aggregate_t *agg;
   int64_t rev;
+  model_counts_t counts; /* as stored (for store_load_counts) */
 } loaded_t;
 
 typedef struct loaded_list {
@@ -326,7 +327,7 @@ typedef struct loaded_list {
   size_t n, cap;
 } loaded_list_t;
 
-static bool loaded_push(loaded_list_t *l, model_aggregate_t *agg, int64_t rev) {
+static bool loaded_push(loaded_list_t *l, model_aggregate_t *agg, int64_t rev, const model_counts_t *counts) {
   if (l->n == l->cap) {
     size_t cap = l->cap ? l->cap * 2 : 64;
     loaded_t *v = realloc(l->v, cap * sizeof *v);
@@ -336,6 +337,7 @@ static bool loaded_push(loaded_list_t *l, model_aggregate_t *agg, int64_t rev) {
   }
   l->v[l->n].agg = agg;
   l->v[l->n].rev = rev;
+  l->v[l->n].counts = *counts;
   l->n++;
   return true;
 }
@@ -404,7 +406,9 @@ static store_status_t load_chunk(store_t *store, const char *const *keys, size_t
       st = STORE_FATAL;
       break;
     }
-    if (!loaded_push(out, agg, rev)) {
+    model_counts_t counts = {0, 0, 0, 0};
+    model_codec_stored_counts(doc, &counts); /* decode_stored checked their shape */
+    if (!loaded_push(out, agg, rev, &counts)) {
       model_aggregate_destroy(agg);
       set_error(err, MONGOC_ERROR_CLIENT, 0, "load: out of memory");
       st = STORE_FATAL;
@@ -460,8 +464,9 @@ static void loaded_free(loaded_list_t *l) {
   memset(l, 0, sizeof *l);
 }
 
-store_status_t store_load(store_t *store, const char *const *keys, size_t nkeys, store_found_cb found, void *ctx,
-                          store_error_t *err) {
+/* One of the two callbacks of store_load / store_load_counts. */
+static store_status_t load_and_hand_over(store_t *store, const char *const *keys, size_t nkeys, store_found_cb found,
+                                         store_found_counts_cb found_counts, void *ctx, store_error_t *err) {
   clear_error(err);
   /* Callbacks only once everything has loaded, so that a failed load hands
    * the caller nothing: it either gets the whole answer or retries it. */
@@ -469,12 +474,25 @@ store_status_t store_load(store_t *store, const char *const *keys, size_t nkeys,
   store_status_t st = load_all(store, keys, nkeys, &list, err);
   if (st == STORE_OK) {
     for (size_t i = 0; i < list.n; i++) {
-      found(ctx, list.v[i].agg, list.v[i].rev);
+      if (found_counts)
+        found_counts(ctx, list.v[i].agg, list.v[i].rev, &list.v[i].counts);
+      else
+        found(ctx, list.v[i].agg, list.v[i].rev);
       list.v[i].agg = NULL; /* the callback owns it */
     }
   }
   loaded_free(&list);
   return st;
+}
+
+store_status_t store_load(store_t *store, const char *const *keys, size_t nkeys, store_found_cb found, void *ctx,
+                          store_error_t *err) {
+  return load_and_hand_over(store, keys, nkeys, found, NULL, ctx, err);
+}
+
+store_status_t store_load_counts(store_t *store, const char *const *keys, size_t nkeys, store_found_counts_cb found,
+                                 void *ctx, store_error_t *err) {
+  return load_and_hand_over(store, keys, nkeys, NULL, found, ctx, err);
 }
 
 /* --- write --------------------------------------------------------------- */

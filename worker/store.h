@@ -60,6 +60,13 @@ typedef void (*store_found_cb)(void *ctx, model_aggregate_t *agg, int64_t rev);
 store_status_t store_load(store_t *store, const char *const *keys, size_t nkeys, store_found_cb found, void *ctx,
                           store_error_t *err);
 
+/* As store_load, and hands over the document's `counts` as stored too
+ * (store_load's decoding recomputes them from the slots; `verify` checks
+ * the stored ones against those). */
+typedef void (*store_found_counts_cb)(void *ctx, model_aggregate_t *agg, int64_t rev, const model_counts_t *stored);
+store_status_t store_load_counts(store_t *store, const char *const *keys, size_t nkeys, store_found_counts_cb found,
+                                 void *ctx, store_error_t *err);
+
 typedef enum {
   STORE_ITEM_PENDING = 0, /* no result (whole-batch RETRY/FATAL) */
   STORE_ITEM_OK,          /* written; the stored rev is now rev + 1 */

@@ -1,7 +1,12 @@
 /* store_tool: read and reset the aggregate collection for tests and the demo.
  *
  *   store_tool dump URI DATABASE COLLECTION     every document in the JSON form, sorted by _id
- *   store_tool drop URI DATABASE                drops the database */
+ *   store_tool drop URI DATABASE                drops the database
+ *   store_tool delete URI DATABASE COLLECTION ID          deletes the document _id ID
+ *   store_tool update URI DATABASE COLLECTION ID UPDATE   applies UPDATE (MongoDB extended JSON, e.g.
+ *       {"$set": {"header.v": {"$numberLong": "9"}}}) to _id ID behind the worker's back (rev untouched)
+ * delete and update exit 1 unless exactly one document matched (a test that
+ * damages nothing must not pass). */
 #include <mongoc/mongoc.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,7 +20,8 @@ static int fail(const char *what, const bson_error_t *e) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fputs("usage: store_tool dump URI DB COLL | drop URI DB\n", stderr);
+    fputs("usage: store_tool dump URI DB COLL | drop URI DB | delete URI DB COLL ID | update URI DB COLL ID UPDATE\n",
+          stderr);
     return 2;
   }
   mongoc_init();
@@ -61,6 +67,35 @@ int main(int argc, char **argv) {
     mongoc_cursor_destroy(cur);
     bson_destroy(&filter);
     bson_destroy(&opts);
+    mongoc_collection_destroy(coll);
+  } else if ((!strcmp(argv[1], "delete") && argc == 6) || (!strcmp(argv[1], "update") && argc == 7)) {
+    mongoc_collection_t *coll = mongoc_client_get_collection(cl, argv[3], argv[4]);
+    bson_t filter = BSON_INITIALIZER, reply;
+    BSON_APPEND_UTF8(&filter, "_id", argv[5]);
+    bool ok;
+    const char *count = "deletedCount";
+    if (argv[1][0] == 'd') {
+      ok = mongoc_collection_delete_one(coll, &filter, NULL, &reply, &e);
+    } else {
+      bson_t *update = bson_new_from_json((const uint8_t *)argv[6], -1, &e);
+      if (!update) {
+        rc = fail("update: not JSON", &e);
+        bson_init(&reply);
+        ok = true;
+      } else {
+        ok = mongoc_collection_update_one(coll, &filter, update, NULL, &reply, &e);
+        bson_destroy(update);
+      }
+      count = "matchedCount";
+    }
+    bson_iter_t it;
+    if (!ok) rc = fail(argv[1], &e);
+    else if (rc == 0 && !(bson_iter_init_find(&it, &reply, count) && bson_iter_as_int64(&it) == 1)) {
+      fprintf(stderr, "store_tool: %s: no document _id \"%s\"\n", argv[1], argv[5]);
+      rc = 1;
+    }
+    bson_destroy(&reply);
+    bson_destroy(&filter);
     mongoc_collection_destroy(coll);
   } else {
     rc = 2;

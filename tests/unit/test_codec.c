@@ -423,6 +423,38 @@ START_TEST(test_bson_duplicate_student) {
 }
 END_TEST
 
+/* The counts as stored (verify checks them; decoding recomputes them). */
+START_TEST(test_bson_stored_counts) {
+  model_aggregate_t *a = rich();
+  bson_t b;
+  to_bson(a, 1, &b);
+  model_counts_t got, want = model_aggregate_counts(a);
+  ck_assert(model_codec_stored_counts(&b, &got));
+  ck_assert(!memcmp(&got, &want, sizeof got));
+  ck_assert_int_eq(got.assigned, 1);
+  bson_destroy(&b);
+  /* As stored, not as the slots say; and the shape of section 4 or nothing. */
+  bson_t *d = BCON_NEW("counts", "{", "assigned", BCON_INT32(9), "submitted", BCON_INT32(0), "returned",
+                       BCON_INT32(2), "graded", BCON_INT32(3), "}");
+  ck_assert(model_codec_stored_counts(d, &got));
+  ck_assert_int_eq(got.assigned, 9);
+  ck_assert_int_eq(got.returned, 2);
+  ck_assert_int_eq(got.graded, 3);
+  bson_destroy(d);
+  d = BCON_NEW("counts", "{", "assigned", BCON_INT64(9), "submitted", BCON_INT32(0), "returned", BCON_INT32(2),
+               "graded", BCON_INT32(3), "}");
+  ck_assert(!model_codec_stored_counts(d, &got));
+  bson_destroy(d);
+  d = BCON_NEW("counts", "{", "assigned", BCON_INT32(9), "}");
+  ck_assert(!model_codec_stored_counts(d, &got));
+  bson_destroy(d);
+  d = BCON_NEW("rev", BCON_INT64(1));
+  ck_assert(!model_codec_stored_counts(d, &got));
+  bson_destroy(d);
+  model_aggregate_destroy(a);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("codec");
   TCase *tc = tcase_create("core");
@@ -434,6 +466,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_json_double);
   tcase_add_test(tc, test_bson_decode_rejects);
   tcase_add_test(tc, test_bson_duplicate_student);
+  tcase_add_test(tc, test_bson_stored_counts);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,0 +1,338 @@
+/* `aggregator verify`: see verify.h for the three phases and the report.
+ *
+ * Trade-offs:
+ *  - The rebuild holds every rebuilt aggregate at once (as `replay
+ *    --output` does) rather than comparing as commands stream in: a slot's
+ *    final stamp is known only once every command has been read, and the
+ *    topics are not ordered by document. The stored side is bounded to one
+ *    chunk (batch.max_aggregates documents).
+ *  - Repairs run on this thread with writer_execute (stop and wait), not on
+ *    a writer thread: there is nothing to overlap them with but the next
+ *    chunk's load, and a report in _id order is easier to read and test.
+ *  - A conflict on a repair means another writer (a live worker) got there
+ *    first; the item is loaded and merged again, as the batch would. */
+#include "verify.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "buf.h"
+#include "clock.h"
+#include "oom.h"
+#include "replay.h"
+#include "retry.h"
+#include "sink.h"
+#include "store.h"
+#include "writer.h"
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+/* Repairs that keep conflicting are given up after this many rounds of
+ * conflicts: each conflict is another writer's progress, so reaching it
+ * means a document written faster than it can be read back, which an
+ * operator should see. A store outage is waited out instead (with backoff,
+ * until interrupted), as a replay does. */
+enum { VERIFY_REPAIR_ROUNDS = 50 };
+
+typedef enum { REPAIR_NONE = 0, REPAIR_WRITTEN, REPAIR_UNCHANGED, REPAIR_FAILED } repair_t;
+
+typedef struct entry {
+  const model_aggregate_t *rebuilt; /* borrowed from the rebuild's batch */
+  model_aggregate_t *stored;        /* owned; NULL when not stored */
+  int64_t rev;
+  model_counts_t counts; /* as stored */
+  model_drift_t drift;
+  repair_t repair;
+  int64_t new_rev;
+  char error[160];
+} entry_t;
+
+typedef struct chunk {
+  entry_t *v;
+  size_t n;
+} chunk_t;
+
+static void sleep_ms(int64_t ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* --- the rebuilt documents, sorted ------------------------------------------------ */
+
+typedef struct collect {
+  const model_aggregate_t **v;
+  size_t n;
+} collect_t;
+
+static void collect_one(void *ctx, const model_aggregate_t *agg, int64_t rev) {
+  (void)rev;
+  collect_t *c = ctx;
+  c->v[c->n++] = agg;
+}
+
+static int cmp_key(const void *x, const void *y) {
+  return strcmp(model_aggregate_key(*(const model_aggregate_t *const *)x, NULL),
+                model_aggregate_key(*(const model_aggregate_t *const *)y, NULL));
+}
+
+/* --- loading a chunk ----------------------------------------------------------------- */
+
+static void on_found(void *ctx, model_aggregate_t *agg, int64_t rev, const model_counts_t *counts) {
+  chunk_t *c = ctx;
+  const char *key = model_aggregate_key(agg, NULL);
+  size_t lo = 0, hi = c->n; /* the chunk is sorted by key */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int cmp = strcmp(model_aggregate_key(c->v[mid].rebuilt, NULL), key);
+    if (cmp == 0) {
+      if (c->v[mid].stored) break; /* a duplicate answer: the first counts */
+      c->v[mid].stored = agg;
+      c->v[mid].rev = rev;
+      c->v[mid].counts = *counts;
+      return;
+    }
+    if (cmp < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  model_aggregate_destroy(agg);
+}
+
+/* Loads the chunk's stored documents, waiting out a store outage with
+ * backoff (as a replay does) unless interrupted. */
+static bool load_chunk(store_t *store, const config_t *cfg, chunk_t *c, const char **keys) {
+  for (size_t i = 0; i < c->n; i++) keys[i] = model_aggregate_key(c->v[i].rebuilt, NULL);
+  for (unsigned attempt = 0;; attempt++) {
+    store_error_t err;
+    store_status_t st = store_load_counts(store, keys, c->n, on_found, c, &err);
+    if (st == STORE_OK) return true;
+    if (st == STORE_FATAL) {
+      fprintf(stderr, "aggregator: verify: store: %s\n", err.message);
+      return false;
+    }
+    if (attempt == 0 || attempt % 10 == 9)
+      fprintf(stderr, "aggregator: verify: store read failed, retrying: %s\n", err.message);
+    if (g_stop) return false;
+    sleep_ms(retry_backoff_ms(cfg->retry_backoff_ms, cfg->retry_backoff_max_ms, attempt));
+    if (g_stop) return false;
+  }
+}
+
+/* --- repairing a chunk --------------------------------------------------------------- */
+
+static bool repairable(model_drift_kind_t k) { return k == MODEL_DRIFT_MISSING || k == MODEL_DRIFT_STORE_BEHIND; }
+
+/* Writes the chunk's missing and store_behind documents through the write
+ * stage until each is written, found whole, or fails. False on a fatal store
+ * error or an interruption (the entries not done are marked failed). */
+static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
+  size_t todo = 0;
+  for (size_t i = 0; i < c->n; i++) todo += repairable(c->v[i].drift.kind);
+  bool ok = true;
+  unsigned backoff = 0, conflict_rounds = 0;
+  while (todo && ok) {
+    writer_job_t *job = writer_job_new(todo);
+    if (!job) oom_abort();
+    job->chunk = (size_t)cfg->batch_max_aggregates;
+    job->now_ms = clock_wall_ms();
+    for (size_t i = 0; i < c->n; i++) {
+      entry_t *e = &c->v[i];
+      if (repairable(e->drift.kind) && e->repair == REPAIR_NONE &&
+          !writer_job_add(job, model_aggregate_clone(e->rebuilt), 0, true, e))
+        oom_abort();
+    }
+    writer_execute(sink, job);
+    todo = 0;
+    for (size_t k = 0; k < job->nitems; k++) {
+      writer_item_t *it = &job->items[k];
+      entry_t *e = it->tag;
+      switch (it->result) {
+      case WRITER_ITEM_WRITTEN:
+        e->repair = REPAIR_WRITTEN;
+        e->new_rev = it->rev;
+        break;
+      case WRITER_ITEM_UNCHANGED:
+        e->repair = REPAIR_UNCHANGED;
+        break;
+      case WRITER_ITEM_ERROR:
+        e->repair = REPAIR_FAILED;
+        snprintf(e->error, sizeof e->error, "the store rejected the write (code %" PRIu32 ")", it->error_code);
+        break;
+      default: /* conflict, or no result yet: load and merge again */
+        todo++;
+        break;
+      }
+    }
+    if (job->status == STORE_FATAL) {
+      fprintf(stderr, "aggregator: verify: repair: store: %s\n", job->err.message);
+      ok = false;
+    } else if (job->status == STORE_RETRY && todo) {
+      if (backoff == 0 || backoff % 10 == 9)
+        fprintf(stderr, "aggregator: verify: repair write failed, retrying: %s\n", job->err.message);
+      sleep_ms(retry_backoff_ms(cfg->retry_backoff_ms, cfg->retry_backoff_max_ms, backoff++));
+    } else if (todo) {
+      conflict_rounds++;
+    }
+    writer_job_destroy(job);
+    if (g_stop) ok = ok && !todo;
+    if (conflict_rounds >= VERIFY_REPAIR_ROUNDS) break; /* reported as failed below; the verify goes on */
+  }
+  for (size_t i = 0; i < c->n; i++) {
+    entry_t *e = &c->v[i];
+    if (repairable(e->drift.kind) && e->repair == REPAIR_NONE) {
+      e->repair = REPAIR_FAILED;
+      snprintf(e->error, sizeof e->error, "%s",
+               g_stop ? "interrupted" : ok ? "gave up after repeated conflicts with another writer" : "store failure");
+    }
+  }
+  return ok;
+}
+
+/* --- the report ------------------------------------------------------------------------ */
+
+static void report_line(model_buf_t *b, const entry_t *e) {
+  size_t klen;
+  const char *key = model_aggregate_key(e->rebuilt, &klen);
+  model_buf_puts(b, "{\"_id\":");
+  model_buf_json_string(b, key, klen);
+  model_buf_printf(b, ",\"drift\":\"%s\",\"path\":", model_drift_kind_name(e->drift.kind));
+  const char *path = e->drift.path[e->drift.kind];
+  model_buf_json_string(b, path, strlen(path));
+  model_buf_puts(b, ",\"detail\":");
+  model_buf_t d = MODEL_BUF_INIT;
+  model_drift_detail(&e->drift, &d);
+  model_buf_json_string(b, d.data ? d.data : "", d.len);
+  model_buf_destroy(&d);
+  switch (e->repair) {
+  case REPAIR_WRITTEN:
+    model_buf_printf(b, ",\"repair\":\"written\",\"rev\":%" PRId64, e->new_rev);
+    break;
+  case REPAIR_UNCHANGED:
+    model_buf_puts(b, ",\"repair\":\"unchanged\"");
+    break;
+  case REPAIR_FAILED:
+    model_buf_puts(b, ",\"repair\":\"failed\",\"error\":");
+    model_buf_json_string(b, e->error, strlen(e->error));
+    break;
+  case REPAIR_NONE:
+    break;
+  }
+  model_buf_puts(b, "}\n");
+}
+
+static void progress(bool tty, double *last, size_t done, size_t total, uint64_t drifted, bool final) {
+  double now = clock_mono_s();
+  if (!final && now - *last < (tty ? 0.2 : 10.0)) return;
+  *last = now;
+  fprintf(stderr, "%sverify: compared %zu of %zu documents, %" PRIu64 " drifted%s", tty ? "\r\033[K" : "", done,
+          total, drifted, tty && !final ? "" : "\n");
+}
+
+/* --- the verify -------------------------------------------------------------------------- */
+
+int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, verify_stats_t *stats) {
+  double t0 = clock_mono_s();
+  memset(stats, 0, sizeof *stats);
+  /* The store first: a bad URI is a configuration error, found before a
+   * rebuild that can take minutes (mongoc connects lazily: only the URI and
+   * options are checked here). */
+  store_error_t serr;
+  store_t *store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &serr);
+  if (!store) {
+    fprintf(stderr, "aggregator: verify: store: %s\n", serr.message);
+    return 2;
+  }
+  batch_t *rebuilt = NULL;
+  replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .rebuilt = &rebuilt,
+                         .label = "verify"};
+  int rc = replay_run(cfg, &ro, &stats->rebuild);
+  if (rc != 0 || !rebuilt) {
+    batch_destroy(rebuilt);
+    store_destroy(store);
+    stats->seconds = clock_mono_s() - t0;
+    return rc ? rc : 1;
+  }
+  /* replay_run installed its own handlers; from here on, ours. */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+
+  sink_t sink = sink_store(store);
+
+  size_t total = batch_dirty_count(rebuilt) + batch_cached_count(rebuilt);
+  collect_t all = {oom_malloc((total + 1) * sizeof *all.v), 0};
+  batch_foreach(rebuilt, collect_one, &all);
+  qsort(all.v, all.n, sizeof *all.v, cmp_key);
+
+  size_t per = cfg->batch_max_aggregates > 0 ? (size_t)cfg->batch_max_aggregates : 1000;
+  entry_t *entries = oom_malloc(per * sizeof *entries);
+  const char **keys = oom_malloc(per * sizeof *keys);
+  model_buf_t out = MODEL_BUF_INIT;
+  bool tty = isatty(2), ok = true;
+  double last = clock_mono_s();
+  for (size_t off = 0; off < all.n && ok && !g_stop; off += per) {
+    chunk_t c = {entries, all.n - off < per ? all.n - off : per};
+    memset(entries, 0, c.n * sizeof *entries);
+    for (size_t i = 0; i < c.n; i++) entries[i].rebuilt = all.v[off + i];
+    ok = load_chunk(store, cfg, &c, keys);
+    size_t drifted = 0;
+    for (size_t i = 0; i < c.n && ok; i++) {
+      entry_t *e = &entries[i];
+      if (model_drift_compare(e->rebuilt, e->stored, e->stored ? &e->counts : NULL, &e->drift) != MODEL_DRIFT_NONE)
+        drifted++;
+    }
+    /* The stored documents are no longer needed (a repair loads afresh:
+     * it must merge into what is stored at the time of its write). */
+    for (size_t i = 0; i < c.n; i++) {
+      model_aggregate_destroy(entries[i].stored);
+      entries[i].stored = NULL;
+    }
+    if (ok && drifted && o->repair) ok = repair_chunk(&sink, cfg, &c);
+    for (size_t i = 0; i < c.n && drifted; i++) {
+      entry_t *e = &entries[i];
+      if (e->drift.kind == MODEL_DRIFT_NONE) continue;
+      stats->drifted++;
+      stats->kinds[e->drift.kind]++;
+      stats->repaired += e->repair == REPAIR_WRITTEN;
+      stats->unchanged += e->repair == REPAIR_UNCHANGED;
+      stats->failed += e->repair == REPAIR_FAILED;
+      report_line(&out, e);
+    }
+    if (out.len && fwrite(out.data, 1, out.len, report) != out.len) {
+      fprintf(stderr, "aggregator: verify: cannot write the report: %s\n", strerror(errno));
+      ok = false;
+    }
+    model_buf_clear(&out);
+    progress(tty, &last, off + c.n, all.n, stats->drifted, false);
+  }
+  if (ok && g_stop) {
+    fputs("aggregator: verify: interrupted\n", stderr);
+    ok = false;
+  }
+  if (fflush(report) != 0 && ok) {
+    fprintf(stderr, "aggregator: verify: cannot write the report: %s\n", strerror(errno));
+    ok = false;
+  }
+  if (tty) progress(tty, &last, all.n, all.n, stats->drifted, true);
+  model_buf_destroy(&out);
+  free(keys);
+  free(entries);
+  free(all.v);
+  batch_destroy(rebuilt);
+  store_destroy(store);
+  stats->seconds = clock_mono_s() - t0;
+  /* A repair that did not land is a failure of what was asked for. */
+  if (!ok || stats->failed) return 1;
+  return stats->drifted ? 3 : 0;
+}
