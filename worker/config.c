@@ -124,9 +124,11 @@ static void one_line(const char *src, char *dst, size_t n) {
 }
 
 /* Fills the error as "ORIGIN: NAME: problem" (NAME may be NULL) and returns
- * false. The message is scrubbed of every secret loaded so far and of the
+ * false. The problem is scrubbed of every secret loaded so far and of the
  * one being checked: problems reported by librdkafka or libmongoc may quote
- * the value they refuse. */
+ * the value they refuse. ORIGIN and NAME (a file and line, a variable's or
+ * a key's name) are not: they hold no value, and a secret that happens to
+ * read like them must not mask where the error is. */
 static bool fail(loader_t *L, const origin_t *o, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static bool fail(loader_t *L, const origin_t *o, const char *name, const char *fmt, ...) {
@@ -145,21 +147,18 @@ static bool fail(loader_t *L, const origin_t *o, const char *name, const char *f
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  model_buf_puts(&b, msg);
   redact_set_t *secrets = redact_set_new();
   config_collect_secrets(L->cfg, secrets);
   if (L->pending) {
     redact_set_add(secrets, L->pending);
     redact_set_add_uri(secrets, L->pending);
   }
-  model_buf_t clean = MODEL_BUF_INIT;
-  redact_set_scrub(secrets, b.data, b.len, &clean);
-  one_line(clean.data, L->err->message, sizeof L->err->message);
+  redact_set_scrub(secrets, msg, strlen(msg), &b);
+  one_line(b.data, L->err->message, sizeof L->err->message);
   redact_set_destroy(secrets);
   explicit_bzero(msg, sizeof msg);
   explicit_bzero(b.data, b.cap);
   model_buf_destroy(&b);
-  model_buf_destroy(&clean);
   return false;
 }
 
