@@ -6,6 +6,7 @@
 
 #include "kafka.h"
 #include "log.h"
+#include "oom.h"
 
 /* What a delivery report needs to find the source offset again. The
  * partition may have been given up meanwhile: then offsets ignores it. */
@@ -47,11 +48,9 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
      * uncommitted until it is acknowledged. */
     log_warn("dead-letter delivery failed, retrying", "error", LOG_STR, rd_kafka_err2str(m->err), "source_offset",
              LOG_INT, ref->offset);
-    retry_t *r = calloc(1, sizeof *r);
-    if (!r) abort();
-    r->payload = malloc(m->len ? m->len : 1);
-    r->key = m->key_len ? malloc(m->key_len) : NULL;
-    if (!r->payload || (m->key_len && !r->key)) abort();
+    retry_t *r = oom_calloc(1, sizeof *r);
+    r->payload = oom_malloc(m->len);
+    r->key = m->key_len ? oom_malloc(m->key_len) : NULL;
     memcpy(r->payload, m->payload, m->len);
     r->len = m->len;
     if (m->key_len) memcpy(r->key, m->key, m->key_len);
@@ -69,19 +68,16 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
 }
 
 deadletter_t *deadletter_new(const config_t *cfg, offsets_t *offsets, char *err, size_t errsz) {
-  deadletter_t *d = calloc(1, sizeof *d);
-  if (!d || !(d->topic = strdup(cfg->kafka_dlq_topic))) {
-    free(d);
-    snprintf(err, errsz, "out of memory");
-    return NULL;
-  }
+  deadletter_t *d = oom_calloc(1, sizeof *d);
+  d->topic = oom_strdup(cfg->kafka_dlq_topic);
   d->offsets = offsets;
   const char *forced[] = {"acks", "all", "enable.idempotence", "true", NULL};
   rd_kafka_conf_t *conf = kafka_conf_new(cfg, KAFKA_DLQ_PRODUCER, forced, err, errsz);
   if (conf) {
     rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
     rd_kafka_conf_set_opaque(conf, d);
-    d->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errsz); /* takes conf, also on failure */
+    d->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errsz); /* takes conf on success only */
+    if (!d->producer) rd_kafka_conf_destroy(conf);
   }
   if (!d->producer) {
     free(d->topic);
@@ -128,10 +124,8 @@ static void produce_retries(deadletter_t *d) {
 }
 
 bool deadletter_reject(deadletter_t *d, offsets_part_t *p, const rd_kafka_message_t *m, const model_reject_t *rej) {
-  ref_t *ref = malloc(sizeof *ref);
-  if (!ref) abort();
-  *ref = (ref_t){strdup(p->topic), p->partition, m->offset};
-  if (!ref->topic) abort();
+  ref_t *ref = oom_malloc(sizeof *ref);
+  *ref = (ref_t){oom_strdup(p->topic), p->partition, m->offset};
   offsets_reject_pending(p, m->offset);
   d->bytes += m->len;
   for (;;) {

@@ -1,6 +1,7 @@
 #include "kafka.h"
 
 #include "log.h"
+#include "oom.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -93,7 +94,7 @@ rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, cons
 
 rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg) {
   rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
-  char *copy = strdup(cfg->kafka_topics), *save = NULL;
+  char *copy = oom_strdup(cfg->kafka_topics), *save = NULL;
   for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     while (*t == ' ' || *t == '\t') t++;
     char *end = t + strlen(t);
