@@ -25,7 +25,6 @@
 
 #include "buf.h"
 #include "config_table.h"
-#include "kafka.h"
 #include "oom.h"
 #include "redact.h"
 
@@ -701,8 +700,10 @@ void config_show(const config_t *cfg, FILE *out) {
 /* ---- describe ------------------------------------------------------------ */
 
 const char config_rdkafka_doc[] =
-    "Any librdkafka property, passed to the consumer and to the dead-letter producer "
-    "(e.g. `rdkafka.security.protocol = SASL_SSL`); validated by librdkafka when the configuration is loaded. "
+    "Any librdkafka property (e.g. `rdkafka.security.protocol = SASL_SSL`), passed to the clients that use it: "
+    "a consumer property (C in librdkafka's CONFIGURATION.md) to the `run` and `replay` consumers, a producer "
+    "property (P) to the dead-letter producer, any other to all of them; validated by librdkafka when the "
+    "configuration is loaded. "
     "bootstrap.servers, group.id, enable.auto.commit and enable.auto.offset.store are set by the worker and "
     "refused here. Values of properties named *password*, *secret*, ssl.key.pem and sasl.oauthbearer.config "
     "are redacted by `config show`.";

@@ -4,6 +4,7 @@
 #include "oom.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,76 @@ const kafka_default_t kafka_defaults[] = {
 };
 const size_t kafka_defaults_count = sizeof kafka_defaults / sizeof kafka_defaults[0];
 
+/* --- property scopes -------------------------------------------------------- */
+
+/* librdkafka knows each property's scope (its _RK_C/_RK_P flags) but has no
+ * API to ask for it; rd_kafka_conf_properties_show() prints the same table
+ * as CONFIGURATION.md, with the scope in its second column. Reading that
+ * table from the linked library, rather than keeping our own copy, keeps the
+ * answer right for whatever librdkafka the package manager installs; a
+ * change of its format shows as every scope being KAFKA_SCOPE_ANY, which
+ * unit.test_kafka_scope catches (and which only brings back the old
+ * behaviour: a warning at start). Parsed once, on first use. */
+typedef struct scope_entry {
+  char *name;
+  kafka_scope_t scope;
+} scope_entry_t;
+
+static scope_entry_t *g_scopes;
+static size_t g_nscopes;
+static pthread_once_t g_scopes_once = PTHREAD_ONCE_INIT;
+
+static char *trim(char *s, char *end) {
+  while (s < end && (*s == ' ' || *s == '\t')) s++;
+  while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n')) end--;
+  *end = '\0';
+  return s;
+}
+
+static void scopes_load(void) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) oom_abort();
+  rd_kafka_conf_properties_show(f);
+  fclose(f);
+  size_t cap = 0;
+  for (char *line = text, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    /* "name   |  C  | range | default | importance | description" */
+    char *bar1 = strchr(line, '|'), *bar2 = bar1 ? strchr(bar1 + 1, '|') : NULL;
+    if (!bar2) continue;
+    char *name = trim(line, bar1), *col = trim(bar1 + 1, bar2);
+    kafka_scope_t scope;
+    if (!strcmp(col, "C")) scope = KAFKA_SCOPE_CONSUMER;
+    else if (!strcmp(col, "P")) scope = KAFKA_SCOPE_PRODUCER;
+    else if (!strcmp(col, "*")) scope = KAFKA_SCOPE_ANY;
+    else continue; /* the header ("C/P") and the rulers */
+    if (!*name || strchr(name, ' ')) continue;
+    if (g_nscopes == cap) {
+      cap = cap ? cap * 2 : 256;
+      g_scopes = oom_realloc(g_scopes, cap * sizeof *g_scopes);
+    }
+    g_scopes[g_nscopes++] = (scope_entry_t){oom_strdup(name), scope};
+  }
+  free(text);
+}
+
+kafka_scope_t kafka_property_scope(const char *name) {
+  pthread_once(&g_scopes_once, scopes_load);
+  for (size_t i = 0; i < g_nscopes; i++)
+    if (!strcmp(g_scopes[i].name, name)) return g_scopes[i].scope;
+  return KAFKA_SCOPE_ANY;
+}
+
+bool kafka_scope_applies(kafka_scope_t scope, kafka_client_t client) {
+  bool producer = client == KAFKA_DLQ_PRODUCER;
+  return scope == KAFKA_SCOPE_ANY || (scope == KAFKA_SCOPE_PRODUCER) == producer;
+}
+
+/* --- client configuration ------------------------------------------------------ */
+
 const char *kafka_client_name(kafka_client_t client) {
   switch (client) {
     case KAFKA_RUN_CONSUMER: return "`run` consumer";
@@ -56,9 +127,16 @@ const char *kafka_client_name(kafka_client_t client) {
 }
 
 /* librdkafka's syslog levels onto ours, so its messages are structured log
- * lines like the rest. */
+ * lines like the rest.
+ *
+ * A broker failure ("Connect to ... failed", a SASL handshake refused, ...)
+ * reaches us twice: librdkafka logs it with facility FAIL and hands the same
+ * text to error_cb with its error code (rd_kafka_broker_set_error does
+ * both). error_cb's line is kept, since it names the error; the FAIL line is
+ * dropped unless it is a debug one (those, with `debug` set, go only here). */
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
-  config_log_level_t l = level <= 3 ? LOG_LEVEL_ERROR : level == 4 ? LOG_LEVEL_WARN : level <= 6 ? LOG_LEVEL_INFO
+  if (level <= 6 && !strcmp(fac, "FAIL")) return;
+  log_level_t l = level <= 3 ? LOG_LEVEL_ERROR : level == 4 ? LOG_LEVEL_WARN : level <= 6 ? LOG_LEVEL_INFO
                                                                                                    : LOG_LEVEL_DEBUG;
   log_emit(l, buf, "component", LOG_STR, "rdkafka", "client", LOG_STR, rd_kafka_name(rk), "facility", LOG_STR, fac,
            NULL);
@@ -81,7 +159,8 @@ rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, cons
     if (kafka_defaults[i].client == client)
       ok = kafka_conf_set(conf, kafka_defaults[i].name, kafka_defaults[i].value, errstr, errsz);
   for (size_t i = 0; ok && i < cfg->rdkafka_count; i++)
-    ok = kafka_conf_set(conf, cfg->rdkafka[i].name, cfg->rdkafka[i].value, errstr, errsz);
+    if (kafka_scope_applies(kafka_property_scope(cfg->rdkafka[i].name), client))
+      ok = kafka_conf_set(conf, cfg->rdkafka[i].name, cfg->rdkafka[i].value, errstr, errsz);
   ok = ok && set_pairs(conf, forced, errstr, errsz);
   rd_kafka_conf_set_log_cb(conf, log_cb);
   rd_kafka_conf_set_error_cb(conf, error_cb);

@@ -1,6 +1,9 @@
 /* librdkafka plumbing shared by the live consumer and the replay: client
  * configuration from our config (brokers plus every kafka.rdkafka.* key
- * passed straight through) and the dead-letter producer. */
+ * passed through to the clients that use it) and the dead-letter producer.
+ *
+ * Above config.h and log.h (it reads the configuration and logs); nothing
+ * below it includes this header. */
 #ifndef KAFKA_H
 #define KAFKA_H
 
@@ -25,11 +28,24 @@ extern const kafka_default_t kafka_defaults[];
 extern const size_t kafka_defaults_count;
 const char *kafka_client_name(kafka_client_t client);
 
+/* Which clients librdkafka applies a property to: the "C/P" column of its
+ * CONFIGURATION.md (C: consumers only, P: producers only, *: both). */
+typedef enum { KAFKA_SCOPE_ANY, KAFKA_SCOPE_CONSUMER, KAFKA_SCOPE_PRODUCER } kafka_scope_t;
+/* The scope of a librdkafka property (global or topic-level, aliases
+ * included) as the linked librdkafka declares it; KAFKA_SCOPE_ANY for a
+ * name it does not list (it then refuses the name itself). Thread-safe. */
+kafka_scope_t kafka_property_scope(const char *name);
+/* True when `client` uses properties of that scope. */
+bool kafka_scope_applies(kafka_scope_t scope, kafka_client_t client);
+
 /* A configuration with bootstrap.servers, then the client's kafka_defaults,
- * then the pass-through properties (so operators can override our
- * defaults), then `forced` (name, value pairs, NULL-terminated: properties
- * that correctness depends on, e.g. enable.auto.commit=false). Returns NULL
- * with errstr filled if librdkafka refuses a property. */
+ * then the pass-through properties that apply to this client (SPEC.md
+ * section 7: a consumer-only property never reaches the dead-letter producer,
+ * whose librdkafka would warn about it at every start, and the other way
+ * round; so operators can override our defaults), then `forced` (name, value
+ * pairs, NULL-terminated: properties that correctness depends on, e.g.
+ * enable.auto.commit=false). Returns NULL with errstr filled if librdkafka
+ * refuses a property. */
 rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, const char *const *forced,
                                 char *errstr, size_t errsz);
 /* Sets one property or fills errstr ("name: librdkafka's message"). */
