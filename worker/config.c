@@ -704,8 +704,8 @@ const char config_rdkafka_doc[] =
     "a consumer property (C in librdkafka's CONFIGURATION.md) to the `run` and `replay` consumers, a producer "
     "property (P) to the dead-letter producer, any other to all of them; validated by librdkafka when the "
     "configuration is loaded. "
-    "bootstrap.servers, group.id, enable.auto.commit and enable.auto.offset.store are set by the worker and "
-    "refused here. Values of properties named *password*, *secret*, ssl.key.pem and sasl.oauthbearer.config "
+    "bootstrap.servers, group.id, enable.auto.commit, enable.auto.offset.store and allow.auto.create.topics "
+    "(topics are never auto-created) are set by the worker and refused here. Values of properties named *password*, *secret*, ssl.key.pem and sasl.oauthbearer.config "
     "are redacted by `config show`.";
 
 void config_describe(FILE *out) {

@@ -36,6 +36,7 @@ typedef struct consumer {
   deadletter_t *dlq;
   bool paused;
   bool fatal;
+  bool stopped_at_start; /* SIGTERM while waiting for the brokers at start */
   int64_t last_commit;
   model_command_t cmd;
 } consumer_t;
@@ -254,6 +255,12 @@ static void reload(consumer_t *c, const consumer_reload_t *rl) {
   if (restart[0]) log_warn("changed keys need a restart to apply", "keys", LOG_STR, restart);
 }
 
+static bool check_tick(void *ctx) {
+  (void)ctx;
+  metrics_heartbeat();
+  return !signals_stop_count();
+}
+
 static bool create_clients(consumer_t *c) {
   char errstr[512];
   const char *consumer_forced[] = {"group.id", c->cfg->kafka_group, "enable.auto.commit", "false",
@@ -270,6 +277,20 @@ static bool create_clients(consumer_t *c) {
   if (!c->rk) {
     rd_kafka_conf_destroy(conf); /* rd_kafka_new takes it on success only */
     log_error("kafka consumer", "error", LOG_STR, errstr);
+    return false;
+  }
+  /* SPEC.md section 5: a missing topic ends the start with one line naming
+   * it, rather than a worker that never gets a partition or never commits
+   * its rejects. The wait for the brokers keeps /healthz alive and yields
+   * to SIGTERM. */
+  kafka_check_t chk = kafka_check_topics(c->rk, c->cfg, true, check_tick, NULL, errstr, sizeof errstr);
+  if (chk == KAFKA_CHECK_STOPPED) {
+    c->stopped_at_start = true;
+    return false;
+  }
+  if (chk != KAFKA_CHECK_OK) {
+    log_error(errstr, "check", LOG_STR,
+              chk == KAFKA_CHECK_MISSING ? "missing topic" : chk == KAFKA_CHECK_UNREACHABLE ? "unreachable" : "failed");
     return false;
   }
   rd_kafka_poll_set_consumer(c->rk);
@@ -312,7 +333,13 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consum
     goto out;
   }
   flusher_set_retry(c->flusher, cfg->retry_backoff_ms, cfg->retry_backoff_max_ms);
-  if (!create_clients(c)) goto out;
+  if (!create_clients(c)) {
+    if (c->stopped_at_start) {
+      log_info("stopped before consuming anything");
+      rc = 0;
+    }
+    goto out;
+  }
   log_info("worker started", "group", LOG_STR, cfg->kafka_group, "topics", LOG_STR, cfg->kafka_topics);
 
   int64_t last_tick = 0;

@@ -1,5 +1,6 @@
 #include "kafka.h"
 
+#include "clock.h"
 #include "log.h"
 #include "oom.h"
 
@@ -161,7 +162,10 @@ rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, cons
   for (size_t i = 0; ok && i < cfg->rdkafka_count; i++)
     if (kafka_scope_applies(kafka_property_scope(cfg->rdkafka[i].name), client))
       ok = kafka_conf_set(conf, cfg->rdkafka[i].name, cfg->rdkafka[i].value, errstr, errsz);
-  ok = ok && set_pairs(conf, forced, errstr, errsz);
+  /* SPEC.md section 5: topics are never auto-created (a producer's
+   * librdkafka default would ask the broker to). */
+  ok = ok && set_pairs(conf, forced, errstr, errsz) &&
+       kafka_conf_set(conf, "allow.auto.create.topics", "false", errstr, errsz);
   rd_kafka_conf_set_log_cb(conf, log_cb);
   rd_kafka_conf_set_error_cb(conf, error_cb);
   if (!ok) {
@@ -182,6 +186,89 @@ rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg) {
   }
   free(copy);
   return l;
+}
+
+/* --- start-up check ------------------------------------------------------------ */
+
+/* How long to wait for a broker: the client's connection set-up timeout. */
+static int64_t check_timeout_ms(rd_kafka_t *rk) {
+  char v[32];
+  size_t n = sizeof v;
+  long long ms = 30000;
+  if (rd_kafka_conf_get(rd_kafka_conf(rk), "socket.connection.setup.timeout.ms", v, &n) == RD_KAFKA_CONF_OK)
+    ms = strtoll(v, NULL, 10);
+  return ms > 0 ? ms : 30000;
+}
+
+/* Appends "key 'topic'" to a comma-separated list in out. */
+static void append_named(char *out, size_t size, const char *key, const char *topic) {
+  size_t len = strlen(out);
+  if (len < size) snprintf(out + len, size - len, "%s%s '%s'", len ? ", " : "", key, topic);
+}
+
+kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, bool (*tick)(void *ctx), void *ctx,
+                                 char *err, size_t errsz) {
+  rd_kafka_topic_partition_list_t *topics = kafka_topic_list(cfg);
+  if (dlq) rd_kafka_topic_partition_list_add(topics, cfg->kafka_dlq_topic, RD_KAFKA_PARTITION_UA);
+  int64_t timeout = check_timeout_ms(rk), deadline = clock_wall_ms() + timeout;
+  char missing[400] = "";
+  int nmissing = 0;
+  kafka_check_t rc = KAFKA_CHECK_OK;
+  err[0] = '\0';
+  for (int i = 0; i < topics->cnt && rc == KAFKA_CHECK_OK; i++) {
+    const char *name = topics->elems[i].topic;
+    const char *key = dlq && i == topics->cnt - 1 ? "kafka.dlq_topic" : "kafka.topics";
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, name, NULL);
+    if (!t) {
+      snprintf(err, errsz, "%s '%s': %s", key, name, rd_kafka_err2str(rd_kafka_last_error()));
+      rc = KAFKA_CHECK_FAILED;
+      break;
+    }
+    for (;;) {
+      int64_t step = deadline - clock_wall_ms();
+      step = step > 1000 ? 1000 : step < 1 ? 1 : step;
+      const rd_kafka_metadata_t *md = NULL;
+      rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, (int)step);
+      if (e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
+        if (clock_wall_ms() >= deadline) {
+          snprintf(err, errsz,
+                   "no Kafka broker answered within %lld s to check that the topics exist (kafka.brokers %s: "
+                   "unreachable, or refusing this client; see librdkafka's lines above): %s",
+                   (long long)(timeout / 1000), cfg->kafka_brokers, rd_kafka_err2str(e));
+          rc = KAFKA_CHECK_UNREACHABLE;
+        } else if (rd_kafka_poll(rk, 0), tick && !tick(ctx)) { /* the poll logs why (error_cb) meanwhile */
+          rc = KAFKA_CHECK_STOPPED;
+        } else {
+          continue;
+        }
+        break;
+      }
+      if (e) {
+        snprintf(err, errsz, "cannot read the metadata of %s '%s': %s", key, name, rd_kafka_err2str(e));
+        rc = KAFKA_CHECK_FAILED;
+        break;
+      }
+      rd_kafka_resp_err_t te = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+      /* LEADER_NOT_AVAILABLE: it exists, its leader is being elected. */
+      if (te == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+        append_named(missing, sizeof missing, key, name);
+        nmissing++;
+      } else if (te && te != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) {
+        snprintf(err, errsz, "the brokers refuse the metadata of %s '%s': %s", key, name, rd_kafka_err2str(te));
+        rc = KAFKA_CHECK_FAILED;
+      }
+      rd_kafka_metadata_destroy(md);
+      break;
+    }
+    rd_kafka_topic_destroy(t);
+  }
+  rd_kafka_topic_partition_list_destroy(topics);
+  if (rc == KAFKA_CHECK_OK && nmissing) {
+    snprintf(err, errsz, "%s %s not exist on the brokers (%s); topics are never auto-created: create %s first",
+             missing, nmissing > 1 ? "do" : "does", cfg->kafka_brokers, nmissing > 1 ? "them" : "it");
+    rc = KAFKA_CHECK_MISSING;
+  }
+  return rc;
 }
 
 rd_kafka_resp_err_t kafka_produce_reject(rd_kafka_t *producer, const char *dlq_topic, const rd_kafka_message_t *m,

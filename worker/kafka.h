@@ -54,6 +54,32 @@ bool kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, 
 /* Splits cfg->kafka_topics ("a, b,c") into a new list; caller destroys it. */
 rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg);
 
+/* The start-up check of SPEC.md section 5: do the configured topics (and,
+ * with `dlq`, kafka.dlq_topic) exist? Topics are never auto-created (every
+ * client is configured with allow.auto.create.topics=false), so a topic
+ * missing at start would otherwise only show as a consumer that never gets
+ * a partition, or rejects whose offsets never commit.
+ *
+ * Asks the cluster through rk (any of our clients) for each topic's
+ * metadata. A broker that does not answer is waited for as long as
+ * librdkafka waits for a connection to be set up (rk's
+ * socket.connection.setup.timeout.ms, 30 s by default), in steps of at most
+ * a second; between steps rk's callbacks are served (rd_kafka_poll: call
+ * this before rd_kafka_poll_set_consumer) so that librdkafka's reasons are
+ * logged, and tick (may be NULL) is called: returning false ends the wait
+ * (KAFKA_CHECK_STOPPED: a SIGTERM during start-up). err gets
+ * one line naming the missing topic(s) and their key, or why the cluster
+ * did not say. */
+typedef enum {
+  KAFKA_CHECK_OK,
+  KAFKA_CHECK_MISSING,     /* the cluster answered: a topic does not exist */
+  KAFKA_CHECK_UNREACHABLE, /* no broker answered within the timeout */
+  KAFKA_CHECK_FAILED,      /* the cluster answered with another error (e.g. not authorized) */
+  KAFKA_CHECK_STOPPED,     /* tick asked to stop */
+} kafka_check_t;
+kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, bool (*tick)(void *ctx), void *ctx,
+                                 char *err, size_t errsz);
+
 /* Produces a rejected command to the dead-letter topic: the value byte for
  * byte, the original key, and the x-error-* / x-source-* headers of SPEC.md
  * section 2. opaque comes back in the delivery report. */

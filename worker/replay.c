@@ -270,6 +270,11 @@ static bool plan_ranges(rd_kafka_t *rk, const config_t *cfg, const replay_option
   return ok;
 }
 
+static bool check_tick(void *ctx) {
+  (void)ctx;
+  return !signals_stop_count();
+}
+
 static bool replay_topics(replay_t *r, const replay_options_t *o) {
   char errstr[512], group[64];
   /* A group id of its own, never committed to: the live group's offsets do
@@ -290,6 +295,14 @@ static bool replay_topics(replay_t *r, const replay_options_t *o) {
   range_t *ranges = NULL;
   size_t n = 0;
   uint64_t total = 0;
+  /* SPEC.md section 5: the configured topics must exist (the dead-letter
+   * topic is not the replay's business). */
+  kafka_check_t chk = kafka_check_topics(rk, r->cfg, false, check_tick, NULL, errstr, sizeof errstr);
+  if (chk != KAFKA_CHECK_OK) {
+    if (chk != KAFKA_CHECK_STOPPED) fprintf(stderr, "aggregator: replay: %s\n", errstr);
+    rd_kafka_destroy(rk);
+    return false;
+  }
   bool ok = plan_ranges(rk, r->cfg, o, &ranges, &n, &total);
   size_t remaining = 0;
   if (ok) {

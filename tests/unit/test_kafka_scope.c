@@ -103,6 +103,13 @@ START_TEST(each_client_gets_its_properties) {
   get(producer, "auto.offset.reset", v, sizeof v);
   ck_assert_str_eq(v, def_reset);
 
+  /* SPEC.md section 5: no client asks the broker to create a topic. */
+  rd_kafka_conf_t *all[] = {consumer, replay, producer};
+  for (int i = 0; i < 3; i++) {
+    get(all[i], "allow.auto.create.topics", v, sizeof v);
+    ck_assert_str_eq(v, "false");
+  }
+
   rd_kafka_conf_destroy(consumer);
   rd_kafka_conf_destroy(replay);
   rd_kafka_conf_destroy(producer);
