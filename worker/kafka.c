@@ -39,6 +39,12 @@ const kafka_default_t kafka_defaults[] = {
                                            "forced)"},
     {KAFKA_DLQ_PRODUCER, "message.timeout.ms", "60000",
      "an undelivered reject is produced again by the worker; its offset stays uncommitted meanwhile"},
+    /* librdkafka waits this long, from the first produce to a topic, before
+     * it believes the topic does not exist (in case its creation has not
+     * reached every broker): with its 30 s, rejects to a deleted dead-letter
+     * topic sat silently for half a minute. The topic was checked at start. */
+    {KAFKA_DLQ_PRODUCER, "topic.metadata.propagation.max.ms", "1000",
+     "a dead-letter topic deleted while running fails deliveries within a second (it was checked at start)"},
     /* At librdkafka's 100,000 the fetcher idled between refills and a replay
      * ran at half speed waiting on it (docs/BENCHMARKS.md); 500,000 keeps
      * every partition's queue ahead of the merge. */
@@ -271,19 +277,15 @@ kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, 
   return rc;
 }
 
-rd_kafka_resp_err_t kafka_produce_reject(rd_kafka_t *producer, const char *dlq_topic, const rd_kafka_message_t *m,
-                                         const model_reject_t *rej, void *opaque) {
+rd_kafka_headers_t *kafka_reject_headers(const rd_kafka_message_t *m, const model_reject_t *rej) {
   char partition[16], offset[24];
   snprintf(partition, sizeof partition, "%" PRId32, m->partition);
   snprintf(offset, sizeof offset, "%" PRId64, m->offset);
-  const char *code = model_reject_code_name(rej->code);
-  const char *topic = rd_kafka_topic_name(m->rkt);
-  return rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(dlq_topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                           RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_KEY(m->key, m->key_len),
-                           RD_KAFKA_V_HEADER("x-error-code", code, -1),
-                           RD_KAFKA_V_HEADER("x-error-detail", rej->detail, -1),
-                           RD_KAFKA_V_HEADER("x-source-topic", topic, -1),
-                           RD_KAFKA_V_HEADER("x-source-partition", partition, -1),
-                           RD_KAFKA_V_HEADER("x-source-offset", offset, -1), RD_KAFKA_V_OPAQUE(opaque),
-                           RD_KAFKA_V_END);
+  rd_kafka_headers_t *h = rd_kafka_headers_new(5);
+  rd_kafka_header_add(h, "x-error-code", -1, model_reject_code_name(rej->code), -1);
+  rd_kafka_header_add(h, "x-error-detail", -1, rej->detail, -1);
+  rd_kafka_header_add(h, "x-source-topic", -1, rd_kafka_topic_name(m->rkt), -1);
+  rd_kafka_header_add(h, "x-source-partition", -1, partition, -1);
+  rd_kafka_header_add(h, "x-source-offset", -1, offset, -1);
+  return h;
 }

@@ -80,10 +80,10 @@ typedef enum {
 kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, bool (*tick)(void *ctx), void *ctx,
                                  char *err, size_t errsz);
 
-/* Produces a rejected command to the dead-letter topic: the value byte for
- * byte, the original key, and the x-error-* / x-source-* headers of SPEC.md
- * section 2. opaque comes back in the delivery report. */
-rd_kafka_resp_err_t kafka_produce_reject(rd_kafka_t *producer, const char *dlq_topic, const rd_kafka_message_t *m,
-                                         const model_reject_t *rej, void *opaque);
+/* The headers of a rejected command's dead letter (SPEC.md section 2):
+ * x-error-code, x-error-detail, x-source-topic, x-source-partition and
+ * x-source-offset of m. Caller owns them (rd_kafka_producev takes them on
+ * success). */
+rd_kafka_headers_t *kafka_reject_headers(const rd_kafka_message_t *m, const model_reject_t *rej);
 
 #endif
