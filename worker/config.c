@@ -705,7 +705,8 @@ const char config_rdkafka_doc[] =
     "property (P) to the dead-letter producer, any other to all of them; validated by librdkafka when the "
     "configuration is loaded. "
     "bootstrap.servers, group.id, enable.auto.commit, enable.auto.offset.store and allow.auto.create.topics "
-    "(topics are never auto-created) are set by the worker and refused here. Values of properties named *password*, *secret*, ssl.key.pem and sasl.oauthbearer.config "
+    "(topics are never auto-created) are set by the worker and refused here. socket.connection.setup.timeout.ms "
+    "(30 s) also bounds how long `run` and `replay` wait at start for a broker to confirm that their topics exist. Values of properties named *password*, *secret*, ssl.key.pem and sasl.oauthbearer.config "
     "are redacted by `config show`.";
 
 void config_describe(FILE *out) {
