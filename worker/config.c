@@ -25,7 +25,6 @@
 
 #include "buf.h"
 #include "config_table.h"
-#include "kafka.h"
 #include "oom.h"
 #include "redact.h"
 
@@ -725,10 +724,13 @@ void config_show(const config_t *cfg, FILE *out) {
 /* ---- describe ------------------------------------------------------------ */
 
 const char config_rdkafka_doc[] =
-    "Any librdkafka property, passed to the consumer and to the dead-letter producer "
-    "(e.g. `rdkafka.security.protocol = SASL_SSL`); validated by librdkafka when the configuration is loaded. "
-    "bootstrap.servers, group.id, enable.auto.commit and enable.auto.offset.store are set by the worker and "
-    "refused here. Values of properties named *password*, *secret*, ssl.key.pem and sasl.oauthbearer.config "
+    "Any librdkafka property (e.g. `rdkafka.security.protocol = SASL_SSL`), passed to the clients that use it: "
+    "a consumer property (C in librdkafka's CONFIGURATION.md) to the `run` and `replay` consumers, a producer "
+    "property (P) to the dead-letter producer, any other to all of them; validated by librdkafka when the "
+    "configuration is loaded. "
+    "bootstrap.servers, group.id, enable.auto.commit, enable.auto.offset.store and allow.auto.create.topics "
+    "(topics are never auto-created) are set by the worker and refused here. socket.connection.setup.timeout.ms "
+    "(30 s) also bounds how long `run` and `replay` wait at start for a broker to confirm that their topics exist. Values of properties named *password*, *secret*, ssl.key.pem and sasl.oauthbearer.config "
     "are redacted by `config show`.";
 
 void config_describe(FILE *out) {

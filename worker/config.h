@@ -15,10 +15,6 @@
 
 #include "log.h"
 
-/* Old names of log.h's enums: kafka.c still spells config_log_level_t. */
-typedef log_level_t config_log_level_t;
-typedef log_format_t config_log_format_t;
-
 /* A librdkafka property passed through from `[kafka] rdkafka.<name> = value`. */
 typedef struct config_kv {
   char *name;  /* without the "rdkafka." prefix */

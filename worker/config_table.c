@@ -460,6 +460,7 @@ const char *config_rdkafka_reserved(const char *name) {
       {"enable.auto.commit", "the worker commits offsets itself, once their commands are durable"},
       {"auto.commit.enable", "the worker commits offsets itself, once their commands are durable"},
       {"enable.auto.offset.store", "the worker commits offsets itself, once their commands are durable"},
+      {"allow.auto.create.topics", "topics are never auto-created: create them before starting the worker"},
   };
   for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
     if (!strcmp(name, reserved[i].name)) return reserved[i].why;

@@ -2,8 +2,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +15,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "offsets.h"
+#include "oom.h"
+#include "signals.h"
 
 /* How long a revocation may spend writing before it gives the partitions up
  * uncommitted (the next owner then re-reads them: safe, only slower). Must
@@ -24,28 +24,6 @@
 #define DRAIN_TIMEOUT_MS 30000
 #define IDLE_PING_MS 10000
 #define FLIGHT_POLL_MS 5
-
-/* --- signals ---------------------------------------------------------------- */
-
-static volatile sig_atomic_t g_stop, g_reload;
-
-static void on_signal(int sig) {
-  if (sig == SIGHUP)
-    g_reload = 1;
-  else
-    g_stop++;
-}
-
-static void install_signals(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
-}
 
 /* --- state ---------------------------------------------------------------------- */
 
@@ -58,6 +36,7 @@ typedef struct consumer {
   deadletter_t *dlq;
   bool paused;
   bool fatal;
+  bool stopped_at_start; /* SIGTERM while waiting for the brokers at start */
   int64_t last_commit;
   model_command_t cmd;
 } consumer_t;
@@ -137,7 +116,7 @@ static bool flush_step(consumer_t *c, int64_t wait_ms, bool force) {
 static bool drain(consumer_t *c, int64_t deadline) {
   while (!c->fatal && batch_dirty(c->batch)) {
     int64_t left = deadline - clock_wall_ms();
-    if (left <= 0 || g_stop > 1) break;
+    if (left <= 0 || signals_stop_count() > 1) break;
     flush_step(c, left, true);
   }
   if (!batch_dirty(c->batch)) offsets_all_durable(c->offsets);
@@ -276,6 +255,12 @@ static void reload(consumer_t *c, const consumer_reload_t *rl) {
   if (restart[0]) log_warn("changed keys need a restart to apply", "keys", LOG_STR, restart);
 }
 
+static bool check_tick(void *ctx) {
+  (void)ctx;
+  metrics_heartbeat();
+  return !signals_stop_count();
+}
+
 static bool create_clients(consumer_t *c) {
   char errstr[512];
   const char *consumer_forced[] = {"group.id", c->cfg->kafka_group, "enable.auto.commit", "false",
@@ -290,7 +275,22 @@ static bool create_clients(consumer_t *c) {
   rd_kafka_conf_set_opaque(conf, c);
   c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
   if (!c->rk) {
+    rd_kafka_conf_destroy(conf); /* rd_kafka_new takes it on success only */
     log_error("kafka consumer", "error", LOG_STR, errstr);
+    return false;
+  }
+  /* SPEC.md section 5: a missing topic ends the start with one line naming
+   * it, rather than a worker that never gets a partition or never commits
+   * its rejects. The wait for the brokers keeps /healthz alive and yields
+   * to SIGTERM. */
+  kafka_check_t chk = kafka_check_topics(c->rk, c->cfg, true, check_tick, NULL, errstr, sizeof errstr);
+  if (chk == KAFKA_CHECK_STOPPED) {
+    c->stopped_at_start = true;
+    return false;
+  }
+  if (chk != KAFKA_CHECK_OK) {
+    log_error(errstr, "check", LOG_STR,
+              chk == KAFKA_CHECK_MISSING ? "missing topic" : chk == KAFKA_CHECK_UNREACHABLE ? "unreachable" : "failed");
     return false;
   }
   rd_kafka_poll_set_consumer(c->rk);
@@ -319,28 +319,31 @@ static void destroy_clients(consumer_t *c) {
 }
 
 int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consumer_reload_t *rl) {
-  consumer_t *c = calloc(1, sizeof *c);
-  if (!c) return 1;
+  consumer_t *c = oom_calloc(1, sizeof *c);
   c->cfg = cfg;
   c->batch = batch;
-  g_stop = 0; /* signals before this call are not ours to act on (and tests run several) */
-  g_reload = 0;
   srand((unsigned)clock_wall_ms() ^ (unsigned)getpid());
-  install_signals();
+  signals_install(SIGNALS_STOP | SIGNALS_RELOAD | SIGNALS_IGNORE_PIPE);
   metrics_set_assigned(false);
   int rc = 1;
   c->offsets = offsets_new();
   c->flusher = flusher_new(batch, sink, IDLE_PING_MS);
-  if (!c->offsets || !c->flusher) {
+  if (!c->flusher) {
     log_error("cannot start the writer thread");
     goto out;
   }
   flusher_set_retry(c->flusher, cfg->retry_backoff_ms, cfg->retry_backoff_max_ms);
-  if (!create_clients(c)) goto out;
+  if (!create_clients(c)) {
+    if (c->stopped_at_start) {
+      log_info("stopped before consuming anything");
+      rc = 0;
+    }
+    goto out;
+  }
   log_info("worker started", "group", LOG_STR, cfg->kafka_group, "topics", LOG_STR, cfg->kafka_topics);
 
   int64_t last_tick = 0;
-  while (!g_stop && !c->fatal) {
+  while (!signals_stop_count() && !c->fatal) {
     int64_t now = clock_wall_ms();
     int64_t wake = now + 100;
     int64_t due = flusher_wake_ms(c->flusher);
@@ -373,17 +376,14 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consum
       report_lag(c);
       update_gauges(c);
     }
-    if (g_reload) {
-      g_reload = 0;
-      reload(c, rl);
-    }
+    if (signals_take_reload()) reload(c, rl);
   }
 
   if (!c->fatal) {
     log_info("stopping: writing and committing what is held");
     /* Keep retrying until written; a second signal gives up (exit 1, nothing
      * committed that is not durable). */
-    while (!drain(c, clock_wall_ms() + DRAIN_TIMEOUT_MS) && g_stop < 2 && !c->fatal) {
+    while (!drain(c, clock_wall_ms() + DRAIN_TIMEOUT_MS) && signals_stop_count() < 2 && !c->fatal) {
     }
     if (!batch_dirty(batch)) {
       commit(c, NULL, true);

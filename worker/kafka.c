@@ -1,8 +1,11 @@
 #include "kafka.h"
 
+#include "clock.h"
 #include "log.h"
+#include "oom.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,12 @@ const kafka_default_t kafka_defaults[] = {
                                            "forced)"},
     {KAFKA_DLQ_PRODUCER, "message.timeout.ms", "60000",
      "an undelivered reject is produced again by the worker; its offset stays uncommitted meanwhile"},
+    /* librdkafka waits this long, from the first produce to a topic, before
+     * it believes the topic does not exist (in case its creation has not
+     * reached every broker): with its 30 s, rejects to a deleted dead-letter
+     * topic sat silently for half a minute. The topic was checked at start. */
+    {KAFKA_DLQ_PRODUCER, "topic.metadata.propagation.max.ms", "1000",
+     "a dead-letter topic deleted while running fails deliveries within a second (it was checked at start)"},
     /* At librdkafka's 100,000 the fetcher idled between refills and a replay
      * ran at half speed waiting on it (docs/BENCHMARKS.md); 500,000 keeps
      * every partition's queue ahead of the merge. */
@@ -46,6 +55,76 @@ const kafka_default_t kafka_defaults[] = {
 };
 const size_t kafka_defaults_count = sizeof kafka_defaults / sizeof kafka_defaults[0];
 
+/* --- property scopes -------------------------------------------------------- */
+
+/* librdkafka knows each property's scope (its _RK_C/_RK_P flags) but has no
+ * API to ask for it; rd_kafka_conf_properties_show() prints the same table
+ * as CONFIGURATION.md, with the scope in its second column. Reading that
+ * table from the linked library, rather than keeping our own copy, keeps the
+ * answer right for whatever librdkafka the package manager installs; a
+ * change of its format shows as every scope being KAFKA_SCOPE_ANY, which
+ * unit.test_kafka_scope catches (and which only brings back the old
+ * behaviour: a warning at start). Parsed once, on first use. */
+typedef struct scope_entry {
+  char *name;
+  kafka_scope_t scope;
+} scope_entry_t;
+
+static scope_entry_t *g_scopes;
+static size_t g_nscopes;
+static pthread_once_t g_scopes_once = PTHREAD_ONCE_INIT;
+
+static char *trim(char *s, char *end) {
+  while (s < end && (*s == ' ' || *s == '\t')) s++;
+  while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n')) end--;
+  *end = '\0';
+  return s;
+}
+
+static void scopes_load(void) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) oom_abort();
+  rd_kafka_conf_properties_show(f);
+  fclose(f);
+  size_t cap = 0;
+  for (char *line = text, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    /* "name   |  C  | range | default | importance | description" */
+    char *bar1 = strchr(line, '|'), *bar2 = bar1 ? strchr(bar1 + 1, '|') : NULL;
+    if (!bar2) continue;
+    char *name = trim(line, bar1), *col = trim(bar1 + 1, bar2);
+    kafka_scope_t scope;
+    if (!strcmp(col, "C")) scope = KAFKA_SCOPE_CONSUMER;
+    else if (!strcmp(col, "P")) scope = KAFKA_SCOPE_PRODUCER;
+    else if (!strcmp(col, "*")) scope = KAFKA_SCOPE_ANY;
+    else continue; /* the header ("C/P") and the rulers */
+    if (!*name || strchr(name, ' ')) continue;
+    if (g_nscopes == cap) {
+      cap = cap ? cap * 2 : 256;
+      g_scopes = oom_realloc(g_scopes, cap * sizeof *g_scopes);
+    }
+    g_scopes[g_nscopes++] = (scope_entry_t){oom_strdup(name), scope};
+  }
+  free(text);
+}
+
+kafka_scope_t kafka_property_scope(const char *name) {
+  pthread_once(&g_scopes_once, scopes_load);
+  for (size_t i = 0; i < g_nscopes; i++)
+    if (!strcmp(g_scopes[i].name, name)) return g_scopes[i].scope;
+  return KAFKA_SCOPE_ANY;
+}
+
+bool kafka_scope_applies(kafka_scope_t scope, kafka_client_t client) {
+  bool producer = client == KAFKA_DLQ_PRODUCER;
+  return scope == KAFKA_SCOPE_ANY || (scope == KAFKA_SCOPE_PRODUCER) == producer;
+}
+
+/* --- client configuration ------------------------------------------------------ */
+
 const char *kafka_client_name(kafka_client_t client) {
   switch (client) {
     case KAFKA_RUN_CONSUMER: return "`run` consumer";
@@ -55,9 +134,16 @@ const char *kafka_client_name(kafka_client_t client) {
 }
 
 /* librdkafka's syslog levels onto ours, so its messages are structured log
- * lines like the rest. */
+ * lines like the rest.
+ *
+ * A broker failure ("Connect to ... failed", a SASL handshake refused, ...)
+ * reaches us twice: librdkafka logs it with facility FAIL and hands the same
+ * text to error_cb with its error code (rd_kafka_broker_set_error does
+ * both). error_cb's line is kept, since it names the error; the FAIL line is
+ * dropped unless it is a debug one (those, with `debug` set, go only here). */
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
-  config_log_level_t l = level <= 3 ? LOG_LEVEL_ERROR : level == 4 ? LOG_LEVEL_WARN : level <= 6 ? LOG_LEVEL_INFO
+  if (level <= 6 && !strcmp(fac, "FAIL")) return;
+  log_level_t l = level <= 3 ? LOG_LEVEL_ERROR : level == 4 ? LOG_LEVEL_WARN : level <= 6 ? LOG_LEVEL_INFO
                                                                                                    : LOG_LEVEL_DEBUG;
   log_emit(l, buf, "component", LOG_STR, "rdkafka", "client", LOG_STR, rd_kafka_name(rk), "facility", LOG_STR, fac,
            NULL);
@@ -80,8 +166,12 @@ rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, cons
     if (kafka_defaults[i].client == client)
       ok = kafka_conf_set(conf, kafka_defaults[i].name, kafka_defaults[i].value, errstr, errsz);
   for (size_t i = 0; ok && i < cfg->rdkafka_count; i++)
-    ok = kafka_conf_set(conf, cfg->rdkafka[i].name, cfg->rdkafka[i].value, errstr, errsz);
-  ok = ok && set_pairs(conf, forced, errstr, errsz);
+    if (kafka_scope_applies(kafka_property_scope(cfg->rdkafka[i].name), client))
+      ok = kafka_conf_set(conf, cfg->rdkafka[i].name, cfg->rdkafka[i].value, errstr, errsz);
+  /* SPEC.md section 5: topics are never auto-created (a producer's
+   * librdkafka default would ask the broker to). */
+  ok = ok && set_pairs(conf, forced, errstr, errsz) &&
+       kafka_conf_set(conf, "allow.auto.create.topics", "false", errstr, errsz);
   rd_kafka_conf_set_log_cb(conf, log_cb);
   rd_kafka_conf_set_error_cb(conf, error_cb);
   if (!ok) {
@@ -93,7 +183,7 @@ rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, cons
 
 rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg) {
   rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
-  char *copy = strdup(cfg->kafka_topics), *save = NULL;
+  char *copy = oom_strdup(cfg->kafka_topics), *save = NULL;
   for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     while (*t == ' ' || *t == '\t') t++;
     char *end = t + strlen(t);
@@ -104,19 +194,98 @@ rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg) {
   return l;
 }
 
-rd_kafka_resp_err_t kafka_produce_reject(rd_kafka_t *producer, const char *dlq_topic, const rd_kafka_message_t *m,
-                                         const model_reject_t *rej, void *opaque) {
+/* --- start-up check ------------------------------------------------------------ */
+
+/* How long to wait for a broker: the client's connection set-up timeout. */
+static int64_t check_timeout_ms(rd_kafka_t *rk) {
+  char v[32];
+  size_t n = sizeof v;
+  long long ms = 30000;
+  if (rd_kafka_conf_get(rd_kafka_conf(rk), "socket.connection.setup.timeout.ms", v, &n) == RD_KAFKA_CONF_OK)
+    ms = strtoll(v, NULL, 10);
+  return ms > 0 ? ms : 30000;
+}
+
+/* Appends "key 'topic'" to a comma-separated list in out. */
+static void append_named(char *out, size_t size, const char *key, const char *topic) {
+  size_t len = strlen(out);
+  if (len < size) snprintf(out + len, size - len, "%s%s '%s'", len ? ", " : "", key, topic);
+}
+
+kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, bool (*tick)(void *ctx), void *ctx,
+                                 char *err, size_t errsz) {
+  rd_kafka_topic_partition_list_t *topics = kafka_topic_list(cfg);
+  if (dlq) rd_kafka_topic_partition_list_add(topics, cfg->kafka_dlq_topic, RD_KAFKA_PARTITION_UA);
+  int64_t timeout = check_timeout_ms(rk), deadline = clock_wall_ms() + timeout;
+  char missing[400] = "";
+  int nmissing = 0;
+  kafka_check_t rc = KAFKA_CHECK_OK;
+  err[0] = '\0';
+  for (int i = 0; i < topics->cnt && rc == KAFKA_CHECK_OK; i++) {
+    const char *name = topics->elems[i].topic;
+    const char *key = dlq && i == topics->cnt - 1 ? "kafka.dlq_topic" : "kafka.topics";
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, name, NULL);
+    if (!t) {
+      snprintf(err, errsz, "%s '%s': %s", key, name, rd_kafka_err2str(rd_kafka_last_error()));
+      rc = KAFKA_CHECK_FAILED;
+      break;
+    }
+    for (;;) {
+      int64_t step = deadline - clock_wall_ms();
+      step = step > 1000 ? 1000 : step < 1 ? 1 : step;
+      const rd_kafka_metadata_t *md = NULL;
+      rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, (int)step);
+      if (e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
+        if (clock_wall_ms() >= deadline) {
+          snprintf(err, errsz,
+                   "no Kafka broker answered within %lld s to check that the topics exist (kafka.brokers %s: "
+                   "unreachable, or refusing this client; see librdkafka's lines above): %s",
+                   (long long)(timeout / 1000), cfg->kafka_brokers, rd_kafka_err2str(e));
+          rc = KAFKA_CHECK_UNREACHABLE;
+        } else if (rd_kafka_poll(rk, 0), tick && !tick(ctx)) { /* the poll logs why (error_cb) meanwhile */
+          rc = KAFKA_CHECK_STOPPED;
+        } else {
+          continue;
+        }
+        break;
+      }
+      if (e) {
+        snprintf(err, errsz, "cannot read the metadata of %s '%s': %s", key, name, rd_kafka_err2str(e));
+        rc = KAFKA_CHECK_FAILED;
+        break;
+      }
+      rd_kafka_resp_err_t te = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+      /* LEADER_NOT_AVAILABLE: it exists, its leader is being elected. */
+      if (te == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+        append_named(missing, sizeof missing, key, name);
+        nmissing++;
+      } else if (te && te != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) {
+        snprintf(err, errsz, "the brokers refuse the metadata of %s '%s': %s", key, name, rd_kafka_err2str(te));
+        rc = KAFKA_CHECK_FAILED;
+      }
+      rd_kafka_metadata_destroy(md);
+      break;
+    }
+    rd_kafka_topic_destroy(t);
+  }
+  rd_kafka_topic_partition_list_destroy(topics);
+  if (rc == KAFKA_CHECK_OK && nmissing) {
+    snprintf(err, errsz, "%s %s not exist on the brokers (%s); topics are never auto-created: create %s first",
+             missing, nmissing > 1 ? "do" : "does", cfg->kafka_brokers, nmissing > 1 ? "them" : "it");
+    rc = KAFKA_CHECK_MISSING;
+  }
+  return rc;
+}
+
+rd_kafka_headers_t *kafka_reject_headers(const rd_kafka_message_t *m, const model_reject_t *rej) {
   char partition[16], offset[24];
   snprintf(partition, sizeof partition, "%" PRId32, m->partition);
   snprintf(offset, sizeof offset, "%" PRId64, m->offset);
-  const char *code = model_reject_code_name(rej->code);
-  const char *topic = rd_kafka_topic_name(m->rkt);
-  return rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(dlq_topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                           RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_KEY(m->key, m->key_len),
-                           RD_KAFKA_V_HEADER("x-error-code", code, -1),
-                           RD_KAFKA_V_HEADER("x-error-detail", rej->detail, -1),
-                           RD_KAFKA_V_HEADER("x-source-topic", topic, -1),
-                           RD_KAFKA_V_HEADER("x-source-partition", partition, -1),
-                           RD_KAFKA_V_HEADER("x-source-offset", offset, -1), RD_KAFKA_V_OPAQUE(opaque),
-                           RD_KAFKA_V_END);
+  rd_kafka_headers_t *h = rd_kafka_headers_new(5);
+  rd_kafka_header_add(h, "x-error-code", -1, model_reject_code_name(rej->code), -1);
+  rd_kafka_header_add(h, "x-error-detail", -1, rej->detail, -1);
+  rd_kafka_header_add(h, "x-source-topic", -1, rd_kafka_topic_name(m->rkt), -1);
+  rd_kafka_header_add(h, "x-source-partition", -1, partition, -1);
+  rd_kafka_header_add(h, "x-source-offset", -1, offset, -1);
+  return h;
 }

@@ -1,6 +1,9 @@
 /* librdkafka plumbing shared by the live consumer and the replay: client
  * configuration from our config (brokers plus every kafka.rdkafka.* key
- * passed straight through) and the dead-letter producer. */
+ * passed through to the clients that use it) and the dead-letter producer.
+ *
+ * Above config.h and log.h (it reads the configuration and logs); nothing
+ * below it includes this header. */
 #ifndef KAFKA_H
 #define KAFKA_H
 
@@ -25,11 +28,24 @@ extern const kafka_default_t kafka_defaults[];
 extern const size_t kafka_defaults_count;
 const char *kafka_client_name(kafka_client_t client);
 
+/* Which clients librdkafka applies a property to: the "C/P" column of its
+ * CONFIGURATION.md (C: consumers only, P: producers only, *: both). */
+typedef enum { KAFKA_SCOPE_ANY, KAFKA_SCOPE_CONSUMER, KAFKA_SCOPE_PRODUCER } kafka_scope_t;
+/* The scope of a librdkafka property (global or topic-level, aliases
+ * included) as the linked librdkafka declares it; KAFKA_SCOPE_ANY for a
+ * name it does not list (it then refuses the name itself). Thread-safe. */
+kafka_scope_t kafka_property_scope(const char *name);
+/* True when `client` uses properties of that scope. */
+bool kafka_scope_applies(kafka_scope_t scope, kafka_client_t client);
+
 /* A configuration with bootstrap.servers, then the client's kafka_defaults,
- * then the pass-through properties (so operators can override our
- * defaults), then `forced` (name, value pairs, NULL-terminated: properties
- * that correctness depends on, e.g. enable.auto.commit=false). Returns NULL
- * with errstr filled if librdkafka refuses a property. */
+ * then the pass-through properties that apply to this client (SPEC.md
+ * section 7: a consumer-only property never reaches the dead-letter producer,
+ * whose librdkafka would warn about it at every start, and the other way
+ * round; so operators can override our defaults), then `forced` (name, value
+ * pairs, NULL-terminated: properties that correctness depends on, e.g.
+ * enable.auto.commit=false). Returns NULL with errstr filled if librdkafka
+ * refuses a property. */
 rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, const char *const *forced,
                                 char *errstr, size_t errsz);
 /* Sets one property or fills errstr ("name: librdkafka's message"). */
@@ -38,10 +54,36 @@ bool kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, 
 /* Splits cfg->kafka_topics ("a, b,c") into a new list; caller destroys it. */
 rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg);
 
-/* Produces a rejected command to the dead-letter topic: the value byte for
- * byte, the original key, and the x-error-* / x-source-* headers of SPEC.md
- * section 2. opaque comes back in the delivery report. */
-rd_kafka_resp_err_t kafka_produce_reject(rd_kafka_t *producer, const char *dlq_topic, const rd_kafka_message_t *m,
-                                         const model_reject_t *rej, void *opaque);
+/* The start-up check of SPEC.md section 5: do the configured topics (and,
+ * with `dlq`, kafka.dlq_topic) exist? Topics are never auto-created (every
+ * client is configured with allow.auto.create.topics=false), so a topic
+ * missing at start would otherwise only show as a consumer that never gets
+ * a partition, or rejects whose offsets never commit.
+ *
+ * Asks the cluster through rk (any of our clients) for each topic's
+ * metadata. A broker that does not answer is waited for as long as
+ * librdkafka waits for a connection to be set up (rk's
+ * socket.connection.setup.timeout.ms, 30 s by default), in steps of at most
+ * a second; between steps rk's callbacks are served (rd_kafka_poll: call
+ * this before rd_kafka_poll_set_consumer) so that librdkafka's reasons are
+ * logged, and tick (may be NULL) is called: returning false ends the wait
+ * (KAFKA_CHECK_STOPPED: a SIGTERM during start-up). err gets
+ * one line naming the missing topic(s) and their key, or why the cluster
+ * did not say. */
+typedef enum {
+  KAFKA_CHECK_OK,
+  KAFKA_CHECK_MISSING,     /* the cluster answered: a topic does not exist */
+  KAFKA_CHECK_UNREACHABLE, /* no broker answered within the timeout */
+  KAFKA_CHECK_FAILED,      /* the cluster answered with another error (e.g. not authorized) */
+  KAFKA_CHECK_STOPPED,     /* tick asked to stop */
+} kafka_check_t;
+kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, bool (*tick)(void *ctx), void *ctx,
+                                 char *err, size_t errsz);
+
+/* The headers of a rejected command's dead letter (SPEC.md section 2):
+ * x-error-code, x-error-detail, x-source-topic, x-source-partition and
+ * x-source-offset of m. Caller owns them (rd_kafka_producev takes them on
+ * success). */
+rd_kafka_headers_t *kafka_reject_headers(const rd_kafka_message_t *m, const model_reject_t *rej);
 
 #endif

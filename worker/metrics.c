@@ -36,9 +36,10 @@
 static _Atomic uint64_t g_commands[MODEL_CMD_TYPE_COUNT + 1][3];
 static _Atomic uint64_t g_rejects[MODEL_REJ_COUNT];
 static _Atomic uint64_t g_writes[3];
+static _Atomic uint64_t g_dead_letters[2];
 static _Atomic uint64_t g_dirty, g_cached, g_pending_bytes;
 
-static atomic_bool g_assigned, g_store_failed;
+static atomic_bool g_assigned, g_store_failed, g_dead_letter_failing;
 static _Atomic int64_t g_store_answer_ns; /* CLOCK_MONOTONIC; 0 = never */
 static _Atomic int64_t g_heartbeat_ns;    /* CLOCK_MONOTONIC; 0 = never */
 static _Atomic int64_t g_ready_window_ns = (int64_t)(METRICS_READY_STORE_WINDOW_S * 1e9);
@@ -163,6 +164,11 @@ void metrics_store_write(metrics_write_result_t r, uint64_t n) {
   ADD(g_writes[r], n);
 }
 
+void metrics_dead_letter(metrics_dead_letter_result_t r, uint64_t n) {
+  if ((unsigned)r > METRICS_DEAD_LETTER_ERROR) return;
+  ADD(g_dead_letters[r], n);
+}
+
 static void hist_observe(hist_t *h, double v) {
   if (isnan(v)) return;
   size_t b = 0;
@@ -222,6 +228,8 @@ void metrics_clear_lag(const char *topic, int32_t partition) {
 
 void metrics_set_assigned(bool has_assignment) { SET(g_assigned, has_assignment); }
 
+void metrics_set_dead_letter_failing(bool failing) { SET(g_dead_letter_failing, failing); }
+
 void metrics_store_answered(void) {
   SET(g_store_failed, false);
   SET(g_store_answer_ns, now_ns());
@@ -248,6 +256,7 @@ static bool why(char *reason, size_t reasonsz, const char *msg, int64_t age_ns) 
 bool metrics_ready(char *reason, size_t reasonsz) {
   if (reason && reasonsz) reason[0] = '\0';
   if (!GET(g_assigned)) return why(reason, reasonsz, "no partition assignment", -1);
+  if (GET(g_dead_letter_failing)) return why(reason, reasonsz, "dead-letter delivery failing", -1);
   int64_t answered = GET(g_store_answer_ns);
   if (!answered) return why(reason, reasonsz, "store has not answered yet", -1);
   if (GET(g_store_failed)) return why(reason, reasonsz, "store unreachable", -1);
@@ -372,6 +381,7 @@ static void render_process(model_buf_t *out) {
 void metrics_render(model_buf_t *out) {
   static const char *const results[] = {"applied", "stale", "rejected"};
   static const char *const write_results[] = {"ok", "conflict", "error"};
+  static const char *const dead_letter_results[] = {"ok", "error"};
 
   header(out, "aggregator_commands_total", "counter",
          "Commands consumed, by type and result (applied changed an aggregate, stale lost to a newer stamp).");
@@ -398,6 +408,13 @@ void metrics_render(model_buf_t *out) {
     model_buf_printf(out, "aggregator_store_writes_total{result=\"%s\"} %llu\n", write_results[r],
                      (unsigned long long)GET(g_writes[r]));
 
+  header(out, "aggregator_dead_letter_deliveries_total", "counter",
+         "Rejected commands acknowledged by the dead-letter topic (ok), and delivery attempts that failed and are "
+         "retried (error); a reject's offset commits only once it is acknowledged.");
+  for (size_t r = 0; r < 2; r++)
+    model_buf_printf(out, "aggregator_dead_letter_deliveries_total{result=\"%s\"} %llu\n", dead_letter_results[r],
+                     (unsigned long long)GET(g_dead_letters[r]));
+
   header(out, "aggregator_dirty_aggregates", "gauge", "Aggregates changed in memory and not yet written.");
   model_buf_printf(out, "aggregator_dirty_aggregates %llu\n", (unsigned long long)GET(g_dirty));
   header(out, "aggregator_cached_aggregates", "gauge", "Clean aggregates kept in memory (LRU cache).");
@@ -406,7 +423,8 @@ void metrics_render(model_buf_t *out) {
          "Memory held by unwritten changes; fetching pauses past batch.max_pending_bytes.");
   model_buf_printf(out, "aggregator_pending_bytes %llu\n", (unsigned long long)GET(g_pending_bytes));
 
-  header(out, "aggregator_ready", "gauge", "1 when /readyz answers 200 (assigned partitions, store answering).");
+  header(out, "aggregator_ready", "gauge",
+         "1 when /readyz answers 200 (assigned partitions, dead-letter delivery working, store answering).");
   model_buf_printf(out, "aggregator_ready %d\n", metrics_ready(NULL, 0) ? 1 : 0);
   header(out, "aggregator_build_info", "gauge", "Always 1; the labels tell the build.");
   model_buf_printf(out, "aggregator_build_info{version=\"%s\"} 1\n", AGG_VERSION);

@@ -13,6 +13,7 @@
  *   aggregator_commands_total{type,result}      result: applied|stale|rejected
  *   aggregator_rejects_total{code}
  *   aggregator_store_writes_total{result}       result: ok|conflict|error
+ *   aggregator_dead_letter_deliveries_total{result}  result: ok|error
  *   aggregator_flush_duration_seconds           histogram
  *   aggregator_flush_aggregates                 histogram
  *   aggregator_command_durable_latency_seconds  histogram
@@ -63,6 +64,13 @@ typedef enum { METRICS_WRITE_OK, METRICS_WRITE_CONFLICT, METRICS_WRITE_ERROR } m
 /* Adds n to aggregator_store_writes_total{result} (n = documents). */
 void metrics_store_write(metrics_write_result_t r, uint64_t n);
 
+typedef enum { METRICS_DEAD_LETTER_OK, METRICS_DEAD_LETTER_ERROR } metrics_dead_letter_result_t;
+/* Adds n to aggregator_dead_letter_deliveries_total{result}: ok = a rejected
+ * message acknowledged by the dead-letter topic; error = a delivery attempt
+ * that failed (refused by the producer or reported failed), after which the
+ * message is produced again. */
+void metrics_dead_letter(metrics_dead_letter_result_t r, uint64_t n);
+
 /* One flush took `seconds` and wrote `aggregates` documents. */
 void metrics_flush(double seconds, uint64_t aggregates);
 /* A command became durable `seconds` after its Kafka message timestamp
@@ -76,9 +84,11 @@ void metrics_set_pending_bytes(uint64_t n);
 void metrics_set_lag(const char *topic, int32_t partition, int64_t lag);
 void metrics_clear_lag(const char *topic, int32_t partition);
 
-/* Readiness inputs: ready = has an assignment AND the store answered within
- * the store window AND it has not failed since that answer. */
+/* Readiness inputs: ready = has an assignment AND dead-letter delivery is
+ * not failing AND the store answered within the store window AND it has not
+ * failed since that answer. */
 void metrics_set_assigned(bool has_assignment);
+void metrics_set_dead_letter_failing(bool failing); /* SPEC.md section 5; deadletter.h decides */
 void metrics_store_answered(void); /* any successful reply from the store */
 void metrics_store_failed(void);   /* the store could not be reached */
 /* Liveness input: call from the main loop at least every few seconds. */

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oom.h"
+
 struct offsets_reject {
   int64_t offset;
   bool done;
@@ -13,7 +15,7 @@ struct offsets {
   size_t n, cap;
 };
 
-offsets_t *offsets_new(void) { return calloc(1, sizeof(offsets_t)); }
+offsets_t *offsets_new(void) { return oom_calloc(1, sizeof(offsets_t)); }
 
 void offsets_destroy(offsets_t *o) {
   if (!o) return;
@@ -38,13 +40,10 @@ void offsets_add(offsets_t *o, const char *topic, int32_t partition) {
   if (offsets_find(o, topic, partition)) return;
   if (o->n == o->cap) {
     size_t cap = o->cap ? o->cap * 2 : 16;
-    offsets_part_t *n = realloc(o->parts, cap * sizeof *n);
-    if (!n) abort();
-    o->parts = n;
+    o->parts = oom_realloc(o->parts, cap * sizeof *o->parts);
     o->cap = cap;
   }
-  char *t = strdup(topic);
-  if (!t) abort();
+  char *t = oom_strdup(topic);
   o->parts[o->n++] = (offsets_part_t){.topic = t, .partition = partition, .next = -1, .durable = -1,
                                       .covered = -1, .committed = -1};
 }
@@ -60,8 +59,7 @@ void offsets_remove(offsets_t *o, const char *topic, int32_t partition) {
 void offsets_reject_pending(offsets_part_t *p, int64_t offset) {
   if (p->len == p->cap) {
     size_t cap = p->cap ? p->cap * 2 : 16;
-    offsets_reject_t *n = malloc(cap * sizeof *n);
-    if (!n) abort();
+    offsets_reject_t *n = oom_malloc(cap * sizeof *n);
     for (size_t i = 0; i < p->len; i++) n[i] = p->rejects[(p->head + i) % p->cap];
     free(p->rejects);
     p->rejects = n;

@@ -43,7 +43,7 @@ typedef struct offsets_part {
 
 typedef struct offsets offsets_t;
 
-/* Caller owns; offsets_destroy(NULL) is safe. NULL when out of memory. */
+/* Caller owns; offsets_destroy(NULL) is safe. Never NULL (oom.h). */
 offsets_t *offsets_new(void);
 void offsets_destroy(offsets_t *o);
 

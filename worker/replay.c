@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +15,11 @@
 #include "kafka.h"
 #include "clock.h"
 #include "log.h"
+#include "oom.h"
+#include "redact.h"
+#include "signals.h"
 #include "store.h"
 #include "timestamp.h"
-
-static volatile sig_atomic_t g_stop;
-static void on_signal(int sig) {
-  (void)sig;
-  g_stop = 1;
-}
 
 /* --- progress ------------------------------------------------------------------ */
 
@@ -84,8 +80,7 @@ static bool write_output(batch_t *b, const char *path, uint64_t *written) {
     fprintf(stderr, "aggregator: replay: cannot open '%s': %s\n", path, strerror(errno));
     return false;
   }
-  collect_t c = {malloc((batch_dirty_count(b) + batch_cached_count(b) + 1) * sizeof *c.list), 0};
-  if (!c.list) abort();
+  collect_t c = {oom_malloc((batch_dirty_count(b) + batch_cached_count(b) + 1) * sizeof *c.list), 0};
   batch_foreach(b, collect_one, &c);
   qsort(c.list, c.n, sizeof *c.list, cmp_key);
   model_buf_t buf = MODEL_BUF_INIT;
@@ -125,7 +120,7 @@ static bool step(flusher_t *f, int64_t wait_ms, bool force) {
 /* Writes everything held; false if interrupted or on a fatal error. */
 static bool flush_until_done(flusher_t *f, batch_t *b) {
   while (batch_dirty(b)) {
-    if (g_stop || !step(f, 1000, true)) return false;
+    if (signals_stop_count() || !step(f, 1000, true)) return false;
   }
   return true;
 }
@@ -167,7 +162,7 @@ static bool feed(replay_t *r, const char *data, size_t len, int64_t event_ms) {
   if (!step(r->flusher, 0, false)) return false;
   /* The memory bound, in-flight snapshots included: wait for the writer. */
   while (batch_pending_bytes(r->batch) > (size_t)r->cfg->batch_max_pending_bytes && batch_dirty(r->batch)) {
-    if (g_stop || !step(r->flusher, 100, true)) return false;
+    if (signals_stop_count() || !step(r->flusher, 100, true)) return false;
   }
   return true;
 }
@@ -183,7 +178,7 @@ static bool replay_input(replay_t *r, const char *path, const char *label) {
   size_t cap = 0;
   ssize_t n;
   bool ok = true;
-  while (ok && !g_stop && (n = getline(&line, &cap, in)) >= 0) {
+  while (ok && !signals_stop_count() && (n = getline(&line, &cap, in)) >= 0) {
     size_t len = (size_t)n;
     if (len && line[len - 1] == '\n') len--;
     ok = feed(r, line, len, 0);
@@ -196,7 +191,7 @@ static bool replay_input(replay_t *r, const char *path, const char *label) {
   progress_show(&pr, r->st->read, true);
   free(line);
   if (in != stdin) fclose(in);
-  return ok && !g_stop;
+  return ok && !signals_stop_count();
 }
 
 /* "beginning"/"end" (returns `special`) or an RFC 3339 time in ms. */
@@ -240,8 +235,7 @@ static bool plan_ranges(rd_kafka_t *rk, const config_t *cfg, const replay_option
     rd_kafka_topic_destroy(t);
   }
   rd_kafka_topic_partition_list_destroy(topics);
-  range_t *ranges = calloc((size_t)all->cnt + 1, sizeof *ranges);
-  if (!ranges) abort();
+  range_t *ranges = oom_calloc((size_t)all->cnt + 1, sizeof *ranges);
   /* Offsets for the two times, looked up in one request each. */
   rd_kafka_topic_partition_list_t *from = rd_kafka_topic_partition_list_copy(all),
                                   *until = rd_kafka_topic_partition_list_copy(all);
@@ -263,7 +257,7 @@ static bool plan_ranges(rd_kafka_t *rk, const config_t *cfg, const replay_option
       break;
     }
     range_t *r = &ranges[i];
-    r->topic = strdup(all->elems[i].topic);
+    r->topic = oom_strdup(all->elems[i].topic);
     r->partition = all->elems[i].partition;
     /* offsets_for_times answers -1 (end) when no message is that late. */
     r->start = from_begin ? lo : from->elems[i].offset < 0 ? hi : from->elems[i].offset;
@@ -280,6 +274,11 @@ static bool plan_ranges(rd_kafka_t *rk, const config_t *cfg, const replay_option
   return ok;
 }
 
+static bool check_tick(void *ctx) {
+  (void)ctx;
+  return !signals_stop_count();
+}
+
 static bool replay_topics(replay_t *r, const replay_options_t *o) {
   char errstr[512], group[64];
   /* A group id of its own, never committed to: the live group's offsets do
@@ -288,18 +287,26 @@ static bool replay_topics(replay_t *r, const replay_options_t *o) {
   const char *forced[] = {"group.id", group, "enable.auto.commit", "false", "enable.auto.offset.store", "false",
                           NULL};
   rd_kafka_conf_t *conf = kafka_conf_new(r->cfg, KAFKA_REPLAY_CONSUMER, forced, errstr, sizeof errstr);
-  if (!conf) {
-    fprintf(stderr, "aggregator: replay: %s\n", errstr);
-    return false;
-  }
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+  rd_kafka_t *rk = conf ? rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr) : NULL;
   if (!rk) {
+    if (conf) rd_kafka_conf_destroy(conf); /* rd_kafka_new takes it on success only */
+    /* librdkafka's words may quote a property's value: scrubbed like every
+     * log line (redact.h). */
+    redact_set_scrub_str(redact_global(), errstr, sizeof errstr);
     fprintf(stderr, "aggregator: replay: %s\n", errstr);
     return false;
   }
   range_t *ranges = NULL;
   size_t n = 0;
   uint64_t total = 0;
+  /* SPEC.md section 5: the configured topics must exist (the dead-letter
+   * topic is not the replay's business). */
+  kafka_check_t chk = kafka_check_topics(rk, r->cfg, false, check_tick, NULL, errstr, sizeof errstr);
+  if (chk != KAFKA_CHECK_OK) {
+    if (chk != KAFKA_CHECK_STOPPED) fprintf(stderr, "aggregator: replay: %s\n", errstr);
+    rd_kafka_destroy(rk);
+    return false;
+  }
   bool ok = plan_ranges(rk, r->cfg, o, &ranges, &n, &total);
   size_t remaining = 0;
   if (ok) {
@@ -319,10 +326,9 @@ static bool replay_topics(replay_t *r, const replay_options_t *o) {
    * message cost about a third of the replay's CPU). The wait returns early
    * once the batch is full, so a steady stream never waits for the timeout. */
   enum { REPLAY_BATCH = 4096 };
-  rd_kafka_message_t **msgs = malloc(REPLAY_BATCH * sizeof *msgs);
-  if (!msgs) abort();
+  rd_kafka_message_t **msgs = oom_malloc(REPLAY_BATCH * sizeof *msgs);
   rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
-  while (ok && remaining && !g_stop) {
+  while (ok && remaining && !signals_stop_count()) {
     ssize_t got = rd_kafka_consume_batch_queue(q, 200, msgs, REPLAY_BATCH);
     if (got <= 0) {
       if (r->to_store) ok = step(r->flusher, 0, false);
@@ -331,7 +337,7 @@ static bool replay_topics(replay_t *r, const replay_options_t *o) {
     }
     for (ssize_t k = 0; k < got; k++) {
       rd_kafka_message_t *m = msgs[k];
-      if (!ok || g_stop) { /* stopping: only release the rest of the batch */
+      if (!ok || signals_stop_count()) { /* stopping: only release the rest of the batch */
         rd_kafka_message_destroy(m);
         continue;
       }
@@ -371,21 +377,16 @@ static bool replay_topics(replay_t *r, const replay_options_t *o) {
   free(ranges);
   rd_kafka_consumer_close(rk);
   rd_kafka_destroy(rk);
-  return ok && !g_stop;
+  return ok && !signals_stop_count();
 }
 
 int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *stats) {
   double t0 = clock_mono_s();
   memset(stats, 0, sizeof *stats);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  signals_install(SIGNALS_STOP);
   srand((unsigned)clock_wall_ms());
 
-  replay_t *r = calloc(1, sizeof *r);
-  if (!r) return 1;
+  replay_t *r = oom_calloc(1, sizeof *r);
   r->cfg = cfg;
   r->st = stats;
   r->to_store = o->output == NULL && o->rebuilt == NULL;

@@ -14,6 +14,8 @@
 #include "buf.h"
 #include "codec.h"
 #include "command.h"
+#include "hash.h"
+#include "oom.h"
 
 /* ---- aggregates by key: open addressing, linear probing ------------------ */
 
@@ -27,19 +29,17 @@ typedef struct agg_map {
   size_t cap, count; /* cap is a power of two */
 } agg_map_t;
 
-/* FNV-1a of "tenant/assignment", never 0 (0 marks an empty slot). */
+/* The hash (hash.h) of "tenant/assignment", never 0 (0 marks an empty slot). */
 static uint64_t key_hash(const char *t, size_t tl, const char *a, size_t al) {
-  uint64_t h = 14695981039346656037ULL;
-  for (size_t i = 0; i < tl; i++) h = (h ^ (unsigned char)t[i]) * 1099511628211ULL;
-  h = (h ^ '/') * 1099511628211ULL;
-  for (size_t i = 0; i < al; i++) h = (h ^ (unsigned char)a[i]) * 1099511628211ULL;
+  uint64_t h = hash_fnv1a64(HASH_FNV1A64_INIT, t, tl);
+  h = hash_fnv1a64(h, "/", 1);
+  h = hash_fnv1a64(h, a, al);
   return h ? h : 1;
 }
 
-static bool map_grow(agg_map_t *m) {
+static void map_grow(agg_map_t *m) {
   size_t cap = m->cap ? m->cap * 2 : 1024;
-  agg_slot_t *s = calloc(cap, sizeof *s);
-  if (!s) return false;
+  agg_slot_t *s = oom_calloc(cap, sizeof *s);
   for (size_t i = 0; i < m->cap; i++) {
     if (!m->slots[i].hash) continue;
     size_t j = m->slots[i].hash & (cap - 1);
@@ -49,13 +49,11 @@ static bool map_grow(agg_map_t *m) {
   free(m->slots);
   m->slots = s;
   m->cap = cap;
-  return true;
 }
 
-/* The aggregate of the command's key, created empty if new; NULL only when
- * out of memory. */
+/* The aggregate of the command's key, created empty if new. */
 static model_aggregate_t *map_get(agg_map_t *m, const model_command_t *c) {
-  if ((m->count + 1) * 2 > m->cap && !map_grow(m)) return NULL;
+  if ((m->count + 1) * 2 > m->cap) map_grow(m);
   uint64_t h = key_hash(c->tenant, c->tenant_len, c->assignment, c->assignment_len);
   size_t j = h & (m->cap - 1);
   for (; m->slots[j].hash; j = (j + 1) & (m->cap - 1)) {
@@ -67,7 +65,6 @@ static model_aggregate_t *map_get(agg_map_t *m, const model_command_t *c) {
       return m->slots[j].agg;
   }
   model_aggregate_t *agg = model_aggregate_new(c->tenant, c->tenant_len, c->assignment, c->assignment_len);
-  if (!agg) return NULL;
   m->slots[j].hash = h;
   m->slots[j].agg = agg;
   m->count++;
@@ -130,12 +127,11 @@ static bool drain(model_buf_t *out, FILE *f, const char *path) {
 
 static bool read_and_merge(FILE *in, const char *input, FILE *rej, const char *rejects, size_t max_bytes,
                            agg_map_t *map, replay_stats_t *st) {
-  model_command_t *cmd = malloc(sizeof *cmd);
+  model_command_t *cmd = oom_malloc(sizeof *cmd);
   model_buf_t rbuf = MODEL_BUF_INIT;
   char *line = NULL;
   size_t line_cap = 0;
-  bool ok = cmd != NULL;
-  if (!ok) fputs("aggregator: replay: out of memory\n", stderr);
+  bool ok = true;
   ssize_t n;
   while (ok && (n = getline(&line, &line_cap, in)) >= 0) {
     size_t len = (size_t)n;
@@ -154,11 +150,6 @@ static bool read_and_merge(FILE *in, const char *input, FILE *rej, const char *r
       continue;
     }
     model_aggregate_t *agg = map_get(map, cmd);
-    if (!agg) {
-      fputs("aggregator: replay: out of memory\n", stderr);
-      ok = false;
-      break;
-    }
     if (model_aggregate_apply(agg, cmd) == MODEL_APPLY_APPLIED) st->applied++;
     else st->stale++;
   }
@@ -174,11 +165,7 @@ static bool read_and_merge(FILE *in, const char *input, FILE *rej, const char *r
 }
 
 static bool write_all(agg_map_t *map, FILE *out, const char *output, replay_stats_t *st) {
-  model_aggregate_t **list = malloc((map->count + 1) * sizeof *list);
-  if (!list) {
-    fputs("aggregator: replay: out of memory\n", stderr);
-    return false;
-  }
+  model_aggregate_t **list = oom_malloc((map->count + 1) * sizeof *list);
   size_t n = 0;
   for (size_t i = 0; i < map->cap; i++)
     if (map->slots[i].hash) list[n++] = map->slots[i].agg;

@@ -165,6 +165,22 @@ def test_run_malformed_uri():
                 fail("run with a raw password %r: exit %s, not 2" % (pw, rc))
 
 
+# ---- librdkafka refuses a secret value when the client is created -------------
+
+def test_kafka_client_error():
+    """librdkafka's rd_kafka_new() error quotes the value it refuses (here an
+    unknown SASL mechanism read through a _file key, hence a secret): `run`
+    logs it and `replay` prints it, both scrubbed."""
+    pw = PASSWORDS[1]
+    for label, args, env in sources("kafka", "rdkafka.sasl.mechanism", pw, "mech")[3:]:
+        base = ["--set", "kafka.brokers=127.0.0.1:1", "--set", "kafka.rdkafka.security.protocol=SASL_PLAINTEXT"]
+        for cmd in (["run"], ["replay", "--output", os.devnull]):
+            rc, out, err = run(cmd + base + args, env)
+            check_outputs("%s, a refused sasl.mechanism (%s)" % (cmd[0], label), [pw], out, err)
+            if rc != 1 or "Unsupported SASL mechanism" not in err:
+                fail("%s with a refused sasl.mechanism (%s): exit %s:\n%s" % (cmd[0], label, rc, err[-2000:]))
+
+
 # ---- a MongoDB server that refuses the credentials ---------------------------
 
 def bson_encode(doc):
@@ -350,8 +366,8 @@ def test_run_outage_with_sasl_debug():
 
 
 def main():
-    for t in (test_baseline, test_config_commands, test_run_malformed_uri, test_run_store_refuses_credentials,
-              test_run_outage_with_sasl_debug):
+    for t in (test_baseline, test_config_commands, test_run_malformed_uri, test_kafka_client_error,
+              test_run_store_refuses_credentials, test_run_outage_with_sasl_debug):
         n = len(failures)
         t()
         print("%s: %s" % (t.__name__, "ok" if len(failures) == n else "FAILED"))

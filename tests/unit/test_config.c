@@ -398,6 +398,9 @@ static const error_case_t error_cases[] = {
     {"[kafka]\nrdkafka.enable.auto.commit = true\n", NULL, NULL, NULL, NULL,
      "{FILE}:2: kafka.rdkafka.enable.auto.commit: enable.auto.commit cannot be passed through: the worker commits "
      "offsets itself, once their commands are durable"},
+    {"[kafka]\nrdkafka.allow.auto.create.topics = true\n", NULL, NULL, NULL, NULL,
+     "{FILE}:2: kafka.rdkafka.allow.auto.create.topics: allow.auto.create.topics cannot be passed through: topics "
+     "are never auto-created: create them before starting the worker"},
     {"[kafka]\nrdkafka. = 1\n", NULL, NULL, NULL, NULL,
      "{FILE}:2: kafka.rdkafka.: missing the librdkafka property name after 'rdkafka.'"},
     {"[kafka]\nrdkafka.client.id = a\nrdkafka.client.id = b\n", NULL, NULL, NULL, NULL,

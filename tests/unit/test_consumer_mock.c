@@ -29,6 +29,7 @@
 #include "../tools/cmdgen.h"
 #include "config.h"
 #include "consumer.h"
+#include "deadletter.h"
 #include "mem_store.h"
 #include "metrics.h"
 #include "store.h"
@@ -496,6 +497,122 @@ START_TEST(sigterm_during_a_flush) {
 }
 END_TEST
 
+/* One sample of the metrics registry, e.g.
+ * "aggregator_dead_letter_deliveries_total{result=\"error\"}". */
+static double metric_sample(const char *series) {
+  model_buf_t b = MODEL_BUF_INIT;
+  metrics_render(&b);
+  model_buf_putc(&b, '\0');
+  double v = -1;
+  size_t n = strlen(series);
+  for (const char *p = b.data; p && *p;) {
+    if (!strncmp(p, series, n) && p[n] == ' ') {
+      v = strtod(p + n + 1, NULL);
+      break;
+    }
+    p = strchr(p, '\n');
+    if (p) p++;
+  }
+  model_buf_destroy(&b);
+  return v;
+}
+
+#define DLQ_ERRORS "aggregator_dead_letter_deliveries_total{result=\"error\"}"
+#define DLQ_OK "aggregator_dead_letter_deliveries_total{result=\"ok\"}"
+
+/* While the dead-letter topic refuses the producer: not ready, with the
+ * reason; then the watcher waits for everything to commit. */
+static double g_dlq_errors_base;
+static bool g_dlq_expect_errors; /* false: a stall, no failed attempt */
+static void *watch_dead_letter_failing(void *arg) {
+  watcher_t *w = arg;
+  char reason[128] = "";
+  time_t deadline = time(NULL) + 60;
+  bool seen = false;
+  while (!seen && time(NULL) <= deadline) {
+    seen = (!g_dlq_expect_errors || metric_sample(DLQ_ERRORS) > g_dlq_errors_base) &&
+           !metrics_ready(reason, sizeof reason) &&
+           !strcmp(reason, "dead-letter delivery failing");
+    if (!seen) usleep(20 * 1000);
+  }
+  if (!seen) w->failed = "never not-ready with \"dead-letter delivery failing\" after a failed delivery";
+  return watch(w);
+}
+
+/* The dead-letter topic refuses the first produce requests (an error
+ * librdkafka does not retry itself): the worker counts the failures, is not
+ * ready meanwhile, produces the rejects again, and once they are delivered
+ * commits everything and is no longer failing. */
+START_TEST(dead_letter_failures_then_recovery) {
+  scenario_t s;
+  scenario_setup(&s, 0.05);
+  ck_assert_uint_gt(s.invalid, 0);
+  mem_store_t *mem = calloc(1, sizeof *mem);
+  mem_init(mem);
+  g_dlq_errors_base = metric_sample(DLQ_ERRORS);
+  g_dlq_expect_errors = true;
+  double ok_base = metric_sample(DLQ_OK);
+  ck_assert(g_dlq_errors_base >= 0 && ok_base >= 0);
+  rd_kafka_mock_push_request_errors(g_mc, 0 /* Produce */, 3, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                                    RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                                    RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+  metrics_set_assigned(false);
+  watcher_t w;
+  memset(&w, 0, sizeof w);
+  run_result_t r = run_worker_with(&s, mem, watch_dead_letter_failing, &w);
+  ck_assert_msg(!w.failed, "%s", w.failed);
+  ck_assert_msg(!r.timed_out, "the group never committed up to the end:%s", r.seen);
+  ck_assert_int_eq(r.rc, 0);
+  ck_assert(metric_sample(DLQ_ERRORS) > g_dlq_errors_base);
+  ck_assert(metric_sample(DLQ_OK) >= ok_base + (double)s.invalid);
+  char reason[128];
+  metrics_ready(reason, sizeof reason);
+  ck_assert_str_ne(reason, "dead-letter delivery failing");
+  int64_t c[PARTS];
+  committed(&s, c);
+  for (int p = 0; p < PARTS; p++) ck_assert_int_eq(c[p] < 0 ? 0 : c[p], s.ends[p]);
+  ck_assert_int_ge(dlq_count(&s), (int64_t)s.invalid);
+  assert_documents(&s, mem);
+  mem_free(mem);
+  free(mem);
+  scenario_teardown(&s);
+}
+END_TEST
+
+/* The dead-letter topic acknowledges nothing for longer than
+ * DEADLETTER_STALL_MS (its first produce answered after 7 s): failing (not
+ * ready) meanwhile, although librdkafka reports no error; then delivered,
+ * committed, and working again. */
+START_TEST(dead_letter_stall_is_failing) {
+  scenario_t s;
+  scenario_setup(&s, 0.05);
+  ck_assert_uint_gt(s.invalid, 0);
+  mem_store_t *mem = calloc(1, sizeof *mem);
+  mem_init(mem);
+  g_dlq_errors_base = metric_sample(DLQ_ERRORS);
+  g_dlq_expect_errors = false;
+  ck_assert_int_eq(rd_kafka_mock_broker_push_request_error_rtts(g_mc, 1, 0 /* Produce */, 1,
+                                                                RD_KAFKA_RESP_ERR_NO_ERROR, DEADLETTER_STALL_MS + 2000),
+                   RD_KAFKA_RESP_ERR_NO_ERROR);
+  metrics_set_assigned(false);
+  watcher_t w;
+  memset(&w, 0, sizeof w);
+  run_result_t r = run_worker_with(&s, mem, watch_dead_letter_failing, &w);
+  ck_assert_msg(!w.failed, "%s", w.failed);
+  ck_assert_msg(!r.timed_out, "the group never committed up to the end:%s", r.seen);
+  ck_assert_int_eq(r.rc, 0);
+  ck_assert_double_eq(metric_sample(DLQ_ERRORS), g_dlq_errors_base); /* nothing failed: it was slow */
+  char reason[128];
+  metrics_ready(reason, sizeof reason);
+  ck_assert_str_ne(reason, "dead-letter delivery failing");
+  ck_assert_int_ge(dlq_count(&s), (int64_t)s.invalid);
+  assert_documents(&s, mem);
+  mem_free(mem);
+  free(mem);
+  scenario_teardown(&s);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("consumer_mock");
   TCase *tc = tcase_create("mock cluster");
@@ -506,6 +623,8 @@ int main(void) {
   tcase_add_test(tc, fatal_store_error_commits_nothing);
   tcase_add_test(tc, keeps_consuming_during_a_slow_flush);
   tcase_add_test(tc, sigterm_during_a_flush);
+  tcase_add_test(tc, dead_letter_failures_then_recovery);
+  tcase_add_test(tc, dead_letter_stall_is_failing);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

@@ -199,6 +199,19 @@ START_TEST(test_store_write_counters) {
 }
 END_TEST
 
+START_TEST(test_dead_letter_counters) {
+  double ok = value("aggregator_dead_letter_deliveries_total{result=\"ok\"}");
+  double error = value("aggregator_dead_letter_deliveries_total{result=\"error\"}");
+  ck_assert(!isnan(ok) && !isnan(error)); /* rendered at zero too */
+  metrics_dead_letter(METRICS_DEAD_LETTER_OK, 3);
+  metrics_dead_letter(METRICS_DEAD_LETTER_ERROR, 1);
+  metrics_dead_letter(METRICS_DEAD_LETTER_ERROR, 1);
+  metrics_dead_letter((metrics_dead_letter_result_t)7, 100); /* out of range: ignored */
+  ck_assert_double_eq(value("aggregator_dead_letter_deliveries_total{result=\"ok\"}"), ok + 3);
+  ck_assert_double_eq(value("aggregator_dead_letter_deliveries_total{result=\"error\"}"), error + 2);
+}
+END_TEST
+
 START_TEST(test_gauges) {
   metrics_set_dirty(7);
   metrics_set_cached(100000);
@@ -349,6 +362,13 @@ START_TEST(test_readiness_transitions) {
   ck_assert_double_eq(value("aggregator_ready"), 0);
 
   metrics_store_answered(); /* recovered by itself */
+  ck_assert(metrics_ready(NULL, 0));
+
+  metrics_set_dead_letter_failing(true); /* SPEC 5: not ready while rejects cannot be delivered */
+  ck_assert(!metrics_ready(reason, sizeof reason));
+  ck_assert_str_eq(reason, "dead-letter delivery failing");
+  ck_assert_double_eq(value("aggregator_ready"), 0);
+  metrics_set_dead_letter_failing(false);
   ck_assert(metrics_ready(NULL, 0));
 
   metrics_set_assigned(false); /* rebalance took every partition */
@@ -615,6 +635,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_initial_state); /* first: relies on nothing having happened */
   tcase_add_test(tc, test_command_counters);
   tcase_add_test(tc, test_reject_counters);
+  tcase_add_test(tc, test_dead_letter_counters);
   tcase_add_test(tc, test_store_write_counters);
   tcase_add_test(tc, test_gauges);
   tcase_add_test(tc, test_consumer_lag);
