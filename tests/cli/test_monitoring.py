@@ -141,9 +141,12 @@ def worker_metrics():
 
     try:
         port = wait_log("metrics endpoint listening")["port"]
-        # Past start-up (the store's first ping), so that SIGTERM meets the
-        # worker's own handler and its orderly stop.
-        wait_log("worker started")
+        # Past the point where the worker's own signal handling is in place,
+        # so that SIGTERM meets its orderly stop: the consumer client exists
+        # (librdkafka's lines about the closed port come from it) and waits
+        # for a broker to check that the topics exist (SPEC section 5); a
+        # SIGTERM then ends that wait with exit 0.
+        wait_log('"component":"rdkafka"')
         with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
             check(r.status == 200, "/metrics answered %d" % r.status)
             text = r.read().decode()
