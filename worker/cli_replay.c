@@ -32,6 +32,12 @@ int cli_replay(const cli_options_t *o) {
     fputs("aggregator: replay: --from and --until select topic offsets; they cannot be used with --input\n", stderr);
     return 2;
   }
+  int64_t ms;
+  bool special;
+  if (!replay_parse_bound(o->from, "beginning", &ms, &special) || !replay_parse_bound(o->until, "end", &ms, &special)) {
+    fputs("aggregator: replay: --from and --until take beginning/end or an RFC 3339 UTC time\n", stderr);
+    return 2;
+  }
   int rc;
   config_t *cfg = cli_load_config(o, &rc);
   if (!cfg) return rc;

@@ -11,12 +11,13 @@
 #include "cli.h"
 #include "config.h"
 #include "log.h"
-#include "timestamp.h"
+#include "replay.h"
 #include "verify.h"
 
 static bool bound_ok(const char *s, const char *word) {
   int64_t ms;
-  return !s || !strcmp(s, word) || model_timestamp_parse(s, strlen(s), &ms);
+  bool special;
+  return replay_parse_bound(s, word, &ms, &special);
 }
 
 static void print_summary(const verify_stats_t *s, bool repair) {

@@ -195,7 +195,7 @@ static bool replay_input(replay_t *r, const char *path, const char *label) {
 }
 
 /* "beginning"/"end" (returns `special`) or an RFC 3339 time in ms. */
-static bool parse_bound(const char *s, const char *word, int64_t *ms, bool *special) {
+bool replay_parse_bound(const char *s, const char *word, int64_t *ms, bool *special) {
   *special = !s || !strcmp(s, word);
   if (*special) return true;
   return model_timestamp_parse(s, strlen(s), ms);
@@ -211,8 +211,8 @@ static bool plan_ranges(rd_kafka_t *rk, const config_t *cfg, const replay_option
                         uint64_t *total) {
   int64_t from_ms = 0, until_ms = 0;
   bool from_begin, until_end;
-  if (!parse_bound(o->from, "beginning", &from_ms, &from_begin) ||
-      !parse_bound(o->until, "end", &until_ms, &until_end)) {
+  if (!replay_parse_bound(o->from, "beginning", &from_ms, &from_begin) ||
+      !replay_parse_bound(o->until, "end", &until_ms, &until_end)) { /* the CLI checked: exit 2 there */
     fprintf(stderr, "aggregator: replay: --from and --until take beginning/end or an RFC 3339 UTC time\n");
     return false;
   }

@@ -31,6 +31,11 @@ typedef struct replay_options {
   const char *label; /* the progress line's "<label>: ", NULL = "replay" */
 } replay_options_t;
 
+/* Parses a --from/--until bound: NULL or `word` ("beginning", "end") sets
+ * *special; otherwise an RFC 3339 UTC time into *ms. False when it is
+ * neither (a usage error: the CLI checks before contacting anything). */
+bool replay_parse_bound(const char *s, const char *word, int64_t *ms, bool *special);
+
 /* Returns the exit status (0 when everything up to the end is written) and
  * fills *stats. Into the store, writes go through the writer thread
  * (flusher.h), as for `run`. */

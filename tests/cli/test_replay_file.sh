@@ -158,6 +158,13 @@ expect_rc rejnoinput 2
 expect_err rejnoinput 'rejects'
 run frominput --input "$SAMPLES/commands.jsonl" --output - --from beginning
 expect_rc frominput 2
+# A bound that is neither beginning/end nor an RFC 3339 time: a usage error,
+# before any broker is contacted (none is configured here).
+run badfrom --output - --from yesterday
+expect_rc badfrom 2
+expect_err badfrom 'RFC 3339'
+run baduntil --output - --until 2026-13-01T00:00:00Z
+expect_rc baduntil 2
 cp "$SAMPLES/commands.jsonl" "$TMP/inplace.jsonl"
 run inplace --input "$TMP/inplace.jsonl" --output "$TMP/inplace.jsonl"
 expect_rc inplace 2
