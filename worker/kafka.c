@@ -25,12 +25,16 @@ const kafka_default_t kafka_defaults[] = {
      "a rebalance moves only the partitions that must move"},
     {KAFKA_RUN_CONSUMER, "auto.offset.reset", "earliest", "a new group starts from the oldest command"},
     {KAFKA_RUN_CONSUMER, "session.timeout.ms", "10000", "a dead worker's partitions move within seconds"},
-    /* The live worker is bound by the store (a batch of batch.max_commands
-     * every flush), not by fetching: 6 partitions in backlog held ~55 MiB
-     * of prefetch at librdkafka's 100,000; 20,000 holds ~13 MiB and fetching
-     * still keeps ahead (docs/BENCHMARKS.md, "Defaults"). */
-    {KAFKA_RUN_CONSUMER, "queued.min.messages", "20000",
-     "the store, not fetching, bounds the worker; less prefetch is less memory"},
+    /* Once a partition's queue holds queued.min.messages, librdkafka 2.0
+     * (Debian's) fetches it again only after a fixed 1 s backoff (its
+     * issue 2879; fetch.queue.backoff.ms came in 2.2). With the pipelined
+     * writer the consumer drains 20,000 per partition well within that second
+     * and then idled: W1 ran at 20% of replay with ~1 s gaps between fetches.
+     * 50,000 per partition outlasts the backoff at the merge's rate; 6
+     * partitions in backlog held ~55 MiB at 100,000, ~13 MiB at 20,000
+     * (docs/BENCHMARKS.md, "Pipelined writer"). */
+    {KAFKA_RUN_CONSUMER, "queued.min.messages", "50000",
+     "outlasts librdkafka 2.0's 1 s refetch backoff at the merge's rate"},
     {KAFKA_RUN_CONSUMER, "queued.max.messages.kbytes", "32768", "a cap across many partitions"},
     {KAFKA_DLQ_PRODUCER, "linger.ms", "5", "rejects are rare: send them at once (acks=all and idempotence are "
                                            "forced)"},
