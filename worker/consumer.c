@@ -104,19 +104,18 @@ static void update_gauges(consumer_t *c) {
   metrics_set_pending_bytes(batch_pending_bytes(c->batch) + deadletter_bytes(c->dlq));
 }
 
-/* One step of the flusher, and what it means for offsets: a flush that
- * landed makes the offsets it covered durable; one that begins covers what
- * has been consumed so far. Returns true when a flush landed. */
+/* One step of the flusher, and what it means for offsets (offsets.h): a
+ * flush that begins checkpoints what has been consumed so far; one that
+ * comes back moves each partition's durable offset to the newest checkpoint
+ * the batch's durable seq has passed. Returns true when one moved. */
 static bool flush_step(consumer_t *c, int64_t wait_ms, bool force) {
   flusher_event_t ev = flusher_step(c->flusher, clock_wall_ms(), wait_ms, force);
   bool landed = false;
   if (ev.finished) {
     log_debug("flush finished", "status", LOG_INT, (int64_t)ev.status, "aggregates", LOG_INT, (int64_t)ev.items,
               "ms", LOG_INT, (int64_t)(ev.seconds * 1000));
-    if (ev.status == BATCH_DONE) {
-      landed = true;
-      offsets_flush_landed(c->offsets);
-    } else if (ev.status == BATCH_FATAL) {
+    landed = offsets_durable_to(c->offsets, batch_durable_seq(c->batch));
+    if (ev.status == BATCH_FATAL) {
       log_error("store error that retrying cannot fix", "error", LOG_STR, ev.err.message);
       c->fatal = true;
     } else if (ev.status == BATCH_RETRY && (ev.attempt == 1 || ev.attempt % 10 == 0)) {
@@ -124,7 +123,7 @@ static bool flush_step(consumer_t *c, int64_t wait_ms, bool force) {
                (int64_t)ev.attempt, "retry_in_ms", LOG_INT, ev.retry_in_ms);
     }
   }
-  if (ev.started) offsets_flush_began(c->offsets);
+  if (ev.started) offsets_checkpoint(c->offsets, batch_seq(c->batch));
   /* Nothing unwritten (nothing dirty, nothing in flight): every valid command
    * consumed so far, stale ones included, is durable. */
   if (!batch_dirty(c->batch)) offsets_all_durable(c->offsets);

@@ -71,7 +71,7 @@ typedef struct writer_job {
   double seconds; /* how long the job took in the writer */
   /* the batch's bookkeeping of what the job covers; the writer never reads it */
   int64_t commands, first_pending_ms;
-  size_t nruns, bytes;
+  size_t bytes;
 } writer_job_t;
 
 /* An empty job with room for n items; NULL when out of memory. Caller owns;
