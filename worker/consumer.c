@@ -59,6 +59,7 @@ typedef struct consumer {
   bool paused;
   bool fatal;
   int64_t last_commit;
+  int64_t stop_deadline; /* wall ms by which a stop ends (shutdown.timeout_ms); INT64_MAX while running */
   model_command_t cmd;
 } consumer_t;
 
@@ -184,7 +185,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     if (!lost) {
       /* Hand the partitions over with their work done: write what we hold
        * and commit it, so the next owner starts where we are. */
-      bool drained = drain(c, clock_wall_ms() + DRAIN_TIMEOUT_MS);
+      int64_t deadline = clock_wall_ms() + DRAIN_TIMEOUT_MS;
+      bool drained = drain(c, deadline < c->stop_deadline ? deadline : c->stop_deadline);
       commit(c, parts, true);
       if (!drained) log_warn("revoked partitions handed over with unwritten changes; they will be re-read");
     }
@@ -322,6 +324,7 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consum
   if (!c) return 1;
   c->cfg = cfg;
   c->batch = batch;
+  c->stop_deadline = INT64_MAX;
   g_stop = 0; /* signals before this call are not ours to act on (and tests run several) */
   g_reload = 0;
   srand((unsigned)clock_wall_ms() ^ (unsigned)getpid());
@@ -379,22 +382,34 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consum
   }
 
   if (!c->fatal) {
-    log_info("stopping: writing and committing what is held");
-    /* Keep retrying until written; a second signal gives up (exit 1, nothing
-     * committed that is not durable). */
-    while (!drain(c, clock_wall_ms() + DRAIN_TIMEOUT_MS) && g_stop < 2 && !c->fatal) {
-    }
-    if (!batch_dirty(batch)) {
-      commit(c, NULL, true);
-      rd_kafka_consumer_close(c->rk); /* leaves the group; revocation finds nothing left to do */
+    /* Bounded (SPEC.md section 5): write and commit what is held until
+     * shutdown.timeout_ms, a flush or load in progress included; a second
+     * signal gives up at once. What is not durable then stays uncommitted
+     * (the next owner reads it again); what is, is committed either way. */
+    c->stop_deadline = clock_wall_ms() + cfg->shutdown_timeout_ms;
+    log_info("stopping: writing and committing what is held", "timeout_ms", LOG_INT, cfg->shutdown_timeout_ms,
+             "dirty_aggregates", LOG_INT, (int64_t)batch_dirty_count(batch), "flush_in_flight", LOG_INT,
+             (int64_t)flusher_in_flight(c->flusher));
+    bool drained = drain(c, c->stop_deadline);
+    commit(c, NULL, true);
+    rd_kafka_consumer_close(c->rk); /* leaves the group; its revocation's drain ends at stop_deadline too */
+    const batch_stats_t *s = batch_stats(batch);
+    if (drained && !c->fatal) {
       rc = 0;
-      const batch_stats_t *s = batch_stats(batch);
       log_info("stopped", "applied", LOG_INT, (int64_t)s->applied, "stale", LOG_INT, (int64_t)s->stale, "writes",
                LOG_INT, (int64_t)s->writes_ok, "conflicts", LOG_INT, (int64_t)s->conflicts);
+    } else {
+      log_error("stopped before everything was durable; those offsets stay uncommitted", "timeout_ms", LOG_INT,
+                cfg->shutdown_timeout_ms, "dirty_aggregates", LOG_INT, (int64_t)batch_dirty_count(batch),
+                "flush_in_flight", LOG_INT, (int64_t)flusher_in_flight(c->flusher));
     }
   }
-out:
-  flusher_destroy(c->flusher); /* waits for a flush in flight; nothing committed for it */
+out:;
+  /* A flush still in the store now is not waited for past the deadline: the
+   * writer thread is abandoned with it (cli_run then leaves the store alone). */
+  int64_t left = c->stop_deadline == INT64_MAX ? cfg->shutdown_timeout_ms : c->stop_deadline - clock_wall_ms();
+  if (!flusher_destroy_within(c->flusher, left > 0 ? left : 0))
+    log_warn("exiting with a store call in progress; its flush is not committed");
   destroy_clients(c);
   free(c);
   return rc;

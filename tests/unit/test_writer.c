@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "batch.h"
+#include "clock.h"
 #include "flusher.h"
 #include "mem_store.h"
 #include "offsets.h"
@@ -505,6 +506,57 @@ START_TEST(offsets_follow_checkpoints) {
 }
 END_TEST
 
+/* A bounded stop (issue 16): a flush stuck in the store is waited for at
+ * most the time given; then the writer thread is abandoned with it (it frees
+ * itself once the call returns), the batch still has it in flight (so the
+ * caller keeps the store), and nothing of it was acknowledged. Progress is
+ * visible while it runs. */
+START_TEST(destroy_within_abandons_a_stuck_flush) {
+  static mem_store_t s; /* outlives the abandoned thread's last touch of it (checked below) */
+  mem_init(&s);
+  s.hold = true;
+  sink_t sink = mem_sink(&s);
+  batch_t *b = new_batch();
+  flusher_t *f = flusher_new(b, &sink, 0);
+  apply(b, "a1", "s1", "c1", 1);
+  apply(b, "a2", "s1", "c2", 1);
+  ck_assert(flusher_step(f, 0, 0, false).started);
+  ck_assert(mem_wait_held(&s, 1)); /* the write waits at the gate: the loads are done */
+  double t0 = clock_mono_s();
+  ck_assert(!flusher_destroy_within(f, 200));
+  ck_assert(clock_mono_s() - t0 < 20); /* returned after about 200 ms, not when the store answers */
+  ck_assert(batch_in_flight(b));
+  ck_assert(batch_dirty(b));
+  ck_assert_uint_eq(batch_durable_seq(b), 0);
+  mem_release(&s); /* the abandoned thread finishes alone */
+  struct timespec ts = {0, 10 * 1000000};
+  for (int i = 0; i < 3000 && mem_get(&s, &s.writes) < 1; i++) nanosleep(&ts, NULL);
+  ck_assert_int_eq(mem_get(&s, &s.writes), 1); /* it has let go of the store's lock for good */
+  batch_destroy(b); /* the writer never reads the batch */
+}
+END_TEST
+
+/* Within the bound, a flush that finishes is waited for and ended as
+ * before; an idle writer stops at once. */
+START_TEST(destroy_within_waits_for_a_flush_that_lands) {
+  mem_store_t s;
+  mem_init(&s);
+  s.latency_ms = 50;
+  sink_t sink = mem_sink(&s);
+  batch_t *b = new_batch();
+  flusher_t *f = flusher_new(b, &sink, 0);
+  apply(b, "a1", "s1", "c1", 1);
+  ck_assert(flusher_step(f, 0, 0, false).started);
+  ck_assert(flusher_destroy_within(f, 60000));
+  ck_assert(!batch_in_flight(b));
+  ck_assert(!batch_dirty(b));
+  ck_assert_int_eq(s.writes, 1);
+  ck_assert(writer_destroy_within(writer_new(&sink, 0), 0));
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("writer");
   TCase *tc = tcase_create("pipelined");
@@ -518,6 +570,8 @@ int main(void) {
   tcase_add_test(tc, flush_cap_follows_the_writers_pace);
   tcase_add_test(tc, durable_seq_follows_the_oldest_change);
   tcase_add_test(tc, offsets_follow_checkpoints);
+  tcase_add_test(tc, destroy_within_abandons_a_stuck_flush);
+  tcase_add_test(tc, destroy_within_waits_for_a_flush_that_lands);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
