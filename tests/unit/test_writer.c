@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "batch.h"
 #include "clock.h"
+#include "log.h"
 #include "flusher.h"
 #include "mem_store.h"
 #include "offsets.h"
@@ -557,6 +559,56 @@ START_TEST(destroy_within_waits_for_a_flush_that_lands) {
 }
 END_TEST
 
+/* A flush that runs long says so (issue 16): after FLUSHER_SLOW_LOG_MS in
+ * flight, a wait in flusher_step logs "flush still running" with its phase,
+ * size and progress, and again every as long while it lasts. stderr (where
+ * the log goes) is redirected to a file for the check (this test runs in
+ * its own process). */
+START_TEST(a_long_flush_is_logged) {
+  char path[] = "/tmp/test_writer_log_XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  ck_assert_ptr_nonnull(freopen(path, "w", stderr));
+  log_setup(LOG_LEVEL_INFO, LOG_FORMAT_JSON);
+  mem_store_t s;
+  mem_init(&s);
+  s.hold = true;
+  sink_t sink = mem_sink(&s);
+  batch_t *b = new_batch();
+  flusher_t *f = flusher_new(b, &sink, 0);
+  apply(b, "a1", "s1", "c1", 1);
+  apply(b, "a2", "s1", "c2", 1);
+  ck_assert(flusher_step(f, 0, 0, false).started);
+  ck_assert(mem_wait_held(&s, 1));
+  int lines = 0;
+  char buf[4096];
+  for (int i = 0; i < 60 && lines < 2; i++) { /* each step waits up to 1 s for the flush */
+    ck_assert(!flusher_step(f, 0, 1000, false).finished);
+    fflush(stderr);
+    FILE *in = fopen(path, "r");
+    ck_assert_ptr_nonnull(in);
+    lines = 0;
+    while (fgets(buf, sizeof buf, in))
+      if (strstr(buf, "\"msg\":\"flush still running\"")) {
+        lines++;
+        ck_assert_ptr_nonnull(strstr(buf, "\"phase\":\"writing\""));
+        ck_assert_ptr_nonnull(strstr(buf, "\"aggregates\":2"));
+        ck_assert_ptr_nonnull(strstr(buf, "\"commands\":2"));
+        ck_assert_ptr_nonnull(strstr(buf, "\"loads\":2,\"loaded\":2,\"written\":0"));
+      }
+    fclose(in);
+  }
+  ck_assert_int_ge(lines, 2); /* at about 5 s and 10 s (a third if this machine stalls between reads) */
+  mem_release(&s);
+  flusher_destroy(f);
+  ck_assert(!batch_dirty(b));
+  batch_destroy(b);
+  mem_free(&s);
+  unlink(path);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("writer");
   TCase *tc = tcase_create("pipelined");
@@ -572,6 +624,7 @@ int main(void) {
   tcase_add_test(tc, offsets_follow_checkpoints);
   tcase_add_test(tc, destroy_within_abandons_a_stuck_flush);
   tcase_add_test(tc, destroy_within_waits_for_a_flush_that_lands);
+  tcase_add_test(tc, a_long_flush_is_logged);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
