@@ -20,6 +20,8 @@ typedef struct entry {
   model_aggregate_t *agg;
   int64_t rev;
   size_t mem; /* bytes counted in pending_bytes while dirty or in flight */
+  uint64_t pend_seq;   /* while dirty: seq of the oldest command not in the store nor in flight */
+  uint64_t flight_seq; /* while in flight: pend_seq when the snapshot was taken */
   uint32_t hash;
   bool loaded;
   bool dirty;    /* changes not in any snapshot: in the dirty list */
@@ -49,7 +51,10 @@ struct batch {
   int64_t first_pending_ms;
   event_run_t *runs;
   size_t nruns, cap_runs;
-  size_t sealed_runs; /* runs[0..sealed_runs) belong to the job in flight: never extended */
+  uint64_t runs_seq;    /* seq of the first command of runs[0] */
+  uint64_t seq;         /* the seq of the next command */
+  uint64_t flight_seq;  /* the least flight_seq of the job in flight */
+  double sec_per_agg;   /* smoothed writer seconds per aggregate of the flushes that landed; 0 = none yet */
   batch_stats_t stats;
 };
 
@@ -72,6 +77,12 @@ static void list_push_front(entry_t *s, entry_t *e) {
   e->prev = s;
   s->next->prev = e;
   s->next = e;
+}
+static void list_push_back(entry_t *s, entry_t *e) {
+  e->prev = s->prev;
+  e->next = s;
+  s->prev->next = e;
+  s->prev = e;
 }
 
 batch_t *batch_new(const batch_limits_t *limits) {
@@ -147,16 +158,34 @@ static void remove_entry(batch_t *b, entry_t *e) {
   free(e);
 }
 
-/* Changes not in any snapshot: into the dirty list (out of the LRU). */
-static void mark_dirty(batch_t *b, entry_t *e) {
+/* Changes not in any snapshot, the oldest by command seq: into the dirty
+ * list (out of the LRU), whose front is the newest. The list stays sorted by
+ * pend_seq: a new change has the greatest seq so far. */
+static void mark_dirty(batch_t *b, entry_t *e, uint64_t seq) {
   if (e->dirty) return;
   if (e->prev) { /* in the LRU */
     list_unlink(e);
     b->nclean--;
   }
   e->dirty = true;
+  e->pend_seq = seq;
   list_push_front(&b->dirty, e);
   b->ndirty++;
+}
+
+/* A snapshot in flight did not land (conflict, rejection, store failure):
+ * what it carried is owed again, from its flight_seq on, which is older than
+ * every entry that is dirty now (flushes take the oldest first), so the entry
+ * goes to the back of the list. Called newest first over a job's items, so
+ * that they keep their order. */
+static void redirty_old(batch_t *b, entry_t *e) {
+  if (e->dirty)
+    list_unlink(e);
+  else
+    b->ndirty++;
+  e->dirty = true;
+  e->pend_seq = e->flight_seq;
+  list_push_back(&b->dirty, e);
 }
 
 /* Out of the dirty list (the entry is in a snapshot, or its changes turned
@@ -191,16 +220,24 @@ static void evict(batch_t *b) {
   }
 }
 
+/* Every command gets a run (runs follow command seqs without a gap, from
+ * runs_seq): past EVENT_RUNS_MAX runs (store down for long) a command joins
+ * the last run, so its latency is observed from an earlier time. */
 static void record_event(batch_t *b, int64_t event_ms) {
-  if (b->nruns > b->sealed_runs && b->runs[b->nruns - 1].ms == event_ms && b->runs[b->nruns - 1].n < UINT32_MAX) {
-    b->runs[b->nruns - 1].n++;
+  if (!b->nruns) b->runs_seq = b->seq;
+  event_run_t *last = b->nruns ? &b->runs[b->nruns - 1] : NULL;
+  if (last && last->ms == event_ms && last->n < UINT32_MAX) {
+    last->n++;
     return;
   }
   if (b->nruns == b->cap_runs) {
-    if (b->cap_runs >= EVENT_RUNS_MAX) return; /* store down for long: stop sampling latency */
     size_t cap = b->cap_runs ? b->cap_runs * 2 : 256;
-    event_run_t *r = realloc(b->runs, cap * sizeof *r);
-    if (!r) return;
+    event_run_t *r = b->cap_runs >= EVENT_RUNS_MAX ? NULL : realloc(b->runs, cap * sizeof *r);
+    if (!r) {
+      if (last && last->n < UINT32_MAX) last->n++;
+      else abort(); /* 2^20 runs of 2^32 commands: not reachable within max_pending_bytes */
+      return;
+    }
     b->runs = r;
     b->cap_runs = cap;
   }
@@ -227,8 +264,10 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
     b->nunloaded++;
   }
   model_apply_result_t r = model_aggregate_apply(e->agg, cmd);
+  record_event(b, event_ms);
+  uint64_t seq = b->seq++;
   if (r == MODEL_APPLY_APPLIED) {
-    mark_dirty(b, e);
+    mark_dirty(b, e, seq);
     account(b, e);
     b->stats.applied++;
   } else {
@@ -240,7 +279,6 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
   }
   b->commands_since_flush++;
   if (b->first_pending_ms == INT64_MAX) b->first_pending_ms = now_ms;
-  record_event(b, event_ms);
   return r;
 }
 
@@ -257,17 +295,40 @@ int64_t batch_deadline(const batch_t *b) {
 }
 
 bool batch_dirty(const batch_t *b) { return b->ndirty > 0 || b->job; }
+
+uint64_t batch_seq(const batch_t *b) { return b->seq; }
+
+uint64_t batch_durable_seq(const batch_t *b) {
+  uint64_t s = b->seq;
+  if (b->ndirty && b->dirty.prev->pend_seq < s) s = b->dirty.prev->pend_seq; /* the back is the oldest */
+  if (b->job && b->flight_seq < s) s = b->flight_seq;
+  return s;
+}
+
+size_t batch_flush_cap(const batch_t *b) {
+  if (b->sec_per_agg <= 0 || b->lim.linger_ms <= 0) return BATCH_FLUSH_FLOOR;
+  double n = (double)b->lim.linger_ms / 1000.0 / b->sec_per_agg;
+  if (n < BATCH_FLUSH_FLOOR) return BATCH_FLUSH_FLOOR;
+  return n > (double)SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)n;
+}
 bool batch_in_flight(const batch_t *b) { return b->job != NULL; }
 
 /* --- flushing ------------------------------------------------------------------ */
 
-/* The commands of runs[0..n) are durable: observe their latency and drop them. */
-static void observe_durable(batch_t *b, size_t n, int64_t now_ms) {
-  if (n > b->nruns) n = b->nruns;
-  for (size_t i = 0; i < n; i++) {
-    double s = (double)(now_ms - b->runs[i].ms) / 1000.0;
+/* The commands below seq `upto` are durable: observe their latency and drop
+ * their runs (a run cut by upto keeps its later commands). */
+static void observe_durable(batch_t *b, uint64_t upto, int64_t now_ms) {
+  size_t n = 0;
+  while (n < b->nruns && b->runs_seq < upto) {
+    event_run_t *r = &b->runs[n];
+    uint64_t k = upto - b->runs_seq < r->n ? upto - b->runs_seq : r->n;
+    double s = (double)(now_ms - r->ms) / 1000.0;
     if (s < 0) s = 0;
-    for (uint32_t k = 0; k < b->runs[i].n; k++) metrics_latency(s);
+    for (uint64_t i = 0; i < k; i++) metrics_latency(s);
+    b->runs_seq += k;
+    r->n -= (uint32_t)k;
+    if (r->n) break;
+    n++;
   }
   memmove(b->runs, b->runs + n, (b->nruns - n) * sizeof *b->runs);
   b->nruns -= n;
@@ -278,31 +339,33 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
   if (!b->ndirty) {
     /* Nothing unwritten (every command since the last flush was stale, or
      * the flush that carried them landed): all of it is durable. */
-    observe_durable(b, b->nruns, now_ms);
+    observe_durable(b, b->seq, now_ms);
     b->commands_since_flush = 0;
     b->first_pending_ms = INT64_MAX;
     b->owed = false;
     evict(b);
     return NULL;
   }
-  writer_job_t *job = writer_job_new(b->ndirty);
+  size_t cap = batch_flush_cap(b), n = b->ndirty < cap ? b->ndirty : cap;
+  writer_job_t *job = writer_job_new(n);
   if (!job) abort(); /* as batch_apply: the file's policy on OOM */
   job->chunk = b->lim.max_aggregates > 0 ? (size_t)b->lim.max_aggregates : 1000;
   job->now_ms = now_ms;
-  for (entry_t *e = b->dirty.prev, *prev; e != &b->dirty; e = prev) { /* oldest first */
+  b->flight_seq = b->dirty.prev->pend_seq;
+  for (entry_t *e = b->dirty.prev, *prev; e != &b->dirty && job->nitems < n; e = prev) { /* oldest first */
     prev = e->prev;
     model_aggregate_t *snap = model_aggregate_clone(e->agg);
     if (!snap || !writer_job_add(job, snap, e->rev, !e->loaded, e)) abort();
     job->bytes += model_aggregate_memory(snap);
     e->inflight = true;
+    e->flight_seq = e->pend_seq;
     unmark_dirty(b, e);
   }
   job->commands = b->commands_since_flush;
   job->first_pending_ms = b->first_pending_ms;
-  job->nruns = b->sealed_runs = b->nruns; /* the commands recorded so far are the ones this flush covers */
   b->commands_since_flush = 0;
   b->first_pending_ms = INT64_MAX;
-  b->owed = false;
+  b->owed = b->ndirty > 0; /* left behind by the cap: the next flush is due as soon as this one lands */
   b->inflight_bytes = job->bytes;
   b->job = job;
   b->stats.flushes++;
@@ -321,15 +384,14 @@ static void adopt_base(batch_t *b, entry_t *e, writer_item_t *it) {
     b->nunloaded--;
   }
   e->rev = it->rev;
-  if (changed)
-    mark_dirty(b, e);
-  else
-    unmark_dirty(b, e); /* whatever arrived since is in the store already */
+  if (!changed) unmark_dirty(b, e); /* whatever arrived since is in the store already */
+  /* changed: it holds commands applied after the snapshot, so it is dirty
+   * already (and the caller re-dirties it from flight_seq if the write failed). */
 }
 
 batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err) {
   assert(job == b->job);
-  for (size_t i = 0; i < job->nitems; i++) {
+  for (size_t i = job->nitems; i-- > 0;) { /* newest first: see redirty_old */
     writer_item_t *it = &job->items[i];
     entry_t *e = it->tag;
     e->inflight = false;
@@ -352,7 +414,7 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
         e->loaded = false;
         b->nunloaded++;
       }
-      mark_dirty(b, e);
+      redirty_old(b, e);
       account(b, e);
       break;
     default: /* rejected (kept for retry), or no result: the store failed */
@@ -360,7 +422,7 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
         log_error("store rejected an aggregate", "id", LOG_STR, model_aggregate_key(e->agg, NULL), "code", LOG_INT,
                   (int64_t)it->error_code);
       if (it->loaded) adopt_base(b, e, it); /* the load landed: keep what it taught us */
-      mark_dirty(b, e);
+      redirty_old(b, e);
       account(b, e);
       break;
     }
@@ -389,17 +451,21 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
     else if (result == BATCH_PARTIAL)
       snprintf(err->message, sizeof err->message, "%llu conflicts; reloading", (unsigned long long)job->conflicts);
   }
-  if (result == BATCH_DONE) {
-    observe_durable(b, job->nruns, clock_wall_ms());
-  } else {
-    /* What the job covered is still owed; the runs stay for the flush that lands them. */
+  if (job->status == STORE_OK && job->nitems) {
+    /* The cap's estimate (batch.h): writer seconds per aggregate, smoothed
+     * over the last few flushes (half weight to the newest). */
+    double sample = job->seconds / (double)job->nitems;
+    b->sec_per_agg = b->sec_per_agg > 0 ? 0.5 * b->sec_per_agg + 0.5 * sample : sample;
+  }
+  if (result != BATCH_DONE) {
+    /* What the job covered is still owed; its runs stay until a flush lands them. */
     b->owed = true;
     b->commands_since_flush += job->commands;
     if (job->first_pending_ms < b->first_pending_ms) b->first_pending_ms = job->first_pending_ms;
   }
   b->inflight_bytes = 0;
-  b->sealed_runs = 0;
   b->job = NULL;
+  observe_durable(b, batch_durable_seq(b), clock_wall_ms());
   writer_job_destroy(job);
   evict(b);
   return result;

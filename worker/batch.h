@@ -9,9 +9,10 @@
  * the overlay merged into the stored document; so a cache miss costs no round
  * trip of its own and never stalls the thread that merges.
  *
- * A flush (batch_flush_begin) takes a snapshot of every dirty entry (a copy
- * of its aggregate: one contiguous block) into a writer_job_t, and the entry
- * is then *in flight*. Commands keep being merged into the live entries
+ * A flush (batch_flush_begin) takes a snapshot of the dirty entries, oldest
+ * change first and at most batch_flush_cap() of them (a copy of each
+ * aggregate: one contiguous block), into a writer_job_t, and those entries
+ * are then *in flight*. Commands keep being merged into the live entries
  * meanwhile; an entry changed after its snapshot is dirty again and goes with
  * the next flush. batch_flush_end takes the finished job back:
  *  - written: the entry's rev becomes the written rev; an entry the job
@@ -20,9 +21,35 @@
  *  - conflict (another writer got there first): the entry becomes unloaded
  *    and dirty, so the next flush reloads it and merges it again;
  *  - no result (store down) or rejected: dirty again, retried after backoff.
- * BATCH_DONE means every item of the job landed: every command applied
- * before batch_flush_begin is durable, which is what offsets need (the
- * caller records what a flush covers when it begins it).
+ * BATCH_DONE means every item of the job landed.
+ *
+ * What is durable, for offsets: every command gets a sequence number (seq)
+ * when applied, stale ones too. An entry remembers the seq of its oldest
+ * change not in the store (pend_seq while dirty, flight_seq while in
+ * flight); the dirty list is kept sorted by it, so flushes take the oldest
+ * changes first and batch_durable_seq() (every command below it is durable)
+ * is the least of the list's back and the flight's: O(1). The consumer maps
+ * seqs to Kafka offsets with checkpoints taken when flushes begin
+ * (offsets.h); the latency of each command is observed when its seq falls
+ * below that bound.
+ *
+ * The flush cap (issue 15, latency when the worker keeps up). Group commit
+ * makes the next flush take everything dirty when one lands; when the store
+ * is slow in documents, a long flush lets many aggregates become dirty, so
+ * the next one is as long (a convoy), and a command waits for the flush in
+ * flight and then for its own, both long. So a flush carries at most what
+ * the writer lands in about batch.linger_ms: linger_ms / (smoothed writer
+ * seconds per aggregate over the flushes that got an answer, half weight to
+ * the newest), with a floor of BATCH_FLUSH_FLOOR (one FerretDB update
+ * command; the floor is also the cap before any flush has landed, and with
+ * linger_ms = 0). A flush then lasts about linger_ms whatever piles up;
+ * what it leaves is owed and goes with the next one at once, oldest first,
+ * so a command waits at most for the dirty entries older than its own, which
+ * when the worker keeps up fit in the next flush. Under a backlog the cap
+ * costs no writes: each dirty aggregate is still written once per pass over
+ * the dirty list, however the pass is cut into flushes; what it costs is
+ * a fixed overhead per flush (a round trip, a commit, the consumer noticing),
+ * small against linger_ms (docs/BENCHMARKS.md, issue 15).
  *
  * Dirty and in-flight entries are never evicted; clean loaded entries are
  * kept in an LRU of at most cache.max_aggregates (0 = none kept: every
@@ -89,7 +116,18 @@ int64_t batch_deadline(const batch_t *b);
 bool batch_dirty(const batch_t *b);
 bool batch_in_flight(const batch_t *b);
 
-/* Snapshots every dirty entry into a new job (see the file comment); the
+/* The seq the next applied command will get: every command applied so far
+ * has a smaller one. */
+uint64_t batch_seq(const batch_t *b);
+/* Every command with a seq below this is durable (or was stale). */
+uint64_t batch_durable_seq(const batch_t *b);
+
+/* The most aggregates the next flush takes (see the file comment). */
+#define BATCH_FLUSH_FLOOR 16
+size_t batch_flush_cap(const batch_t *b);
+
+/* Snapshots the oldest dirty entries, at most batch_flush_cap(), into a new
+ * job (see the file comment); the
  * caller hands it to a writer (or runs writer_execute) and gives it back to
  * batch_flush_end. Returns NULL when nothing is dirty: then every command
  * applied so far is durable (their latency is observed now). Must not be

@@ -53,8 +53,11 @@ int cli_run(const cli_options_t *o) {
   sink_t sink = sink_store(store); /* the writer thread's until consumer_run returns */
   rc = consumer_run(cfg, batch, &sink, &(consumer_reload_t){o->config_path, o->sets, o->nsets});
 out:
+  /* A flush abandoned at the shutdown deadline (consumer.c) is still in
+   * flight: its writer thread is inside a store call with this store, which
+   * must then outlive us (the process exits; the batch it never reads). */
+  if (!batch || !batch_in_flight(batch)) store_destroy(store);
   batch_destroy(batch);
-  store_destroy(store);
   metrics_stop();
   config_destroy(cfg);
   return rc;

@@ -45,6 +45,8 @@ typedef struct config {
 
   int64_t cache_max_aggregates;
 
+  int64_t shutdown_timeout_ms;
+
   int64_t limits_max_command_bytes;
 
   char *metrics_listen; /* "host:port", "" for none */

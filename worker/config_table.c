@@ -208,6 +208,7 @@ const config_section_t config_sections[] = {
     {"limits", "Input limits."},
     {"metrics", "The HTTP endpoint for /metrics, /healthz and /readyz."},
     {"log", "Logging on stderr."},
+    {"shutdown", "How long SIGTERM or SIGINT may take."},
 };
 const size_t config_sections_count = sizeof config_sections / sizeof config_sections[0];
 
@@ -253,6 +254,10 @@ const config_prop_t config_props[] = {
     ENUM("log", "level", "info", log_levels, CONFIG_LIVE, log_level, "Least severe level logged."),
     ENUM("log", "format", "json", log_formats, 0, log_format,
          "json: one JSON object per line (ts, level, msg, fields); text: one line for a terminal."),
+    INT("shutdown", "timeout_ms", "30000", 0, 3600000, 0, shutdown_timeout_ms,
+        "How long a stop (SIGTERM, SIGINT) may spend writing what is held and committing it, a flush or load "
+        "in progress included; then the worker exits 1, and what is not durable stays uncommitted for the next "
+        "owner to read again. Keep it below the orchestrator's grace period (docker/k8s: 60 s)."),
 };
 const size_t config_props_count = sizeof config_props / sizeof config_props[0];
 _Static_assert(sizeof config_props / sizeof config_props[0] <= 32, "config_t.from_file has a bit per key");

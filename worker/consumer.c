@@ -38,6 +38,7 @@ typedef struct consumer {
   bool fatal;
   bool stopped_at_start; /* SIGTERM while waiting for the brokers at start */
   int64_t last_commit;
+  int64_t stop_deadline; /* wall ms by which a stop ends (shutdown.timeout_ms); INT64_MAX while running */
   model_command_t cmd;
 } consumer_t;
 
@@ -83,19 +84,18 @@ static void update_gauges(consumer_t *c) {
   metrics_set_pending_bytes(batch_pending_bytes(c->batch) + deadletter_bytes(c->dlq));
 }
 
-/* One step of the flusher, and what it means for offsets: a flush that
- * landed makes the offsets it covered durable; one that begins covers what
- * has been consumed so far. Returns true when a flush landed. */
+/* One step of the flusher, and what it means for offsets (offsets.h): a
+ * flush that begins checkpoints what has been consumed so far; one that
+ * comes back moves each partition's durable offset to the newest checkpoint
+ * the batch's durable seq has passed. Returns true when one moved. */
 static bool flush_step(consumer_t *c, int64_t wait_ms, bool force) {
   flusher_event_t ev = flusher_step(c->flusher, clock_wall_ms(), wait_ms, force);
   bool landed = false;
   if (ev.finished) {
     log_debug("flush finished", "status", LOG_INT, (int64_t)ev.status, "aggregates", LOG_INT, (int64_t)ev.items,
               "ms", LOG_INT, (int64_t)(ev.seconds * 1000));
-    if (ev.status == BATCH_DONE) {
-      landed = true;
-      offsets_flush_landed(c->offsets);
-    } else if (ev.status == BATCH_FATAL) {
+    landed = offsets_durable_to(c->offsets, batch_durable_seq(c->batch));
+    if (ev.status == BATCH_FATAL) {
       log_error("store error that retrying cannot fix", "error", LOG_STR, ev.err.message);
       c->fatal = true;
     } else if (ev.status == BATCH_RETRY && (ev.attempt == 1 || ev.attempt % 10 == 0)) {
@@ -103,7 +103,7 @@ static bool flush_step(consumer_t *c, int64_t wait_ms, bool force) {
                (int64_t)ev.attempt, "retry_in_ms", LOG_INT, ev.retry_in_ms);
     }
   }
-  if (ev.started) offsets_flush_began(c->offsets);
+  if (ev.started) offsets_checkpoint(c->offsets, batch_seq(c->batch));
   /* Nothing unwritten (nothing dirty, nothing in flight): every valid command
    * consumed so far, stale ones included, is durable. */
   if (!batch_dirty(c->batch)) offsets_all_durable(c->offsets);
@@ -164,7 +164,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     if (!lost) {
       /* Hand the partitions over with their work done: write what we hold
        * and commit it, so the next owner starts where we are. */
-      bool drained = drain(c, clock_wall_ms() + DRAIN_TIMEOUT_MS);
+      int64_t deadline = clock_wall_ms() + DRAIN_TIMEOUT_MS;
+      bool drained = drain(c, deadline < c->stop_deadline ? deadline : c->stop_deadline);
       commit(c, parts, true);
       if (!drained) log_warn("revoked partitions handed over with unwritten changes; they will be re-read");
     }
@@ -322,6 +323,7 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consum
   consumer_t *c = oom_calloc(1, sizeof *c);
   c->cfg = cfg;
   c->batch = batch;
+  c->stop_deadline = INT64_MAX;
   srand((unsigned)clock_wall_ms() ^ (unsigned)getpid());
   signals_install(SIGNALS_STOP | SIGNALS_RELOAD | SIGNALS_IGNORE_PIPE);
   metrics_set_assigned(false);
@@ -380,22 +382,34 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consum
   }
 
   if (!c->fatal) {
-    log_info("stopping: writing and committing what is held");
-    /* Keep retrying until written; a second signal gives up (exit 1, nothing
-     * committed that is not durable). */
-    while (!drain(c, clock_wall_ms() + DRAIN_TIMEOUT_MS) && signals_stop_count() < 2 && !c->fatal) {
-    }
-    if (!batch_dirty(batch)) {
-      commit(c, NULL, true);
-      rd_kafka_consumer_close(c->rk); /* leaves the group; revocation finds nothing left to do */
+    /* Bounded (SPEC.md section 5): write and commit what is held until
+     * shutdown.timeout_ms, a flush or load in progress included; a second
+     * signal gives up at once. What is not durable then stays uncommitted
+     * (the next owner reads it again); what is, is committed either way. */
+    c->stop_deadline = clock_wall_ms() + cfg->shutdown_timeout_ms;
+    log_info("stopping: writing and committing what is held", "timeout_ms", LOG_INT, cfg->shutdown_timeout_ms,
+             "dirty_aggregates", LOG_INT, (int64_t)batch_dirty_count(batch), "flush_in_flight", LOG_INT,
+             (int64_t)flusher_in_flight(c->flusher));
+    bool drained = drain(c, c->stop_deadline);
+    commit(c, NULL, true);
+    rd_kafka_consumer_close(c->rk); /* leaves the group; its revocation's drain ends at stop_deadline too */
+    const batch_stats_t *s = batch_stats(batch);
+    if (drained && !c->fatal) {
       rc = 0;
-      const batch_stats_t *s = batch_stats(batch);
       log_info("stopped", "applied", LOG_INT, (int64_t)s->applied, "stale", LOG_INT, (int64_t)s->stale, "writes",
                LOG_INT, (int64_t)s->writes_ok, "conflicts", LOG_INT, (int64_t)s->conflicts);
+    } else {
+      log_error("stopped before everything was durable; those offsets stay uncommitted", "timeout_ms", LOG_INT,
+                cfg->shutdown_timeout_ms, "dirty_aggregates", LOG_INT, (int64_t)batch_dirty_count(batch),
+                "flush_in_flight", LOG_INT, (int64_t)flusher_in_flight(c->flusher));
     }
   }
-out:
-  flusher_destroy(c->flusher); /* waits for a flush in flight; nothing committed for it */
+out:;
+  /* A flush still in the store now is not waited for past the deadline: the
+   * writer thread is abandoned with it (cli_run then leaves the store alone). */
+  int64_t left = c->stop_deadline == INT64_MAX ? cfg->shutdown_timeout_ms : c->stop_deadline - clock_wall_ms();
+  if (!flusher_destroy_within(c->flusher, left > 0 ? left : 0))
+    log_warn("exiting with a store call in progress; its flush is not committed");
   destroy_clients(c);
   free(c);
   return rc;

@@ -12,6 +12,12 @@
  * again at once, and after 8 such in a row backs off too (two writers
  * racing on one hot document must not spin).
  *
+ * A flush that runs long says so: every FLUSHER_SLOW_LOG_MS while one is in
+ * flight, flusher_step (and a wait in it) logs a warning with how long it
+ * has run, how many aggregates and commands it carries, how many loads it
+ * had to do and how far the loads and writes have got (issue 16: an operator
+ * must not face a silent process).
+ *
  * Threads: a flusher_t, like the batch it borrows, belongs to one thread;
  * the writer thread it starts owns the sink's connection until
  * flusher_destroy returns. */
@@ -40,9 +46,17 @@ typedef struct flusher_event {
 /* batch is borrowed; sink is copied and its ctx handed to the writer thread.
  * idle_ping_ms as writer_new. NULL when the thread cannot start. */
 flusher_t *flusher_new(batch_t *batch, const sink_t *sink, int64_t idle_ping_ms);
+#define FLUSHER_SLOW_LOG_MS 5000
+
 /* Waits for a flush in flight (writer_destroy) and stops the thread; what
  * it did not land stays in the batch, dirty. NULL-safe. */
 void flusher_destroy(flusher_t *f);
+/* The same, waiting at most wait_ms for a flush in flight. False when it
+ * is still running then: the writer thread is abandoned with it
+ * (writer_destroy_within), the batch keeps it as in flight
+ * (batch_in_flight() stays true: the caller must neither end it nor
+ * destroy the sink's ctx, which that thread still uses). NULL-safe (true). */
+bool flusher_destroy_within(flusher_t *f, int64_t wait_ms);
 void flusher_set_retry(flusher_t *f, int64_t backoff_ms, int64_t backoff_max_ms);
 
 /* now_ms is the batch's clock (linger); backoff runs on the wall clock.

@@ -28,12 +28,19 @@ const kafka_default_t kafka_defaults[] = {
      "a rebalance moves only the partitions that must move"},
     {KAFKA_RUN_CONSUMER, "auto.offset.reset", "earliest", "a new group starts from the oldest command"},
     {KAFKA_RUN_CONSUMER, "session.timeout.ms", "10000", "a dead worker's partitions move within seconds"},
-    /* The live worker is bound by the store (a batch of batch.max_commands
-     * every flush), not by fetching: 6 partitions in backlog held ~55 MiB
-     * of prefetch at librdkafka's 100,000; 20,000 holds ~13 MiB and fetching
-     * still keeps ahead (docs/BENCHMARKS.md, "Defaults"). */
-    {KAFKA_RUN_CONSUMER, "queued.min.messages", "20000",
-     "the store, not fetching, bounds the worker; less prefetch is less memory"},
+    /* Once a partition's queue holds queued.min.messages, librdkafka 2.0
+     * (Debian's) fetches it again only after a fixed 1 s backoff (its
+     * issue 2879; fetch.queue.backoff.ms came in 2.2), so the queues must
+     * hold about a second of the merge. With the pipelined writer the
+     * consumer drained 20,000 per partition well within that second and then
+     * idled (W1 at 200,000 commands: 20% of replay). 1,000,000 commands over
+     * 6 partitions: 50,000 -> 86 k commands/s, peak RSS 59 MiB; 100,000
+     * (librdkafka's own default) -> 155 k/s, 90 MiB; 200,000 -> 206 k/s,
+     * 116 MiB. 100,000 held ~55 MiB of prefetch in a long backlog, which
+     * with batch.max_pending_bytes stays inside the manifests' 256 MiB
+     * (docs/BENCHMARKS.md, "Pipelined writer"). */
+    {KAFKA_RUN_CONSUMER, "queued.min.messages", "100000",
+     "about a second of the merge: librdkafka 2.0 refetches a full queue only after 1 s"},
     {KAFKA_RUN_CONSUMER, "queued.max.messages.kbytes", "32768", "a cap across many partitions"},
     {KAFKA_DLQ_PRODUCER, "linger.ms", "5", "rejects are rare: send them at once (acks=all and idempotence are "
                                            "forced)"},

@@ -10,6 +10,11 @@ struct offsets_reject {
   bool done;
 };
 
+struct offsets_checkpoint {
+  uint64_t seq;
+  int64_t next;
+};
+
 struct offsets {
   offsets_part_t *parts;
   size_t n, cap;
@@ -22,6 +27,7 @@ void offsets_destroy(offsets_t *o) {
   for (size_t i = 0; i < o->n; i++) {
     free(o->parts[i].topic);
     free(o->parts[i].rejects);
+    free(o->parts[i].cps);
   }
   free(o->parts);
   free(o);
@@ -45,7 +51,7 @@ void offsets_add(offsets_t *o, const char *topic, int32_t partition) {
   }
   char *t = oom_strdup(topic);
   o->parts[o->n++] = (offsets_part_t){.topic = t, .partition = partition, .next = -1, .durable = -1,
-                                      .covered = -1, .committed = -1};
+                                      .committed = -1};
 }
 
 void offsets_remove(offsets_t *o, const char *topic, int32_t partition) {
@@ -53,6 +59,7 @@ void offsets_remove(offsets_t *o, const char *topic, int32_t partition) {
   if (!p) return;
   free(p->topic);
   free(p->rejects);
+  free(p->cps);
   *p = o->parts[--o->n];
 }
 
@@ -90,17 +97,52 @@ bool offsets_rejects_pending(const offsets_t *o) {
   return false;
 }
 
-void offsets_flush_began(offsets_t *o) {
-  for (size_t i = 0; i < o->n; i++) o->parts[i].covered = o->parts[i].next;
+static struct offsets_checkpoint *cp_at(offsets_part_t *p, size_t i) { return &p->cps[(p->cp_head + i) % p->cp_cap]; }
+
+void offsets_checkpoint(offsets_t *o, uint64_t seq) {
+  for (size_t i = 0; i < o->n; i++) {
+    offsets_part_t *p = &o->parts[i];
+    if (p->next <= p->durable) continue; /* nothing consumed that is not durable */
+    if (p->cp_len && cp_at(p, p->cp_len - 1)->next == p->next) continue; /* the last one says the same, earlier */
+    if (p->cp_len == OFFSETS_CHECKPOINTS_MAX) { /* coarser, never early: the newest moves later */
+      *cp_at(p, p->cp_len - 1) = (struct offsets_checkpoint){seq, p->next};
+      continue;
+    }
+    if (p->cp_len == p->cp_cap) {
+      size_t cap = p->cp_cap ? p->cp_cap * 2 : 16;
+      struct offsets_checkpoint *n = malloc(cap * sizeof *n);
+      if (!n) abort();
+      for (size_t k = 0; k < p->cp_len; k++) n[k] = *cp_at(p, k);
+      free(p->cps);
+      p->cps = n;
+      p->cp_cap = cap;
+      p->cp_head = 0;
+    }
+    *cp_at(p, p->cp_len++) = (struct offsets_checkpoint){seq, p->next};
+  }
 }
 
-void offsets_flush_landed(offsets_t *o) {
-  for (size_t i = 0; i < o->n; i++)
-    if (o->parts[i].covered > o->parts[i].durable) o->parts[i].durable = o->parts[i].covered;
+bool offsets_durable_to(offsets_t *o, uint64_t seq) {
+  bool moved = false;
+  for (size_t i = 0; i < o->n; i++) {
+    offsets_part_t *p = &o->parts[i];
+    while (p->cp_len && p->cps[p->cp_head].seq <= seq) {
+      if (p->cps[p->cp_head].next > p->durable) {
+        p->durable = p->cps[p->cp_head].next;
+        moved = true;
+      }
+      p->cp_head = (p->cp_head + 1) % p->cp_cap;
+      p->cp_len--;
+    }
+  }
+  return moved;
 }
 
 void offsets_all_durable(offsets_t *o) {
-  for (size_t i = 0; i < o->n; i++) o->parts[i].durable = o->parts[i].next;
+  for (size_t i = 0; i < o->n; i++) {
+    o->parts[i].durable = o->parts[i].next;
+    o->parts[i].cp_len = 0; /* all at or below what is durable now */
+  }
 }
 
 /* The offset to commit: the first message not yet durable. */

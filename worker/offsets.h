@@ -5,10 +5,17 @@
  * effect is not durable: every valid command before it is in the store and
  * every rejected one has been acknowledged by the dead-letter topic.
  *  - `next`: one past the last message consumed;
- *  - `covered`: `next` when the flush in flight began (offsets_flush_began);
- *    it becomes `durable` when that flush lands with every item written
- *    (offsets_flush_landed): the flush held a snapshot of every dirty
- *    aggregate, so every command consumed before it began is then stored;
+ *  - checkpoints (offsets_checkpoint, when a flush begins): pairs (seq,
+ *    next) saying that every command consumed from the partition before
+ *    `next` was applied with a batch seq below `seq` (batch.h). When the
+ *    batch says every command below some seq is durable
+ *    (offsets_durable_to, when a flush comes back), the newest checkpoint
+ *    at or below it makes its `next` the partition's `durable`. A flush
+ *    need not carry every dirty aggregate (the flush cap), so a flush that
+ *    lands does not by itself make all it began with durable: the seq does.
+ *    A partition keeps at most OFFSETS_CHECKPOINTS_MAX of them; past that
+ *    the newest is replaced (commits then wait for a later point: never
+ *    early);
  *  - with nothing dirty and nothing in flight, everything consumed is
  *    durable (offsets_all_durable);
  *  - rejected messages wait, in offset order, for their dead-letter ack
@@ -29,13 +36,15 @@
 #include <stdint.h>
 
 typedef struct offsets_reject offsets_reject_t;
+struct offsets_checkpoint;
 
 typedef struct offsets_part {
   char *topic; /* owned */
   int32_t partition;
   int64_t next;      /* offset after the last consumed message, -1 before the first */
   int64_t durable;   /* every valid command below this is durable, -1 none */
-  int64_t covered;   /* `next` when the flush in flight began, -1 none */
+  struct offsets_checkpoint *cps; /* a ring, oldest first */
+  size_t cp_head, cp_len, cp_cap;
   int64_t committed; /* last offset the group confirmed, -1 none */
   offsets_reject_t *rejects; /* awaiting the dead-letter ack, a ring in offset order */
   size_t head, len, cap;
@@ -62,8 +71,13 @@ void offsets_reject_pending(offsets_part_t *p, int64_t offset);
 void offsets_reject_done(offsets_t *o, const char *topic, int32_t partition, int64_t offset);
 bool offsets_rejects_pending(const offsets_t *o);
 
-void offsets_flush_began(offsets_t *o);
-void offsets_flush_landed(offsets_t *o);
+#define OFFSETS_CHECKPOINTS_MAX 4096
+/* Every partition's `next` was consumed below batch seq `seq`. Aborts when
+ * out of memory (as offsets_add). */
+void offsets_checkpoint(offsets_t *o, uint64_t seq);
+/* Every command below batch seq `seq` is durable: returns true if some
+ * partition's `durable` moved. */
+bool offsets_durable_to(offsets_t *o, uint64_t seq);
 void offsets_all_durable(offsets_t *o);
 
 /* The committable offsets above what was confirmed, of the partitions in

@@ -98,6 +98,7 @@ static store_status_t load_items(const sink_t *sink, writer_job_t *job, writer_i
     store_status_t st = sink->load(sink->ctx, keys, k, on_found, &lc, &job->err);
     job->loads++;
     if (st != STORE_OK) return st; /* all or nothing (store.h): no callback was made */
+    atomic_fetch_add_explicit(&job->done_loads, k, memory_order_relaxed);
     for (size_t i = 0; i < k; i++) {
       if (!lc.items[i]->loaded) { /* not stored yet: an insert */
         lc.items[i]->loaded = true;
@@ -113,6 +114,8 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
   memset(&job->err, 0, sizeof job->err);
   job->status = STORE_OK;
   job->loads = job->written = job->unchanged = job->conflicts = job->errors = 0;
+  atomic_store_explicit(&job->done_loads, 0, memory_order_relaxed);
+  atomic_store_explicit(&job->done_writes, 0, memory_order_relaxed);
   if (!job->chunk) job->chunk = 1000;
   size_t chunk = job->chunk < job->nitems ? job->chunk : job->nitems;
   writer_item_t **ents = malloc((job->nitems ? job->nitems : 1) * sizeof *ents);
@@ -133,6 +136,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
     if (!k) break;
     st = sink->write(sink->ctx, items, k, job->now_ms, &job->err);
     if (st != STORE_OK) break;
+    atomic_fetch_add_explicit(&job->done_writes, k, memory_order_relaxed);
     for (size_t i = 0; i < k; i++) {
       writer_item_t *it = ents[i];
       switch (items[i].result) {
@@ -175,7 +179,15 @@ struct writer {
   writer_job_t *running; /* started, not finished */
   writer_job_t *done;    /* finished, not taken */
   bool stop;
+  bool pinging;   /* an idle ping is in a store call */
+  bool abandoned; /* writer_destroy_within gave up waiting: the thread cleans up after itself */
 };
+
+static void writer_free(writer_t *w) {
+  pthread_cond_destroy(&w->cond);
+  pthread_mutex_destroy(&w->lock);
+  free(w);
+}
 
 static struct timespec deadline_in(int64_t ms) {
   struct timespec ts;
@@ -203,20 +215,35 @@ static void *writer_main(void *arg) {
       last_answer = clock_mono_s();
       pthread_mutex_lock(&w->lock);
       w->running = NULL;
+      if (w->abandoned) { /* nobody will take it, join us, or free w */
+        pthread_mutex_unlock(&w->lock);
+        writer_job_destroy(job);
+        writer_free(w);
+        return NULL;
+      }
       w->done = job;
       pthread_cond_broadcast(&w->cond);
       continue;
     }
     if (w->stop) break;
     if (w->idle_ping_ms > 0 && (clock_mono_s() - last_answer) * 1000.0 >= (double)w->idle_ping_ms) {
+      w->pinging = true;
       pthread_mutex_unlock(&w->lock);
       store_error_t err;
-      if (w->sink.ping && w->sink.ping(w->sink.ctx, &err) == STORE_OK)
+      bool ok = w->sink.ping && w->sink.ping(w->sink.ctx, &err) == STORE_OK;
+      last_answer = clock_mono_s();
+      pthread_mutex_lock(&w->lock);
+      w->pinging = false;
+      if (w->abandoned) {
+        pthread_mutex_unlock(&w->lock);
+        writer_free(w);
+        return NULL;
+      }
+      if (ok)
         metrics_store_answered();
       else
         metrics_store_failed();
-      last_answer = clock_mono_s();
-      pthread_mutex_lock(&w->lock);
+      pthread_cond_broadcast(&w->cond);
       continue;
     }
     if (w->idle_ping_ms > 0) {
@@ -257,19 +284,31 @@ writer_t *writer_new(const sink_t *sink, int64_t idle_ping_ms) {
   return w;
 }
 
-void writer_destroy(writer_t *w) {
-  if (!w) return;
+void writer_destroy(writer_t *w) { (void)writer_destroy_within(w, INT64_MAX / 4); }
+
+bool writer_destroy_within(writer_t *w, int64_t wait_ms) {
+  if (!w) return true;
   pthread_mutex_lock(&w->lock);
   w->stop = true;
   writer_job_destroy(w->todo); /* never started: nothing of it reached the store */
   w->todo = NULL;
   pthread_cond_broadcast(&w->cond);
+  if (w->running || w->pinging) {
+    struct timespec ts = deadline_in(wait_ms < 0 ? 0 : wait_ms);
+    while (w->running || w->pinging)
+      if (pthread_cond_timedwait(&w->cond, &w->lock, &ts) == ETIMEDOUT) break;
+  }
+  if (w->running || w->pinging) {
+    w->abandoned = true;
+    pthread_mutex_unlock(&w->lock);
+    pthread_detach(w->thread);
+    return false;
+  }
   pthread_mutex_unlock(&w->lock);
-  pthread_join(w->thread, NULL); /* a running job finishes first */
+  pthread_join(w->thread, NULL); /* idle or stopping: returns at once */
   writer_job_destroy(w->done);
-  pthread_cond_destroy(&w->cond);
-  pthread_mutex_destroy(&w->lock);
-  free(w);
+  writer_free(w);
+  return true;
 }
 
 bool writer_submit(writer_t *w, writer_job_t *job) {

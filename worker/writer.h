@@ -33,6 +33,7 @@
 #ifndef WRITER_H
 #define WRITER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,9 +70,12 @@ typedef struct writer_job {
   store_error_t err;
   uint64_t loads, written, unchanged, conflicts, errors;
   double seconds; /* how long the job took in the writer */
+  /* progress while in flight, the only fields another thread may read then
+   * (atomics: the writer stores, anyone loads): items loaded and written so far */
+  atomic_size_t done_loads, done_writes;
   /* the batch's bookkeeping of what the job covers; the writer never reads it */
   int64_t commands, first_pending_ms;
-  size_t nruns, bytes;
+  size_t bytes;
 } writer_job_t;
 
 /* An empty job with room for n items; NULL when out of memory. Caller owns;
@@ -95,6 +99,14 @@ writer_t *writer_new(const sink_t *sink, int64_t idle_ping_ms);
  * half-way safely), destroys a finished one nobody took, joins the thread.
  * writer_destroy(NULL) is safe. */
 void writer_destroy(writer_t *w);
+/* The same, waiting at most wait_ms for a job in flight (or an idle ping).
+ * If it is still running then (a store call that hangs: a black-holed socket waits for its
+ * timeout), the thread is abandoned instead of joined: it keeps the job and
+ * the sink's ctx, destroys the job and frees itself when the call returns,
+ * and exits. Returns false in that case: the caller must then leave the
+ * sink's ctx alone (the process is exiting; what the job carried is not
+ * acknowledged, so its offsets were never committed). NULL-safe (true). */
+bool writer_destroy_within(writer_t *w, int64_t wait_ms);
 
 /* Hands job to the writer thread. One job at a time: false (and the job
  * stays the caller's) while another is submitted and not yet taken back. */

@@ -340,6 +340,9 @@ def test_compose_worker_config():
     port = listen_port(cfg["metrics.listen"])
     check(cfg["metrics.listen"].startswith("0.0.0.0:"), "in a container metrics.listen must be 0.0.0.0:PORT")
     check(any(str(p).endswith(":%d" % port) for p in w.get("ports", [])), "worker does not publish port %d" % port)
+    grace = str(w.get("stop_grace_period", "10s"))
+    check(re.fullmatch(r"\d+s", grace), "stop_grace_period %s: seconds expected" % grace)
+    check_shutdown_bound(cfg, int(grace[:-1]), "compose stop_grace_period")
 
 
 def test_compose_cli():
@@ -540,6 +543,17 @@ def one(objs, kind):
     return found[0]
 
 
+def check_shutdown_bound(cfg, grace_s, what):
+    """SPEC section 5: a stop is bounded by shutdown.timeout_ms, below the orchestrator's grace period, with
+    SHUTDOWN_MARGIN_MS left after it to leave the group and close the clients before a SIGKILL."""
+    t = int(cfg["shutdown.timeout_ms"])
+    check(0 < t and t + SHUTDOWN_MARGIN_MS <= grace_s * 1000,
+          "shutdown.timeout_ms %d + %d ms margin exceeds %s (%ss)" % (t, SHUTDOWN_MARGIN_MS, what, grace_s))
+
+
+SHUTDOWN_MARGIN_MS = 10000
+
+
 def k8s_config(objs):
     """The ConfigMap INI as the worker sees it, with the Secret's files."""
     dep, cm, sec = one(objs, "Deployment"), one(objs, "ConfigMap"), one(objs, "Secret")
@@ -625,6 +639,7 @@ def test_k8s_deployment():
     check(sec_vol.get("defaultMode") == 0o440 and psc.get("fsGroup") == uid,
           "secret files: mode 0440 and fsGroup = the worker's uid, so only it can read them")
     check(pod.get("terminationGracePeriodSeconds", 30) >= 30, "grace period too short to flush")
+    check_shutdown_bound(cfg, pod.get("terminationGracePeriodSeconds", 30), "terminationGracePeriodSeconds")
     ru = spec.get("strategy", {}).get("rollingUpdate", {})
     check(ru.get("maxSurge") == 0, "a surged pod can be left without partitions (never ready) and stall the rollout")
 

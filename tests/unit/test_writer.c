@@ -8,10 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "batch.h"
+#include "clock.h"
+#include "log.h"
 #include "flusher.h"
 #include "mem_store.h"
+#include "offsets.h"
 #include "writer.h"
 
 static model_command_t roster(const char *assignment, const char *student, const char *id, uint64_t v, bool on) {
@@ -202,7 +206,8 @@ END_TEST
 
 /* Store down: the flush comes back with no results, everything it held is
  * dirty again and owed, and the memory bound sees it all the time (the
- * snapshot while in flight, the live entries after). */
+ * snapshot while in flight, the live entries after). BATCH_FLUSH_FLOOR
+ * aggregates: the most a flush takes before any has landed. */
 START_TEST(outage_keeps_everything_and_counts_snapshots) {
   mem_store_t s;
   mem_init(&s);
@@ -212,7 +217,7 @@ START_TEST(outage_keeps_everything_and_counts_snapshots) {
   flusher_t *f = flusher_new(b, &sink, 0);
   flusher_set_retry(f, 1, 5);
   char a[8], id[8];
-  for (int i = 0; i < 20; i++) {
+  for (int i = 0; i < BATCH_FLUSH_FLOOR; i++) {
     snprintf(a, sizeof a, "a%d", i);
     snprintf(id, sizeof id, "c%d", i);
     apply(b, a, "s1", id, 1);
@@ -228,12 +233,12 @@ START_TEST(outage_keeps_everything_and_counts_snapshots) {
     if (ev.finished) {
       ck_assert_int_eq(ev.status, BATCH_RETRY);
       ck_assert_uint_eq(ev.attempt, (unsigned)++failures);
-      /* All 20 are owed again: dirty, or already in the next flush when the
-       * (1-5 ms) backoff had passed by the end of this step. */
+      /* All of them are owed again: dirty, or already in the next flush when
+       * the (1-5 ms) backoff had passed by the end of this step. */
       if (ev.started)
         ck_assert(batch_in_flight(b) && batch_dirty_count(b) == 0);
       else
-        ck_assert_uint_eq(batch_dirty_count(b), 20);
+        ck_assert_uint_eq(batch_dirty_count(b), BATCH_FLUSH_FLOOR);
       ck_assert_uint_ge(batch_pending_bytes(b), live);
     }
   }
@@ -243,7 +248,7 @@ START_TEST(outage_keeps_everything_and_counts_snapshots) {
   ck_assert(!batch_dirty(b));
   ck_assert_uint_eq(batch_pending_bytes(b), 0);
   flusher_destroy(f);
-  ck_assert_int_eq(s.n, 20);
+  ck_assert_int_eq(s.n, BATCH_FLUSH_FLOOR);
   batch_destroy(b);
   mem_free(&s);
 }
@@ -319,6 +324,291 @@ START_TEST(bulks_of_max_aggregates) {
 }
 END_TEST
 
+/* The flush cap (batch.h): before any flush has landed a flush takes
+ * BATCH_FLUSH_FLOOR aggregates, oldest change first; then at most what the
+ * writer lands in batch.linger_ms at the smoothed seconds per aggregate of
+ * the flushes so far. The in-memory store sleeps latency_ms per call and
+ * bulks of one aggregate make that a cost per aggregate; the cap is checked
+ * against the durations the writer reported, never against the clock. */
+static size_t expected_cap(int64_t linger_ms, double sec_per_agg) {
+  double n = (double)linger_ms / 1000.0 / sec_per_agg;
+  return n < BATCH_FLUSH_FLOOR ? BATCH_FLUSH_FLOOR : (size_t)n;
+}
+
+START_TEST(flush_cap_follows_the_writers_pace) {
+  mem_store_t s;
+  mem_init(&s);
+  s.latency_ms = 5;
+  sink_t sink = mem_sink(&s);
+  batch_limits_t l = {1000000, 1, 400, 1 << 30, 100}; /* bulks of 1: a call per aggregate */
+  batch_t *b = batch_new(&l);
+  char a[8], id[16];
+  for (int i = 0; i < 60; i++) {
+    snprintf(a, sizeof a, "a%02d", i);
+    snprintf(id, sizeof id, "c%d", i);
+    apply(b, a, "s1", id, 1);
+  }
+  apply(b, "a00", "s2", "c100", 1); /* a00 stays the oldest change */
+  ck_assert_uint_eq(batch_flush_cap(b), BATCH_FLUSH_FLOOR);
+  writer_job_t *job = batch_flush_begin(b, 0);
+  ck_assert_uint_eq(job->nitems, BATCH_FLUSH_FLOOR);
+  for (size_t i = 0; i < job->nitems; i++) { /* oldest first */
+    snprintf(a, sizeof a, "a%02d", (int)i);
+    ck_assert_str_eq(model_aggregate_key(job->items[i].agg, NULL) + 3, a);
+  }
+  ck_assert_uint_eq(batch_dirty_count(b), 60 - BATCH_FLUSH_FLOOR);
+  ck_assert(batch_flush_due(b, 0)); /* what the cap left is owed at once */
+  writer_execute(&sink, job);
+  double per = job->seconds / (double)job->nitems;
+  ck_assert(per >= 0.010); /* a load and a write of 5 ms each */
+  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  size_t cap = expected_cap(400, per);
+  ck_assert_uint_eq(batch_flush_cap(b), cap);
+  ck_assert_uint_le(cap, 40); /* 400 ms at >= 10 ms each */
+
+  job = batch_flush_begin(b, 0);
+  size_t want = 60 - BATCH_FLUSH_FLOOR < cap ? 60 - BATCH_FLUSH_FLOOR : cap;
+  ck_assert_uint_eq(job->nitems, want);
+  snprintf(a, sizeof a, "a%02d", BATCH_FLUSH_FLOOR);
+  ck_assert_str_eq(model_aggregate_key(job->items[0].agg, NULL) + 3, a);
+  writer_execute(&sink, job);
+  double per2 = 0.5 * per + 0.5 * job->seconds / (double)job->nitems;
+  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  ck_assert_uint_eq(batch_flush_cap(b), expected_cap(400, per2));
+
+  /* linger 0 flushes at once: the floor */
+  l.linger_ms = 0;
+  batch_set_limits(b, &l);
+  ck_assert_uint_eq(batch_flush_cap(b), BATCH_FLUSH_FLOOR);
+  while (batch_dirty(b)) {
+    job = batch_flush_begin(b, 0);
+    writer_execute(&sink, job);
+    ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  }
+  ck_assert_int_eq(s.n, 60);
+  ck_assert_int_eq(assigned(&s, "t1/a00"), 2);
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
+/* What is durable, by command seq (batch.h): the oldest change not in the
+ * store bounds it, whether dirty or in flight; a flush that fails puts its
+ * aggregates back as the oldest changes, so the next flush takes them again
+ * before anything newer, and a conflict does the same. */
+START_TEST(durable_seq_follows_the_oldest_change) {
+  mem_store_t s;
+  mem_init(&s);
+  sink_t sink = mem_sink(&s);
+  batch_t *b = new_batch(); /* linger 0: the cap is the floor */
+  char a[8], id[16];
+  for (int i = 0; i < 20; i++) { /* seqs 0..19, then stored: loaded, clean */
+    snprintf(a, sizeof a, "a%02d", i);
+    snprintf(id, sizeof id, "c%d", i);
+    apply(b, a, "s1", id, 1);
+  }
+  while (batch_dirty(b)) {
+    writer_job_t *j = batch_flush_begin(b, 0);
+    writer_execute(&sink, j);
+    ck_assert_int_eq(batch_flush_end(b, j, NULL), BATCH_DONE);
+  }
+  ck_assert_uint_eq(batch_durable_seq(b), 20);
+  for (int i = 0; i < 20; i++) { /* seqs 20..39 */
+    snprintf(a, sizeof a, "a%02d", i);
+    snprintf(id, sizeof id, "d%d", i);
+    apply(b, a, "s1b", id, 1);
+  }
+  model_command_t stale = roster("a19", "s1b", "d19", 1, true);
+  ck_assert_int_eq(batch_apply(b, &stale, 0, 0), MODEL_APPLY_STALE); /* seq 40: nothing owed */
+  ck_assert_uint_eq(batch_seq(b), 41);
+  ck_assert_uint_eq(batch_durable_seq(b), 20);
+
+  writer_job_t *job = batch_flush_begin(b, 0); /* a00..a15 */
+  ck_assert_uint_eq(job->nitems, BATCH_FLUSH_FLOOR);
+  apply(b, "a03", "s2", "e1", 1); /* seq 41: a03 dirty again while in flight */
+  ck_assert_uint_eq(batch_durable_seq(b), 20); /* the flight holds seq 20 */
+  mem_set(&s, &s.fail_next, 1);
+  writer_execute(&sink, job);
+  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_RETRY);
+  ck_assert_uint_eq(batch_durable_seq(b), 20);
+  ck_assert_uint_eq(batch_dirty_count(b), 20);
+
+  job = batch_flush_begin(b, 0); /* the same 16 again, in the same order, before a16..a19 */
+  ck_assert_uint_eq(job->nitems, BATCH_FLUSH_FLOOR);
+  for (size_t i = 0; i < job->nitems; i++) {
+    snprintf(a, sizeof a, "a%02d", (int)i);
+    ck_assert_str_eq(model_aggregate_key(job->items[i].agg, NULL) + 3, a);
+  }
+  model_aggregate_t *other = model_aggregate_new("t1", 2, "a01", 3);
+  model_command_t c = roster("a01", "s9", "z1", 1, true);
+  model_aggregate_apply(other, &c);
+  mem_put(&s, other); /* another writer: a01 conflicts */
+  model_aggregate_destroy(other);
+  writer_execute(&sink, job);
+  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_PARTIAL);
+  ck_assert_uint_eq(batch_durable_seq(b), 21); /* a01's seq 21 is owed again; a00's 20 landed */
+  ck_assert_uint_eq(batch_dirty_count(b), 4 + 1); /* a16..a19 and a01 (a03's seq 41 went with the flush) */
+
+  job = batch_flush_begin(b, 0);
+  ck_assert_str_eq(model_aggregate_key(job->items[0].agg, NULL), "t1/a01"); /* the oldest again */
+  writer_execute(&sink, job);
+  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  ck_assert(!batch_dirty(b));
+  ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
+  ck_assert_int_eq(assigned(&s, "t1/a01"), 3); /* s1, s1b and the other writer's s9 */
+  ck_assert_int_eq(assigned(&s, "t1/a03"), 3);
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
+/* Offsets from seqs (offsets.h): a partition's durable offset moves to the
+ * newest checkpoint the durable seq has passed, never further; a checkpoint
+ * that says nothing new is not kept; past the ring's size the newest one
+ * moves later (a later commit, never an early one). */
+START_TEST(offsets_follow_checkpoints) {
+  offsets_t *o = offsets_new();
+  offsets_add(o, "t", 0);
+  offsets_add(o, "t", 1);
+  offsets_part_t *p0 = offsets_find(o, "t", 0), *p1 = offsets_find(o, "t", 1);
+  p0->next = 10;
+  p1->next = 5;
+  offsets_checkpoint(o, 100); /* everything consumed so far was applied below seq 100 */
+  p0->next = 20;
+  offsets_checkpoint(o, 150); /* partition 1: nothing new */
+  p0->next = 30;
+  p1->next = 8;
+  ck_assert(!offsets_durable_to(o, 99));
+  ck_assert_int_eq(p0->durable, -1);
+  ck_assert(offsets_durable_to(o, 149));
+  ck_assert_int_eq(p0->durable, 10);
+  ck_assert_int_eq(p1->durable, 5);
+  ck_assert(offsets_durable_to(o, 1000)); /* no checkpoint past 150: 30 and 8 wait for one */
+  ck_assert_int_eq(p0->durable, 20);
+  ck_assert_int_eq(p1->durable, 5);
+  offsets_checkpoint(o, 1001);
+  ck_assert(!offsets_durable_to(o, 1000));
+  ck_assert(offsets_durable_to(o, 1001));
+  ck_assert_int_eq(p0->durable, 30);
+  ck_assert_int_eq(p1->durable, 8);
+
+  for (int i = 0; i < OFFSETS_CHECKPOINTS_MAX + 10; i++) {
+    p0->next = 31 + i;
+    offsets_checkpoint(o, 2000 + (uint64_t)i);
+  }
+  ck_assert(offsets_durable_to(o, 2000 + OFFSETS_CHECKPOINTS_MAX - 2));
+  ck_assert_int_eq(p0->durable, 31 + OFFSETS_CHECKPOINTS_MAX - 2);
+  ck_assert(!offsets_durable_to(o, 2000 + OFFSETS_CHECKPOINTS_MAX + 8)); /* the last kept one moved to ... + 9 */
+  ck_assert(offsets_durable_to(o, 2000 + OFFSETS_CHECKPOINTS_MAX + 9));
+  ck_assert_int_eq(p0->durable, 31 + OFFSETS_CHECKPOINTS_MAX + 9);
+  p0->next = 99999;
+  offsets_all_durable(o);
+  ck_assert_int_eq(p0->durable, 99999);
+  offsets_destroy(o);
+}
+END_TEST
+
+/* A bounded stop (issue 16): a flush stuck in the store is waited for at
+ * most the time given; then the writer thread is abandoned with it (it frees
+ * itself once the call returns), the batch still has it in flight (so the
+ * caller keeps the store), and nothing of it was acknowledged. Progress is
+ * visible while it runs. */
+START_TEST(destroy_within_abandons_a_stuck_flush) {
+  static mem_store_t s; /* outlives the abandoned thread's last touch of it (checked below) */
+  mem_init(&s);
+  s.hold = true;
+  sink_t sink = mem_sink(&s);
+  batch_t *b = new_batch();
+  flusher_t *f = flusher_new(b, &sink, 0);
+  apply(b, "a1", "s1", "c1", 1);
+  apply(b, "a2", "s1", "c2", 1);
+  ck_assert(flusher_step(f, 0, 0, false).started);
+  ck_assert(mem_wait_held(&s, 1)); /* the write waits at the gate: the loads are done */
+  double t0 = clock_mono_s();
+  ck_assert(!flusher_destroy_within(f, 200));
+  ck_assert(clock_mono_s() - t0 < 20); /* returned after about 200 ms, not when the store answers */
+  ck_assert(batch_in_flight(b));
+  ck_assert(batch_dirty(b));
+  ck_assert_uint_eq(batch_durable_seq(b), 0);
+  mem_release(&s); /* the abandoned thread finishes alone */
+  struct timespec ts = {0, 10 * 1000000};
+  for (int i = 0; i < 3000 && mem_get(&s, &s.writes) < 1; i++) nanosleep(&ts, NULL);
+  ck_assert_int_eq(mem_get(&s, &s.writes), 1); /* it has let go of the store's lock for good */
+  batch_destroy(b); /* the writer never reads the batch */
+}
+END_TEST
+
+/* Within the bound, a flush that finishes is waited for and ended as
+ * before; an idle writer stops at once. */
+START_TEST(destroy_within_waits_for_a_flush_that_lands) {
+  mem_store_t s;
+  mem_init(&s);
+  s.latency_ms = 50;
+  sink_t sink = mem_sink(&s);
+  batch_t *b = new_batch();
+  flusher_t *f = flusher_new(b, &sink, 0);
+  apply(b, "a1", "s1", "c1", 1);
+  ck_assert(flusher_step(f, 0, 0, false).started);
+  ck_assert(flusher_destroy_within(f, 60000));
+  ck_assert(!batch_in_flight(b));
+  ck_assert(!batch_dirty(b));
+  ck_assert_int_eq(s.writes, 1);
+  ck_assert(writer_destroy_within(writer_new(&sink, 0), 0));
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
+/* A flush that runs long says so (issue 16): after FLUSHER_SLOW_LOG_MS in
+ * flight, a wait in flusher_step logs "flush still running" with its phase,
+ * size and progress, and again every as long while it lasts. stderr (where
+ * the log goes) is redirected to a file for the check (this test runs in
+ * its own process). */
+START_TEST(a_long_flush_is_logged) {
+  char path[] = "/tmp/test_writer_log_XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  ck_assert_ptr_nonnull(freopen(path, "w", stderr));
+  log_setup(LOG_LEVEL_INFO, LOG_FORMAT_JSON);
+  mem_store_t s;
+  mem_init(&s);
+  s.hold = true;
+  sink_t sink = mem_sink(&s);
+  batch_t *b = new_batch();
+  flusher_t *f = flusher_new(b, &sink, 0);
+  apply(b, "a1", "s1", "c1", 1);
+  apply(b, "a2", "s1", "c2", 1);
+  ck_assert(flusher_step(f, 0, 0, false).started);
+  ck_assert(mem_wait_held(&s, 1));
+  int lines = 0;
+  char buf[4096];
+  for (int i = 0; i < 60 && lines < 2; i++) { /* each step waits up to 1 s for the flush */
+    ck_assert(!flusher_step(f, 0, 1000, false).finished);
+    fflush(stderr);
+    FILE *in = fopen(path, "r");
+    ck_assert_ptr_nonnull(in);
+    lines = 0;
+    while (fgets(buf, sizeof buf, in))
+      if (strstr(buf, "\"msg\":\"flush still running\"")) {
+        lines++;
+        ck_assert_ptr_nonnull(strstr(buf, "\"phase\":\"writing\""));
+        ck_assert_ptr_nonnull(strstr(buf, "\"aggregates\":2"));
+        ck_assert_ptr_nonnull(strstr(buf, "\"commands\":2"));
+        ck_assert_ptr_nonnull(strstr(buf, "\"loads\":2,\"loaded\":2,\"written\":0"));
+      }
+    fclose(in);
+  }
+  ck_assert_int_ge(lines, 2); /* at about 5 s and 10 s (a third if this machine stalls between reads) */
+  mem_release(&s);
+  flusher_destroy(f);
+  ck_assert(!batch_dirty(b));
+  batch_destroy(b);
+  mem_free(&s);
+  unlink(path);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("writer");
   TCase *tc = tcase_create("pipelined");
@@ -329,6 +619,12 @@ int main(void) {
   tcase_add_test(tc, outage_keeps_everything_and_counts_snapshots);
   tcase_add_test(tc, group_commit_takes_everything_dirty);
   tcase_add_test(tc, bulks_of_max_aggregates);
+  tcase_add_test(tc, flush_cap_follows_the_writers_pace);
+  tcase_add_test(tc, durable_seq_follows_the_oldest_change);
+  tcase_add_test(tc, offsets_follow_checkpoints);
+  tcase_add_test(tc, destroy_within_abandons_a_stuck_flush);
+  tcase_add_test(tc, destroy_within_waits_for_a_flush_that_lands);
+  tcase_add_test(tc, a_long_flush_is_logged);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
