@@ -8,9 +8,11 @@
 #include <time.h>
 
 #include "config.h"
+#include "hash.h"
 #include "clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "oom.h"
 
 #define KEY_MAX (2 * MODEL_ID_MAX + 2)
 
@@ -58,12 +60,9 @@ struct batch {
   batch_stats_t stats;
 };
 
-static uint32_t hash_key(const char *k, size_t n) {
-  uint32_t h = 2166136261u; /* FNV-1a: keys are short and this is not exposed to hash flooding
-                               beyond a tenant's own ids, which are validated */
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)k[i]) * 16777619u;
-  return h;
-}
+/* FNV-1a: keys are short and this is not exposed to hash flooding beyond
+ * a tenant's own ids, which are validated. */
+static uint32_t hash_key(const char *k, size_t n) { return hash_fnv1a32(HASH_FNV1A32_INIT, k, n); }
 
 static void list_init(entry_t *s) { s->prev = s->next = s; }
 static void list_unlink(entry_t *e) {
@@ -86,15 +85,10 @@ static void list_push_back(entry_t *s, entry_t *e) {
 }
 
 batch_t *batch_new(const batch_limits_t *limits) {
-  batch_t *b = calloc(1, sizeof *b);
-  if (!b) return NULL;
+  batch_t *b = oom_calloc(1, sizeof *b);
   b->lim = *limits;
   b->nbuckets = 1024;
-  b->buckets = calloc(b->nbuckets, sizeof *b->buckets);
-  if (!b->buckets) {
-    free(b);
-    return NULL;
-  }
+  b->buckets = oom_calloc(b->nbuckets, sizeof *b->buckets);
   list_init(&b->dirty);
   list_init(&b->lru);
   b->first_pending_ms = INT64_MAX;
@@ -134,8 +128,7 @@ static entry_t *find(const batch_t *b, const char *key, size_t n, uint32_t h) {
 
 static void grow(batch_t *b) {
   size_t nb = b->nbuckets * 2;
-  entry_t **nbk = calloc(nb, sizeof *nbk);
-  if (!nbk) return; /* keep the longer chains; correctness does not depend on it */
+  entry_t **nbk = oom_calloc(nb, sizeof *nbk);
   for (size_t i = 0; i < b->nbuckets; i++) {
     for (entry_t *e = b->buckets[i], *n; e; e = n) {
       n = e->hash_next;
@@ -232,13 +225,12 @@ static void record_event(batch_t *b, int64_t event_ms) {
   }
   if (b->nruns == b->cap_runs) {
     size_t cap = b->cap_runs ? b->cap_runs * 2 : 256;
-    event_run_t *r = b->cap_runs >= EVENT_RUNS_MAX ? NULL : realloc(b->runs, cap * sizeof *r);
-    if (!r) {
+    if (b->cap_runs >= EVENT_RUNS_MAX) { /* at the cap: the newest run absorbs the command */
       if (last && last->n < UINT32_MAX) last->n++;
       else abort(); /* 2^20 runs of 2^32 commands: not reachable within max_pending_bytes */
       return;
     }
-    b->runs = r;
+    b->runs = oom_realloc(b->runs, cap * sizeof *b->runs);
     b->cap_runs = cap;
   }
   b->runs[b->nruns++] = (event_run_t){event_ms, 1};
@@ -253,10 +245,8 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
   uint32_t h = hash_key(key, n);
   entry_t *e = find(b, key, n, h);
   if (!e) {
-    e = calloc(1, sizeof *e);
-    if (!e) abort();
+    e = oom_calloc(1, sizeof *e);
     e->agg = model_aggregate_new(cmd->tenant, cmd->tenant_len, cmd->assignment, cmd->assignment_len);
-    if (!e->agg) abort();
     e->hash = h;
     e->hash_next = b->buckets[h & (b->nbuckets - 1)];
     b->buckets[h & (b->nbuckets - 1)] = e;
@@ -348,14 +338,13 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
   }
   size_t cap = batch_flush_cap(b), n = b->ndirty < cap ? b->ndirty : cap;
   writer_job_t *job = writer_job_new(n);
-  if (!job) abort(); /* as batch_apply: the file's policy on OOM */
   job->chunk = b->lim.max_aggregates > 0 ? (size_t)b->lim.max_aggregates : 1000;
   job->now_ms = now_ms;
   b->flight_seq = b->dirty.prev->pend_seq;
   for (entry_t *e = b->dirty.prev, *prev; e != &b->dirty && job->nitems < n; e = prev) { /* oldest first */
     prev = e->prev;
     model_aggregate_t *snap = model_aggregate_clone(e->agg);
-    if (!snap || !writer_job_add(job, snap, e->rev, !e->loaded, e)) abort();
+    writer_job_add(job, snap, e->rev, !e->loaded, e);
     job->bytes += model_aggregate_memory(snap);
     e->inflight = true;
     e->flight_seq = e->pend_seq;

@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "oom.h"
 #include "retry.h"
 #include "writer.h"
 
@@ -57,8 +58,7 @@ static writer_job_t *take(flusher_t *f, int64_t wait_ms) {
 }
 
 flusher_t *flusher_new(batch_t *batch, const sink_t *sink, int64_t idle_ping_ms) {
-  flusher_t *f = calloc(1, sizeof *f);
-  if (!f) return NULL;
+  flusher_t *f = oom_calloc(1, sizeof *f);
   f->batch = batch;
   f->backoff_ms = 100;
   f->backoff_max_ms = 10000;

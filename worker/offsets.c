@@ -110,8 +110,7 @@ void offsets_checkpoint(offsets_t *o, uint64_t seq) {
     }
     if (p->cp_len == p->cp_cap) {
       size_t cap = p->cp_cap ? p->cp_cap * 2 : 16;
-      struct offsets_checkpoint *n = malloc(cap * sizeof *n);
-      if (!n) abort();
+      struct offsets_checkpoint *n = oom_malloc(cap * sizeof *n);
       for (size_t k = 0; k < p->cp_len; k++) n[k] = *cp_at(p, k);
       free(p->cps);
       p->cps = n;

@@ -327,19 +327,15 @@ typedef struct loaded_list {
   size_t n, cap;
 } loaded_list_t;
 
-static bool loaded_push(loaded_list_t *l, model_aggregate_t *agg, int64_t rev, const model_counts_t *counts) {
+static void loaded_push(loaded_list_t *l, model_aggregate_t *agg, int64_t rev, const model_counts_t *counts) {
   if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 64;
-    loaded_t *v = realloc(l->v, cap * sizeof *v);
-    if (!v) return false;
-    l->v = v;
-    l->cap = cap;
+    l->cap = l->cap ? l->cap * 2 : 64;
+    l->v = oom_realloc(l->v, l->cap * sizeof *l->v);
   }
   l->v[l->n].agg = agg;
   l->v[l->n].rev = rev;
   l->v[l->n].counts = *counts;
   l->n++;
-  return true;
 }
 
 /* Decodes one stored document; on failure fills err with its _id, because an
@@ -408,12 +404,7 @@ static store_status_t load_chunk(store_t *store, const char *const *keys, size_t
     }
     model_counts_t counts = {0, 0, 0, 0};
     model_codec_stored_counts(doc, &counts); /* decode_stored checked their shape */
-    if (!loaded_push(out, agg, rev, &counts)) {
-      model_aggregate_destroy(agg);
-      set_error(err, MONGOC_ERROR_CLIENT, 0, "load: out of memory");
-      st = STORE_FATAL;
-      break;
-    }
+    loaded_push(out, agg, rev, &counts);
   }
   bson_error_t e;
   const bson_t *reply;
@@ -661,11 +652,7 @@ static bool bulk_add(mongoc_bulk_operation_t *bulk, store_write_item_t *item, in
 static store_status_t write_command(store_t *store, store_write_item_t *items, const size_t *idx, size_t n,
                                     int64_t updated_at_ms, bool *incomplete, store_error_t *err) {
   *incomplete = false;
-  size_t *map = malloc((n ? n : 1) * sizeof *map);
-  if (!map) {
-    set_error(err, MONGOC_ERROR_CLIENT, 0, "bulk write: out of memory");
-    return STORE_RETRY;
-  }
+  size_t *map = oom_malloc(n * sizeof *map);
   bson_t opts = BSON_INITIALIZER;
   BSON_APPEND_BOOL(&opts, "ordered", false); /* the collection's write concern applies */
   mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(store->collection, &opts);
@@ -781,14 +768,8 @@ static store_status_t resolve_incomplete(store_t *store, store_write_item_t *ite
     store->warned_incomplete = true;
   }
   clear_error(err);
-  size_t *idx = malloc(nitems * sizeof *idx);
-  const char **keys = malloc(nitems * sizeof *keys);
-  if (!idx || !keys) {
-    free(idx);
-    free(keys);
-    set_error(err, MONGOC_ERROR_CLIENT, 0, "bulk write: out of memory");
-    return STORE_RETRY;
-  }
+  size_t *idx = oom_malloc(nitems * sizeof *idx);
+  const char **keys = oom_malloc(nitems * sizeof *keys);
   for (size_t i = 0; i < nitems; i++) idx[i] = i;
   qsort_r(idx, nitems, sizeof *idx, cmp_item_key, items);
   for (size_t i = 0; i < nitems; i++) {
@@ -820,11 +801,7 @@ store_status_t store_write(store_t *store, store_write_item_t *items, size_t nit
                            store_error_t *err) {
   clear_error(err);
   if (nitems == 0) return STORE_OK;
-  size_t *idx = malloc(nitems * sizeof *idx);
-  if (!idx) {
-    set_error(err, MONGOC_ERROR_CLIENT, 0, "bulk write: out of memory");
-    return STORE_RETRY;
-  }
+  size_t *idx = oom_malloc(nitems * sizeof *idx);
   for (size_t i = 0; i < nitems; i++) idx[i] = i;
   bool incomplete = false;
   store_status_t st = detect_server(store, err);

@@ -141,14 +141,13 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
   unsigned backoff = 0, conflict_rounds = 0;
   while (todo && ok) {
     writer_job_t *job = writer_job_new(todo);
-    if (!job) oom_abort();
     job->chunk = (size_t)cfg->batch_max_aggregates;
     job->now_ms = clock_wall_ms();
     for (size_t i = 0; i < c->n; i++) {
       entry_t *e = &c->v[i];
-      if (repairable(e->drift.kind) && e->repair == REPAIR_NONE &&
-          !writer_job_add(job, model_aggregate_clone(e->rebuilt), 0, true, e))
-        oom_abort();
+      if (repairable(e->drift.kind) && e->repair == REPAIR_NONE) {
+        writer_job_add(job, model_aggregate_clone(e->rebuilt), 0, true, e);
+      }
     }
     writer_execute(sink, job);
     todo = 0;

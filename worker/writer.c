@@ -8,18 +8,14 @@
 
 #include "clock.h"
 #include "metrics.h"
+#include "oom.h"
 
 /* --- jobs ------------------------------------------------------------------- */
 
 writer_job_t *writer_job_new(size_t n) {
-  writer_job_t *j = calloc(1, sizeof *j);
-  if (!j) return NULL;
+  writer_job_t *j = oom_calloc(1, sizeof *j);
   j->cap = n ? n : 1;
-  j->items = calloc(j->cap, sizeof *j->items);
-  if (!j->items) {
-    free(j);
-    return NULL;
-  }
+  j->items = oom_calloc(j->cap, sizeof *j->items);
   j->chunk = 1000;
   return j;
 }
@@ -31,16 +27,12 @@ void writer_job_destroy(writer_job_t *job) {
   free(job);
 }
 
-bool writer_job_add(writer_job_t *job, model_aggregate_t *agg, int64_t rev, bool load, void *tag) {
+void writer_job_add(writer_job_t *job, model_aggregate_t *agg, int64_t rev, bool load, void *tag) {
   if (job->nitems == job->cap) {
-    size_t cap = job->cap * 2;
-    writer_item_t *n = realloc(job->items, cap * sizeof *n);
-    if (!n) return false;
-    job->items = n;
-    job->cap = cap;
+    job->cap *= 2;
+    job->items = oom_realloc(job->items, job->cap * sizeof *job->items);
   }
   job->items[job->nitems++] = (writer_item_t){.agg = agg, .rev = rev, .load = load, .tag = tag};
-  return true;
 }
 
 /* --- running a job ----------------------------------------------------------- */
@@ -118,10 +110,9 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
   atomic_store_explicit(&job->done_writes, 0, memory_order_relaxed);
   if (!job->chunk) job->chunk = 1000;
   size_t chunk = job->chunk < job->nitems ? job->chunk : job->nitems;
-  writer_item_t **ents = malloc((job->nitems ? job->nitems : 1) * sizeof *ents);
-  const char **keys = malloc((chunk ? chunk : 1) * sizeof *keys);
-  store_write_item_t *items = malloc((chunk ? chunk : 1) * sizeof *items);
-  if (!ents || !keys || !items) abort(); /* as batch.c: no partial flush on OOM */
+  writer_item_t **ents = oom_malloc(job->nitems * sizeof *ents);
+  const char **keys = oom_malloc(chunk * sizeof *keys);
+  store_write_item_t *items = oom_malloc(chunk * sizeof *items);
 
   store_status_t st = load_items(sink, job, ents, keys);
   size_t next = 0;
@@ -258,8 +249,7 @@ static void *writer_main(void *arg) {
 }
 
 writer_t *writer_new(const sink_t *sink, int64_t idle_ping_ms) {
-  writer_t *w = calloc(1, sizeof *w);
-  if (!w) return NULL;
+  writer_t *w = oom_calloc(1, sizeof *w);
   w->sink = *sink;
   w->idle_ping_ms = idle_ping_ms;
   pthread_condattr_t ca;

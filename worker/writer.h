@@ -78,12 +78,12 @@ typedef struct writer_job {
   size_t bytes;
 } writer_job_t;
 
-/* An empty job with room for n items; NULL when out of memory. Caller owns;
+/* An empty job with room for n items (never NULL: models/oom.h). Caller owns;
  * writer_job_destroy(NULL) is safe and frees every snapshot still held. */
 writer_job_t *writer_job_new(size_t n);
 void writer_job_destroy(writer_job_t *job);
-/* Appends an item; the job takes agg. False when out of memory (agg not taken). */
-bool writer_job_add(writer_job_t *job, model_aggregate_t *agg, int64_t rev, bool load, void *tag);
+/* Appends an item; the job takes agg. */
+void writer_job_add(writer_job_t *job, model_aggregate_t *agg, int64_t rev, bool load, void *tag);
 
 /* Runs the job on the calling thread against sink (see the file comment). */
 void writer_execute(const sink_t *sink, writer_job_t *job);
