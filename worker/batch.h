@@ -5,9 +5,10 @@
  * either *loaded* (its aggregate includes the stored document and `rev` is the
  * stored revision, 0 if absent) or *unloaded* (an overlay holding only the
  * commands seen since it entered memory). Unloaded entries are loaded by the
- * writer as part of the next flush, all misses of a bulk in one $in query,
- * the overlay merged into the stored document; so a cache miss costs no round
- * trip of its own and never stalls the thread that merges.
+ * writer as part of the next flush, all misses of a bulk in one store_load
+ * (one $in find on MongoDB, a find per key on FerretDB: store.h), the
+ * overlay merged into the stored document; so a cache miss never stalls the
+ * thread that merges.
  *
  * A flush (batch_flush_begin) takes a snapshot of the dirty entries, oldest
  * change first and at most batch_flush_cap() of them (a copy of each
