@@ -40,6 +40,8 @@ import threading
 import yaml
 
 SRC = os.environ.get("AGG_SOURCE_DIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
+from checklist import Fail, case, check, report  # noqa: E402,F401
 AGGREGATOR = os.environ.get("AGGREGATOR") or os.path.join(SRC, "build", "aggregator")
 DOCKER = os.path.join(SRC, "docker")
 
@@ -51,27 +53,7 @@ SLIM_BASE = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g", "libzstd1", "liblz4-1
              "libselinux1", "libpcre2-8-0"}
 KEDA_SASL = {"plaintext", "scram_sha256", "scram_sha512", "oauthbearer", "gssapi", "none"}
 
-results = []  # (name, ok, detail)
 TMP = tempfile.mkdtemp(prefix="agg-deploy-test-")
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def case(fn):
-    try:
-        fn()
-        results.append((fn.__name__, True, ""))
-    except Fail as e:
-        results.append((fn.__name__, False, str(e)))
-    except Exception as e:  # a crash in a check is a failure of that check, not of the run
-        results.append((fn.__name__, False, "%s: %s" % (type(e).__name__, e)))
 
 
 # ---- YAML with duplicate keys refused --------------------------------------
@@ -785,11 +767,7 @@ def main():
                test_systemd_analyze):
         case(fn)
     shutil.rmtree(TMP, ignore_errors=True)
-    for name, ok, detail in results:
-        print("%s - %s%s" % ("ok" if ok else "FAIL", name, "" if ok else ": " + detail))
-    failed = sum(1 for _, ok, _ in results if not ok)
-    print("%d passed, %d failed" % (len(results) - failed, failed))
-    return 1 if failed else 0
+    return report()
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ SRC = os.environ.get("AGG_SOURCE_DIR") or os.path.abspath(os.path.join(os.path.d
 AGGREGATOR = os.environ.get("AGGREGATOR") or os.path.join(SRC, "build", "aggregator")
 sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
 import monitoring_refs as refs  # noqa: E402
+from checklist import Fail, case, check, report  # noqa: E402,F401
 
 PROM = os.path.join(SRC, "docker", "prometheus")
 RULES = os.path.join(PROM, "alerts.yaml")
@@ -55,27 +56,7 @@ TMP = tempfile.mkdtemp(prefix="agg-monitoring-test-")
 # Grafana 10.x and 11.x write 39; anything from 36 (data source references by uid) imports as is.
 MIN_SCHEMA = 36
 
-results = []  # (name, ok, detail)
 _metrics_text = None
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def case(fn):
-    try:
-        fn()
-        results.append((fn.__name__, True, ""))
-    except Fail as e:
-        results.append((fn.__name__, False, str(e)))
-    except Exception as e:  # a crash in a check is a failure of that check, not of the run
-        results.append((fn.__name__, False, "%s: %s" % (type(e).__name__, e)))
 
 
 def run(args, **kw):
@@ -363,11 +344,7 @@ def main():
                test_worker_exposition_lints, test_names_exported, test_misspellings_are_caught):
         case(fn)
     shutil.rmtree(TMP, ignore_errors=True)
-    for name, ok, detail in results:
-        print("%s - %s%s" % ("ok" if ok else "FAIL", name, "" if ok else ": " + detail))
-    failed = sum(1 for _, ok, _ in results if not ok)
-    print("%d passed, %d failed" % (len(results) - failed, failed))
-    return 1 if failed else 0
+    return report()
 
 
 if __name__ == "__main__":
