@@ -74,11 +74,21 @@ typedef enum {
   STORE_ITEM_ERROR        /* rejected by the server for this item; see error */
 } store_item_result_t;
 
+/* MongoDB's document size limit (maxBsonObjectSize, fixed for years; FerretDB
+ * and mongo-java-server report the same). store_write refuses a document past
+ * it before sending anything: STORE_ITEM_ERROR with STORE_CODE_OBJECT_TOO_LARGE
+ * (the server's own code, BSONObjectTooLarge) and its size in bytes, and
+ * the other items of the bulk go on. */
+#define STORE_MAX_DOCUMENT_BYTES (16 * 1024 * 1024)
+#define STORE_CODE_OBJECT_TOO_LARGE 10334
+
 typedef struct store_write_item {
   const model_aggregate_t *agg; /* in: borrowed */
   int64_t rev;                  /* in: the stored rev this write expects (0 = absent) */
   store_item_result_t result;   /* out */
   uint32_t error_code;          /* out, for STORE_ITEM_ERROR */
+  size_t bytes;                 /* out: the document's BSON size (also when refused as too large), 0 if
+                                 * never encoded */
 } store_write_item_t;
 
 /* One unordered bulk write of all items with the configured write concern
