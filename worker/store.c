@@ -51,6 +51,15 @@
 /* Keys per find against FerretDB: one, as {_id: key} (see store_load). */
 #define STORE_FERRETDB_LOAD_CHUNK 1
 
+/* Bytes an update statement {q: {_id, rev}, u: <document>, upsert, multi}
+ * adds to its document, besides the _id: the filter's framing and fields
+ * (28) and the statement's (28), rounded up. mongo-java-server drops the
+ * connection when a statement passes 16 MiB (measured: a document 32 bytes
+ * under the limit with a short _id is enough), which would fail the whole
+ * bulk with a stream error, retried for ever; MongoDB takes statements up
+ * to 16 MiB + 16 KiB, so the margin costs it at most 200 bytes of document. */
+#define STORE_STATEMENT_OVERHEAD 64
+
 /* Server codes used for items this module rejects before sending them, so
  * that error_code always speaks the server's language. */
 #define STORE_CODE_BAD_VALUE 2
@@ -622,7 +631,7 @@ static bool bulk_add(mongoc_bulk_operation_t *bulk, store_write_item_t *item, in
   bson_t doc = BSON_INITIALIZER;
   bool encoded = model_codec_to_bson(item->agg, item->rev + 1, updated_at_ms, &doc);
   item->bytes = doc.len;
-  if (!encoded || doc.len > STORE_MAX_DOCUMENT_BYTES) {
+  if (!encoded || doc.len + key_len + STORE_STATEMENT_OVERHEAD > STORE_MAX_DOCUMENT_BYTES) {
     /* Not logged here: this runs on every attempt, and the caller (batch.c)
      * logs once per aggregate and decides what becomes of its changes. */
     bson_destroy(&doc);

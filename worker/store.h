@@ -74,11 +74,17 @@ typedef enum {
   STORE_ITEM_ERROR        /* rejected by the server for this item; see error */
 } store_item_result_t;
 
-/* MongoDB's document size limit (maxBsonObjectSize, fixed for years; FerretDB
- * and mongo-java-server report the same). store_write refuses a document past
- * it before sending anything: STORE_ITEM_ERROR with STORE_CODE_OBJECT_TOO_LARGE
- * (the server's own code, BSONObjectTooLarge) and its size in bytes, and
- * the other items of the bulk go on. */
+/* MongoDB's document size limit (maxBsonObjectSize, fixed for years).
+ * store_write refuses, before sending anything, a document whose update
+ * statement (the document, its {_id, rev} filter and the statement's
+ * framing) would pass it: STORE_ITEM_ERROR with STORE_CODE_OBJECT_TOO_LARGE
+ * (the server's own code, BSONObjectTooLarge) and the document's size in
+ * bytes; the other items of the bulk go on. Sent anyway, such a statement
+ * fails the whole bulk: libmongoc refuses one past 16 MiB + 16 KiB (a
+ * client error, STORE_FATAL), mongo-java-server drops the connection at
+ * 16 MiB (a stream error, retried for ever), and FerretDB stores up to
+ * 16 MiB + 16 KiB, which MongoDB would refuse. So the limit is the same on
+ * every server, and slightly under 16 MiB of document. */
 #define STORE_MAX_DOCUMENT_BYTES (16 * 1024 * 1024)
 #define STORE_CODE_OBJECT_TOO_LARGE 10334
 
