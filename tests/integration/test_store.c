@@ -366,14 +366,17 @@ static size_t statement_bytes(const model_aggregate_t *agg, int64_t rev) {
   return n + key_len + 64;
 }
 
-/* One student with a grade whose feedback is 1,500 bytes: about 1.6 KB of BSON. */
-static void add_graded_student(model_aggregate_t *agg, int i) {
-  static char feedback[1501];
-  if (!feedback[0]) memset(feedback, 'f', sizeof feedback - 1);
+/* One student with a grade whose feedback is flen bytes (1,500: about 1.6 KB
+ * of BSON). */
+static void add_graded_student(model_aggregate_t *agg, int i, size_t flen) {
+  static char feedback[MODEL_FEEDBACK_MAX + 1];
+  ck_assert_uint_le(flen, MODEL_FEEDBACK_MAX);
+  memset(feedback, 'f', flen);
+  feedback[flen] = '\0';
   size_t tl, al;
   const char *t = model_aggregate_tenant(agg, &tl);
   const char *a = model_aggregate_assignment(agg, &al);
-  char json[2048];
+  char json[MODEL_FEEDBACK_MAX + 1024];
   int n = snprintf(json, sizeof json,
                    "{\"id\":\"g%d\",\"type\":\"grade.updated\",\"tenant\":\"%.*s\",\"assignment\":\"%.*s\","
                    "\"ts\":\"2026-09-01T08:00:00Z\",\"student\":\"s%d\",\"version\":1,"
@@ -388,24 +391,33 @@ static void add_graded_student(model_aggregate_t *agg, int i) {
   free(cmd);
 }
 
-/* Two aggregates of one assignment whose statements are the last under and
- * the first over the limit (one student apart; about 10,000 students). */
-static void make_limit_pair(const char *assignment, model_aggregate_t **under, model_aggregate_t **over) {
+/* Two aggregates of one assignment whose statements are exactly at the
+ * limit and one byte over it (about 10,000 students; the last student's
+ * feedback length makes up the last bytes). */
+static void make_limit_pair(const char *assignment, model_aggregate_t **at, model_aggregate_t **over) {
   model_aggregate_t *agg = model_aggregate_new("tbig", 4, assignment, strlen(assignment));
   int i = 0;
-  for (; i < 100; i++) add_graded_student(agg, i);
+  for (; i < 100; i++) add_graded_student(agg, i, 1500);
   size_t per = statement_bytes(agg, 0) / 100 + 1;
-  while (statement_bytes(agg, 0) + 8 * per < STORE_MAX_DOCUMENT_BYTES) /* jump close, then step */
-    for (size_t k = (STORE_MAX_DOCUMENT_BYTES - statement_bytes(agg, 0)) / per / 2 + 1; k > 0; k--)
-      add_graded_student(agg, i++);
-  model_aggregate_t *prev = NULL;
-  while (statement_bytes(agg, 0) <= STORE_MAX_DOCUMENT_BYTES) {
-    model_aggregate_destroy(prev);
-    prev = model_aggregate_clone(agg);
-    add_graded_student(agg, i++);
+  /* Whole students while two more would still fit: the gap left is one to
+   * two students, which one student with 0..MODEL_FEEDBACK_MAX bytes of
+   * feedback covers. */
+  while (statement_bytes(agg, 0) + 2 * per <= STORE_MAX_DOCUMENT_BYTES) {
+    size_t k = (STORE_MAX_DOCUMENT_BYTES - statement_bytes(agg, 0)) / per / 2;
+    for (k = k ? k : 1; k > 0; k--) add_graded_student(agg, i++, 1500);
   }
-  ck_assert_ptr_nonnull(prev);
-  *under = prev;
+  model_aggregate_t *probe = model_aggregate_clone(agg);
+  add_graded_student(probe, i, 0);
+  size_t base = statement_bytes(probe, 0); /* growth is one byte per byte of feedback */
+  model_aggregate_destroy(probe);
+  ck_assert_uint_le(base, STORE_MAX_DOCUMENT_BYTES);
+  size_t flen = STORE_MAX_DOCUMENT_BYTES - base;
+  ck_assert_uint_lt(flen, MODEL_FEEDBACK_MAX);
+  *at = model_aggregate_clone(agg);
+  add_graded_student(*at, i, flen);
+  ck_assert_uint_eq(statement_bytes(*at, 0), STORE_MAX_DOCUMENT_BYTES);
+  add_graded_student(agg, i, flen + 1);
+  ck_assert_uint_eq(statement_bytes(agg, 0), STORE_MAX_DOCUMENT_BYTES + 1);
   *over = agg;
 }
 
@@ -417,7 +429,7 @@ static void make_limit_pair(const char *assignment, model_aggregate_t **under, m
  * write. */
 START_TEST(document_past_the_limit_is_refused_alone) {
   model_aggregate_t *under, *over;
-  make_limit_pair("over", &under, &over);
+  make_limit_pair("over", &under, &over); /* one byte over */
   model_aggregate_t *small = make_agg("tbig", "small");
   store_write_item_t items[2] = {{.agg = over, .rev = 0}, {.agg = small, .rev = 0}};
   store_error_t err;
@@ -436,9 +448,9 @@ START_TEST(document_past_the_limit_is_refused_alone) {
 }
 END_TEST
 
-/* One student less fits, on every server: the margin store.c keeps under
- * 16 MiB is enough for mongo-java-server, which drops the connection at
- * 16 MiB of statement, and the document reads back whole. */
+/* A byte less fits, on every server: the margin store.c keeps under 16 MiB
+ * is enough for mongo-java-server, which drops the connection at 16 MiB of
+ * statement, and the document reads back whole. */
 START_TEST(document_at_the_limit_is_stored) {
   model_aggregate_t *under, *over;
   make_limit_pair("under", &under, &over);
