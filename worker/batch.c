@@ -13,6 +13,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "oom.h"
+#include "timestamp.h"
 
 #define KEY_MAX (2 * MODEL_ID_MAX + 2)
 
@@ -57,8 +58,13 @@ struct batch {
   uint64_t seq;         /* the seq of the next command */
   uint64_t flight_seq;  /* the least flight_seq of the job in flight */
   double sec_per_agg;   /* smoothed writer seconds per aggregate of the flushes that landed; 0 = none yet */
+  char **too_large_ids; /* aggregates set aside as too large and logged (set_aside), at most TOO_LARGE_IDS_MAX */
+  size_t ntoo_large;
   batch_stats_t stats;
 };
+/* Remembered so that each is logged once; past this many (each is a 16 MiB
+ * document: never expected) every refusal is logged. */
+#define TOO_LARGE_IDS_MAX 1024
 
 /* FNV-1a: keys are short and this is not exposed to hash flooding beyond
  * a tenant's own ids, which are validated. */
@@ -106,6 +112,8 @@ void batch_destroy(batch_t *b) {
   }
   free(b->buckets);
   free(b->runs);
+  for (size_t i = 0; i < b->ntoo_large; i++) free(b->too_large_ids[i]);
+  free(b->too_large_ids);
   free(b);
 }
 
@@ -378,7 +386,68 @@ static void adopt_base(batch_t *b, entry_t *e, writer_item_t *it) {
    * already (and the caller re-dirties it from flight_seq if the write failed). */
 }
 
+/* When the command with this seq entered the system (its run's event time),
+ * or 0 if its run is gone. */
+static int64_t event_ms_at(const batch_t *b, uint64_t seq) {
+  uint64_t s = b->runs_seq;
+  for (size_t i = 0; i < b->nruns; i++) {
+    if (seq < s + b->runs[i].n) return seq >= s ? b->runs[i].ms : 0;
+    s += b->runs[i].n;
+  }
+  return 0;
+}
+
+/* True the first time an aggregate is set aside (see set_aside). */
+static bool first_too_large(batch_t *b, const char *id) {
+  for (size_t i = 0; i < b->ntoo_large; i++)
+    if (!strcmp(b->too_large_ids[i], id)) return false;
+  if (b->ntoo_large == TOO_LARGE_IDS_MAX) return true;
+  b->too_large_ids = oom_realloc(b->too_large_ids, (b->ntoo_large + 1) * sizeof *b->too_large_ids);
+  b->too_large_ids[b->ntoo_large++] = oom_strdup(id);
+  return true;
+}
+
+/* The store refused e's document: it would pass the 16 MiB limit (store.h).
+ *
+ * Why the changes are set aside rather than kept for retry: a retry cannot
+ * succeed (the document only grows), so holding the entry would refuse it on
+ * every flush forever, and its pend_seq would keep every later offset of its
+ * partitions uncommitted: the partition wedges, lag grows without bound, and
+ * a restart replays into the same wall. Why not dead-letter the commands
+ * instead: the batch holds their merged result, not the commands, and which
+ * of them "pushed it over" is not defined (the merge is order-free). So the
+ * entry leaves memory with its unwritten changes (the store keeps its last
+ * document, which is under the limit; later commands for the aggregate are
+ * merged into that and written if the result fits), its offsets move on,
+ * and nothing is silent: aggregator_store_too_large_total and write errors
+ * count every refusal, and the first one per aggregate is logged at error
+ * with its _id, the document's size and the time of its oldest change not in
+ * the store. The commands themselves stay in the source topic: `aggregator
+ * replay` from that time (its merge is idempotent) restores them once the
+ * document fits (docs/OPERATIONS.md, "Documents past the store's limit"). */
+static void set_aside(batch_t *b, entry_t *e, const writer_item_t *it) {
+  const char *id = model_aggregate_key(e->agg, NULL);
+  metrics_store_too_large(1);
+  b->stats.too_large++;
+  if (first_too_large(b, id)) {
+    /* flight_seq is the entry's oldest change not in the store; one that
+     * arrived later is newer, so its time is a safe start for a replay. */
+    char since[MODEL_TIMESTAMP_LEN + 1] = "unknown";
+    int64_t ms = event_ms_at(b, e->flight_seq);
+    if (ms > 0) model_timestamp_format(ms, since);
+    log_error("aggregate document past the store's size limit: its unwritten changes are set aside", "id",
+              LOG_STR, id, "bytes", LOG_INT, (int64_t)it->bytes, "limit", LOG_INT,
+              (int64_t)STORE_MAX_DOCUMENT_BYTES, "oldest_change", LOG_STR, since, NULL);
+  }
+  unmark_dirty(b, e);
+  e->inflight = false;
+  account(b, e); /* neither dirty nor in flight: out of pending_bytes */
+  if (!e->loaded) b->nunloaded--;
+  remove_entry(b, e);
+}
+
 batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err) {
+  uint64_t set_aside_n = 0;
   assert(job == b->job);
   for (size_t i = job->nitems; i-- > 0;) { /* newest first: see redirty_old */
     writer_item_t *it = &job->items[i];
@@ -406,7 +475,12 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
       redirty_old(b, e);
       account(b, e);
       break;
-    default: /* rejected (kept for retry), or no result: the store failed */
+    default: /* too large (set aside), rejected (kept for retry), or no result: the store failed */
+      if (it->result == WRITER_ITEM_ERROR && it->error_code == STORE_CODE_OBJECT_TOO_LARGE) {
+        set_aside(b, e, it);
+        set_aside_n++;
+        break;
+      }
       if (it->result == WRITER_ITEM_ERROR)
         log_error("store rejected an aggregate", "id", LOG_STR, model_aggregate_key(e->agg, NULL), "code", LOG_INT,
                   (int64_t)it->error_code);
@@ -419,16 +493,19 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
   b->stats.writes_ok += job->written;
   b->stats.conflicts += job->conflicts;
   b->stats.write_errors += job->errors;
+  b->stats.bytes_written += job->bytes_written;
   b->stats.loads += job->loads;
   metrics_store_write(METRICS_WRITE_OK, job->written);
   metrics_store_write(METRICS_WRITE_CONFLICT, job->conflicts);
   metrics_store_write(METRICS_WRITE_ERROR, job->errors);
+  metrics_store_write_bytes(job->bytes_written);
   metrics_flush(job->seconds, job->written);
 
   batch_status_t result = BATCH_DONE;
+  uint64_t kept = job->errors - set_aside_n; /* item errors kept for retry */
   if (job->status == STORE_FATAL)
     result = BATCH_FATAL;
-  else if (job->status != STORE_OK || job->errors)
+  else if (job->status != STORE_OK || kept)
     result = BATCH_RETRY;
   else if (job->conflicts)
     result = BATCH_PARTIAL;
@@ -436,7 +513,7 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
     *err = job->err;
     if (result == BATCH_RETRY && job->status == STORE_OK)
       snprintf(err->message, sizeof err->message, "the store rejected %llu aggregates; kept for retry",
-               (unsigned long long)job->errors);
+               (unsigned long long)kept);
     else if (result == BATCH_PARTIAL)
       snprintf(err->message, sizeof err->message, "%llu conflicts; reloading", (unsigned long long)job->conflicts);
   }

@@ -21,7 +21,10 @@
  *    arrived since the snapshot;
  *  - conflict (another writer got there first): the entry becomes unloaded
  *    and dirty, so the next flush reloads it and merges it again;
- *  - no result (store down) or rejected: dirty again, retried after backoff.
+ *  - no result (store down) or rejected: dirty again, retried after backoff;
+ *  - refused as too large (past the store's 16 MiB document limit): the
+ *    entry and its unwritten changes are set aside, counted and logged, so
+ *    that its partition keeps moving (set_aside in batch.c says why).
  * BATCH_DONE means every item of the job landed.
  *
  * What is durable, for offsets: every command gets a sequence number (seq)
@@ -83,7 +86,7 @@ struct config;
 batch_limits_t batch_limits_from_config(const struct config *cfg);
 
 typedef enum {
-  BATCH_DONE = 0,    /* every item of the flush landed */
+  BATCH_DONE = 0,    /* every item of the flush landed (or was set aside as too large) */
   BATCH_RETRY = 1,   /* the store failed or rejected items: back off, then flush again */
   BATCH_FATAL = 2,   /* retrying cannot help (configuration, auth, an undecodable stored document) */
   BATCH_PARTIAL = 3  /* conflicts: reloaded and merged again by the next flush, due at once */
@@ -91,6 +94,8 @@ typedef enum {
 typedef struct batch_stats {
   uint64_t applied, stale;            /* commands, cumulative */
   uint64_t writes_ok, conflicts, write_errors, loads, flushes;
+  uint64_t too_large;     /* writes refused as too large: their changes were set aside (also write_errors) */
+  uint64_t bytes_written; /* BSON bytes of the documents written */
 } batch_stats_t;
 
 typedef struct batch batch_t;

@@ -36,6 +36,7 @@
 static _Atomic uint64_t g_commands[MODEL_CMD_TYPE_COUNT + 1][3];
 static _Atomic uint64_t g_rejects[MODEL_REJ_COUNT];
 static _Atomic uint64_t g_writes[3];
+static _Atomic uint64_t g_write_bytes, g_too_large;
 static _Atomic uint64_t g_dead_letters[2];
 static _Atomic uint64_t g_dirty, g_cached, g_pending_bytes;
 
@@ -163,6 +164,9 @@ void metrics_store_write(metrics_write_result_t r, uint64_t n) {
   if ((unsigned)r > METRICS_WRITE_ERROR) return;
   ADD(g_writes[r], n);
 }
+
+void metrics_store_write_bytes(uint64_t n) { ADD(g_write_bytes, n); }
+void metrics_store_too_large(uint64_t n) { ADD(g_too_large, n); }
 
 void metrics_dead_letter(metrics_dead_letter_result_t r, uint64_t n) {
   if ((unsigned)r > METRICS_DEAD_LETTER_ERROR) return;
@@ -407,6 +411,14 @@ void metrics_render(model_buf_t *out) {
   for (size_t r = 0; r < 3; r++)
     model_buf_printf(out, "aggregator_store_writes_total{result=\"%s\"} %llu\n", write_results[r],
                      (unsigned long long)GET(g_writes[r]));
+
+  header(out, "aggregator_store_write_bytes_total", "counter",
+         "BSON bytes of the aggregate documents the store acknowledged (the size of what flushes ship).");
+  model_buf_printf(out, "aggregator_store_write_bytes_total %llu\n", (unsigned long long)GET(g_write_bytes));
+  header(out, "aggregator_store_too_large_total", "counter",
+         "Aggregate writes refused because the document would pass the store's 16 MiB limit; their unwritten "
+         "changes were set aside (docs/OPERATIONS.md).");
+  model_buf_printf(out, "aggregator_store_too_large_total %llu\n", (unsigned long long)GET(g_too_large));
 
   header(out, "aggregator_dead_letter_deliveries_total", "counter",
          "Rejected commands acknowledged by the dead-letter topic (ok), and delivery attempts that failed and are "

@@ -13,6 +13,8 @@
  *   aggregator_commands_total{type,result}      result: applied|stale|rejected
  *   aggregator_rejects_total{code}
  *   aggregator_store_writes_total{result}       result: ok|conflict|error
+ *   aggregator_store_write_bytes_total          BSON bytes of the documents written (result ok)
+ *   aggregator_store_too_large_total            writes refused: the document passed the store's limit
  *   aggregator_dead_letter_deliveries_total{result}  result: ok|error
  *   aggregator_flush_duration_seconds           histogram
  *   aggregator_flush_aggregates                 histogram
@@ -63,6 +65,14 @@ void metrics_reject(int code);
 typedef enum { METRICS_WRITE_OK, METRICS_WRITE_CONFLICT, METRICS_WRITE_ERROR } metrics_write_result_t;
 /* Adds n to aggregator_store_writes_total{result} (n = documents). */
 void metrics_store_write(metrics_write_result_t r, uint64_t n);
+/* Adds n to aggregator_store_write_bytes_total: the BSON bytes of the
+ * documents the store acknowledged (what a flush ships, without the command
+ * envelope; writes that conflicted or failed are not counted). */
+void metrics_store_write_bytes(uint64_t n);
+/* Adds n to aggregator_store_too_large_total: aggregate writes refused
+ * because the document would pass the store's 16 MiB limit (batch.h says
+ * what becomes of their changes). Each is also counted as a write error. */
+void metrics_store_too_large(uint64_t n);
 
 typedef enum { METRICS_DEAD_LETTER_OK, METRICS_DEAD_LETTER_ERROR } metrics_dead_letter_result_t;
 /* Adds n to aggregator_dead_letter_deliveries_total{result}: ok = a rejected

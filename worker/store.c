@@ -50,14 +50,20 @@
 #define STORE_LOAD_CHUNK 10000
 /* Keys per find against FerretDB: one, as {_id: key} (see store_load). */
 #define STORE_FERRETDB_LOAD_CHUNK 1
-/* MongoDB's document size limit (maxBsonObjectSize, fixed for years). */
-#define STORE_MAX_DOCUMENT_BYTES (16 * 1024 * 1024)
+
+/* Bytes an update statement {q: {_id, rev}, u: <document>, upsert, multi}
+ * adds to its document, besides the _id: the filter's framing and fields
+ * (28) and the statement's (28), rounded up. mongo-java-server drops the
+ * connection when a statement passes 16 MiB (measured: a document 32 bytes
+ * under the limit with a short _id is enough), which would fail the whole
+ * bulk with a stream error, retried for ever; MongoDB takes statements up
+ * to 16 MiB + 16 KiB, so the margin costs it at most 200 bytes of document. */
+#define STORE_STATEMENT_OVERHEAD 64
 
 /* Server codes used for items this module rejects before sending them, so
  * that error_code always speaks the server's language. */
 #define STORE_CODE_BAD_VALUE 2
 #define STORE_CODE_DUPLICATE_KEY 11000
-#define STORE_CODE_OBJECT_TOO_LARGE 10334
 /* Write-concern errors that retrying cannot fix: w names more nodes or a tag
  * than the replica set has. */
 #define STORE_CODE_UNKNOWN_REPL_WRITE_CONCERN 79
@@ -623,8 +629,11 @@ static bool bulk_add(mongoc_bulk_operation_t *bulk, store_write_item_t *item, in
   size_t key_len;
   const char *key = model_aggregate_key(item->agg, &key_len);
   bson_t doc = BSON_INITIALIZER;
-  if (!model_codec_to_bson(item->agg, item->rev + 1, updated_at_ms, &doc) || doc.len > STORE_MAX_DOCUMENT_BYTES) {
-    log_error("aggregate too large to store", "key", LOG_STR, key, "bytes", LOG_INT, (int64_t)doc.len);
+  bool encoded = model_codec_to_bson(item->agg, item->rev + 1, updated_at_ms, &doc);
+  item->bytes = doc.len;
+  if (!encoded || doc.len + key_len + STORE_STATEMENT_OVERHEAD > STORE_MAX_DOCUMENT_BYTES) {
+    /* Not logged here: this runs on every attempt, and the caller (batch.c)
+     * logs once per aggregate and decides what becomes of its changes. */
     bson_destroy(&doc);
     item->result = STORE_ITEM_ERROR;
     item->error_code = STORE_CODE_OBJECT_TOO_LARGE;

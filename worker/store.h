@@ -74,11 +74,27 @@ typedef enum {
   STORE_ITEM_ERROR        /* rejected by the server for this item; see error */
 } store_item_result_t;
 
+/* MongoDB's document size limit (maxBsonObjectSize, fixed for years).
+ * store_write refuses, before sending anything, a document whose update
+ * statement (the document, its {_id, rev} filter and the statement's
+ * framing) would pass it: STORE_ITEM_ERROR with STORE_CODE_OBJECT_TOO_LARGE
+ * (the server's own code, BSONObjectTooLarge) and the document's size in
+ * bytes; the other items of the bulk go on. Sent anyway, such a statement
+ * fails the whole bulk: libmongoc refuses one past 16 MiB + 16 KiB (a
+ * client error, STORE_FATAL), mongo-java-server drops the connection at
+ * 16 MiB (a stream error, retried for ever), and FerretDB stores up to
+ * 16 MiB + 16 KiB, which MongoDB would refuse. So the limit is the same on
+ * every server, and slightly under 16 MiB of document. */
+#define STORE_MAX_DOCUMENT_BYTES (16 * 1024 * 1024)
+#define STORE_CODE_OBJECT_TOO_LARGE 10334
+
 typedef struct store_write_item {
   const model_aggregate_t *agg; /* in: borrowed */
   int64_t rev;                  /* in: the stored rev this write expects (0 = absent) */
   store_item_result_t result;   /* out */
   uint32_t error_code;          /* out, for STORE_ITEM_ERROR */
+  size_t bytes;                 /* out: the document's BSON size (also when refused as too large), 0 if
+                                 * never encoded */
 } store_write_item_t;
 
 /* One unordered bulk write of all items with the configured write concern

@@ -106,6 +106,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
   memset(&job->err, 0, sizeof job->err);
   job->status = STORE_OK;
   job->loads = job->written = job->unchanged = job->conflicts = job->errors = 0;
+  job->bytes_written = 0;
   atomic_store_explicit(&job->done_loads, 0, memory_order_relaxed);
   atomic_store_explicit(&job->done_writes, 0, memory_order_relaxed);
   if (!job->chunk) job->chunk = 1000;
@@ -134,7 +135,9 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
       case STORE_ITEM_OK:
         it->rev++;
         it->result = WRITER_ITEM_WRITTEN;
+        it->bytes = items[i].bytes;
         job->written++;
+        job->bytes_written += items[i].bytes;
         break;
       case STORE_ITEM_CONFLICT:
         it->result = WRITER_ITEM_CONFLICT;
@@ -143,6 +146,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
       default:
         it->result = WRITER_ITEM_ERROR;
         it->error_code = items[i].error_code;
+        it->bytes = items[i].bytes;
         job->errors++;
         break;
       }

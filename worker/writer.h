@@ -57,6 +57,7 @@ typedef struct writer_item {
   bool loaded;            /* out: the load happened; agg includes the stored document, and rev was its rev */
   writer_item_result_t result;
   uint32_t error_code; /* for WRITER_ITEM_ERROR */
+  size_t bytes;        /* out: the document's BSON size when written, or when refused as too large */
   void *tag;           /* the batch's; the writer never reads it */
 } writer_item_t;
 
@@ -69,6 +70,7 @@ typedef struct writer_job {
   store_status_t status; /* STORE_OK: every item has a result */
   store_error_t err;
   uint64_t loads, written, unchanged, conflicts, errors;
+  uint64_t bytes_written; /* BSON bytes of the documents written (the items WRITTEN) */
   double seconds; /* how long the job took in the writer */
   /* progress while in flight, the only fields another thread may read then
    * (atomics: the writer stores, anyone loads): items loaded and written so far */

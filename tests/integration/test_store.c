@@ -353,6 +353,118 @@ static void on_count(void *ctx, model_aggregate_t *agg, int64_t rev) {
   model_aggregate_destroy(agg);
 }
 
+/* --- documents at the size limit ----------------------------------------- */
+
+/* The BSON size store_write checks against STORE_MAX_DOCUMENT_BYTES: the
+ * document plus its update statement's _id and framing (store.c). */
+static size_t statement_bytes(const model_aggregate_t *agg, int64_t rev) {
+  bson_t doc = BSON_INITIALIZER;
+  ck_assert(model_codec_to_bson(agg, rev + 1, T0_MS, &doc));
+  size_t key_len, n = doc.len;
+  model_aggregate_key(agg, &key_len);
+  bson_destroy(&doc);
+  return n + key_len + 64;
+}
+
+/* One student with a grade whose feedback is flen bytes (1,500: about 1.6 KB
+ * of BSON). */
+static void add_graded_student(model_aggregate_t *agg, int i, size_t flen) {
+  static char feedback[MODEL_FEEDBACK_MAX + 1];
+  ck_assert_uint_le(flen, MODEL_FEEDBACK_MAX);
+  memset(feedback, 'f', flen);
+  feedback[flen] = '\0';
+  size_t tl, al;
+  const char *t = model_aggregate_tenant(agg, &tl);
+  const char *a = model_aggregate_assignment(agg, &al);
+  char json[MODEL_FEEDBACK_MAX + 1024];
+  int n = snprintf(json, sizeof json,
+                   "{\"id\":\"g%d\",\"type\":\"grade.updated\",\"tenant\":\"%.*s\",\"assignment\":\"%.*s\","
+                   "\"ts\":\"2026-09-01T08:00:00Z\",\"student\":\"s%d\",\"version\":1,"
+                   "\"data\":{\"points\":%d,\"feedback\":\"%s\"}}",
+                   i, (int)tl, t, (int)al, a, i, i % 100, feedback);
+  ck_assert(n > 0 && (size_t)n < sizeof json);
+  model_command_t *cmd = malloc(sizeof *cmd);
+  ck_assert_ptr_nonnull(cmd);
+  model_reject_t rej;
+  ck_assert_msg(model_command_decode(json, (size_t)n, 1 << 20, cmd, &rej), "%s", rej.detail);
+  ck_assert_int_eq(model_aggregate_apply(agg, cmd), MODEL_APPLY_APPLIED);
+  free(cmd);
+}
+
+/* Two aggregates of one assignment whose statements are exactly at the
+ * limit and one byte over it (about 10,000 students; the last student's
+ * feedback length makes up the last bytes). */
+static void make_limit_pair(const char *assignment, model_aggregate_t **at, model_aggregate_t **over) {
+  model_aggregate_t *agg = model_aggregate_new("tbig", 4, assignment, strlen(assignment));
+  int i = 0;
+  for (; i < 100; i++) add_graded_student(agg, i, 1500);
+  size_t per = statement_bytes(agg, 0) / 100 + 1;
+  /* Whole students while two more would still fit: the gap left is one to
+   * two students, which one student with 0..MODEL_FEEDBACK_MAX bytes of
+   * feedback covers. */
+  while (statement_bytes(agg, 0) + 2 * per <= STORE_MAX_DOCUMENT_BYTES) {
+    size_t k = (STORE_MAX_DOCUMENT_BYTES - statement_bytes(agg, 0)) / per / 2;
+    for (k = k ? k : 1; k > 0; k--) add_graded_student(agg, i++, 1500);
+  }
+  model_aggregate_t *probe = model_aggregate_clone(agg);
+  add_graded_student(probe, i, 0);
+  size_t base = statement_bytes(probe, 0); /* growth is one byte per byte of feedback */
+  model_aggregate_destroy(probe);
+  ck_assert_uint_le(base, STORE_MAX_DOCUMENT_BYTES);
+  size_t flen = STORE_MAX_DOCUMENT_BYTES - base;
+  ck_assert_uint_lt(flen, MODEL_FEEDBACK_MAX);
+  *at = model_aggregate_clone(agg);
+  add_graded_student(*at, i, flen);
+  ck_assert_uint_eq(statement_bytes(*at, 0), STORE_MAX_DOCUMENT_BYTES);
+  add_graded_student(agg, i, flen + 1);
+  ck_assert_uint_eq(statement_bytes(agg, 0), STORE_MAX_DOCUMENT_BYTES + 1);
+  *over = agg;
+}
+
+/* The store refuses, before sending it, a document whose statement would
+ * pass the 16 MiB limit: an item error with the server's code
+ * (BSONObjectTooLarge) and its size, while the rest of the bulk lands.
+ * Sent anyway it would fail the whole bulk (store.h says how on each
+ * server), so this is what keeps one huge aggregate from stopping every
+ * write. */
+START_TEST(document_past_the_limit_is_refused_alone) {
+  model_aggregate_t *under, *over;
+  make_limit_pair("over", &under, &over); /* one byte over */
+  model_aggregate_t *small = make_agg("tbig", "small");
+  store_write_item_t items[2] = {{.agg = over, .rev = 0}, {.agg = small, .rev = 0}};
+  store_error_t err;
+  ck_assert_int_eq(store_write(g_store, items, 2, T0_MS, &err), STORE_OK);
+  ck_assert_int_eq(items[0].result, STORE_ITEM_ERROR);
+  ck_assert_uint_eq(items[0].error_code, STORE_CODE_OBJECT_TOO_LARGE);
+  ck_assert_uint_gt(items[0].bytes, STORE_MAX_DOCUMENT_BYTES - 4096); /* its size, for the log */
+  ck_assert_int_eq(items[1].result, STORE_ITEM_OK);
+  ck_assert_uint_gt(items[1].bytes, 0);
+  bson_t *raw = raw_get("tbig/over");
+  ck_assert_ptr_null(raw);
+  assert_stored(small, 1);
+  model_aggregate_destroy(under);
+  model_aggregate_destroy(over);
+  model_aggregate_destroy(small);
+}
+END_TEST
+
+/* A byte less fits, on every server: the margin store.c keeps under 16 MiB
+ * is enough for mongo-java-server, which drops the connection at 16 MiB of
+ * statement, and the document reads back whole. */
+START_TEST(document_at_the_limit_is_stored) {
+  model_aggregate_t *under, *over;
+  make_limit_pair("under", &under, &over);
+  store_write_item_t item = {.agg = under, .rev = 0};
+  store_error_t err;
+  ck_assert_msg(store_write(g_store, &item, 1, T0_MS, &err) == STORE_OK, "%s", err.message);
+  ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  ck_assert_uint_gt(item.bytes, STORE_MAX_DOCUMENT_BYTES - 4096);
+  assert_stored(under, 1);
+  model_aggregate_destroy(under);
+  model_aggregate_destroy(over);
+}
+END_TEST
+
 START_TEST(many_items_one_bulk) {
   /* More documents than the load cursor's first reply would hold by default
    * (101). */
@@ -535,6 +647,8 @@ static int run_against(const char *server, const char *uri, bool ferretdb) {
   tcase_add_test(tc, stale_rev_conflicts_alone);
   tcase_add_test(tc, empty_write_and_load);
   tcase_add_test(tc, many_items_one_bulk);
+  tcase_add_test(tc, document_past_the_limit_is_refused_alone);
+  tcase_add_test(tc, document_at_the_limit_is_stored);
   tcase_add_test(tc, corrupt_document_is_fatal);
   tcase_add_test(tc, majority_write_concern);
   tcase_add_test(tc, bad_namespace_is_fatal);

@@ -41,6 +41,8 @@ typedef struct mem_store {
   bool fail_fatal; /* every call answers STORE_FATAL */
   int latency_ms;  /* every load and write takes this long */
   bool hold;       /* writes wait at the gate until mem_release */
+  size_t max_doc_bytes; /* 0 = none; else a document whose model_aggregate_memory passes it is refused as
+                         * too large, as store.c refuses one past STORE_MAX_DOCUMENT_BYTES of BSON */
   int held;        /* writes waiting at the gate now */
   pthread_mutex_t lock;
   pthread_cond_t cond;
@@ -146,6 +148,12 @@ static inline store_status_t mem_write(void *ctx, store_write_item_t *items, siz
   for (size_t i = 0; i < n; i++) {
     const char *key = model_aggregate_key(items[i].agg, NULL);
     doc_t *d = mem_find(s, key);
+    items[i].bytes = model_aggregate_memory(items[i].agg); /* stands for the BSON size */
+    if (s->max_doc_bytes && items[i].bytes > s->max_doc_bytes) { /* checked before sending, as store.c */
+      items[i].result = STORE_ITEM_ERROR;
+      items[i].error_code = STORE_CODE_OBJECT_TOO_LARGE;
+      continue;
+    }
     if ((d ? d->rev : 0) != items[i].rev) {
       items[i].result = STORE_ITEM_CONFLICT;
       continue;

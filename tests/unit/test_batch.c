@@ -10,6 +10,7 @@
 #include "batch.h"
 #include "codec.h"
 #include "mem_store.h"
+#include "metrics.h"
 
 static model_command_t roster(const char *assignment, const char *student, const char *id, uint64_t v, bool on) {
   model_command_t c;
@@ -163,6 +164,88 @@ START_TEST(cache_bound_and_naive_mode) {
 }
 END_TEST
 
+static int32_t stored_assigned(mem_store_t *s, const char *key) {
+  return model_aggregate_counts(mem_find(s, key)->agg).assigned;
+}
+
+static double metric(const char *series) {
+  model_buf_t out = MODEL_BUF_INIT;
+  metrics_render(&out);
+  const char *p = strstr(out.data, series);
+  double v = p ? strtod(p + strlen(series), NULL) : -1;
+  model_buf_destroy(&out);
+  return v;
+}
+
+/* A document past the store's size limit (here: the in-memory store's
+ * stand-in limit) must neither stop the batch nor hold its offsets back:
+ * its unwritten changes are set aside, counted, and the flush is done; the
+ * other aggregates of the flush land; later changes that fit are written on
+ * top of the last stored document. */
+START_TEST(too_large_is_set_aside_and_offsets_move) {
+  mem_store_t s;
+  mem_init(&s);
+  batch_t *b = new_batch(100);
+  char st[16], id[16];
+  for (int i = 0; i < 10; i++) {
+    snprintf(st, sizeof st, "s%d", i);
+    snprintf(id, sizeof id, "c%d", i);
+    model_command_t c = roster("big", st, id, 1, true);
+    batch_apply(b, &c, 0, 0);
+  }
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 1);
+  s.max_doc_bytes = model_aggregate_memory(mem_find(&s, "t1/big")->agg) + 64; /* room for one more student at most */
+
+  double too_large0 = metric("\naggregator_store_too_large_total ");
+  double errors0 = metric("aggregator_store_writes_total{result=\"error\"} ");
+  double bytes0 = metric("\naggregator_store_write_bytes_total ");
+  for (int i = 10; i < 200; i++) { /* pushes t1/big past the limit */
+    snprintf(st, sizeof st, "s%d", i);
+    snprintf(id, sizeof id, "c%d", i);
+    model_command_t c = roster("big", st, id, 1, true);
+    batch_apply(b, &c, 0, 0);
+  }
+  model_command_t small = roster("small", "s1", "x1", 1, true);
+  batch_apply(b, &small, 0, 0);
+  ck_assert_uint_eq(batch_durable_seq(b), 10);
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE); /* not RETRY: retrying could never succeed */
+  ck_assert(!batch_dirty(b));
+  ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b)); /* its offsets move on */
+  ck_assert_uint_eq(batch_pending_bytes(b), 0);
+  ck_assert_int_eq(mem_find(&s, "t1/small")->rev, 1);  /* the rest of the flush landed */
+  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 1);    /* the store keeps the last document that fit */
+  ck_assert_int_eq(stored_assigned(&s, "t1/big"), 10);
+  ck_assert_uint_eq(batch_stats(b)->too_large, 1);
+  ck_assert_uint_eq(batch_stats(b)->write_errors, 1);
+  ck_assert(metric("\naggregator_store_too_large_total ") == too_large0 + 1);
+  ck_assert(metric("aggregator_store_writes_total{result=\"error\"} ") == errors0 + 1);
+  ck_assert(metric("\naggregator_store_write_bytes_total ") > bytes0); /* t1/small */
+
+  /* A later change that fits is merged into the stored document and written. */
+  model_command_t off = roster("big", "s3", "c3b", 2, false);
+  ck_assert_int_eq(batch_apply(b, &off, 0, 0), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
+  ck_assert_int_eq(stored_assigned(&s, "t1/big"), 9);
+
+  /* Refused again later (a change that does not fit): counted again, and the
+   * flush is still done. */
+  for (int i = 200; i < 300; i++) {
+    snprintf(st, sizeof st, "s%d", i);
+    snprintf(id, sizeof id, "c%d", i);
+    model_command_t c = roster("big", st, id, 1, true);
+    batch_apply(b, &c, 0, 0);
+  }
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_uint_eq(batch_stats(b)->too_large, 2);
+  ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
+  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
 START_TEST(flush_triggers) {
   mem_store_t s;
   mem_init(&s);
@@ -197,6 +280,7 @@ int main(void) {
   tcase_add_test(tc, retry_keeps_changes_until_written);
   tcase_add_test(tc, cache_bound_and_naive_mode);
   tcase_add_test(tc, flush_triggers);
+  tcase_add_test(tc, too_large_is_set_aside_and_offsets_move);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
