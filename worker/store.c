@@ -325,6 +325,7 @@ static store_status_t detect_server(store_t *store, store_error_t *err);
 typedef struct loaded {
   model_aggregate_t *agg;
   int64_t rev;
+  int64_t updated_at_ms; /* as stored: tells resolve_incomplete whose write this is */
   model_counts_t counts; /* as stored (for store_load_counts) */
 } loaded_t;
 
@@ -333,13 +334,15 @@ typedef struct loaded_list {
   size_t n, cap;
 } loaded_list_t;
 
-static void loaded_push(loaded_list_t *l, model_aggregate_t *agg, int64_t rev, const model_counts_t *counts) {
+static void loaded_push(loaded_list_t *l, model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms,
+                        const model_counts_t *counts) {
   if (l->n == l->cap) {
     l->cap = l->cap ? l->cap * 2 : 64;
     l->v = oom_realloc(l->v, l->cap * sizeof *l->v);
   }
   l->v[l->n].agg = agg;
   l->v[l->n].rev = rev;
+  l->v[l->n].updated_at_ms = updated_at_ms;
   l->v[l->n].counts = *counts;
   l->n++;
 }
@@ -410,7 +413,9 @@ static store_status_t load_chunk(store_t *store, const char *const *keys, size_t
     }
     model_counts_t counts = {0, 0, 0, 0};
     model_codec_stored_counts(doc, &counts); /* decode_stored checked their shape */
-    loaded_push(out, agg, rev, &counts);
+    bson_iter_t ut; /* decode_stored checked it is a Date */
+    int64_t updated_at_ms = bson_iter_init_find(&ut, doc, "updatedAt") ? bson_iter_date_time(&ut) : 0;
+    loaded_push(out, agg, rev, updated_at_ms, &counts);
   }
   bson_error_t e;
   const bson_t *reply;
@@ -759,15 +764,31 @@ static store_write_item_t *find_item(store_write_item_t *items, const size_t *id
   return NULL;
 }
 
+/* Only this write's own document counts as landed: rev + 1, the updatedAt
+ * this store_write put in every document, and the same aggregate. Taking
+ * "rev + 1 and equal" alone as landed (as this did) counted another
+ * writer's identical write as ours: aggregator_store_writes_total{ok} and
+ * the flush stats went up for a write this worker never made, where MongoDB
+ * reports the same situation as a conflict. The trade-off: a write of ours
+ * from an earlier, failed attempt (another updatedAt) is not claimed
+ * either; it is re-sent, conflicts, and the reload finds nothing to do,
+ * which is also what MongoDB would have said. */
+store_item_result_t store_read_back_result(const store_write_item_t *item, const model_aggregate_t *stored,
+                                           int64_t stored_rev, int64_t stored_updated_at_ms, int64_t updated_at_ms) {
+  if (stored_rev == item->rev + 1 && stored_updated_at_ms == updated_at_ms && model_aggregate_equal(item->agg, stored))
+    return STORE_ITEM_OK;
+  return STORE_ITEM_PENDING;
+}
+
 /* Finds out what became of every item after a reply that did not say.
  *
  * FerretDB 1.x stops an update command at its first write error even when
  * it is unordered, and then reports neither the writes it did before the
  * error nor the error's real index. So: read the items back; an item whose
- * stored document is at rev + 1 and holds exactly its aggregate has landed
- * (whoever wrote it, the store now says what the caller wanted: STORE_ITEM_OK
- * is true). The others are sent one by one, since a single write's reply is
- * unambiguous. MongoDB's replies always account for every item, so it never
+ * stored document is this write's (store_read_back_result) has landed. The
+ * others are sent one by one, since a single write's reply is unambiguous:
+ * one that another writer moved on comes back as a conflict, as it would
+ * from MongoDB. MongoDB's replies always account for every item, so it never
  * takes this path. */
 static store_status_t resolve_incomplete(store_t *store, store_write_item_t *items, size_t nitems,
                                          int64_t updated_at_ms, store_error_t *err) {
@@ -792,9 +813,9 @@ static store_status_t resolve_incomplete(store_t *store, store_write_item_t *ite
   for (size_t i = 0; st == STORE_OK && i < stored.n; i++) {
     size_t len;
     store_write_item_t *item = find_item(items, idx, nitems, model_aggregate_key(stored.v[i].agg, &len));
-    if (item && item->result == STORE_ITEM_PENDING && stored.v[i].rev == item->rev + 1 &&
-        model_aggregate_equal(item->agg, stored.v[i].agg))
-      item->result = STORE_ITEM_OK;
+    if (item && item->result == STORE_ITEM_PENDING)
+      item->result = store_read_back_result(item, stored.v[i].agg, stored.v[i].rev, stored.v[i].updated_at_ms,
+                                            updated_at_ms);
   }
   loaded_free(&stored);
 

@@ -22,23 +22,48 @@ def replay_args(s, db, *args):
     return [h.AGGREGATOR, "replay", *sets, *args]
 
 
-def start_replay(s, db):
-    p = subprocess.Popen(replay_args(s, db), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+# How long one replay may run before the test gives up on it (the 200,000
+# commands take well under a minute on an idle 2-core machine).
+REPLAY_DEADLINE_S = float(os.environ.get("AGG_TEST_REPLAY_DEADLINE_S", "600"))
+
+
+def start_replay(s, db, *args):
+    """Starts a replay; its stderr goes to a file of the scenario (a pipe nobody reads could fill and block it).
+    The process records what it is expected to do, for wait_replay's messages."""
+    n = len(s.procs)
+    errpath = s.path(f"replay-{n}.err")
+    source = args[args.index("--input") + 1] if "--input" in args else None
+    with open(errpath, "w") as errf:
+        p = subprocess.Popen(replay_args(s, db, *args), stdout=subprocess.DEVNULL, stderr=errf)
+    p.errpath = errpath
+    p.t0 = time.time()
+    p.expect = (f"exit 0 after reading {source}" if source else
+                f"exit 0 after reading {s.topic} to its end offsets (then {sum(s.end_offsets().values())} messages)")
     s.procs.append(p)
     return p
 
 
-def finish_replay(p):
-    _, err = p.communicate(timeout=600)
-    assert p.returncode == 0, err[-3000:]
+def replay_stderr(p):
+    with open(p.errpath) as f:
+        return f.read()
+
+
+def wait_replay(p):
+    """Waits for replay p to exit, up to REPLAY_DEADLINE_S; fails saying what was expected and what was seen."""
+    h.wait_until(lambda: p.poll() is not None, REPLAY_DEADLINE_S,
+                 lambda: f"replay still running after {time.time() - p.t0:.0f}s (deadline {REPLAY_DEADLINE_S:.0f}s): "
+                         f"expected {p.expect}; its stderr ends:\n{replay_stderr(p)[-2000:]}", interval=0.2)
+    err = replay_stderr(p)
+    assert p.returncode == 0, f"replay exited {p.returncode} after {time.time() - p.t0:.0f}s: expected {p.expect}; " \
+                              f"its stderr ends:\n{err[-3000:]}"
+    return err
 
 
 def replay(s, db, *args):
-    r = subprocess.run(replay_args(s, db, *args), capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
+    err = wait_replay(start_replay(s, db, *args))
     m = re.search(r"replay: read=(\d+) applied=(\d+) stale=(\d+) rejected=(\d+) aggregates=(\d+) seconds=([\d.]+)",
-                  r.stderr)
-    assert m, r.stderr[-2000:]
+                  err)
+    assert m, f"no replay summary line in its stderr:\n{err[-2000:]}"
     return dict(zip(["read", "applied", "stale", "rejected", "aggregates"], map(int, m.groups()[:5])))
 
 
@@ -128,10 +153,10 @@ def scenario(s):
         if replay_proc.poll() is None:
             concurrent += 1
         else:
-            finish_replay(replay_proc)
+            wait_replay(replay_proc)
             replay_proc = None
     if replay_proc is not None:
-        finish_replay(replay_proc)
+        wait_replay(replay_proc)
     h.log(f"{concurrent} of {len(slices)} slices written by the live worker while a replay ran")
     assert concurrent > 0, "no replay ran while the live worker wrote"
     replay(s, s.db)

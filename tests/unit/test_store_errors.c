@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggregate.h"
+#include "model_fixtures.h"
 #include "redact.h"
 #include "store.h"
 #include "store_internal.h"
@@ -387,6 +389,45 @@ START_TEST(bulk_incomplete_reply) {
 }
 END_TEST
 
+/* --- read-back after an incomplete reply (FerretDB) ------------------------- */
+
+/* Only this write's own document counts as written: another writer's
+ * identical document at rev + 1 was counted as ours
+ * (aggregator_store_writes_total{ok}, the flush stats), where MongoDB says
+ * conflict. */
+START_TEST(read_back_claims_only_own_write) {
+  model_command_t c;
+  fx_roster(&c, "t1", "a1", "s1", 1, "c1", true);
+  model_aggregate_t *mine = model_aggregate_new("t1", 2, "a1", 2);
+  model_aggregate_apply(mine, &c);
+  model_aggregate_t *same = model_aggregate_new("t1", 2, "a1", 2);
+  model_aggregate_apply(same, &c);
+  model_command_t c2;
+  fx_roster(&c2, "t1", "a1", "s2", 2, "c2", true);
+  model_aggregate_t *other = model_aggregate_new("t1", 2, "a1", 2);
+  model_aggregate_apply(other, &c2);
+  store_write_item_t item = {.agg = mine, .rev = 4};
+  const int64_t now = 1700000000123;
+
+  /* Ours: rev + 1, our updatedAt, our aggregate. */
+  ck_assert_int_eq(store_read_back_result(&item, same, 5, now, now), STORE_ITEM_OK);
+  /* The same aggregate at rev + 1, written by someone else (another updatedAt):
+   * not ours, sent again (and the server says conflict). */
+  ck_assert_int_eq(store_read_back_result(&item, same, 5, now - 7, now), STORE_ITEM_PENDING);
+  /* Not landed: still at rev, or another aggregate, or moved further on. */
+  ck_assert_int_eq(store_read_back_result(&item, same, 4, now - 7, now), STORE_ITEM_PENDING);
+  ck_assert_int_eq(store_read_back_result(&item, other, 5, now, now), STORE_ITEM_PENDING);
+  ck_assert_int_eq(store_read_back_result(&item, same, 6, now, now), STORE_ITEM_PENDING);
+  /* A new document (rev 0 expected). */
+  store_write_item_t fresh = {.agg = mine, .rev = 0};
+  ck_assert_int_eq(store_read_back_result(&fresh, same, 1, now, now), STORE_ITEM_OK);
+  ck_assert_int_eq(store_read_back_result(&fresh, same, 1, now + 1, now), STORE_ITEM_PENDING);
+  model_aggregate_destroy(mine);
+  model_aggregate_destroy(same);
+  model_aggregate_destroy(other);
+}
+END_TEST
+
 /* --- configuration ------------------------------------------------------- */
 
 START_TEST(new_validates_without_connecting) {
@@ -453,6 +494,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, bulk_network_error_retries);
   tcase_add_test(tc, bulk_command_error);
   tcase_add_test(tc, bulk_incomplete_reply);
+  tcase_add_test(tc, read_back_claims_only_own_write);
   suite_add_tcase(s, tc);
   tc = tcase_create("config");
   tcase_add_test(tc, new_validates_without_connecting);

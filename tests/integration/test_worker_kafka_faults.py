@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Network faults on the Kafka connection (issue 16), through toxiproxy:
+latency spikes, a bandwidth limit, connections cut in the middle of a fetch
+response, connections reset, and a black hole until the client's requests
+time out.
+
+The worker is bootstrapped through a toxiproxy on the port the stack's
+broker advertises for its FAULTS listener (scripts/stack), so every one of
+its connections (group coordinator, fetches, commits, dead-letter producer)
+goes through the proxy, metadata included. The test's own producer and its
+offset checks use the stack's ordinary listener and see no fault.
+
+Each phase sets its fault, produces a chunk and waits for the event it is
+about: for the slow links, the chunk committed through the fault; for the
+breaking ones, a client error logged by librdkafka after the fault was set.
+Then the fault is lifted and the group's commits must reach the topic's
+end (time to recover, logged). Between phases no document's rev or slot
+stamp decreases; at the end the documents equal the reference merge
+(tests/tools/reference_merge.py) and replay --input."""
+import json
+import os
+import socket
+import subprocess
+import time
+
+import harness as h
+from test_worker_store_faults import Toxiproxy, assert_not_back, chunks
+
+# kafka.rdkafka.socket.timeout.ms for the worker: how long a request may go
+# unanswered before librdkafka gives up on the connection (its default is
+# 60 s); the black hole must be noticed within it plus slack.
+SOCKET_TIMEOUT_MS = 10000
+
+
+def faults_ports():
+    """(listener, advertised) ports of the stack's FAULTS listener: scripts/stack's defaults are the Kafka port + 2
+    and + 3, AGG_KAFKA_FAULTS_PORT and AGG_KAFKA_FAULTS_PROXY_PORT override them as they do there."""
+    kafka_port = int(h.BROKERS.split(",")[0].rsplit(":", 1)[1])
+    return (int(os.environ.get("AGG_KAFKA_FAULTS_PORT", kafka_port + 2)),
+            int(os.environ.get("AGG_KAFKA_FAULTS_PROXY_PORT", kafka_port + 3)))
+
+
+def client_errors(s, w):
+    """librdkafka's warnings and errors in worker w's log (error_cb lines carry the error's name)."""
+    return [e for e in map(json_or_none, s.worker_log(w).splitlines())
+            if e and e.get("component") == "rdkafka" and e.get("level") in ("warn", "error")]
+
+
+def json_or_none(line):
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def reference(s, stream):
+    """The reference merge of stream, the replay's rejects skipped (replay is checked against it elsewhere)."""
+    expected, _ = s.expected(stream)
+    ref = subprocess.run([os.path.join(h.SRC, "tests", "tools", "reference_merge.py"), stream,
+                          s.path("expected-rejects.jsonl")], check=True, capture_output=True, text=True).stdout
+    docs = {}
+    for line in ref.splitlines():
+        d = json.loads(line)
+        docs[d["_id"]] = h.normalize(d)
+    assert docs == expected, "replay --input and the reference merge disagree on this stream"
+    return docs
+
+
+def scenario(s):
+    listener, advertised = faults_ports()
+    try:
+        socket.create_connection(("127.0.0.1", listener), timeout=5).close()
+    except OSError as e:
+        raise AssertionError(f"the broker has no FAULTS listener on 127.0.0.1:{listener} ({e}): "
+                             "restart the stack with this checkout's scripts/stack")
+    stream = s.generate("--seed", "161", "--count", "12000", "--assignments", "40", "--students", "30",
+                        "--invalid-rate", "0.01", "--duplicate-rate", "0.05", "--order", "shuffle")
+    expected = reference(s, stream)
+    tp = Toxiproxy(s)
+    tp.call("POST", "/proxies", {"name": "kafka", "listen": f"127.0.0.1:{advertised}",
+                                 "upstream": f"127.0.0.1:{listener}", "enabled": True})
+    w = s.start_worker("g1", [("kafka.brokers", f"127.0.0.1:{advertised}"), ("batch.max_commands", "500"),
+                              ("kafka.rdkafka.socket.timeout.ms", str(SOCKET_TIMEOUT_MS))])
+    def joined():
+        assert w.poll() is None, f"the worker exited {w.returncode}:\n{s.worker_log(w)[-2000:]}"
+        return bool(s.holdings(w))
+
+    h.wait_until(joined, 120, lambda: f"the worker never got partitions through the proxy:\n"
+                                                     f"{s.worker_log(w)[-2000:]}")
+
+    phases = [
+        ("latency", [("latency", "downstream", {"latency": 300, "jitter": 200}),
+                     ("latency", "upstream", {"latency": 100, "jitter": 100})], False),
+        # KB/s. Below about (fetch response size) / socket timeout no fetch
+        # completes: at 32 KB/s a 500 KB response outlived the 10 s timeout,
+        # and every retry started over (the chunk was never committed).
+        ("bandwidth", [("bandwidth", "downstream", {"rate": 256}), ("bandwidth", "upstream", {"rate": 256})], False),
+        # A fetch response of a chunk (2,000 commands of ~200 bytes) is far
+        # larger: every connection is cut inside one, and again after each
+        # reconnection, until the toxic goes.
+        ("cut mid-fetch", [("limit_data", "downstream", {"bytes": 20000})], True),
+        ("reset", [("reset_peer", "downstream", {"timeout": 500})], True),
+        ("black hole", [("timeout", "upstream", {"timeout": 0})], True),
+    ]
+    parts = chunks(s, stream, len(phases) + 1)
+    prev = {}
+    report = []
+    for i, (name, toxics, breaks) in enumerate(phases):
+        errors = len(client_errors(s, w))
+        t0 = time.time()
+        for j, (kind, direction, attrs) in enumerate(toxics):
+            tp.add("kafka", f"{name.replace(' ', '-')}-{j}", kind, direction, **attrs)
+        s.produce(parts[i])
+        end = sum(s.end_offsets().values())
+
+        def committed_all():
+            assert w.poll() is None, f"the worker died during {name}"
+            c = s.committed_total("g1")
+            return c is not None and c >= end
+
+        if breaks:
+            def failed():
+                assert w.poll() is None, f"the worker died during {name}"
+                return len(client_errors(s, w)) > errors
+
+            h.wait_until(failed, 180, f"{name}: no client error logged by the worker within 180 s")
+            noticed = time.time() - t0
+            if name == "black hole":
+                # one request's socket timeout, plus produce and poll slack
+                assert noticed < SOCKET_TIMEOUT_MS / 1000 + 30, f"black hole noticed after {noticed:.1f}s"
+        else:
+            h.wait_until(committed_all, 300, lambda: f"{name}: the chunk was not committed through the fault: "
+                                                     f"committed {s.committed_total('g1')} of {end}")
+            noticed = None
+        for j in range(len(toxics)):
+            tp.remove("kafka", f"{name.replace(' ', '-')}-{j}")
+        t1 = time.time()
+        h.wait_until(committed_all, 300, lambda: f"after {name}: the worker did not catch up: committed "
+                                                 f"{s.committed_total('g1')} of {end}")
+        recovered = time.time() - t1
+        cur = s.stored()
+        assert_not_back(prev, cur)
+        prev = cur
+        report.append(f"{name}: " + (f"first client error {noticed:.1f}s after the fault, " if breaks else
+                                     f"committed through the fault in {t1 - t0:.1f}s, ")
+                      + f"caught up {recovered:.1f}s after it was lifted")
+        h.log(report[-1])
+    s.produce(parts[-1])
+    s.wait_committed("g1", alive=[w])
+    s.stop_worker(w)
+    h.assert_same_documents(expected, s.stored())
+    assert_not_back(prev, s.stored())
+
+
+if __name__ == "__main__":
+    h.main(scenario, "kafka-faults")
