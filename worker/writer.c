@@ -22,7 +22,10 @@ writer_job_t *writer_job_new(size_t n) {
 
 void writer_job_destroy(writer_job_t *job) {
   if (!job) return;
-  for (size_t i = 0; i < job->nitems; i++) model_aggregate_destroy(job->items[i].agg);
+  for (size_t i = 0; i < job->nitems; i++) {
+    model_aggregate_destroy(job->items[i].agg);
+    free(job->items[i].touched);
+  }
   free(job->items);
   free(job);
 }
@@ -32,10 +35,40 @@ void writer_job_add(writer_job_t *job, model_aggregate_t *agg, int64_t rev, bool
     job->cap *= 2;
     job->items = oom_realloc(job->items, job->cap * sizeof *job->items);
   }
-  job->items[job->nitems++] = (writer_item_t){.agg = agg, .rev = rev, .load = load, .tag = tag};
+  job->items[job->nitems++] = (writer_item_t){.agg = agg, .rev = rev, .load = load, .tag = tag, .whole = true};
 }
 
 /* --- running a job ----------------------------------------------------------- */
+
+static int cmp_size(const void *x, const void *y) {
+  size_t a = *(const size_t *)x, b = *(const size_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* Makes si a partial write of it when that is possible and pays: the item's
+ * touched ids become indexes of its snapshot (sorted, distinct) in idx,
+ * which has room for it->ntouched. Whole otherwise: new documents, items
+ * loaded by this job (the batch only held an overlay), anything the batch
+ * could not follow (whole), an id the snapshot lacks (cannot happen: ids are
+ * recorded when applied, and students are never removed), or when half the
+ * students or more changed (their $set would be about the document). */
+static void plan_partial(const writer_item_t *it, store_write_item_t *si, size_t *idx) {
+  if (it->whole || it->load || it->loaded || it->rev <= 0) return;
+  size_t n = 0;
+  for (const char *p = it->touched, *end = it->touched + it->touched_len; p && p < end; p += strlen(p) + 1) {
+    if (n == it->ntouched || !model_aggregate_find_student(it->agg, p, strlen(p), &idx[n])) return;
+    n++;
+  }
+  qsort(idx, n, sizeof *idx, cmp_size);
+  size_t u = 0;
+  for (size_t i = 0; i < n; i++)
+    if (u == 0 || idx[u - 1] != idx[i]) idx[u++] = idx[i];
+  if (u * 2 >= model_aggregate_student_count(it->agg) && u > 0) return;
+  si->partial = true;
+  si->header = it->header_touched;
+  si->students = idx;
+  si->nstudents = u;
+}
 
 /* Items to load, sorted by key so that each document found is matched in
  * O(log n) (a chunk holds up to batch.max_aggregates keys). */
@@ -113,6 +146,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
   writer_item_t **ents = oom_malloc(job->nitems * sizeof *ents);
   const char **keys = oom_malloc(chunk * sizeof *keys);
   store_write_item_t *items = oom_malloc(chunk * sizeof *items);
+  size_t *idx = NULL; /* the partial writes' student indexes of the current bulk */
 
   store_status_t st = load_items(sink, job, ents, keys);
   size_t next = 0;
@@ -125,6 +159,10 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
       items[k++] = (store_write_item_t){.agg = it->agg, .rev = it->rev};
     }
     if (!k) break;
+    size_t nidx = 0;
+    for (size_t i = 0; i < k; i++) nidx += ents[i]->ntouched;
+    idx = oom_realloc(idx, (nidx ? nidx : 1) * sizeof *idx);
+    for (size_t i = 0, off = 0; i < k; off += ents[i]->ntouched, i++) plan_partial(ents[i], &items[i], idx + off);
     st = sink->write(sink->ctx, items, k, job->now_ms, &job->err);
     if (st != STORE_OK) break;
     atomic_fetch_add_explicit(&job->done_writes, k, memory_order_relaxed);
@@ -154,6 +192,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
   free(ents);
   free(keys);
   free(items);
+  free(idx);
   job->seconds = clock_mono_s() - t0;
 }
 
