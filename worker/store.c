@@ -807,8 +807,10 @@ static store_write_item_t *find_item(store_write_item_t *items, const size_t *id
  * stored document is at rev + 1 and holds exactly its aggregate has landed
  * (whoever wrote it, the store now says what the caller wanted: STORE_ITEM_OK
  * is true). The others are sent one by one, since a single write's reply is
- * unambiguous. MongoDB's replies always account for every item, so it never
- * takes this path. */
+ * unambiguous. MongoDB's replies account for every whole item; it takes
+ * this path only when some but not all partial updates of a command
+ * matched nothing (store_bulk_outcome), which needs a race with another
+ * writer. */
 static store_status_t resolve_incomplete(store_t *store, store_write_item_t *items, size_t nitems,
                                          int64_t updated_at_ms, store_error_t *err) {
   if (!store->warned_incomplete) {
