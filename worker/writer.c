@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "metrics.h"
 #include "oom.h"
@@ -46,14 +47,14 @@ static int cmp_size(const void *x, const void *y) {
 }
 
 /* Makes si a partial write of it when that is possible and pays: the item's
- * touched ids become indexes of its snapshot (sorted, distinct) in idx,
- * which has room for it->ntouched. Whole otherwise: new documents, items
- * loaded by this job (the batch only held an overlay), anything the batch
- * could not follow (whole), an id the snapshot lacks (cannot happen: ids are
- * recorded when applied, and students are never removed), or when half the
- * students or more changed (their $set would be about the document). */
+ * touched ids (from the batch, or plan_loaded) become indexes of its
+ * aggregate (sorted, distinct) in idx, which has room for it->ntouched.
+ * Whole otherwise: new documents, anything the batch could not follow
+ * (whole), an id the aggregate lacks (cannot happen: students are never
+ * removed), or when half the students or more changed (their $set would be
+ * about the document). */
 static void plan_partial(const writer_item_t *it, store_write_item_t *si, size_t *idx) {
-  if (it->whole || it->load || it->loaded || it->rev <= 0) return;
+  if (it->whole || (it->load && !it->loaded) || it->rev <= 0) return;
   size_t n = 0;
   for (const char *p = it->touched, *end = it->touched + it->touched_len; p && p < end; p += strlen(p) + 1) {
     if (n == it->ntouched || !model_aggregate_find_student(it->agg, p, strlen(p), &idx[n])) return;
@@ -82,6 +83,39 @@ static int cmp_item_key(const void *x, const void *y) {
                 model_aggregate_key((*(writer_item_t *const *)y)->agg, NULL));
 }
 
+/* Before an overlay (the commands the batch saw since the aggregate entered
+ * memory: its snapshot of an unloaded entry) is merged into the stored
+ * document it loaded, at rev > 0: the merge can change only the overlay's
+ * students and, if the overlay has one, the header, so those are what a
+ * partial write sets. Whole instead when the overlay has a student the
+ * document lacks (a $set would append it out of id order) or half of the
+ * document's students (after a conflict the batch hands over everything it
+ * holds as the overlay). */
+static void plan_loaded(writer_item_t *it, const model_aggregate_t *stored) {
+  size_t n = model_aggregate_student_count(it->agg);
+  if (n * 2 >= model_aggregate_student_count(stored) && n > 0) return;
+  model_buf_t ids = MODEL_BUF_INIT;
+  for (size_t i = 0; i < n; i++) {
+    model_student_view_t v;
+    model_aggregate_student(it->agg, i, &v);
+    size_t at;
+    if (!model_aggregate_find_student(stored, v.student, v.student_len, &at)) {
+      model_buf_destroy(&ids);
+      return;
+    }
+    model_buf_append(&ids, v.student, v.student_len);
+    model_buf_putc(&ids, '\0');
+  }
+  model_header_view_t h;
+  model_aggregate_header(it->agg, &h);
+  free(it->touched);
+  it->touched = ids.data;
+  it->touched_len = ids.len;
+  it->ntouched = n;
+  it->header_touched = h.present;
+  it->whole = false;
+}
+
 /* A stored document arrived: the snapshot is merged into it and it becomes
  * the item's aggregate. */
 static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
@@ -94,6 +128,7 @@ static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
     if (c == 0) {
       writer_item_t *it = lc->items[mid];
       if (it->loaded) break; /* a duplicate answer: the first counts */
+      if (rev > 0) plan_loaded(it, stored);
       bool changed = model_aggregate_merge(stored, it->agg);
       model_aggregate_destroy(it->agg);
       it->agg = stored;

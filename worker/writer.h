@@ -62,8 +62,10 @@ typedef struct writer_item {
    * (store.h). writer_job_add sets whole; a caller that knows better
    * (batch.c) clears it and says which students and whether the header
    * changed: touched holds ntouched NUL-terminated student ids back to back
-   * (duplicates allowed), owned by the job. Items with load or rev 0 are
-   * always written whole. */
+   * (duplicates allowed), owned by the job. Items at rev 0 are written
+   * whole; for an item with load the writer decides after the load (a cache
+   * miss whose overlay only changes students the stored document has is
+   * written partially too). */
   bool whole;
   bool header_touched;
   char *touched;

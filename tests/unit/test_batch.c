@@ -167,7 +167,7 @@ END_TEST
  * aggregate's last write, and mem_store applies only those. Random roster
  * changes over four assignments of twelve students, new students now and
  * then, with store failures (retried) and writes by another writer
- * (conflicts) mixed in: every stored document must end equal to the merge
+ * (conflicts) mixed in, cached and with no cache (every write after a load): every stored document must end equal to the merge
  * of all commands, and most writes must have been partial. */
 static uint64_t rnd_next(uint64_t *x) { /* splitmix64 */
   uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
@@ -176,10 +176,10 @@ static uint64_t rnd_next(uint64_t *x) { /* splitmix64 */
   return z ^ (z >> 31);
 }
 
-START_TEST(partial_writes_list_every_touched_student) {
+static void random_partial_run(int64_t cache) {
   mem_store_t s;
   mem_init(&s);
-  batch_t *b = new_batch(100);
+  batch_t *b = new_batch(cache);
   model_aggregate_t *want[4];
   char an[4][8];
   for (int a = 0; a < 4; a++) {
@@ -232,6 +232,11 @@ START_TEST(partial_writes_list_every_touched_student) {
   ck_assert(retries > 0 && conflicts > 0);
   batch_destroy(b);
   mem_free(&s);
+}
+
+START_TEST(partial_writes_list_every_touched_student) {
+  random_partial_run(100); /* cached: the batch lists the students */
+  random_partial_run(0);   /* every flush a cache miss: the writer lists the overlay's */
 }
 END_TEST
 
