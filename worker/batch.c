@@ -31,7 +31,8 @@ typedef struct entry {
   /* What changed since the last snapshot, for partial writes (store.h):
    * the ids of the students touched (NUL-terminated, back to back, a
    * student repeated only when other students came between), whether the
-   * header was, or `whole` when that cannot be said cheaply (a new student,
+   * header was, or `whole` when that cannot be said cheaply (a new student:
+   * for an overlay, one the stored document lacks, checked on adoption;
    * more than TOUCHED_MAX ids, a snapshot that did not land). Only a
    * student's id is kept, not a copy of the state last written: a dirty
    * entry costs at most TOUCHED_MAX ids more, a clean one nothing. */
@@ -181,10 +182,12 @@ static void touched_whole(entry_t *e) {
  * out of id order, so the whole document goes). */
 static void note_touched(entry_t *e, const model_command_t *cmd, size_t before) {
   if (e->touched_whole) return;
-  if (model_aggregate_student_count(e->agg) != before) {
+  if (e->loaded && model_aggregate_student_count(e->agg) != before) {
     touched_whole(e);
     return;
   }
+  /* Unloaded (an overlay): a student new to the overlay may well be in the
+   * stored document; adopt_base checks the ids against it when it arrives. */
   if (!model_cmd_type_has_student(cmd->type)) {
     e->touched_header = true;
     return;
@@ -427,6 +430,17 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
 /* The job loaded the stored document of e: it becomes e's base, and what e
  * received since the snapshot is merged into it. */
 static void adopt_base(batch_t *b, entry_t *e, writer_item_t *it) {
+  /* What the overlay recorded since the snapshot can be a partial write
+   * only if the stored document has every one of its students. */
+  if (!e->loaded && !e->touched_whole) {
+    for (const char *p = e->touched.data, *end = p + e->touched.len; p && p < end; p += strlen(p) + 1) {
+      size_t at;
+      if (!model_aggregate_find_student(it->agg, p, strlen(p), &at)) {
+        touched_whole(e);
+        break;
+      }
+    }
+  }
   bool changed = model_aggregate_merge(it->agg, e->agg);
   model_aggregate_destroy(e->agg);
   e->agg = it->agg;
