@@ -93,10 +93,10 @@ typedef struct store_write_item {
   uint32_t error_code;          /* out, for STORE_ITEM_ERROR */
 } store_write_item_t;
 
-/* One unordered bulk write of all items with the configured write concern.
- * Whole items are replace_one with upsert; partial ones (above) update_one
- * without upsert
- * (keys must be distinct: a duplicate would conflict with itself);
+/* One unordered bulk write of all items with the configured write concern
+ * (whole items as replace_one with upsert, partial ones as update_one
+ * without upsert; keys must be distinct: a duplicate would conflict with
+ * itself);
  * updated_at_ms goes into every document's updatedAt. On STORE_OK every item
  * has a result; otherwise items are left STORE_ITEM_PENDING and err says why. */
 store_status_t store_write(store_t *store, store_write_item_t *items, size_t nitems, int64_t updated_at_ms,
