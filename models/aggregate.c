@@ -995,6 +995,27 @@ bool model_aggregate_diff(const model_aggregate_t *from, const model_aggregate_t
   return from->hdr_len != to->hdr_len || memcmp(from->blk + hdr_off(from), to->blk + hdr_off(to), to->hdr_len);
 }
 
+bool model_aggregate_find_student(const model_aggregate_t *agg, const char *id, size_t len, size_t *index) {
+  size_t lo = 0, hi = agg->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    model_student_view_t v;
+    model_aggregate_student(agg, mid, &v);
+    /* The students' order: bytewise, a prefix first (strcmp's order). */
+    int c = memcmp(v.student, id, v.student_len < len ? v.student_len : len);
+    if (c == 0) c = v.student_len < len ? -1 : v.student_len > len;
+    if (c == 0) {
+      *index = mid;
+      return true;
+    }
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return false;
+}
+
 model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg) {
   model_aggregate_t *c = oom_malloc(sizeof *c);
   *c = *agg;

@@ -60,6 +60,12 @@ bool model_aggregate_equal(const model_aggregate_t *a, const model_aggregate_t *
 bool model_aggregate_diff(const model_aggregate_t *from, const model_aggregate_t *to,
                           void (*fn)(void *ctx, const model_aggregate_t *to, size_t i), void *ctx);
 
+/* The index (for model_aggregate_student) of the student whose id is
+ * id[0..len), by binary search over the sorted students: O(log^2 n).
+ * False if agg has no such student. Partial writes use it to turn the ids
+ * touched since the last write into indexes of the snapshot. */
+bool model_aggregate_find_student(const model_aggregate_t *agg, const char *id, size_t len, size_t *index);
+
 /* A deep copy; never NULL (out of memory aborts, see oom.h). */
 model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg);
 

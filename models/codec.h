@@ -25,6 +25,19 @@ enum { MODEL_ERROR_NONE = 0, MODEL_ERROR_BAD_DOCUMENT = 1 };
  * (document over its size limit). */
 bool model_codec_to_bson(const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms, bson_t *out);
 
+/* Appends the fields of a partial write's $set to out (caller-initialised
+ * and owned): "students.<id>" with the whole student subdocument for each
+ * students[i] (indexes into agg, ascending and distinct), "header" if
+ * header, then "counts", "rev" and "updatedAt", each exactly as
+ * model_codec_to_bson writes it. Applied to the stored document of rev - 1
+ * from which only those students and (if header) the header changed, it
+ * leaves what model_codec_to_bson(agg, rev, ...) would have stored, except
+ * that a student new to the document would land at the end of `students`
+ * instead of in id order: callers write the whole document when students
+ * were added. False only if libbson refuses. */
+bool model_codec_to_bson_set(const model_aggregate_t *agg, const size_t *students, size_t nstudents, bool header,
+                             int64_t rev, int64_t updated_at_ms, bson_t *out);
+
 /* Decodes a stored document into a new aggregate (caller owns it) and its
  * rev. Returns NULL and fills err (may be NULL) if the document does not have
  * the shape of section 4. */

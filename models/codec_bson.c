@@ -85,6 +85,17 @@ static bool append_student(bson_t *students, const model_student_view_t *s) {
   return bson_append_document_end(students, &sd) && ok;
 }
 
+/* counts, rev and updatedAt: the fields every write sets. */
+static bool append_tail(bson_t *out, const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms) {
+  model_counts_t c = model_aggregate_counts(agg);
+  bson_t counts;
+  if (!BSON_APPEND_DOCUMENT_BEGIN(out, "counts", &counts)) return false;
+  bool ok = BSON_APPEND_INT32(&counts, "assigned", c.assigned) && BSON_APPEND_INT32(&counts, "submitted", c.submitted) &&
+            BSON_APPEND_INT32(&counts, "returned", c.returned) && BSON_APPEND_INT32(&counts, "graded", c.graded);
+  ok = bson_append_document_end(out, &counts) && ok;
+  return ok && BSON_APPEND_INT64(out, "rev", rev) && BSON_APPEND_DATE_TIME(out, "updatedAt", updated_at_ms);
+}
+
 bool model_codec_to_bson(const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms, bson_t *out) {
   size_t klen, tlen, alen;
   const char *key = model_aggregate_key(agg, &klen);
@@ -104,14 +115,32 @@ bool model_codec_to_bson(const model_aggregate_t *agg, int64_t rev, int64_t upda
   }
   ok = bson_append_document_end(out, &students) && ok;
 
-  model_counts_t c = model_aggregate_counts(agg);
-  bson_t counts;
-  ok = ok && BSON_APPEND_DOCUMENT_BEGIN(out, "counts", &counts);
-  if (!ok) return false;
-  ok = BSON_APPEND_INT32(&counts, "assigned", c.assigned) && BSON_APPEND_INT32(&counts, "submitted", c.submitted) &&
-       BSON_APPEND_INT32(&counts, "returned", c.returned) && BSON_APPEND_INT32(&counts, "graded", c.graded);
-  ok = bson_append_document_end(out, &counts) && ok;
-  return ok && BSON_APPEND_INT64(out, "rev", rev) && BSON_APPEND_DATE_TIME(out, "updatedAt", updated_at_ms);
+  return ok && append_tail(out, agg, rev, updated_at_ms);
+}
+
+bool model_codec_to_bson_set(const model_aggregate_t *agg, const size_t *students, size_t nstudents, bool header,
+                             int64_t rev, int64_t updated_at_ms, bson_t *out) {
+  /* The dotted path "students.<id>" is safe to build from the id as it is:
+   * student ids are restricted to [A-Za-z0-9_-] (models/command.c validates
+   * them, and so does the decoder for stored ones), so an id can contain
+   * neither '.' (which would address a nested field) nor a leading '$'
+   * (an operator), nor a NUL. */
+  char path[sizeof "students." + MODEL_ID_MAX];
+  bool ok = true;
+  for (size_t k = 0; k < nstudents && ok; k++) {
+    model_student_view_t s;
+    model_aggregate_student(agg, students[k], &s);
+    if (s.student_len > MODEL_ID_MAX) return false;
+    memcpy(path, "students.", 9);
+    memcpy(path + 9, s.student, s.student_len);
+    path[9 + s.student_len] = '\0';
+    /* append_student names the subdocument by the id; give it the path. */
+    s.student = path;
+    s.student_len += 9;
+    ok = append_student(out, &s);
+  }
+  if (ok && header) ok = append_header(out, agg);
+  return ok && append_tail(out, agg, rev, updated_at_ms);
 }
 
 /* ---- decoding ------------------------------------------------------------------ */

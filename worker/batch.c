@@ -29,7 +29,22 @@ typedef struct entry {
   bool loaded;
   bool dirty;    /* changes not in any snapshot: in the dirty list */
   bool inflight; /* a snapshot of it is in the job in flight */
+  /* What changed since the last snapshot, for partial writes (store.h):
+   * the ids of the students touched (NUL-terminated, back to back, a
+   * student repeated only when other students came between), whether the
+   * header was, or `whole` when that cannot be said cheaply (a new student:
+   * for an overlay, one the stored document lacks, checked on adoption;
+   * more than TOUCHED_MAX ids, a snapshot that did not land). Only a
+   * student's id is kept, not a copy of the state last written: a dirty
+   * entry costs at most TOUCHED_MAX ids more, a clean one nothing. */
+  model_buf_t touched;
+  uint32_t ntouched, touched_last; /* ids; offset of the last one */
+  bool touched_header, touched_whole;
 } entry_t;
+
+/* Past this many ids since the last snapshot the entry is written whole:
+ * bounds the memory per dirty entry (about 16 KiB) and the index lookups. */
+#define TOUCHED_MAX 256
 
 /* Run-length record of when pending commands entered the system, so that the
  * command-to-durable latency is observed per command without keeping one
@@ -107,6 +122,7 @@ void batch_destroy(batch_t *b) {
     for (entry_t *e = b->buckets[i], *n; e; e = n) {
       n = e->hash_next;
       model_aggregate_destroy(e->agg);
+      model_buf_destroy(&e->touched);
       free(e);
     }
   }
@@ -156,7 +172,42 @@ static void remove_entry(batch_t *b, entry_t *e) {
   list_unlink(e);
   b->count--;
   model_aggregate_destroy(e->agg);
+  model_buf_destroy(&e->touched);
   free(e);
+}
+
+/* The next snapshot of e cannot be a partial write. */
+static void touched_whole(entry_t *e) {
+  model_buf_destroy(&e->touched);
+  e->touched = (model_buf_t)MODEL_BUF_INIT;
+  e->ntouched = e->touched_last = 0;
+  e->touched_header = false;
+  e->touched_whole = true;
+}
+
+/* Records what an applied command changed; `before` is the student count
+ * before it was applied (more after: a new student, which a $set would put
+ * out of id order, so the whole document goes). */
+static void note_touched(entry_t *e, const model_command_t *cmd, size_t before) {
+  if (e->touched_whole) return;
+  if (e->loaded && model_aggregate_student_count(e->agg) != before) {
+    touched_whole(e);
+    return;
+  }
+  /* Unloaded (an overlay): a student new to the overlay may well be in the
+   * stored document; adopt_base checks the ids against it when it arrives. */
+  if (!model_cmd_type_has_student(cmd->type)) {
+    e->touched_header = true;
+    return;
+  }
+  if (e->ntouched && !strcmp(e->touched.data + e->touched_last, cmd->student)) return; /* a burst on one student */
+  if (e->ntouched == TOUCHED_MAX) {
+    touched_whole(e);
+    return;
+  }
+  e->touched_last = (uint32_t)e->touched.len;
+  model_buf_append(&e->touched, cmd->student, (size_t)cmd->student_len + 1);
+  e->ntouched++;
 }
 
 /* Changes not in any snapshot, the oldest by command seq: into the dirty
@@ -261,10 +312,12 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
     if (++b->count > b->nbuckets) grow(b);
     b->nunloaded++;
   }
+  size_t before = model_aggregate_student_count(e->agg);
   model_apply_result_t r = model_aggregate_apply(e->agg, cmd);
   record_event(b, event_ms);
   uint64_t seq = b->seq++;
   if (r == MODEL_APPLY_APPLIED) {
+    note_touched(e, cmd, before);
     mark_dirty(b, e, seq);
     account(b, e);
     b->stats.applied++;
@@ -353,6 +406,19 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
     prev = e->prev;
     model_aggregate_t *snap = model_aggregate_clone(e->agg);
     writer_job_add(job, snap, e->rev, !e->loaded, e);
+    writer_item_t *it = &job->items[job->nitems - 1];
+    if (e->loaded && e->rev > 0 && !e->touched_whole) { /* the snapshot is the stored state plus what is touched */
+      it->whole = false;
+      it->header_touched = e->touched_header;
+      it->touched = e->touched.data;
+      it->touched_len = e->touched.len;
+      it->ntouched = e->ntouched;
+    } else {
+      model_buf_destroy(&e->touched);
+    }
+    e->touched = (model_buf_t)MODEL_BUF_INIT; /* from now on: what changes after this snapshot */
+    e->ntouched = e->touched_last = 0;
+    e->touched_header = e->touched_whole = false;
     job->bytes += model_aggregate_memory(snap);
     e->inflight = true;
     e->flight_seq = e->pend_seq;
@@ -372,6 +438,17 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
 /* The job loaded the stored document of e: it becomes e's base, and what e
  * received since the snapshot is merged into it. */
 static void adopt_base(batch_t *b, entry_t *e, writer_item_t *it) {
+  /* What the overlay recorded since the snapshot can be a partial write
+   * only if the stored document has every one of its students. */
+  if (!e->loaded && !e->touched_whole) {
+    for (const char *p = e->touched.data, *end = p + e->touched.len; p && p < end; p += strlen(p) + 1) {
+      size_t at;
+      if (!model_aggregate_find_student(it->agg, p, strlen(p), &at)) {
+        touched_whole(e);
+        break;
+      }
+    }
+  }
   bool changed = model_aggregate_merge(it->agg, e->agg);
   model_aggregate_destroy(e->agg);
   e->agg = it->agg;
@@ -467,7 +544,9 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
       break;
     case WRITER_ITEM_CONFLICT:
       /* Another writer got there first: reload with the next flush and merge
-       * what we hold (a superset of the snapshot) into it. */
+       * what we hold (a superset of the snapshot) into it. The store's state
+       * is unknown: the next write is whole. */
+      touched_whole(e);
       if (e->loaded) {
         e->loaded = false;
         b->nunloaded++;
@@ -485,6 +564,7 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
         log_error("store rejected an aggregate", "id", LOG_STR, model_aggregate_key(e->agg, NULL), "code", LOG_INT,
                   (int64_t)it->error_code);
       if (it->loaded) adopt_base(b, e, it); /* the load landed: keep what it taught us */
+      touched_whole(e); /* what the snapshot carried is not in the store: write it all */
       redirty_old(b, e);
       account(b, e);
       break;

@@ -413,7 +413,7 @@ void metrics_render(model_buf_t *out) {
                      (unsigned long long)GET(g_writes[r]));
 
   header(out, "aggregator_store_write_bytes_total", "counter",
-         "BSON bytes of the aggregate documents the store acknowledged (the size of what flushes ship).");
+         "BSON bytes of the documents and partial updates the store acknowledged (the size of what flushes ship).");
   model_buf_printf(out, "aggregator_store_write_bytes_total %llu\n", (unsigned long long)GET(g_write_bytes));
   header(out, "aggregator_store_too_large_total", "counter",
          "Aggregate writes refused because the document would pass the store's 16 MiB limit; their unwritten "

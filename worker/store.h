@@ -91,14 +91,29 @@ typedef enum {
 typedef struct store_write_item {
   const model_aggregate_t *agg; /* in: borrowed */
   int64_t rev;                  /* in: the stored rev this write expects (0 = absent) */
+  /* in, optional: a partial write. With partial set (and rev > 0) the item is
+   * an update without upsert, filter {_id, rev}, that $sets only the
+   * students at these indexes of agg (ascending, distinct; borrowed), the
+   * header if `header`, and counts, rev + 1 and updatedAt. The caller
+   * promises that the stored document at rev differs from agg in nothing
+   * else and holds every one of agg's students already (a new student
+   * needs a whole write: $set would append it out of id order). An update
+   * that matches nothing is a conflict, as for a replace. */
+  bool partial;
+  bool header;
+  const size_t *students;
+  size_t nstudents;
   store_item_result_t result;   /* out */
   uint32_t error_code;          /* out, for STORE_ITEM_ERROR */
-  size_t bytes;                 /* out: the document's BSON size (also when refused as too large), 0 if
+  size_t bytes;                 /* out: the BSON size of what is sent, the document or a partial
+                                 * update's $set (the document's when refused as too large), 0 if
                                  * never encoded */
 } store_write_item_t;
 
 /* One unordered bulk write of all items with the configured write concern
- * (keys must be distinct: a duplicate would conflict with itself);
+ * (whole items as replace_one with upsert, partial ones as update_one
+ * without upsert; keys must be distinct: a duplicate would conflict with
+ * itself);
  * updated_at_ms goes into every document's updatedAt. On STORE_OK every item
  * has a result; otherwise items are left STORE_ITEM_PENDING and err says why. */
 store_status_t store_write(store_t *store, store_write_item_t *items, size_t nitems, int64_t updated_at_ms,

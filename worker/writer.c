@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "metrics.h"
 #include "oom.h"
@@ -22,7 +23,10 @@ writer_job_t *writer_job_new(size_t n) {
 
 void writer_job_destroy(writer_job_t *job) {
   if (!job) return;
-  for (size_t i = 0; i < job->nitems; i++) model_aggregate_destroy(job->items[i].agg);
+  for (size_t i = 0; i < job->nitems; i++) {
+    model_aggregate_destroy(job->items[i].agg);
+    free(job->items[i].touched);
+  }
   free(job->items);
   free(job);
 }
@@ -32,10 +36,40 @@ void writer_job_add(writer_job_t *job, model_aggregate_t *agg, int64_t rev, bool
     job->cap *= 2;
     job->items = oom_realloc(job->items, job->cap * sizeof *job->items);
   }
-  job->items[job->nitems++] = (writer_item_t){.agg = agg, .rev = rev, .load = load, .tag = tag};
+  job->items[job->nitems++] = (writer_item_t){.agg = agg, .rev = rev, .load = load, .tag = tag, .whole = true};
 }
 
 /* --- running a job ----------------------------------------------------------- */
+
+static int cmp_size(const void *x, const void *y) {
+  size_t a = *(const size_t *)x, b = *(const size_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* Makes si a partial write of it when that is possible and pays: the item's
+ * touched ids (from the batch, or plan_loaded) become indexes of its
+ * aggregate (sorted, distinct) in idx, which has room for it->ntouched.
+ * Whole otherwise: new documents, anything the batch could not follow
+ * (whole), an id the aggregate lacks (cannot happen: students are never
+ * removed), or when half the students or more changed (their $set would be
+ * about the document). */
+static void plan_partial(const writer_item_t *it, store_write_item_t *si, size_t *idx) {
+  if (it->whole || (it->load && !it->loaded) || it->rev <= 0) return;
+  size_t n = 0;
+  for (const char *p = it->touched, *end = it->touched + it->touched_len; p && p < end; p += strlen(p) + 1) {
+    if (n == it->ntouched || !model_aggregate_find_student(it->agg, p, strlen(p), &idx[n])) return;
+    n++;
+  }
+  qsort(idx, n, sizeof *idx, cmp_size);
+  size_t u = 0;
+  for (size_t i = 0; i < n; i++)
+    if (u == 0 || idx[u - 1] != idx[i]) idx[u++] = idx[i];
+  if (u * 2 >= model_aggregate_student_count(it->agg) && u > 0) return;
+  si->partial = true;
+  si->header = it->header_touched;
+  si->students = idx;
+  si->nstudents = u;
+}
 
 /* Items to load, sorted by key so that each document found is matched in
  * O(log n) (a chunk holds up to batch.max_aggregates keys). */
@@ -47,6 +81,39 @@ typedef struct load_ctx {
 static int cmp_item_key(const void *x, const void *y) {
   return strcmp(model_aggregate_key((*(writer_item_t *const *)x)->agg, NULL),
                 model_aggregate_key((*(writer_item_t *const *)y)->agg, NULL));
+}
+
+/* Before an overlay (the commands the batch saw since the aggregate entered
+ * memory: its snapshot of an unloaded entry) is merged into the stored
+ * document it loaded, at rev > 0: the merge can change only the overlay's
+ * students and, if the overlay has one, the header, so those are what a
+ * partial write sets. Whole instead when the overlay has a student the
+ * document lacks (a $set would append it out of id order) or half of the
+ * document's students (after a conflict the batch hands over everything it
+ * holds as the overlay). */
+static void plan_loaded(writer_item_t *it, const model_aggregate_t *stored) {
+  size_t n = model_aggregate_student_count(it->agg);
+  if (n * 2 >= model_aggregate_student_count(stored) && n > 0) return;
+  model_buf_t ids = MODEL_BUF_INIT;
+  for (size_t i = 0; i < n; i++) {
+    model_student_view_t v;
+    model_aggregate_student(it->agg, i, &v);
+    size_t at;
+    if (!model_aggregate_find_student(stored, v.student, v.student_len, &at)) {
+      model_buf_destroy(&ids);
+      return;
+    }
+    model_buf_append(&ids, v.student, v.student_len);
+    model_buf_putc(&ids, '\0');
+  }
+  model_header_view_t h;
+  model_aggregate_header(it->agg, &h);
+  free(it->touched);
+  it->touched = ids.data;
+  it->touched_len = ids.len;
+  it->ntouched = n;
+  it->header_touched = h.present;
+  it->whole = false;
 }
 
 /* A stored document arrived: the snapshot is merged into it and it becomes
@@ -61,6 +128,7 @@ static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
     if (c == 0) {
       writer_item_t *it = lc->items[mid];
       if (it->loaded) break; /* a duplicate answer: the first counts */
+      if (rev > 0) plan_loaded(it, stored);
       bool changed = model_aggregate_merge(stored, it->agg);
       model_aggregate_destroy(it->agg);
       it->agg = stored;
@@ -114,6 +182,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
   writer_item_t **ents = oom_malloc(job->nitems * sizeof *ents);
   const char **keys = oom_malloc(chunk * sizeof *keys);
   store_write_item_t *items = oom_malloc(chunk * sizeof *items);
+  size_t *idx = NULL; /* the partial writes' student indexes of the current bulk */
 
   store_status_t st = load_items(sink, job, ents, keys);
   size_t next = 0;
@@ -126,6 +195,10 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
       items[k++] = (store_write_item_t){.agg = it->agg, .rev = it->rev};
     }
     if (!k) break;
+    size_t nidx = 0;
+    for (size_t i = 0; i < k; i++) nidx += ents[i]->ntouched;
+    idx = oom_realloc(idx, (nidx ? nidx : 1) * sizeof *idx);
+    for (size_t i = 0, off = 0; i < k; off += ents[i]->ntouched, i++) plan_partial(ents[i], &items[i], idx + off);
     st = sink->write(sink->ctx, items, k, job->now_ms, &job->err);
     if (st != STORE_OK) break;
     atomic_fetch_add_explicit(&job->done_writes, k, memory_order_relaxed);
@@ -158,6 +231,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
   free(ents);
   free(keys);
   free(items);
+  free(idx);
   job->seconds = clock_mono_s() - t0;
 }
 

@@ -59,6 +59,18 @@ typedef struct writer_item {
   uint32_t error_code; /* for WRITER_ITEM_ERROR */
   size_t bytes;        /* out: the document's BSON size when written, or when refused as too large */
   void *tag;           /* the batch's; the writer never reads it */
+  /* in: what changed since the document stored at rev, for a partial write
+   * (store.h). writer_job_add sets whole; a caller that knows better
+   * (batch.c) clears it and says which students and whether the header
+   * changed: touched holds ntouched NUL-terminated student ids back to back
+   * (duplicates allowed), owned by the job. Items at rev 0 are written
+   * whole; for an item with load the writer decides after the load (a cache
+   * miss whose overlay only changes students the stored document has is
+   * written partially too). */
+  bool whole;
+  bool header_touched;
+  char *touched;
+  size_t touched_len, ntouched;
 } writer_item_t;
 
 typedef struct writer_job {
@@ -84,7 +96,7 @@ typedef struct writer_job {
  * writer_job_destroy(NULL) is safe and frees every snapshot still held. */
 writer_job_t *writer_job_new(size_t n);
 void writer_job_destroy(writer_job_t *job);
-/* Appends an item; the job takes agg. */
+/* Appends an item (written whole: see writer_item_t); the job takes agg. */
 void writer_job_add(writer_job_t *job, model_aggregate_t *agg, int64_t rev, bool load, void *tag);
 
 /* Runs the job on the calling thread against sink (see the file comment). */

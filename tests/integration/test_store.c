@@ -331,6 +331,147 @@ START_TEST(stale_rev_conflicts_alone) {
 }
 END_TEST
 
+/* The stored document's bytes are exactly the whole encoding of want at
+ * rev with updatedAt at: what a replacement would have stored. */
+static void assert_stored_bytes(const model_aggregate_t *want, int64_t rev, int64_t at) {
+  size_t len;
+  bson_t *doc = raw_get(model_aggregate_key(want, &len));
+  ck_assert_ptr_nonnull(doc);
+  bson_t whole = BSON_INITIALIZER;
+  ck_assert(model_codec_to_bson(want, rev, at, &whole));
+  char *got_json = bson_as_relaxed_extended_json(doc, NULL), *want_json = bson_as_relaxed_extended_json(&whole, NULL);
+  ck_assert_msg(doc->len == whole.len && !memcmp(bson_get_data(doc), bson_get_data(&whole), whole.len),
+                "%s: stored %s\nwhole    %s", g_server, got_json, want_json);
+  bson_free(got_json);
+  bson_free(want_json);
+  bson_destroy(&whole);
+  bson_destroy(doc);
+}
+
+static size_t student_index(const model_aggregate_t *agg, const char *id) {
+  size_t i;
+  ck_assert(model_aggregate_find_student(agg, id, strlen(id), &i));
+  return i;
+}
+
+START_TEST(partial_update_sets_only_touched) {
+  /* stored at rev 1: s1 graded, s2 assigned. */
+  model_aggregate_t *a = make_agg("part", "a1");
+  seed(a, 1);
+  model_aggregate_t *a2 = model_aggregate_clone(a);
+  change_agg(a2, 20); /* s2's grade */
+  size_t s2 = student_index(a2, "s2");
+  store_write_item_t item = {.agg = a2, .rev = 1, .partial = true, .students = &s2, .nstudents = 1};
+  store_error_t err;
+  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 7, &err), STORE_OK);
+  ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  assert_stored(a2, 2);
+  assert_stored_bytes(a2, 2, T0_MS + 7);
+
+  /* The header, alone. */
+  apply(a2,
+        "{\"id\":\"h2\",\"type\":\"assignment.upserted\",\"tenant\":\"part\",\"assignment\":\"a1\","
+        "\"ts\":\"2026-09-01T08:00:00Z\",\"version\":9,\"data\":{\"class\":\"c1\",\"title\":\"T\","
+        "\"status\":\"closed\",\"dueAt\":null,\"points\":null}}");
+  item = (store_write_item_t){.agg = a2, .rev = 2, .partial = true, .header = true};
+  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 8, &err), STORE_OK);
+  ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  assert_stored_bytes(a2, 3, T0_MS + 8);
+
+  /* A partial update whose rev is not the stored one matches nothing: a
+   * conflict, and the document is untouched (no upsert: no half document
+   * either). */
+  model_aggregate_t *at3 = model_aggregate_clone(a2);
+  change_agg(a2, 30);
+  s2 = student_index(a2, "s2");
+  item = (store_write_item_t){.agg = a2, .rev = 2, .partial = true, .students = &s2, .nstudents = 1};
+  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 9, &err), STORE_OK);
+  ck_assert_int_eq(item.result, STORE_ITEM_CONFLICT);
+  item.rev = 5; /* ahead of the store */
+  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 9, &err), STORE_OK);
+  ck_assert_int_eq(item.result, STORE_ITEM_CONFLICT);
+  model_aggregate_t *gone = make_agg("part", "never-stored");
+  size_t s1 = student_index(gone, "s1");
+  item = (store_write_item_t){.agg = gone, .rev = 1, .partial = true, .students = &s1, .nstudents = 1};
+  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 9, &err), STORE_OK);
+  ck_assert_int_eq(item.result, STORE_ITEM_CONFLICT);
+  ck_assert_ptr_null(raw_get("part/never-stored"));
+  assert_stored_bytes(at3, 3, T0_MS + 8); /* the misses changed nothing */
+  model_aggregate_destroy(at3);
+  model_aggregate_destroy(gone);
+  model_aggregate_destroy(a);
+  model_aggregate_destroy(a2);
+}
+END_TEST
+
+START_TEST(partial_miss_reply_is_not_an_error) {
+  /* What store_bulk_outcome relies on, pinned per server: an update without
+   * upsert that matches nothing is no write error, only a count of 0. */
+  model_aggregate_t *a = make_agg("pmiss", "a1");
+  seed(a, 1);
+  mongoc_collection_t *coll = mongoc_client_get_collection(g_raw, g_db, g_coll);
+  bson_t *filter = BCON_NEW("_id", "pmiss/a1", "rev", BCON_INT64(7));
+  bson_t *update = BCON_NEW("$set", "{", "rev", BCON_INT64(8), "}");
+  bson_t reply;
+  bson_error_t e;
+  ck_assert_msg(mongoc_collection_update_one(coll, filter, update, NULL, &reply, &e), "%s: %s", g_server, e.message);
+  bson_iter_t it;
+  ck_assert(bson_iter_init_find(&it, &reply, "matchedCount") && bson_iter_as_int64(&it) == 0);
+  ck_assert(bson_iter_init_find(&it, &reply, "modifiedCount") && bson_iter_as_int64(&it) == 0);
+  ck_assert(!bson_iter_init_find(&it, &reply, "writeErrors"));
+  bson_destroy(&reply);
+  bson_destroy(update);
+  bson_destroy(filter);
+  mongoc_collection_destroy(coll);
+  model_aggregate_destroy(a);
+}
+END_TEST
+
+START_TEST(partial_misses_in_a_bulk) {
+  /* Three partial items of which `bad` are stale, in every pattern: when
+   * all partial items miss, the counts name them; when some do, the store
+   * resolves item by item. Either way each result is right, and a whole
+   * insert in the same bulk lands. */
+  for (int bad = 0; bad < 8; bad++) {
+    model_aggregate_t *x[3], *y[3];
+    store_write_item_t items[4];
+    size_t idx[3];
+    for (int i = 0; i < 3; i++) {
+      char an[16];
+      snprintf(an, sizeof an, "b%d-%d", bad, i);
+      x[i] = make_agg("pbulk", an);
+      seed(x[i], 2);
+      y[i] = model_aggregate_clone(x[i]);
+      change_agg(y[i], (uint64_t)(40 + i));
+      idx[i] = student_index(y[i], "s2");
+      items[i] = (store_write_item_t){
+          .agg = y[i], .rev = (bad >> i) & 1 ? 1 : 2, .partial = true, .students = &idx[i], .nstudents = 1};
+    }
+    char an[16];
+    snprintf(an, sizeof an, "new%d", bad);
+    model_aggregate_t *z = make_agg("pbulk", an);
+    items[3] = (store_write_item_t){.agg = z, .rev = 0};
+    store_error_t err;
+    ck_assert_int_eq(store_write(g_store, items, 4, T0_MS + bad, &err), STORE_OK);
+    for (int i = 0; i < 3; i++) {
+      if ((bad >> i) & 1) {
+        ck_assert_msg(items[i].result == STORE_ITEM_CONFLICT, "%s bad=%d item %d: %d", g_server, bad, i,
+                      items[i].result);
+        assert_stored(x[i], 2);
+      } else {
+        ck_assert_msg(items[i].result == STORE_ITEM_OK, "%s bad=%d item %d: %d", g_server, bad, i, items[i].result);
+        assert_stored_bytes(y[i], 3, T0_MS + bad);
+      }
+      model_aggregate_destroy(x[i]);
+      model_aggregate_destroy(y[i]);
+    }
+    ck_assert_int_eq(items[3].result, STORE_ITEM_OK);
+    assert_stored(z, 1);
+    model_aggregate_destroy(z);
+  }
+}
+END_TEST
+
 START_TEST(empty_write_and_load) {
   store_error_t err;
   ck_assert_int_eq(store_write(g_store, NULL, 0, T0_MS, &err), STORE_OK);
@@ -394,7 +535,8 @@ static void add_graded_student(model_aggregate_t *agg, int i, size_t flen) {
 /* Two aggregates of one assignment whose statements are exactly at the
  * limit and one byte over it (about 10,000 students; the last student's
  * feedback length makes up the last bytes). */
-static void make_limit_pair(const char *assignment, model_aggregate_t **at, model_aggregate_t **over) {
+static void make_limit_pair(const char *assignment, model_aggregate_t **at, model_aggregate_t **over,
+                            int *last) {
   model_aggregate_t *agg = model_aggregate_new("tbig", 4, assignment, strlen(assignment));
   int i = 0;
   for (; i < 100; i++) add_graded_student(agg, i, 1500);
@@ -419,6 +561,7 @@ static void make_limit_pair(const char *assignment, model_aggregate_t **at, mode
   add_graded_student(agg, i, flen + 1);
   ck_assert_uint_eq(statement_bytes(agg, 0), STORE_MAX_DOCUMENT_BYTES + 1);
   *over = agg;
+  if (last) *last = i; /* the student whose feedback differs: "s<i>" */
 }
 
 /* The store refuses, before sending it, a document whose statement would
@@ -429,7 +572,7 @@ static void make_limit_pair(const char *assignment, model_aggregate_t **at, mode
  * write. */
 START_TEST(document_past_the_limit_is_refused_alone) {
   model_aggregate_t *under, *over;
-  make_limit_pair("over", &under, &over); /* one byte over */
+  make_limit_pair("over", &under, &over, NULL); /* one byte over */
   model_aggregate_t *small = make_agg("tbig", "small");
   store_write_item_t items[2] = {{.agg = over, .rev = 0}, {.agg = small, .rev = 0}};
   store_error_t err;
@@ -453,11 +596,36 @@ END_TEST
  * statement, and the document reads back whole. */
 START_TEST(document_at_the_limit_is_stored) {
   model_aggregate_t *under, *over;
-  make_limit_pair("under", &under, &over);
+  make_limit_pair("under", &under, &over, NULL);
   store_write_item_t item = {.agg = under, .rev = 0};
   store_error_t err;
   ck_assert_msg(store_write(g_store, &item, 1, T0_MS, &err) == STORE_OK, "%s", err.message);
   ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  ck_assert_uint_gt(item.bytes, STORE_MAX_DOCUMENT_BYTES - 4096);
+  assert_stored(under, 1);
+  model_aggregate_destroy(under);
+  model_aggregate_destroy(over);
+}
+END_TEST
+
+/* A partial update whose document would pass the limit is refused as the
+ * replacement would be: the $set of one student is small, the document it
+ * makes is not. The stored document stays as it was. */
+START_TEST(partial_update_past_the_limit_is_refused) {
+  model_aggregate_t *under, *over;
+  int last;
+  make_limit_pair("partial", &under, &over, &last);
+  store_write_item_t item = {.agg = under, .rev = 0};
+  store_error_t err;
+  ck_assert_msg(store_write(g_store, &item, 1, T0_MS, &err) == STORE_OK, "%s", err.message);
+  ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  char id[16];
+  snprintf(id, sizeof id, "s%d", last);
+  size_t si = student_index(over, id);
+  item = (store_write_item_t){.agg = over, .rev = 1, .partial = true, .students = &si, .nstudents = 1};
+  ck_assert_msg(store_write(g_store, &item, 1, T0_MS + 1, &err) == STORE_OK, "%s", err.message);
+  ck_assert_int_eq(item.result, STORE_ITEM_ERROR);
+  ck_assert_uint_eq(item.error_code, STORE_CODE_OBJECT_TOO_LARGE);
   ck_assert_uint_gt(item.bytes, STORE_MAX_DOCUMENT_BYTES - 4096);
   assert_stored(under, 1);
   model_aggregate_destroy(under);
@@ -645,10 +813,14 @@ static int run_against(const char *server, const char *uri, bool ferretdb) {
   tcase_add_test(tc, write_new_then_load);
   tcase_add_test(tc, write_with_right_rev_advances);
   tcase_add_test(tc, stale_rev_conflicts_alone);
+  tcase_add_test(tc, partial_update_sets_only_touched);
+  tcase_add_test(tc, partial_miss_reply_is_not_an_error);
+  tcase_add_test(tc, partial_misses_in_a_bulk);
   tcase_add_test(tc, empty_write_and_load);
   tcase_add_test(tc, many_items_one_bulk);
   tcase_add_test(tc, document_past_the_limit_is_refused_alone);
   tcase_add_test(tc, document_at_the_limit_is_stored);
+  tcase_add_test(tc, partial_update_past_the_limit_is_refused);
   tcase_add_test(tc, corrupt_document_is_fatal);
   tcase_add_test(tc, majority_write_concern);
   tcase_add_test(tc, bad_namespace_is_fatal);

@@ -1,6 +1,8 @@
 /* store_tool: read and reset the aggregate collection for tests and the demo.
  *
  *   store_tool dump URI DATABASE COLLECTION     every document in the JSON form, sorted by _id
+ *   store_tool raw URI DATABASE COLLECTION      every document as stored (relaxed extended JSON, fields
+ *       the decoder ignores included), sorted by _id
  *   store_tool drop URI DATABASE                drops the database
  *   store_tool delete URI DATABASE COLLECTION ID          deletes the document _id ID
  *   store_tool update URI DATABASE COLLECTION ID UPDATE   applies UPDATE (MongoDB extended JSON, e.g.
@@ -20,7 +22,7 @@ static int fail(const char *what, const bson_error_t *e) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fputs("usage: store_tool dump URI DB COLL | drop URI DB | delete URI DB COLL ID | update URI DB COLL ID UPDATE\n",
+    fputs("usage: store_tool dump|raw URI DB COLL | drop URI DB | delete URI DB COLL ID | update URI DB COLL ID UPDATE\n",
           stderr);
     return 2;
   }
@@ -35,7 +37,8 @@ int main(int argc, char **argv) {
     mongoc_database_t *db = mongoc_client_get_database(cl, argv[3]);
     if (!mongoc_database_drop(db, &e) && !strstr(e.message, "not found")) rc = fail("drop", &e);
     mongoc_database_destroy(db);
-  } else if (!strcmp(argv[1], "dump") && argc >= 5) {
+  } else if ((!strcmp(argv[1], "dump") || !strcmp(argv[1], "raw")) && argc >= 5) {
+    bool raw = !strcmp(argv[1], "raw");
     mongoc_collection_t *coll = mongoc_client_get_collection(cl, argv[3], argv[4]);
     bson_t filter = BSON_INITIALIZER, opts = BSON_INITIALIZER, sort;
     BSON_APPEND_DOCUMENT_BEGIN(&opts, "sort", &sort);
@@ -45,6 +48,12 @@ int main(int argc, char **argv) {
     const bson_t *doc;
     model_buf_t b = MODEL_BUF_INIT;
     while (mongoc_cursor_next(cur, &doc)) {
+      if (raw) {
+        char *json = bson_as_relaxed_extended_json(doc, NULL);
+        printf("%s\n", json);
+        bson_free(json);
+        continue;
+      }
       int64_t rev = 0;
       model_error_t me;
       model_aggregate_t *agg = model_codec_from_bson(doc, &rev, &me);

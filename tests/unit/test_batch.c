@@ -246,6 +246,83 @@ START_TEST(too_large_is_set_aside_and_offsets_move) {
 }
 END_TEST
 
+/* Partial writes (store.h): the batch lists the students touched since each
+ * aggregate's last write, and mem_store applies only those. Random roster
+ * changes over four assignments of twelve students, new students now and
+ * then, with store failures (retried) and writes by another writer
+ * (conflicts) mixed in, cached and with no cache (every write after a load): every stored document must end equal to the merge
+ * of all commands, and most writes must have been partial. */
+static uint64_t rnd_next(uint64_t *x) { /* splitmix64 */
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static void random_partial_run(int64_t cache) {
+  mem_store_t s;
+  mem_init(&s);
+  batch_t *b = new_batch(cache);
+  model_aggregate_t *want[4];
+  char an[4][8];
+  for (int a = 0; a < 4; a++) {
+    snprintf(an[a], sizeof an[a], "a%d", a);
+    want[a] = model_aggregate_new("t1", 2, an[a], strlen(an[a]));
+  }
+  uint64_t rnd = 7, version = 1;
+  int conflicts = 0, retries = 0;
+  for (int round = 0; round < 400; round++) {
+    int ncmd = 1 + (int)(rnd_next(&rnd) % 4);
+    for (int k = 0; k < ncmd; k++) {
+      int a = (int)(rnd_next(&rnd) % 4);
+      /* mostly the first twelve students; a new one one time in fifteen */
+      unsigned st = rnd_next(&rnd) % 15 == 0 ? 12 + (unsigned)(rnd_next(&rnd) % 40)
+                                             : (unsigned)(rnd_next(&rnd) % 12);
+      char sid[16], cid[24];
+      snprintf(sid, sizeof sid, "s%02u", st);
+      snprintf(cid, sizeof cid, "c%llu", (unsigned long long)version);
+      /* versions sometimes repeat or go back: stale commands too */
+      uint64_t v = version - (rnd_next(&rnd) % 3 == 0 && version > 3 ? 2 : 0);
+      model_command_t c = roster(an[a], sid, cid, v, rnd_next(&rnd) % 3 != 0);
+      batch_apply(b, &c, 0, 0);
+      model_aggregate_apply(want[a], &c);
+      version++;
+    }
+    if (round % 37 == 5) {
+      s.fail_next = 1;
+      retries++;
+    }
+    if (round % 41 == 9 && s.n > 0) { /* another writer: the stored rev moves on */
+      mem_lock(&s);
+      s.docs[0].rev++;
+      mem_unlock(&s);
+      conflicts++;
+    }
+    batch_status_t st = mem_flush(b, &s, 0);
+    ck_assert(st == BATCH_DONE || st == BATCH_RETRY || st == BATCH_PARTIAL);
+  }
+  for (int i = 0; i < 5 && batch_dirty(b); i++) mem_flush(b, &s, 0);
+  ck_assert(!batch_dirty(b));
+  for (int a = 0; a < 4; a++) {
+    char key[48];
+    snprintf(key, sizeof key, "t1/%s", an[a]);
+    doc_t *d = mem_find(&s, key);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_msg(model_aggregate_equal(d->agg, want[a]), "%s differs from the merge of its commands", key);
+    model_aggregate_destroy(want[a]);
+  }
+  ck_assert_msg(s.partial_items * 2 > s.write_items, "%d of %d writes partial", s.partial_items, s.write_items);
+  ck_assert(retries > 0 && conflicts > 0);
+  batch_destroy(b);
+  mem_free(&s);
+}
+
+START_TEST(partial_writes_list_every_touched_student) {
+  random_partial_run(100); /* cached: the batch lists the students */
+  random_partial_run(0);   /* every flush a cache miss: the writer lists the overlay's */
+}
+END_TEST
+
 START_TEST(flush_triggers) {
   mem_store_t s;
   mem_init(&s);
@@ -275,6 +352,7 @@ int main(void) {
   Suite *su = suite_create("batch");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, flush_writes_changed_aggregates_once);
+  tcase_add_test(tc, partial_writes_list_every_touched_student);
   tcase_add_test(tc, miss_merges_into_stored_document);
   tcase_add_test(tc, conflict_reloads_and_remerges);
   tcase_add_test(tc, retry_keeps_changes_until_written);

@@ -430,6 +430,62 @@ END_TEST
 
 /* --- configuration ------------------------------------------------------- */
 
+START_TEST(bulk_partial_misses) {
+  /* Items 1..3 are partial updates (rev 1..3), item 0 a new document (rev
+   * 0), item 4 a whole replace. A partial update that matches nothing is
+   * only missing from nMatched (the servers' replies are pinned in
+   * tests/integration/test_store.c). */
+  fixture_t f;
+  bson_error_t none = mkerr(0, 0);
+#define PARTIAL_FX()                                                                  \
+  do {                                                                                \
+    fx_init(&f, 5);                                                                   \
+    for (size_t i = 1; i <= 3; i++) f.items[i].partial = true;                        \
+  } while (0)
+  /* All three partial updates missed: the counts say which. */
+  PARTIAL_FX();
+  ck_assert_int_eq(outcome(&f, true, none,
+                           "{\"nInserted\": 0, \"nMatched\": 1, \"nModified\": 1, \"nRemoved\": 0, \"nUpserted\": 1,"
+                           " \"upserted\": [{\"index\": 0, \"_id\": \"t/a\"}], \"writeErrors\": []}",
+                           5),
+                   STORE_OK);
+  ck_assert(!f.incomplete);
+  ck_assert_int_eq(f.items[0].result, STORE_ITEM_OK);
+  for (size_t i = 1; i <= 3; i++) ck_assert_int_eq(f.items[i].result, STORE_ITEM_CONFLICT);
+  ck_assert_int_eq(f.items[4].result, STORE_ITEM_OK);
+
+  /* None missed. */
+  PARTIAL_FX();
+  ck_assert_int_eq(outcome(&f, true, none,
+                           "{\"nMatched\": 4, \"nModified\": 4, \"nUpserted\": 1,"
+                           " \"upserted\": [{\"index\": 0, \"_id\": \"t/a\"}], \"writeErrors\": []}",
+                           5),
+                   STORE_OK);
+  for (size_t i = 0; i < 5; i++) ck_assert_int_eq(f.items[i].result, STORE_ITEM_OK);
+
+  /* One of three missed: which one the counts cannot say. */
+  PARTIAL_FX();
+  ck_assert_int_eq(outcome(&f, true, none,
+                           "{\"nMatched\": 3, \"nModified\": 3, \"nUpserted\": 1,"
+                           " \"upserted\": [{\"index\": 0, \"_id\": \"t/a\"}], \"writeErrors\": []}",
+                           5),
+                   STORE_RETRY);
+  ck_assert(f.incomplete);
+  assert_all_pending(&f);
+
+  /* A write error with a shortfall: FerretDB may have stopped at the error. */
+  PARTIAL_FX();
+  ck_assert_int_eq(outcome(&f, true, none,
+                           "{\"nMatched\": 0, \"nModified\": 0, \"nUpserted\": 0,"
+                           " \"writeErrors\": [{\"index\": 0, \"code\": 11000, \"errmsg\": \"dup\"}]}",
+                           5),
+                   STORE_RETRY);
+  ck_assert(f.incomplete);
+  assert_all_pending(&f);
+#undef PARTIAL_FX
+}
+END_TEST
+
 START_TEST(new_validates_without_connecting) {
   store_error_t err;
   /* Nothing listens on port 1: store_new must not care. */
@@ -486,6 +542,7 @@ static Suite *suite(void) {
   suite_add_tcase(s, tc);
   tc = tcase_create("bulk");
   tcase_add_test(tc, bulk_all_ok);
+  tcase_add_test(tc, bulk_partial_misses);
   tcase_add_test(tc, bulk_conflict_and_item_error);
   tcase_add_test(tc, bulk_recorded_whole_bulk_replies);
   tcase_add_test(tc, bulk_map_indirection);
