@@ -135,10 +135,18 @@ def scenario(s):
     # concurrent. Which of the two writes a slice first is up to them.
     concurrent = 0
     replay_proc = None
-    for i, sl in enumerate(slices):
+    # Until one replay was shown concurrent (a deadline, not a count): once
+    # the slices are used up they are produced again, redeliveries that
+    # change no document (the merge is idempotent).
+    deadline = time.time() + 180
+    order = list(enumerate(slices))
+    k = 0
+    while k < len(slices) or (concurrent == 0 and time.time() < deadline):
+        i, sl = order[k % len(slices)]
+        k += 1
         if replay_proc is None:
             replay_proc = start_replay(s, s.db)
-        path = s.path(f"slice-{i}.jsonl")
+        path = s.path(f"slice-{i}-{k}.jsonl")
         with open(path, "w") as f:
             f.writelines(sl)
         s.produce(path)
@@ -157,7 +165,7 @@ def scenario(s):
             replay_proc = None
     if replay_proc is not None:
         wait_replay(replay_proc)
-    h.log(f"{concurrent} of {len(slices)} slices written by the live worker while a replay ran")
+    h.log(f"{concurrent} of {k} slices written by the live worker while a replay ran")
     assert concurrent > 0, "no replay ran while the live worker wrote"
     replay(s, s.db)
     s.wait_committed("live", alive=[w])
