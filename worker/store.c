@@ -649,6 +649,19 @@ out:
   return st;
 }
 
+/* Records the document's size in item; false, with the item refused as too
+ * large (STORE_CODE_OBJECT_TOO_LARGE), when it could not be encoded or its
+ * statement would pass the limit (store.h). Not logged here: this runs on
+ * every attempt, and the caller (batch.c) logs once per aggregate and
+ * decides what becomes of its changes. */
+static bool fits(store_write_item_t *item, bool encoded, size_t doc_len, size_t key_len) {
+  item->bytes = doc_len;
+  if (encoded && doc_len + key_len + STORE_STATEMENT_OVERHEAD <= STORE_MAX_DOCUMENT_BYTES) return true;
+  item->result = STORE_ITEM_ERROR;
+  item->error_code = STORE_CODE_OBJECT_TOO_LARGE;
+  return false;
+}
+
 /* Appends item's conditional replace (or partial update) to bulk, or marks the item
  * STORE_ITEM_ERROR when it cannot be sent (too large, refused by the
  * driver's checks). Returns true if the item is in the bulk. */
@@ -665,12 +678,7 @@ static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, store_write_item_t *
     bool encoded = model_codec_to_bson(item->agg, item->rev + 1, updated_at_ms, &whole);
     size_t len = whole.len;
     bson_destroy(&whole);
-    if (!encoded || len + key_len + STORE_STATEMENT_OVERHEAD > STORE_MAX_DOCUMENT_BYTES) {
-      item->bytes = len;
-      item->result = STORE_ITEM_ERROR;
-      item->error_code = STORE_CODE_OBJECT_TOO_LARGE;
-      return false;
-    }
+    if (!fits(item, encoded, len, key_len)) return false;
   }
   bson_t update = BSON_INITIALIZER, set;
   bool ok = BSON_APPEND_DOCUMENT_BEGIN(&update, "$set", &set);
@@ -702,13 +710,8 @@ static bool bulk_add(mongoc_bulk_operation_t *bulk, store_write_item_t *item, in
   const char *key = model_aggregate_key(item->agg, &key_len);
   bson_t doc = BSON_INITIALIZER;
   bool encoded = model_codec_to_bson(item->agg, item->rev + 1, updated_at_ms, &doc);
-  item->bytes = doc.len;
-  if (!encoded || doc.len + key_len + STORE_STATEMENT_OVERHEAD > STORE_MAX_DOCUMENT_BYTES) {
-    /* Not logged here: this runs on every attempt, and the caller (batch.c)
-     * logs once per aggregate and decides what becomes of its changes. */
+  if (!fits(item, encoded, doc.len, key_len)) {
     bson_destroy(&doc);
-    item->result = STORE_ITEM_ERROR;
-    item->error_code = STORE_CODE_OBJECT_TOO_LARGE;
     return false;
   }
   bson_t filter = BSON_INITIALIZER;
