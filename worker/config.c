@@ -459,7 +459,13 @@ static bool load_env(loader_t *L) {
       for (size_t i = 0; i < rlen; i++) key[i] = (char)tolower((unsigned char)r[i]);
       key[rlen] = '\0';
     }
-    bool ok = assign(L, &in, section, key, eq + 1);
+    /* Trimmed like a value in the file or given with --set: `config show`
+     * prints what it would read back. */
+    char *value = oom_strdup(eq + 1);
+    size_t vlen = strlen(value);
+    bool ok = assign(L, &in, section, key, trim(value));
+    explicit_bzero(value, vlen); /* it may be a secret */
+    free(value);
     free(key);
     if (!ok) return false;
   }

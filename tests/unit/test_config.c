@@ -599,6 +599,16 @@ START_TEST(precedence) {
   ck_assert_str_eq(c->rdkafka[0].value, "from-env");
   config_destroy(c);
 
+  /* Spaces and tabs around an environment value are removed, as in the file
+   * and with --set, so that `config show` reads back as what was loaded. */
+  setenv("AGGREGATOR_BATCH_LINGER_MS", " 40\t", 1);
+  setenv("AGGREGATOR_KAFKA_RDKAFKA_CLIENT_ID", "\tpadded ", 1);
+  c = load(NULL, NULL, 0, &err);
+  ck_assert_msg(c, "%s", err.message);
+  ck_assert_int_eq(c->batch_linger_ms, 40);
+  ck_assert_str_eq(c->rdkafka[0].value, "padded");
+  config_destroy(c);
+
   /* The empty string is a value. */
   setenv("AGGREGATOR_METRICS_LISTEN", "", 1);
   char *listen[] = {"metrics.listen=127.0.0.1:1"};
