@@ -114,7 +114,8 @@ static char *check_nonempty(const char *v, bool secret, char *why, size_t n) {
 static char *check_uri(const char *v, bool secret, char *why, size_t n) {
   char tmp[SHOWN_MAX];
   if (redact_uri_has_unescaped_at(v)) {
-    snprintf(why, n, "%s is not a MongoDB URI: an '@' in the user name or password must be percent-encoded as %%40",
+    snprintf(why, n, "%s is not a MongoDB URI: an '@' that does not end the user name and password before the "
+             "hosts must be percent-encoded as %%40",
              shown(v, secret, tmp, sizeof tmp));
     return NULL;
   }

@@ -73,7 +73,14 @@ static uri_parts_t uri_split(const char *uri) {
 
 bool redact_uri_has_unescaped_at(const char *uri) {
   uri_parts_t u = uri_split(uri);
-  return u.first_at && u.at != u.first_at;
+  if (!u.first_at) return false;
+  if (u.at != u.first_at) return true;
+  /* libmongoc ends the hosts at the first '/': an '@' after it with none
+   * before is in the database name or an option to the driver, but the
+   * split above takes it for the end of a password (hiding too much). */
+  const char *s = strstr(uri, "://");
+  s = s ? s + 3 : uri;
+  return memchr(s, '/', (size_t)(u.at - s)) || memchr(s, '?', (size_t)(u.at - s));
 }
 
 void redact_uri(const char *uri, model_buf_t *out) {

@@ -57,10 +57,14 @@ bool redact_uri_option_is_secret(const char *name, size_t len);
  * host names and the user name included, is kept. */
 void redact_uri(const char *uri, model_buf_t *out);
 
-/* True when uri's user information (what comes before the host) holds an
- * unescaped '@': `mongodb://user:p@ss@host`. libmongoc splits such a URI at
+/* True when uri has an unescaped '@' that does not end the user information
+ * right before the hosts: `mongodb://user:p@ss@host` (libmongoc splits it at
  * the first '@' and would take "ss@host" for the host, putting part of the
- * password into every connection error; the configuration refuses it. */
+ * password into every connection error), `mongodb://u:p/ss@host` (libmongoc
+ * reads host u:p and database "ss@host") or `mongodb://h/?appname=a@b` (an
+ * option, but this module would hide "/?appname=a" as a password, so that
+ * `config show` prints another URI). The configuration refuses them; '%40'
+ * is an '@' everywhere in a URI, option values included. */
 bool redact_uri_has_unescaped_at(const char *uri);
 
 /* A set of secret strings to scrub from text. Thread-safe: every function

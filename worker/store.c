@@ -244,7 +244,8 @@ store_t *store_new(const char *uri_string, const char *database, const char *col
     /* libmongoc would split at the first '@' and connect to "rest@host",
      * naming part of the password in every connection error. */
     set_error(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
-              "store.uri: an '@' in the user name or password must be percent-encoded as %%40");
+              "store.uri: an '@' that does not end the user name and password before the hosts must be "
+              "percent-encoded as %%40");
     return NULL;
   }
   bson_error_t e;
