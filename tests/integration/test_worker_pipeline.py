@@ -6,7 +6,8 @@ soon as one lands), so every event here lands on one with high probability:
 1. a second member joins the group: the first waits for the flush in flight,
    writes what it holds and commits before giving partitions up;
 2. the first member is killed (SIGKILL) mid-stream and restarted;
-3. the store stops for a while and comes back: the workers keep consuming
+3. the store stops for a while (the last quarter of the stream is produced
+   while it is down) and comes back: the workers keep consuming
    up to batch.max_pending_bytes, report not-ready, and resume by themselves;
 4. SIGTERM: each worker exits 0 with everything committed.
 
@@ -32,7 +33,16 @@ def scenario(s):
                         "--invalid-rate", "0.01", "--duplicate-rate", "0.05", "--order", "shuffle")
     expected, _ = s.expected(stream)
     extra = [("batch.max_commands", "500"), ("batch.max_pending_bytes", "1MiB")]
-    producer = s.produce_async(stream, rate=1500)
+    # The last quarter is produced only once the store is down (step 3), so
+    # that the workers have something to write during the outage however
+    # fast they went through the rest.
+    lines = open(stream, "rb").readlines()
+    head, tail = s.path("head.jsonl"), s.path("tail.jsonl")
+    with open(head, "wb") as f:
+        f.writelines(lines[:len(lines) * 3 // 4])
+    with open(tail, "wb") as f:
+        f.writelines(lines[len(lines) * 3 // 4:])
+    producer = s.produce_async(head, rate=1500)
     w1 = s.start_worker("g1", extra)
     h.wait_until(lambda: committed_any(s, "g1"), 120, "the first worker committed nothing")
 
@@ -62,6 +72,7 @@ def scenario(s):
     # 3. The store stops and comes back while the stream goes on.
     subprocess.run([f"{h.SRC}/scripts/stack", "mongo-stop"], check=True, capture_output=True)
     try:
+        s.produce(tail)
         h.wait_until(lambda: "store write failed" in s.worker_log(w1) + s.worker_log(w2), 120,
                      "no worker noticed the store outage")
     finally:
