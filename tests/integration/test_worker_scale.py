@@ -79,10 +79,27 @@ def scenario(s):
     h.log(f"phase 1: {len(raw)} documents equal to the replay of the stream")
     rev1 = {d["_id"]: d["rev"] for d in raw}
 
+    # Every aggregate written exactly once, by construction: nothing is
+    # flushed (linger at its maximum, the other limits far above the stream)
+    # until every command was consumed; then the stop writes and commits.
+    # With a shorter linger a flush could start before the last commands
+    # arrive on a slow machine, and write some aggregates twice.
+    port = h.free_port()
+    hold = [("batch.max_commands", "1000000"), ("batch.max_aggregates", str(2 * ASSIGNMENTS)),
+            ("batch.linger_ms", "60000"), ("batch.max_pending_bytes", "1GiB"), ("metrics.listen", f"127.0.0.1:{port}"),
+            ("shutdown.timeout_ms", "290000")]
     s.produce(second)
-    w = s.start_worker("scale", extra)
-    s.wait_committed("scale", timeout=900, alive=[w])
+    n2 = sum(1 for _ in open(second, "rb"))
+    w = s.start_worker("scale", hold)
+
+    def consumed():
+        assert w.poll() is None, "the worker died"
+        n = h.metric(port, "aggregator_commands_total")
+        return n is not None and n >= n2
+
+    h.wait_until(consumed, 300, "the worker did not consume phase 2")
     s.stop_worker(w, timeout=300)
+    assert sum(s.committed("scale").values()) == sum(s.end_offsets().values()), "phase 2 not all committed"
     expected = reference(s, "expected-2", [first, second])
     raw = s.stored_raw()
     h.assert_same_documents(expected, {d["_id"]: d for d in raw})
