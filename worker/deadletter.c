@@ -102,11 +102,13 @@ static void set_failing(deadletter_t *d, int64_t now) {
 static void set_working(deadletter_t *d, int64_t now) {
   if (!d->failing) return;
   d->failing = false;
-  metrics_set_dead_letter_failing(false);
+  /* Logged before /readyz can say ready again: whoever sees it ready finds
+   * the line that says why. */
   if (d->warned)
     log_info("dead-letter delivery works again", "topic", LOG_STR, d->topic, "failed_for_ms", LOG_INT,
              now - d->failing_since_ms, "pending", LOG_INT, (int64_t)pending_count(d));
   d->warned = false;
+  metrics_set_dead_letter_failing(false);
 }
 
 /* One failed attempt (a refused produce or a failed delivery report). */

@@ -61,6 +61,9 @@ def scenario(s):
     wait_status(port, "/readyz", 200, 60)
     s.produce(stream)
     s.wait_committed("g1", alive=[w])
+    # The lag gauge is sampled once a second, after the partition's first
+    # message: it may trail the commit.
+    h.wait_until(lambda: "aggregator_consumer_lag{" in get(port, "/metrics")[1], 30, "no consumer lag sample")
     status, text = get(port, "/metrics")
     assert status == 200
     for result in ("applied", "stale", "rejected"):

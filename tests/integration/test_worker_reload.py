@@ -28,7 +28,7 @@ format = json
 """
 
 
-def wait_log(s, w, text, timeout=20):
+def wait_log(s, w, text, timeout=120):
     h.wait_until(lambda: text in s.worker_log(w), timeout, f"log never showed {text!r}")
 
 
