@@ -197,7 +197,7 @@ typedef struct watcher {
 static void *watch(void *arg) {
   watcher_t *w = arg;
   rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, w->s->group);
-  time_t deadline = time(NULL) + 90;
+  time_t deadline = time(NULL) + 180; /* under TSan on a loaded machine too */
   for (;;) {
     committed_with(rk, w->s, w->last);
     if (caught_up(w->s, w->last)) break;
@@ -308,7 +308,7 @@ static void *consume_while_held(void *arg) {
   if (!mem_wait_held(w->mem, 1)) {
     w->failed = "no write reached the store";
   } else {
-    wait_commands(g_base + w->s->valid + w->s->invalid, 30);
+    if (!wait_commands(g_base + w->s->valid + w->s->invalid, 120)) w->failed = "the worker stopped consuming";
     w->consumed_while_held = commands_seen() - g_base;
     w->held_after = mem_get(w->mem, &w->mem->held);
     committed(w->s, w->committed_while_held);
@@ -322,7 +322,7 @@ static void *consume_while_held(void *arg) {
 static void *sigterm_while_held(void *arg) {
   watcher_t *w = arg;
   if (!mem_wait_held(w->mem, 1)) w->failed = "no write reached the store";
-  else if (!wait_commands(g_base + w->s->valid + w->s->invalid, 30)) w->failed = "the worker stopped consuming";
+  else if (!wait_commands(g_base + w->s->valid + w->s->invalid, 120)) w->failed = "the worker stopped consuming";
   w->held_after = mem_get(w->mem, &w->mem->held);
   kill(getpid(), SIGTERM); /* with the first flush still in flight */
   mem_release(w->mem);
