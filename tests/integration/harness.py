@@ -107,6 +107,19 @@ class Scenario:
             subprocess.run([tool("gen_commands"), *args], stdout=f, check=True)
         return out
 
+    def split(self, path, fraction):
+        """Two files (head, tail) of path's lines: the first `fraction` of them and the rest, to produce at
+        different moments of a scenario."""
+        lines = open(path, "rb").readlines()
+        cut = int(len(lines) * fraction)
+        base = os.path.splitext(os.path.basename(path))[0]
+        head, tail = self.path(base + "-head.jsonl"), self.path(base + "-tail.jsonl")
+        with open(head, "wb") as f:
+            f.writelines(lines[:cut])
+        with open(tail, "wb") as f:
+            f.writelines(lines[cut:])
+        return head, tail
+
     def create_topic(self, suffix, partitions=6):
         """Another topic of this scenario ("<topic>-<suffix>"), deleted by cleanup."""
         name = f"{self.topic}-{suffix}"

@@ -12,22 +12,11 @@ import harness as h
 PARTITIONS = 6
 
 
-def split(s, path, first_share):
-    lines = open(path, "rb").readlines()  # bytes: the stream has invalid UTF-8 on purpose
-    cut = int(len(lines) * first_share)
-    parts = []
-    for name, chunk in (("first.jsonl", lines[:cut]), ("second.jsonl", lines[cut:])):
-        with open(s.path(name), "wb") as f:
-            f.writelines(chunk)
-        parts.append(s.path(name))
-    return parts
-
-
 def scenario(s):
     stream = s.generate("--seed", "33", "--count", "12000", "--assignments", "48", "--students", "30",
                         "--invalid-rate", "0.01", "--duplicate-rate", "0.05", "--order", "shuffle")
     expected, _ = s.expected(stream)
-    first, second = split(s, stream, 0.5)
+    first, second = s.split(stream, 0.5)
     extra = [("batch.max_commands", "500")]
     w1 = s.start_worker("g1", extra)
     w2 = s.start_worker("g1", extra)

@@ -36,12 +36,7 @@ def scenario(s):
     # The last quarter is produced only once the store is down (step 3), so
     # that the workers have something to write during the outage however
     # fast they went through the rest.
-    lines = open(stream, "rb").readlines()
-    head, tail = s.path("head.jsonl"), s.path("tail.jsonl")
-    with open(head, "wb") as f:
-        f.writelines(lines[:len(lines) * 3 // 4])
-    with open(tail, "wb") as f:
-        f.writelines(lines[len(lines) * 3 // 4:])
+    head, tail = s.split(stream, 0.75)
     producer = s.produce_async(head, rate=1500)
     w1 = s.start_worker("g1", extra)
     h.wait_until(lambda: committed_any(s, "g1"), 120, "the first worker committed nothing")

@@ -44,13 +44,7 @@ def scenario(s):
     w.logpath = logf.name
     s.workers.append(w)
     wait_log(s, w, "partitions assigned")
-    half = s.path("half.jsonl")
-    lines = open(stream, "rb").read().split(b"\n")
-    with open(half, "wb") as f:
-        f.write(b"\n".join(lines[: len(lines) // 2]) + b"\n")
-    rest = s.path("rest.jsonl")
-    with open(rest, "wb") as f:
-        f.write(b"\n".join(lines[len(lines) // 2:]))
+    half, rest = s.split(stream, 0.5)
     s.produce(half)
     with open(conf, "w") as f:
         f.write(ini(s, "debug", 100, "g2"))
