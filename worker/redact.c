@@ -213,10 +213,30 @@ static void add_both_locked(redact_set_t *set, const char *s, size_t n) {
   free(d);
 }
 
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* A library that cannot parse a secret quotes the part where it stopped:
+ * librdkafka says "Unrecognized sasl.oauthbearer.config beginning at:
+ * <the rest of the value>" and "non-integral 'lifeSeconds=': <a value>".
+ * So every part of a secret that starts a word (after a blank), and the
+ * value of every key=value word in it, is a secret too. */
+static void add_parts_locked(redact_set_t *set, const char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    while (i < n && is_blank(s[i])) i++;
+    size_t start = i;
+    while (i < n && !is_blank(s[i])) i++;
+    if (start == i) break;
+    if (start > 0) add_both_locked(set, s + start, n - start);
+    const char *eq = memchr(s + start, '=', i - start);
+    if (eq) add_both_locked(set, eq + 1, (size_t)(s + i - eq - 1));
+  }
+}
+
 void redact_set_add(redact_set_t *set, const char *secret) {
   if (!set || !secret) return;
   pthread_mutex_lock(&set->lock);
   add_both_locked(set, secret, strlen(secret));
+  add_parts_locked(set, secret, strlen(secret));
   pthread_mutex_unlock(&set->lock);
 }
 

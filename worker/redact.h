@@ -79,7 +79,9 @@ void redact_set_destroy(redact_set_t *set);
 /* Forgets every string (zeroing it); the set stays usable. */
 void redact_set_clear(redact_set_t *set);
 
-/* Adds secret (NUL-terminated) as it is, JSON-quoted and percent-decoded.
+/* Adds secret (NUL-terminated) as it is, JSON-quoted and percent-decoded,
+ * and so every part of it that starts a word and the value of every
+ * key=value word in it (what a library quotes when it cannot parse it).
  * NULL, empty and short strings are ignored; duplicates are kept once. */
 void redact_set_add(redact_set_t *set, const char *secret);
 /* Adds the secrets of a MongoDB URI: its password and the values of its

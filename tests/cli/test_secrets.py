@@ -181,6 +181,25 @@ def test_kafka_client_error():
                 fail("%s with a refused sasl.mechanism (%s): exit %s:\n%s" % (cmd[0], label, rc, err[-2000:]))
 
 
+def test_oauthbearer_config_quoted():
+    """librdkafka 2.0, unable to parse sasl.oauthbearer.config, logs the rest
+    of the value from the word it stopped at ("Unrecognized
+    sasl.oauthbearer.config beginning at: ...") or one value of it: those
+    parts are secrets too (redact.h)."""
+    tail = "zq!! kq=W7vQpX2mJr"
+    for value, quoted in (("principal=qzx9 " + tail, "Unrecognized sasl.oauthbearer.config"),
+                          ("principal=qzx9 lifeSeconds=W7vQpX2mJr", "non-integral")):
+        args = ["replay", "--output", os.devnull, "--set", "kafka.brokers=127.0.0.1:1",
+                "--set", "kafka.rdkafka.security.protocol=SASL_PLAINTEXT",
+                "--set", "kafka.rdkafka.sasl.mechanism=OAUTHBEARER",
+                "--set", "kafka.rdkafka.enable.sasl.oauthbearer.unsecure.jwt=true",
+                "--set", "kafka.rdkafka.sasl.oauthbearer.config=" + value]
+        rc, out, err = run(args, timeout=10)  # it waits for the broker: killed
+        if quoted not in err:
+            fail("replay with a malformed sasl.oauthbearer.config: no '%s' line:\n%s" % (quoted, err[-2000:]))
+        check_outputs("replay with a malformed sasl.oauthbearer.config", [tail, "W7vQpX2mJr"], out, err)
+
+
 # ---- a MongoDB server that refuses the credentials ---------------------------
 
 def bson_encode(doc):
@@ -367,7 +386,7 @@ def test_run_outage_with_sasl_debug():
 
 def main():
     for t in (test_baseline, test_config_commands, test_run_malformed_uri, test_kafka_client_error,
-              test_run_store_refuses_credentials, test_run_outage_with_sasl_debug):
+              test_oauthbearer_config_quoted, test_run_store_refuses_credentials, test_run_outage_with_sasl_debug):
         n = len(failures)
         t()
         print("%s: %s" % (t.__name__, "ok" if len(failures) == n else "FAILED"))

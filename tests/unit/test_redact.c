@@ -130,6 +130,24 @@ END_TEST
 
 /* A password whose %-decoded form holds a NUL ("%00"): a library printing
  * the decoded form as a C string shows what comes before the NUL. */
+/* What librdkafka 2.0 logged for a sasl.oauthbearer.config it could not
+ * parse: the rest of the value from the word it stopped at, or one value. */
+START_TEST(scrub_parts_a_library_quotes) {
+  redact_set_t *set = redact_set_new();
+  redact_set_add(set, "principal=admin bad! extension_token=S3CRETVALUE");
+  ASSERT_SCRUB(set, "Unrecognized sasl.oauthbearer.config beginning at: bad! extension_token=S3CRETVALUE",
+               "Unrecognized sasl.oauthbearer.config beginning at: ***");
+  ASSERT_SCRUB(set, "Invalid sasl.oauthbearer.config: empty 'extension_token=S3CRETVALUE' x",
+               "Invalid sasl.oauthbearer.config: empty '***' x");
+  ASSERT_SCRUB(set, "token S3CRETVALUE", "token ***");
+  redact_set_clear(set);
+  redact_set_add(set, "principal=a lifeSeconds=12345x\textension_k=v");
+  ASSERT_SCRUB(set, "non-integral 'lifeSeconds=': 12345x", "non-integral 'lifeSeconds=': ***");
+  ASSERT_SCRUB(set, "at: extension_k=v", "at: ***");
+  redact_set_destroy(set);
+}
+END_TEST
+
 START_TEST(decoded_nul_in_secret) {
   redact_set_t *set = redact_set_new();
   redact_set_add_uri(set, "mongodb://user:s3cr3t%00-the-rest-of-it@db.invalid/");
@@ -182,6 +200,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, unescaped_at);
   tcase_add_test(tc, scrub_secrets);
   tcase_add_test(tc, scrub_uri_secrets);
+  tcase_add_test(tc, scrub_parts_a_library_quotes);
   tcase_add_test(tc, decoded_nul_in_secret);
   tcase_add_test(tc, log_lines_scrubbed);
   suite_add_tcase(s, tc);
