@@ -57,7 +57,9 @@
  * connection when a statement passes 16 MiB (measured: a document 32 bytes
  * under the limit with a short _id is enough), which would fail the whole
  * bulk with a stream error, retried for ever; MongoDB takes statements up
- * to 16 MiB + 16 KiB, so the margin costs it at most 200 bytes of document. */
+ * to 16 MiB + 16 KiB, so the margin costs it at most 200 bytes of document.
+ * An insert (a new document) is held to the same bound, though its statement
+ * is smaller: a document that could be inserted can always be replaced. */
 #define STORE_STATEMENT_OVERHEAD 64
 
 /* Server codes used for items this module rejects before sending them, so
@@ -78,6 +80,7 @@ struct store {
   int ops_per_command;    /* 0: not probed yet; -1: no limit; else the limit */
   size_t load_chunk;      /* keys per find; set with ops_per_command */
   bool warned_incomplete; /* the item-by-item fallback has been logged */
+  uint64_t incomplete;    /* store_write calls that needed it (store_internal.h) */
 };
 
 /* --- errors -------------------------------------------------------------- */
@@ -532,6 +535,26 @@ static bool reply_first_error(const bson_t *reply, const char *field, int32_t *c
   return true;
 }
 
+/* How many of the bulk's inserts (items at rev 0) the reply says landed.
+ * An insert either lands or fails with a write error (no server stops an
+ * unordered insert command early: FerretDB goes on past a duplicate key as
+ * MongoDB does, which test_store.c pins), so nInserted should be the inserts
+ * without a write error. mongo-java-server counts the failed ones in
+ * nInserted too (its n); that count, every insert, cannot be MongoDB's when
+ * one of them failed, so it is read as "the others landed". Any other count
+ * is taken as it is and leaves the bulk incomplete. */
+static int64_t inserts_acknowledged(const bson_t *reply, const store_write_item_t *items, const size_t *map,
+                                    size_t nops) {
+  int64_t inserts = 0, failed = 0;
+  for (size_t i = 0; i < nops; i++) {
+    if (items[map[i]].rev != 0) continue;
+    inserts++;
+    if (items[map[i]].result != STORE_ITEM_PENDING) failed++;
+  }
+  int64_t n = reply_int32(reply, "nInserted");
+  return failed > 0 && n == inserts ? inserts - failed : n;
+}
+
 store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const bson_t *reply,
                                   store_write_item_t *items, const size_t *map, size_t nops, bool *incomplete,
                                   store_error_t *err) {
@@ -609,7 +632,8 @@ store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, cons
     goto out;
   }
 
-  /* Every replace-with-upsert either matched or upserted or failed. A
+  /* Every insert landed or failed, every replace-with-upsert either matched
+   * or upserted or failed. A
    * partial update (no upsert) that matches nothing is no error on any
    * server: it is only missing from nMatched (MongoDB, FerretDB and
    * mongo-java-server alike answer n: 0, nModified: 0; test_store.c pins
@@ -621,7 +645,8 @@ store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, cons
    * shortfall leaves some items' fate unknown: incomplete, and the caller
    * finds out item by item (resolve_incomplete), where a single partial
    * item's n = 0 is unambiguous. */
-  int64_t acknowledged = (int64_t)reply_int32(reply, "nMatched") + reply_int32(reply, "nUpserted") + (int64_t)nerrors;
+  int64_t acknowledged = (int64_t)reply_int32(reply, "nMatched") + reply_int32(reply, "nUpserted") +
+                         inserts_acknowledged(reply, items, map, nops) + (int64_t)nerrors;
   if (acknowledged < (int64_t)nops && nerrors == 0) {
     size_t candidates = 0;
     for (size_t i = 0; i < nops; i++)
@@ -716,12 +741,17 @@ static bool bulk_add(mongoc_bulk_operation_t *bulk, store_write_item_t *item, in
     return false;
   }
   bson_t filter = BSON_INITIALIZER;
-  bson_append_utf8(&filter, "_id", 3, key, (int)key_len);
-  BSON_APPEND_INT64(&filter, "rev", item->rev);
   bson_t opts = BSON_INITIALIZER;
-  BSON_APPEND_BOOL(&opts, "upsert", true);
   bson_error_t e;
-  bool ok = mongoc_bulk_operation_replace_one_with_opts(bulk, &filter, &doc, &opts, &e);
+  bool ok;
+  if (item->rev == 0) { /* not stored yet: an insert, whose conflict is the duplicate _id (store.h) */
+    ok = mongoc_bulk_operation_insert_with_opts(bulk, &doc, NULL, &e);
+  } else {
+    bson_append_utf8(&filter, "_id", 3, key, (int)key_len);
+    BSON_APPEND_INT64(&filter, "rev", item->rev);
+    BSON_APPEND_BOOL(&opts, "upsert", true);
+    ok = mongoc_bulk_operation_replace_one_with_opts(bulk, &filter, &doc, &opts, &e);
+  }
   if (!ok) {
     log_error("aggregate refused by the driver", "key", LOG_STR, key, "error", LOG_STR, e.message);
     item->result = STORE_ITEM_ERROR;
@@ -761,15 +791,24 @@ static store_status_t write_command(store_t *store, store_write_item_t *items, c
   return st;
 }
 
-/* items[idx[0..n)] in as many update commands as the server needs; stops at
- * the first that fails. */
+/* items[idx[0..n)] in as many write commands as the server needs, the
+ * inserts first: the driver sends a run of operations of one kind as one
+ * command, so inserts mixed among updates would split a bulk into as many
+ * commands as there are runs. Stops at the first command that fails. */
 static store_status_t write_bulk(store_t *store, store_write_item_t *items, const size_t *idx, size_t n,
                                  int64_t updated_at_ms, bool *incomplete, store_error_t *err) {
+  size_t *order = oom_malloc((n ? n : 1) * sizeof *order);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (items[idx[i]].rev == 0) order[k++] = idx[i];
+  for (size_t i = 0; i < n; i++)
+    if (items[idx[i]].rev != 0) order[k++] = idx[i];
   size_t per = store->ops_per_command > 0 ? (size_t)store->ops_per_command : n;
   store_status_t st = STORE_OK;
   *incomplete = false;
   for (size_t off = 0; off < n && st == STORE_OK; off += per)
-    st = write_command(store, items, idx + off, n - off < per ? n - off : per, updated_at_ms, incomplete, err);
+    st = write_command(store, items, order + off, n - off < per ? n - off : per, updated_at_ms, incomplete, err);
+  free(order);
   return st;
 }
 
@@ -910,7 +949,10 @@ store_status_t store_write(store_t *store, store_write_item_t *items, size_t nit
   store_status_t st = detect_server(store, err);
   if (st == STORE_OK) st = write_bulk(store, items, idx, nitems, updated_at_ms, &incomplete, err);
   free(idx);
-  if (st != STORE_OK && incomplete && nitems > 1) st = resolve_incomplete(store, items, nitems, updated_at_ms, err);
+  if (st != STORE_OK && incomplete && nitems > 1) {
+    store->incomplete++;
+    st = resolve_incomplete(store, items, nitems, updated_at_ms, err);
+  }
   if (st != STORE_OK) {
     for (size_t i = 0; i < nitems; i++) {
       items[i].result = STORE_ITEM_PENDING;
@@ -919,3 +961,5 @@ store_status_t store_write(store_t *store, store_write_item_t *items, size_t nit
   }
   return st;
 }
+
+uint64_t store_incomplete_writes(const store_t *store) { return store->incomplete; }

@@ -23,7 +23,9 @@ bool store_server_code_is_transient(int32_t code);
 store_status_t store_classify_error(const bson_error_t *error, const bson_t *reply);
 
 /* Interprets the outcome of mongoc_bulk_operation_execute for a bulk of nops
- * replace-with-upsert operations, operation i being items[map[i]]: executed
+ * operations as store_write sends them (an insert for an item at rev 0, else
+ * a replace with upsert or a partial update), operation i being
+ * items[map[i]]: executed
  * is its return value != 0, error and reply what it filled.
  *
  * On STORE_OK every mapped item has a result. Otherwise the mapped items are
@@ -40,6 +42,11 @@ store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, cons
  * updated_at_ms this store_write sent: STORE_ITEM_OK when the document is
  * this write's, else STORE_ITEM_PENDING (the caller sends it again, and a
  * document another writer moved on then comes back as a conflict). */
+/* How many store_write calls on store got a reply that did not account for
+ * every item and resolved it item by item (tests: which path a server's
+ * replies take). */
+uint64_t store_incomplete_writes(const store_t *store);
+
 store_item_result_t store_read_back_result(const store_write_item_t *item, const model_aggregate_t *stored,
                                            int64_t stored_rev, int64_t stored_updated_at_ms, int64_t updated_at_ms);
 

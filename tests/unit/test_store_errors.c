@@ -104,7 +104,7 @@ typedef struct fixture {
 
 static void fx_init(fixture_t *f, size_t nops) {
   memset(f, 0, sizeof *f);
-  for (size_t i = 0; i < NITEMS; i++) f->items[i].rev = (int64_t)i;
+  for (size_t i = 0; i < NITEMS; i++) f->items[i].rev = (int64_t)i + 1; /* stored: replaces, no inserts */
   for (size_t i = 0; i < nops; i++) f->map[i] = i;
   f->incomplete = true; /* must be cleared */
 }
@@ -187,9 +187,8 @@ START_TEST(bulk_recorded_whole_bulk_replies) {
    *    libmongoc merges it: MongoDB adds keyPattern and keyValue to a
    *    duplicate-key write error, which mongo-java-server leaves out; the
    *    store reads only index and code, so both mean the same. (One more
-   *    difference, not on the store's path: for a bulk that also holds
-   *    plain inserts, mongo-java-server 1.46.0 counted a failed duplicate
-   *    insert in nInserted; MongoDB does not.) */
+   *    difference: mongo-java-server 1.46.0 counts a failed duplicate insert
+   *    in nInserted, MongoDB does not; see bulk_inserts.) */
   fx_init(&f, 3);
   ck_assert_int_eq(
       outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000),
@@ -204,6 +203,54 @@ START_TEST(bulk_recorded_whole_bulk_replies) {
   ck_assert_int_eq(f.items[0].result, STORE_ITEM_OK);
   ck_assert_int_eq(f.items[1].result, STORE_ITEM_OK);
   ck_assert_int_eq(f.items[2].result, STORE_ITEM_CONFLICT);
+}
+END_TEST
+
+START_TEST(bulk_inserts) {
+  /* New documents (rev 0) go as inserts, sent before the replaces; an
+   * insert's conflict is its duplicate _id. Items 0..2 inserts, 3 a replace;
+   * insert 1 hits an existing document. */
+  fixture_t f;
+#define INSERT_FX()                                       \
+  do {                                                    \
+    fx_init(&f, 4);                                       \
+    for (size_t i = 0; i < 3; i++) f.items[i].rev = 0;    \
+  } while (0)
+  const char *dup = " \"writeErrors\": [{\"index\": 1, \"code\": 11000, \"errmsg\": \"E11000 duplicate key\"}]}";
+  char reply[512];
+  /* MongoDB and FerretDB (recorded from FerretDB 1.24: n 2, the duplicate
+   * at its own index; FerretDB goes on after it in an insert command, unlike
+   * in an update command) count the inserts that landed; mongo-java-server
+   * 1.46.0 counts every insert, the failed one too (n 3). Both mean the
+   * same. */
+  for (int mjs = 0; mjs <= 1; mjs++) {
+    INSERT_FX();
+    snprintf(reply, sizeof reply, "{\"nInserted\": %d, \"nMatched\": 1, \"nModified\": 1, \"nUpserted\": 0,%s",
+             mjs ? 3 : 2, dup);
+    ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000), reply, 4), STORE_OK);
+    ck_assert(!f.incomplete);
+    ck_assert_int_eq(f.items[0].result, STORE_ITEM_OK);
+    ck_assert_int_eq(f.items[1].result, STORE_ITEM_CONFLICT);
+    ck_assert_int_eq(f.items[2].result, STORE_ITEM_OK);
+    ck_assert_int_eq(f.items[3].result, STORE_ITEM_OK);
+  }
+  /* All landed: the count is the same on every server. */
+  INSERT_FX();
+  ck_assert_int_eq(outcome(&f, true, mkerr(0, 0), "{\"nInserted\": 3, \"nMatched\": 1, \"writeErrors\": []}", 4),
+                   STORE_OK);
+  for (size_t i = 0; i < 4; i++) ck_assert_int_eq(f.items[i].result, STORE_ITEM_OK);
+  /* Fewer than that: which insert is missing the reply cannot say. */
+  INSERT_FX();
+  snprintf(reply, sizeof reply, "{\"nInserted\": 1, \"nMatched\": 1, \"nUpserted\": 0,%s", dup);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000), reply, 4), STORE_RETRY);
+  ck_assert(f.incomplete);
+  assert_all_pending(&f);
+  INSERT_FX();
+  ck_assert_int_eq(outcome(&f, true, mkerr(0, 0), "{\"nInserted\": 2, \"nMatched\": 1, \"writeErrors\": []}", 4),
+                   STORE_RETRY);
+  ck_assert(f.incomplete);
+  assert_all_pending(&f);
+#undef INSERT_FX
 }
 END_TEST
 
@@ -431,8 +478,8 @@ END_TEST
 /* --- configuration ------------------------------------------------------- */
 
 START_TEST(bulk_partial_misses) {
-  /* Items 1..3 are partial updates (rev 1..3), item 0 a new document (rev
-   * 0), item 4 a whole replace. A partial update that matches nothing is
+  /* Items 1..3 are partial updates (rev 2..4), item 0 a new document (rev
+   * 0: an insert), item 4 a whole replace. A partial update that matches nothing is
    * only missing from nMatched (the servers' replies are pinned in
    * tests/integration/test_store.c). */
   fixture_t f;
@@ -440,13 +487,14 @@ START_TEST(bulk_partial_misses) {
 #define PARTIAL_FX()                                                                  \
   do {                                                                                \
     fx_init(&f, 5);                                                                   \
+    f.items[0].rev = 0;                                                               \
     for (size_t i = 1; i <= 3; i++) f.items[i].partial = true;                        \
   } while (0)
   /* All three partial updates missed: the counts say which. */
   PARTIAL_FX();
   ck_assert_int_eq(outcome(&f, true, none,
-                           "{\"nInserted\": 0, \"nMatched\": 1, \"nModified\": 1, \"nRemoved\": 0, \"nUpserted\": 1,"
-                           " \"upserted\": [{\"index\": 0, \"_id\": \"t/a\"}], \"writeErrors\": []}",
+                           "{\"nInserted\": 1, \"nMatched\": 1, \"nModified\": 1, \"nRemoved\": 0, \"nUpserted\": 0,"
+                           " \"writeErrors\": []}",
                            5),
                    STORE_OK);
   ck_assert(!f.incomplete);
@@ -457,8 +505,8 @@ START_TEST(bulk_partial_misses) {
   /* None missed. */
   PARTIAL_FX();
   ck_assert_int_eq(outcome(&f, true, none,
-                           "{\"nMatched\": 4, \"nModified\": 4, \"nUpserted\": 1,"
-                           " \"upserted\": [{\"index\": 0, \"_id\": \"t/a\"}], \"writeErrors\": []}",
+                           "{\"nInserted\": 1, \"nMatched\": 4, \"nModified\": 4, \"nUpserted\": 0,"
+                           " \"writeErrors\": []}",
                            5),
                    STORE_OK);
   for (size_t i = 0; i < 5; i++) ck_assert_int_eq(f.items[i].result, STORE_ITEM_OK);
@@ -466,8 +514,8 @@ START_TEST(bulk_partial_misses) {
   /* One of three missed: which one the counts cannot say. */
   PARTIAL_FX();
   ck_assert_int_eq(outcome(&f, true, none,
-                           "{\"nMatched\": 3, \"nModified\": 3, \"nUpserted\": 1,"
-                           " \"upserted\": [{\"index\": 0, \"_id\": \"t/a\"}], \"writeErrors\": []}",
+                           "{\"nInserted\": 1, \"nMatched\": 3, \"nModified\": 3, \"nUpserted\": 0,"
+                           " \"writeErrors\": []}",
                            5),
                    STORE_RETRY);
   ck_assert(f.incomplete);
@@ -545,6 +593,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, bulk_partial_misses);
   tcase_add_test(tc, bulk_conflict_and_item_error);
   tcase_add_test(tc, bulk_recorded_whole_bulk_replies);
+  tcase_add_test(tc, bulk_inserts);
   tcase_add_test(tc, bulk_map_indirection);
   tcase_add_test(tc, bulk_transient_item_error_retries_batch);
   tcase_add_test(tc, bulk_write_concern_error_retries);
