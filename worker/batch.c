@@ -205,6 +205,11 @@ static void note_touched(entry_t *e, const model_command_t *cmd, size_t before) 
     touched_whole(e);
     return;
   }
+  if (!e->touched.cap) { /* most entries get one student or two between snapshots: start at one id, not at 256 */
+    size_t first = (size_t)cmd->student_len + 2;
+    e->touched.cap = first < 24 ? 24 : first; /* 24: what glibc's smallest chunk holds */
+    e->touched.data = oom_malloc(e->touched.cap);
+  }
   e->touched_last = (uint32_t)e->touched.len;
   model_buf_append(&e->touched, cmd->student, (size_t)cmd->student_len + 1);
   e->ntouched++;
@@ -249,9 +254,15 @@ static void unmark_dirty(batch_t *b, entry_t *e) {
   e->dirty = false;
 }
 
-/* Keeps pending_bytes equal to the memory of every dirty or in-flight entry. */
+/* Keeps pending_bytes equal to the memory of every dirty or in-flight entry:
+ * its aggregate, the entry itself and its touched list. Counting the
+ * aggregate alone let the bound hold 2.4 bytes of heap per byte counted with
+ * a million small aggregates (two students: ~280 bytes of aggregate, 112 of
+ * entry, 256 of touched list as model_buf first allocated it), and a
+ * worker with the 64 MiB default reached 242 MiB of RSS with no cache
+ * (scripts/bench-distinct, docs/BENCHMARKS.md). */
 static void account(batch_t *b, entry_t *e) {
-  size_t m = e->dirty || e->inflight ? model_aggregate_memory(e->agg) : 0;
+  size_t m = e->dirty || e->inflight ? model_aggregate_memory(e->agg) + sizeof *e + e->touched.cap : 0;
   b->pending_bytes = b->pending_bytes - e->mem + m;
   e->mem = m;
 }
@@ -416,6 +427,7 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
     } else {
       model_buf_destroy(&e->touched);
     }
+    job->bytes += sizeof *it + e->touched.cap; /* the item, and the touched list it took over (or none) */
     e->touched = (model_buf_t)MODEL_BUF_INIT; /* from now on: what changes after this snapshot */
     e->ntouched = e->touched_last = 0;
     e->touched_header = e->touched_whole = false;
@@ -423,6 +435,7 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
     e->inflight = true;
     e->flight_seq = e->pend_seq;
     unmark_dirty(b, e);
+    account(b, e); /* its touched list went to the job */
   }
   job->commands = b->commands_since_flush;
   job->first_pending_ms = b->first_pending_ms;

@@ -144,7 +144,8 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms);
 batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err);
 
 size_t batch_pending_bytes(const batch_t *b); /* heap held by unwritten changes: dirty and in-flight
-                                                 entries plus the snapshots in flight */
+                                                 entries (aggregate, entry, touched list) plus the
+                                                 snapshots in flight (aggregate, job item, list) */
 size_t batch_dirty_count(const batch_t *b);
 size_t batch_cached_count(const batch_t *b); /* clean, loaded entries in the LRU */
 const batch_stats_t *batch_stats(const batch_t *b);
