@@ -24,6 +24,9 @@
 #define DRAIN_TIMEOUT_MS 30000
 #define IDLE_PING_MS 10000
 #define FLIGHT_POLL_MS 5
+/* Messages handled per turn of the main loop when librdkafka has them
+ * queued (see the loop). */
+#define CONSUME_BURST 256
 
 /* --- state ---------------------------------------------------------------------- */
 
@@ -186,7 +189,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 
 /* --- main loop ----------------------------------------------------------------------- */
 
-static void handle_message(consumer_t *c, rd_kafka_message_t *m) {
+static void handle_message(consumer_t *c, rd_kafka_message_t *m, int64_t now) {
   if (m->err) {
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
     log_warn("consumer error", "error", LOG_STR, rd_kafka_message_errstr(m));
@@ -206,7 +209,7 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m) {
     return;
   }
   rd_kafka_timestamp_type_t tstype;
-  int64_t now = clock_wall_ms(), ts = rd_kafka_message_timestamp(m, &tstype);
+  int64_t ts = rd_kafka_message_timestamp(m, &tstype);
   model_apply_result_t r = batch_apply(c->batch, &c->cmd, ts > 0 ? ts : now, now);
   metrics_command(c->cmd.type, r == MODEL_APPLY_APPLIED ? METRICS_APPLIED : METRICS_STALE, 1);
 }
@@ -354,13 +357,20 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consum
      * every few ms (under load the poll returns at once anyway). */
     if (flusher_in_flight(c->flusher) && now + FLIGHT_POLL_MS < wake) wake = now + FLIGHT_POLL_MS;
     rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, (int)(wake > now ? wake - now : 0));
-    if (m) {
-      handle_message(c, m);
+    now = clock_wall_ms();
+    /* What librdkafka has queued already is taken in one burst: the rest of
+     * this loop (clocks, the flush check, the dead-letter producer's poll)
+     * is paid once per burst instead of once per message, where it was 13%
+     * of the worker's CPU in a profile of W2 (clock_gettime alone). A burst
+     * is a few milliseconds of merging at most. */
+    for (int k = 0; m;) {
+      handle_message(c, m, now);
       rd_kafka_message_destroy(m);
+      if (++k == CONSUME_BURST || c->fatal || signals_stop_count()) break;
+      m = rd_kafka_consumer_poll(c->rk, 0);
     }
     deadletter_poll(c->dlq, 0);
 
-    now = clock_wall_ms();
     bool landed = flush_step(c, 0, false);
     if (landed || (!batch_dirty(batch) && now - c->last_commit >= 1000)) {
       commit(c, NULL, false);
