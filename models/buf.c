@@ -15,6 +15,12 @@ void model_buf_reserve(model_buf_t *b, size_t extra) {
   b->cap = cap;
 }
 
+void model_buf_first_cap(model_buf_t *b, size_t cap) {
+  if (b->cap || !cap) return;
+  b->data = oom_malloc(cap);
+  b->cap = cap;
+}
+
 void model_buf_append(model_buf_t *b, const void *p, size_t n) {
   model_buf_reserve(b, n);
   memcpy(b->data + b->len, p, n);

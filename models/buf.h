@@ -17,6 +17,10 @@ typedef struct model_buf {
 #define MODEL_BUF_INIT {NULL, 0, 0}
 
 void model_buf_reserve(model_buf_t *b, size_t extra);
+/* Gives a buffer without storage its first allocation, of cap bytes (growth
+ * doubles from there), instead of model_buf_reserve's 256: for buffers that
+ * are many and mostly small. Does nothing to a buffer that has storage. */
+void model_buf_first_cap(model_buf_t *b, size_t cap);
 void model_buf_append(model_buf_t *b, const void *p, size_t n);
 void model_buf_putc(model_buf_t *b, char c);
 void model_buf_puts(model_buf_t *b, const char *s);

@@ -205,11 +205,10 @@ static void note_touched(entry_t *e, const model_command_t *cmd, size_t before) 
     touched_whole(e);
     return;
   }
-  if (!e->touched.cap) { /* most entries get one student or two between snapshots: start at one id, not at 256 */
-    size_t first = (size_t)cmd->student_len + 2;
-    e->touched.cap = first < 24 ? 24 : first; /* 24: what glibc's smallest chunk holds */
-    e->touched.data = oom_malloc(e->touched.cap);
-  }
+  /* Most entries get a student or two between snapshots: room for one id
+   * (at least 24 bytes, what glibc's smallest chunk holds), not 256. */
+  size_t first = (size_t)cmd->student_len + 2;
+  model_buf_first_cap(&e->touched, first < 24 ? 24 : first);
   e->touched_last = (uint32_t)e->touched.len;
   model_buf_append(&e->touched, cmd->student, (size_t)cmd->student_len + 1);
   e->ntouched++;

@@ -37,16 +37,16 @@ store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, cons
                                   store_write_item_t *items, const size_t *map, size_t nops, bool *incomplete,
                                   store_error_t *err);
 
-/* What a read-back says about item after an incomplete bulk reply (FerretDB),
- * given the stored document (stored, stored_rev, its updatedAt) and the
- * updated_at_ms this store_write sent: STORE_ITEM_OK when the document is
- * this write's, else STORE_ITEM_PENDING (the caller sends it again, and a
- * document another writer moved on then comes back as a conflict). */
 /* How many store_write calls on store got a reply that did not account for
  * every item and resolved it item by item (tests: which path a server's
  * replies take). */
 uint64_t store_incomplete_writes(const store_t *store);
 
+/* What a read-back says about item after an incomplete bulk reply (FerretDB),
+ * given the stored document (stored, stored_rev, its updatedAt) and the
+ * updated_at_ms this store_write sent: STORE_ITEM_OK when the document is
+ * this write's, else STORE_ITEM_PENDING (the caller sends it again, and a
+ * document another writer moved on then comes back as a conflict). */
 store_item_result_t store_read_back_result(const store_write_item_t *item, const model_aggregate_t *stored,
                                            int64_t stored_rev, int64_t stored_updated_at_ms, int64_t updated_at_ms);
 
