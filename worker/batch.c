@@ -383,9 +383,8 @@ static void observe_durable(batch_t *b, uint64_t upto, int64_t now_ms) {
   while (n < b->nruns && b->runs_seq < upto) {
     event_run_t *r = &b->runs[n];
     uint64_t k = upto - b->runs_seq < r->n ? upto - b->runs_seq : r->n;
-    double s = (double)(now_ms - r->ms) / 1000.0;
-    if (s < 0) s = 0;
-    for (uint64_t i = 0; i < k; i++) metrics_latency(s);
+    int64_t waited = now_ms - r->ms > 0 ? now_ms - r->ms : 0;
+    metrics_latency((double)waited / 1000.0, k);
     b->runs_seq += k;
     r->n -= (uint32_t)k;
     if (r->n) break;
@@ -408,6 +407,8 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
     return NULL;
   }
   size_t cap = batch_flush_cap(b), n = b->ndirty < cap ? b->ndirty : cap;
+  /* With "flush finished", what scripts/bench measures a pass over the dirty list with. */
+  log_debug("flush begins", "aggregates", LOG_INT, (int64_t)n, "dirty", LOG_INT, (int64_t)b->ndirty);
   writer_job_t *job = writer_job_new(n);
   job->chunk = b->lim.max_aggregates > 0 ? (size_t)b->lim.max_aggregates : 1000;
   job->now_ms = now_ms;

@@ -83,9 +83,10 @@ void metrics_dead_letter(metrics_dead_letter_result_t r, uint64_t n);
 
 /* One flush took `seconds` and wrote `aggregates` documents. */
 void metrics_flush(double seconds, uint64_t aggregates);
-/* A command became durable `seconds` after its Kafka message timestamp
- * (when it was produced): queueing, fetching, batching and the write. */
-void metrics_latency(double seconds);
+/* `commands` commands became durable `seconds` after their Kafka message
+ * timestamp (when they were produced): queueing, fetching, batching and the
+ * write. */
+void metrics_latency(double seconds, uint64_t commands);
 
 void metrics_set_dirty(uint64_t n);
 void metrics_set_cached(uint64_t n);

@@ -312,15 +312,17 @@ START_TEST(test_histograms) {
   double l_inf = B("aggregator_command_durable_latency_seconds", "+Inf");
   double l_sum = value_in(t, "aggregator_command_durable_latency_seconds_sum");
   double l_1 = B("aggregator_command_durable_latency_seconds", "1");
+  double l_07 = B("aggregator_command_durable_latency_seconds", "0.7");
+  double l_08 = B("aggregator_command_durable_latency_seconds", "0.8");
   ck_assert(!isnan(d_0025) && !isnan(d_0005) && !isnan(d_05) && !isnan(d_10) && !isnan(a_5) && !isnan(a_10) &&
-            !isnan(a_100) && !isnan(l_1));
+            !isnan(a_100) && !isnan(l_1) && !isnan(l_07) && !isnan(l_08));
   free(t);
 
   metrics_flush(0.003, 7);    /* le 0.005 */
   metrics_flush(0.5, 100);    /* exactly on a bound: le is inclusive */
   metrics_flush(20.0, 20000); /* above every bound: +Inf only */
-  metrics_latency(0.75);
-  metrics_latency(NAN); /* ignored */
+  metrics_latency(0.75, 3);
+  metrics_latency(NAN, 1); /* ignored */
 
   t = render();
   check_histogram_shape(t, fd);
@@ -338,9 +340,11 @@ START_TEST(test_histograms) {
   ck_assert_double_eq(B("aggregator_flush_aggregates", "100"), a_100 + 2);
   ck_assert_double_eq(B("aggregator_flush_aggregates", "+Inf"), a_inf + 3);
   ck_assert_double_eq_tol(value_in(t, "aggregator_flush_aggregates_sum"), a_sum + 20107, 1e-9);
-  ck_assert_double_eq(B("aggregator_command_durable_latency_seconds", "1"), l_1 + 1);
-  ck_assert_double_eq(B("aggregator_command_durable_latency_seconds", "+Inf"), l_inf + 1);
-  ck_assert_double_eq_tol(value_in(t, "aggregator_command_durable_latency_seconds_sum"), l_sum + 0.75, 1e-9);
+  ck_assert_double_eq(B("aggregator_command_durable_latency_seconds", "0.7"), l_07); /* 0.75: the bucket le 0.8 */
+  ck_assert_double_eq(B("aggregator_command_durable_latency_seconds", "0.8"), l_08 + 3);
+  ck_assert_double_eq(B("aggregator_command_durable_latency_seconds", "1"), l_1 + 3);
+  ck_assert_double_eq(B("aggregator_command_durable_latency_seconds", "+Inf"), l_inf + 3);
+  ck_assert_double_eq_tol(value_in(t, "aggregator_command_durable_latency_seconds_sum"), l_sum + 2.25, 1e-9);
   free(t);
 }
 END_TEST
