@@ -1,6 +1,7 @@
 /* kafka_tool: the Kafka chores of tests, the demo and benchmarks.
  *
- *   kafka_tool create-topic BROKERS TOPIC PARTITIONS
+ *   kafka_tool create-topic BROKERS TOPIC PARTITIONS [NAME=VALUE ...]
+ *                                                       with topic configs (message.timestamp.type=...)
  *   kafka_tool delete-topic BROKERS TOPIC
  *   kafka_tool produce BROKERS TOPIC [FILE|-] [RATE]   one message per line; key "<tenant>/<assignment>"
  *                                                       of a valid command, none otherwise; RATE msgs/s
@@ -10,6 +11,7 @@
  *   kafka_tool end-offsets BROKERS TOPIC                high watermarks, "partition offset" lines */
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +39,17 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *brokers, const char 
   return rk;
 }
 
-static int create_topic(const char *brokers, const char *topic, int partitions) {
+static int create_topic(const char *brokers, const char *topic, int partitions, char **configs, int nconfigs) {
   rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, brokers, NULL);
   char err[512];
   rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, 1, err, sizeof err);
   if (!nt) die("topic", err);
+  for (int i = 0; i < nconfigs; i++) {
+    char *eq = strchr(configs[i], '=');
+    if (!eq) die(configs[i], "a topic config is NAME=VALUE");
+    *eq = '\0';
+    if (rd_kafka_NewTopic_set_config(nt, configs[i], eq + 1)) die(configs[i], "cannot set this topic config");
+  }
   rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
   rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
   rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
@@ -60,6 +68,23 @@ static int create_topic(const char *brokers, const char *topic, int partitions) 
   rd_kafka_event_destroy(ev);
   rd_kafka_NewTopic_destroy(nt);
   rd_kafka_queue_destroy(q);
+  /* The controller has the topic; a broker's metadata may not yet, and a
+   * worker started now would find it missing (it checks at start): return
+   * once the metadata shows every partition. */
+  rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+  for (int waited_ms = 0; !rc; waited_ms += 50) {
+    const rd_kafka_metadata_t *md;
+    bool seen = false;
+    if (!rd_kafka_metadata(rk, 0, t, &md, 5000)) {
+      seen = md->topic_cnt == 1 && !md->topics[0].err && md->topics[0].partition_cnt >= partitions;
+      rd_kafka_metadata_destroy(md);
+    }
+    if (seen) break;
+    if (waited_ms >= 30000) die("create", "the topic is not in the brokers' metadata after 30 s");
+    struct timespec ts = {0, 50 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  rd_kafka_topic_destroy(t);
   rd_kafka_destroy(rk);
   return rc;
 }
@@ -219,7 +244,7 @@ static int committed(const char *brokers, const char *group, const char *topic) 
 }
 
 int main(int argc, char **argv) {
-  if (argc >= 5 && !strcmp(argv[1], "create-topic")) return create_topic(argv[2], argv[3], atoi(argv[4]));
+  if (argc >= 5 && !strcmp(argv[1], "create-topic")) return create_topic(argv[2], argv[3], atoi(argv[4]), argv + 5, argc - 5);
   if (argc >= 4 && !strcmp(argv[1], "delete-topic")) return delete_topic(argv[2], argv[3]);
   if (argc >= 4 && !strcmp(argv[1], "produce"))
     return produce(argv[2], argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? atof(argv[5]) : 0);
