@@ -39,6 +39,21 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *brokers, const char 
   return rk;
 }
 
+static double elapsed_s(const struct timespec *start) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+static void sleep_until(const struct timespec *start, double seconds) {
+  double el = elapsed_s(start);
+  if (seconds > el) {
+    double d = seconds - el;
+    struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+    nanosleep(&ts, NULL);
+  }
+}
+
 static int create_topic(const char *brokers, const char *topic, int partitions, char **configs, int nconfigs) {
   rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, brokers, NULL);
   char err[512];
@@ -72,7 +87,9 @@ static int create_topic(const char *brokers, const char *topic, int partitions, 
    * worker started now would find it missing (it checks at start): return
    * once the metadata shows every partition. */
   rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
-  for (int waited_ms = 0; !rc; waited_ms += 50) {
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  while (!rc) {
     const rd_kafka_metadata_t *md;
     bool seen = false;
     if (!rd_kafka_metadata(rk, 0, t, &md, 5000)) {
@@ -80,9 +97,9 @@ static int create_topic(const char *brokers, const char *topic, int partitions, 
       rd_kafka_metadata_destroy(md);
     }
     if (seen) break;
-    if (waited_ms >= 30000) die("create", "the topic is not in the brokers' metadata after 30 s");
-    struct timespec ts = {0, 50 * 1000000L};
-    nanosleep(&ts, NULL);
+    double el = elapsed_s(&start); /* the metadata calls' own time counts too */
+    if (el >= 30) die("create", "the topic is not in the brokers' metadata after 30 s");
+    sleep_until(&start, el + 0.05);
   }
   rd_kafka_topic_destroy(t);
   rd_kafka_destroy(rk);
@@ -100,17 +117,6 @@ static int delete_topic(const char *brokers, const char *topic) {
   rd_kafka_queue_destroy(q);
   rd_kafka_destroy(rk);
   return 0;
-}
-
-static void sleep_until(const struct timespec *start, double seconds) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  double el = (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
-  if (seconds > el) {
-    double d = seconds - el;
-    struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
-    nanosleep(&ts, NULL);
-  }
 }
 
 static int produce(const char *brokers, const char *topic, const char *path, double rate) {

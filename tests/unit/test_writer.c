@@ -441,7 +441,7 @@ START_TEST(durable_seq_follows_the_oldest_change) {
   ck_assert_uint_eq(batch_seq(b), 41);
   ck_assert_uint_eq(batch_durable_seq(b), 20);
 
-  writer_job_t *job = batch_flush_begin(b, 0); /* a00 to a07: the floor's worth, oldest first */
+  writer_job_t *job = batch_flush_begin(b, 0); /* from a00: the floor's worth, oldest first */
   ck_assert_uint_eq(job->nitems, BATCH_FLUSH_FLOOR);
   apply(b, "a03", "s2", "e1", 1); /* seq 41: a03 dirty again while in flight */
   ck_assert_uint_eq(batch_durable_seq(b), 20); /* the flight holds seq 20 */
