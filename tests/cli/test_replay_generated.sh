@@ -71,6 +71,21 @@ python3 "$REF" "$TMP/skew.jsonl" /dev/null >"$TMP/skew.ref"
 check "skew: documents = reference merge" same "$TMP/skew.out" "$TMP/skew.ref"
 check "$GEN rejects a bad --skew" bash -c "! '$GEN' --skew 0.1 >/dev/null 2>&1 && ! '$GEN' --skew 1:0.5 >/dev/null 2>&1"
 
+# steady load: every assignment starts at once, so each tenth of the stream touches all 60 (the default
+# spreads the starts over 30 days: the first and last tenths touch fewer)
+"$GEN" "${common[@]}" --start-spread-days 0 >"$TMP/steady.jsonl" 2>/dev/null
+tenths() { awk -F'"assignment":"' -v n="$(wc -l <"$1")" '{split($2, a, "\""); t = int(10 * (NR - 1) / n)
+  if (!seen[t, a[1]]++) c[t]++} END {for (t = 0; t < 10; t++) printf "%d ", c[t]}' "$1"; }
+check "steady: all 60 assignments in every tenth of the stream ($(tenths "$TMP/steady.jsonl"))" \
+  test "$(tenths "$TMP/steady.jsonl")" = "$(printf '60 %.0s' $(seq 10))"
+check "default: fewer in the first tenth ($(tenths "$TMP/clean.jsonl"))" \
+  test "$(tenths "$TMP/clean.jsonl" | cut -d' ' -f1)" -lt 60
+check "steady: replay exits 0" "$AGG" replay --input "$TMP/steady.jsonl" --output "$TMP/steady.out" 2>/dev/null
+python3 "$REF" "$TMP/steady.jsonl" /dev/null >"$TMP/steady.ref"
+check "steady: documents = reference merge" same "$TMP/steady.out" "$TMP/steady.ref"
+check "$GEN rejects a bad --start-spread-days" \
+  bash -c "! '$GEN' --start-spread-days -1 >/dev/null 2>&1 && ! '$GEN' --start-spread-days x >/dev/null 2>&1"
+
 check "time versions: 13-digit versions in the documents" grep -q '"v":17[0-9]\{11\},' "$TMP/time.out"
 
 echo "$passes passed, $fails failed"

@@ -8,7 +8,8 @@
  * slot: one assignment.upserted, then per student roster.assigned,
  * submission.updated and grade.updated; the rest of its share of `count`
  * are further updates drawn by the type weights (`mix`). Events get a time
- * (`ts`, September 2026 and on: roster within minutes of the upsert,
+ * (`ts`, September 2026 and on, each assignment starting at a random time
+ * in the first `start_spread_days`: roster within minutes of the upsert,
  * submissions within two weeks, grades after them); versions are assigned
  * per entity in time order (a counter 1, 2, 3...; or the event's time in
  * ms with version_style = CMDGEN_VERSION_TIME), so they are monotonic at
@@ -50,6 +51,10 @@ typedef struct cmdgen_opts {
   /* Key skew: hot_fraction of the assignments (evenly spread over the ids)
    * get hot_share of the commands; 0 = every assignment gets the same share. */
   double hot_fraction, hot_share;
+  /* Assignments start at random times over this many days (default 30),
+   * so how many are active rises and falls over the stream; 0 starts them
+   * all at once: every assignment is active throughout (a steady load). */
+  uint32_t start_spread_days;
 } cmdgen_opts_t;
 
 static inline void cmdgen_defaults(cmdgen_opts_t *o) {
@@ -67,6 +72,7 @@ static inline void cmdgen_defaults(cmdgen_opts_t *o) {
   o->mix[MODEL_CMD_ROSTER_UNASSIGNED] = 10;
   o->order = CMDGEN_ORDER_TIME;
   o->version_style = CMDGEN_VERSION_COUNTER;
+  o->start_spread_days = 30;
 }
 
 /* "upserted=10,deleted=1,submission=45,grade=30,assigned=4,unassigned=10";
@@ -176,7 +182,8 @@ static inline bool cmdgen_build(cmdgen_t *g, const cmdgen_opts_t *o) {
       uint64_t cold_total = count - hot_total;
       budget = cold_total / n_cold + (cold_seen++ < cold_total % n_cold);
     }
-    int64_t start = CMDGEN_T0 + (int64_t)cmdgen_below(&rs, 30 * CMDGEN_DAY);
+    int64_t start =
+        CMDGEN_T0 + (o->start_spread_days ? (int64_t)cmdgen_below(&rs, o->start_spread_days * (uint64_t)CMDGEN_DAY) : 0);
     for (uint64_t k = 0; k < budget; k++) {
       cmdgen_event_t *e = &ev[n++];
       e->assignment = a;

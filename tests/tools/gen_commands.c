@@ -4,9 +4,12 @@
  *   gen_commands [--seed N] [--tenants N] [--assignments N] [--students N]
  *                [--count N] [--mix upserted=W,deleted=W,submission=W,grade=W,assigned=W,unassigned=W]
  *                [--invalid-rate F] [--duplicate-rate F] [--order time|shuffle]
- *                [--versions counter|time] [--skew FRACTION:SHARE] [--output FILE|-]
+ *                [--versions counter|time] [--skew FRACTION:SHARE] [--start-spread-days N]
+ *                [--output FILE|-]
  *
  * --skew 0.1:0.9 gives 10% of the assignments 90% of the commands.
+ * --start-spread-days 0 starts every assignment at once, so all of them are
+ * active from the first command to the last (default 30: a rise and fall).
  * --count is the number of valid commands (default: exactly the base
  * commands, 1 + 3 x students per assignment, which fill every slot); fewer
  * than that fills assignments partly. Duplicates and invalid lines come on
@@ -24,7 +27,8 @@ static int usage(const char *msg) {
           "usage: gen_commands [--seed N] [--tenants N] [--assignments N] [--students N] [--count N]\n"
           "                    [--mix upserted=W,deleted=W,submission=W,grade=W,assigned=W,unassigned=W]\n"
           "                    [--invalid-rate F] [--duplicate-rate F] [--order time|shuffle]\n"
-          "                    [--versions counter|time] [--skew FRACTION:SHARE] [--output FILE|-]\n",
+          "                    [--versions counter|time] [--skew FRACTION:SHARE] [--start-spread-days N]\n"
+          "                    [--output FILE|-]\n",
           msg);
   return 2;
 }
@@ -75,6 +79,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--versions") && (!strcmp(v, "counter") || !strcmp(v, "time")))
       o.version_style = !strcmp(v, "time") ? CMDGEN_VERSION_TIME : CMDGEN_VERSION_COUNTER;
     else if (!strcmp(a, "--skew") && parse_skew(v, &o)) continue;
+    else if (!strcmp(a, "--start-spread-days") && parse_u64(v, &n) && n <= 3650) o.start_spread_days = (uint32_t)n;
     else if (!strcmp(a, "--output")) output = v;
     else {
       char msg[256];
