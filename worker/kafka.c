@@ -28,19 +28,23 @@ const kafka_default_t kafka_defaults[] = {
      "a rebalance moves only the partitions that must move"},
     {KAFKA_RUN_CONSUMER, "auto.offset.reset", "earliest", "a new group starts from the oldest command"},
     {KAFKA_RUN_CONSUMER, "session.timeout.ms", "10000", "a dead worker's partitions move within seconds"},
-    /* Once a partition's queue holds queued.min.messages, librdkafka 2.0
-     * (Debian's) fetches it again only after a fixed 1 s backoff (its
-     * issue 2879; fetch.queue.backoff.ms came in 2.2), so the queues must
-     * hold about a second of the merge. With the pipelined writer the
-     * consumer drained 20,000 per partition well within that second and then
-     * idled (W1 at 200,000 commands: 20% of replay). 1,000,000 commands over
-     * 6 partitions: 50,000 -> 86 k commands/s, peak RSS 59 MiB; 100,000
-     * (librdkafka's own default) -> 155 k/s, 90 MiB; 200,000 -> 206 k/s,
-     * 116 MiB. 100,000 held ~55 MiB of prefetch in a long backlog, which
-     * with batch.max_pending_bytes stays inside the manifests' 256 MiB
-     * (docs/BENCHMARKS.md, "Pipelined writer"). */
-    {KAFKA_RUN_CONSUMER, "queued.min.messages", "100000",
-     "about a second of the merge: librdkafka 2.0 refetches a full queue only after 1 s"},
+    /* librdkafka 2.0 (Debian's) stops fetching once the consumer's queue
+     * holds queued.min.messages and looks again only when its broker thread
+     * next wakes, up to 1 s later (its issue 2879; fetch.queue.backoff.ms
+     * came in 2.2). Its documentation says per partition, but with the
+     * high-level consumer every partition's queue forwards to the one
+     * consumer queue and rd_kafka_q_len() counts that one: the threshold is
+     * for all partitions together (RSS agrees: 100,000 held ~25 MiB, not 6x
+     * that). So the queue must hold about a second of the merge, or the
+     * consumer drains it and idles. 1,000,000 commands over 6 partitions,
+     * alternated on one stack: W1 100,000 -> 153-179 k commands/s, peak RSS
+     * 84-85 MiB; 150,000 -> 268-331 k/s, 108-111 MiB; 200,000 (and 48 MiB)
+     * -> 339-342 k/s, 132-137 MiB; W2 (skewed) 214-216 k vs 269-276 k/s at
+     * 150,000. 150,000 buys twice the rate for ~25 MiB, and a worker stays
+     * inside the manifests' 256 MiB with batch.max_pending_bytes
+     * (docs/BENCHMARKS.md, "Pipelined writer" and "One million distinct"). */
+    {KAFKA_RUN_CONSUMER, "queued.min.messages", "150000",
+     "about a second of the merge: librdkafka 2.0 refetches a full queue only after up to 1 s"},
     {KAFKA_RUN_CONSUMER, "queued.max.messages.kbytes", "32768", "a cap across many partitions"},
     {KAFKA_DLQ_PRODUCER, "linger.ms", "5", "rejects are rare: send them at once (acks=all and idempotence are "
                                            "forced)"},
