@@ -37,9 +37,9 @@ const kafka_default_t kafka_defaults[] = {
      * for all partitions together (RSS agrees: 100,000 held ~25 MiB, not 6x
      * that). So the queue must hold about a second of the merge, or the
      * consumer drains it and idles. 1,000,000 commands over 6 partitions,
-     * alternated on one stack: W1 100,000 -> 153-179 k commands/s, peak RSS
-     * 84-85 MiB; 150,000 -> 268-331 k/s, 108-111 MiB; 200,000 (and 48 MiB)
-     * -> 339-342 k/s, 132-137 MiB; W2 (skewed) 214-216 k vs 269-276 k/s at
+     * alternated on one stack: W1 100,000 -> 153-214 k commands/s, peak RSS
+     * 84-86 MiB; 150,000 -> 268-331 k/s, 108-111 MiB; 200,000 (and 48 MiB)
+     * -> 339-342 k/s, 132-137 MiB; W2 (skewed) 178-216 k vs 230-276 k/s at
      * 150,000. 150,000 buys twice the rate for ~25 MiB, and a worker stays
      * inside the manifests' 256 MiB with batch.max_pending_bytes
      * (docs/BENCHMARKS.md, "Pipelined writer" and "One million distinct"). */
