@@ -58,10 +58,12 @@ const kafka_default_t kafka_defaults[] = {
      "a dead-letter topic deleted while running fails deliveries within a second (it was checked at start)"},
     /* At librdkafka's 100,000 the fetcher idled between refills and a replay
      * ran at half speed waiting on it (docs/BENCHMARKS.md); 500,000 keeps
-     * every partition's queue ahead of the merge. */
+     * the queue ahead of the merge. The replay's assigned partitions forward
+     * to the one consumer queue too, so both thresholds count all of them
+     * together (see the run consumer's above). */
     {KAFKA_REPLAY_CONSUMER, "queued.min.messages", "500000",
-     "a replay is bound by fetching: keeps every partition's queue ahead of the merge"},
-    {KAFKA_REPLAY_CONSUMER, "queued.max.messages.kbytes", "262144", "the same, at most ~100 MB per partition"},
+     "a replay is bound by fetching: keeps the consumer's queue ahead of the merge"},
+    {KAFKA_REPLAY_CONSUMER, "queued.max.messages.kbytes", "262144", "the same, at most 256 MiB of prefetch for all partitions together"},
     {KAFKA_REPLAY_CONSUMER, "fetch.max.bytes", "104857600", "the same"},
 };
 const size_t kafka_defaults_count = sizeof kafka_defaults / sizeof kafka_defaults[0];
