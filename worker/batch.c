@@ -17,6 +17,23 @@
 
 #define KEY_MAX (2 * MODEL_ID_MAX + 2)
 
+/* When the commands an entry's changes carry entered the system, run-length
+ * coded by Kafka timestamp, for the command-to-durable latency of each
+ * command: observed when the write that carries it lands. At most
+ * ARRIVALS_MAX runs: past that, neighbouring runs are merged two by two into
+ * one at their weighted mean time, so a list costs at most 1 KiB and is
+ * exact to within a sixty-fourth of the time it spans (a few milliseconds
+ * over a pass of half a second). A clean entry holds none. */
+typedef struct arrival {
+  int64_t ms;
+  uint64_t n;
+} arrival_t;
+typedef struct arrivals {
+  arrival_t *v;
+  uint32_t n, cap;
+} arrivals_t;
+#define ARRIVALS_MAX 64
+
 typedef struct entry {
   struct entry *hash_next;
   struct entry *prev, *next; /* in the dirty list or the clean LRU, or both NULL */
@@ -40,6 +57,9 @@ typedef struct entry {
   model_buf_t touched;
   uint32_t ntouched, touched_last; /* ids; offset of the last one */
   bool touched_header, touched_whole;
+  /* The commands of the changes not in any snapshot, and of the snapshot in
+   * flight (and those stale against it); both owned by the consumer thread. */
+  arrivals_t arr_pend, arr_flight;
 } entry_t;
 
 /* Past this many ids since the last snapshot the entry is written whole:
@@ -105,6 +125,70 @@ static void list_push_back(entry_t *s, entry_t *e) {
   s->prev = e;
 }
 
+/* Halves a full list: neighbours merged into one run at their weighted mean. */
+static void arrivals_coarsen(arrivals_t *a) {
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < a->n; i += 2) {
+    arrival_t r = a->v[i];
+    if (i + 1 < a->n) {
+      const arrival_t *q = &a->v[i + 1];
+      r.ms += (int64_t)((double)(q->ms - r.ms) * (double)q->n / (double)(r.n + q->n));
+      r.n += q->n;
+    }
+    a->v[m++] = r;
+  }
+  a->n = m;
+}
+
+static void arrivals_add(arrivals_t *a, int64_t ms, uint64_t n) {
+  if (a->n && a->v[a->n - 1].ms == ms) {
+    a->v[a->n - 1].n += n;
+    return;
+  }
+  if (a->n == ARRIVALS_MAX) arrivals_coarsen(a);
+  if (a->n == a->cap) { /* 1, 2, 4, ... 64: most entries of a wide load carry a command or two */
+    a->cap = a->cap ? a->cap * 2 : 1;
+    a->v = oom_realloc(a->v, a->cap * sizeof *a->v);
+  }
+  a->v[a->n++] = (arrival_t){ms, n};
+}
+
+static void arrivals_free(arrivals_t *a) {
+  free(a->v);
+  *a = (arrivals_t){0};
+}
+
+/* The commands of a became durable at now_ms. */
+static void arrivals_observe(arrivals_t *a, int64_t now_ms) {
+  for (uint32_t i = 0; i < a->n; i++)
+    metrics_latency((double)(now_ms - a->v[i].ms > 0 ? now_ms - a->v[i].ms : 0) / 1000.0, a->v[i].n);
+  arrivals_free(a);
+}
+
+/* A snapshot did not land: its commands (older) go back in front of those
+ * that arrived since. */
+static void arrivals_return(arrivals_t *pend, arrivals_t *flight) {
+  if (!pend->n) {
+    arrivals_free(pend);
+    *pend = *flight;
+    *flight = (arrivals_t){0};
+    return;
+  }
+  arrivals_t a = *flight;
+  *flight = (arrivals_t){0};
+  for (uint32_t i = 0; i < pend->n; i++) arrivals_add(&a, pend->v[i].ms, pend->v[i].n);
+  arrivals_free(pend);
+  *pend = a;
+}
+
+static void entry_free(entry_t *e) {
+  model_aggregate_destroy(e->agg);
+  model_buf_destroy(&e->touched);
+  arrivals_free(&e->arr_pend);
+  arrivals_free(&e->arr_flight);
+  free(e);
+}
+
 batch_t *batch_new(const batch_limits_t *limits) {
   batch_t *b = oom_calloc(1, sizeof *b);
   b->lim = *limits;
@@ -121,9 +205,7 @@ void batch_destroy(batch_t *b) {
   for (size_t i = 0; i < b->nbuckets; i++) {
     for (entry_t *e = b->buckets[i], *n; e; e = n) {
       n = e->hash_next;
-      model_aggregate_destroy(e->agg);
-      model_buf_destroy(&e->touched);
-      free(e);
+      entry_free(e);
     }
   }
   free(b->buckets);
@@ -171,9 +253,7 @@ static void remove_entry(batch_t *b, entry_t *e) {
   *pp = e->hash_next;
   list_unlink(e);
   b->count--;
-  model_aggregate_destroy(e->agg);
-  model_buf_destroy(&e->touched);
-  free(e);
+  entry_free(e);
 }
 
 /* The next snapshot of e cannot be a partial write. */
@@ -254,14 +334,16 @@ static void unmark_dirty(batch_t *b, entry_t *e) {
 }
 
 /* Keeps pending_bytes equal to the memory of every dirty or in-flight entry:
- * its aggregate, the entry itself and its touched list. Counting the
+ * its aggregate, the entry itself, its touched list and its arrivals. Counting the
  * aggregate alone let the bound hold 2.4 bytes of heap per byte counted with
  * a million small aggregates (two students: ~280 bytes of aggregate, 112 of
  * entry, 256 of touched list as model_buf first allocated it), and a
  * worker with the 64 MiB default reached 242 MiB of RSS with no cache
  * (scripts/bench-distinct, docs/BENCHMARKS.md). */
 static void account(batch_t *b, entry_t *e) {
-  size_t m = e->dirty || e->inflight ? model_aggregate_memory(e->agg) + sizeof *e + e->touched.cap : 0;
+  size_t m = e->dirty || e->inflight ? model_aggregate_memory(e->agg) + sizeof *e + e->touched.cap +
+                                           (e->arr_pend.cap + e->arr_flight.cap) * sizeof(arrival_t)
+                                     : 0;
   b->pending_bytes = b->pending_bytes - e->mem + m;
   e->mem = m;
 }
@@ -329,10 +411,20 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
   if (r == MODEL_APPLY_APPLIED) {
     note_touched(e, cmd, before);
     mark_dirty(b, e, seq);
+    arrivals_add(&e->arr_pend, event_ms, 1);
     account(b, e);
     b->stats.applied++;
   } else {
+    /* Stale: it changes nothing, so it is durable with the newer state that
+     * made it stale: the pending changes, else the snapshot in flight, else
+     * the store's (now). */
     b->stats.stale++;
+    if (e->dirty || e->inflight) {
+      arrivals_add(e->dirty ? &e->arr_pend : &e->arr_flight, event_ms, 1);
+      account(b, e);
+    } else {
+      metrics_latency((double)(now_ms - event_ms > 0 ? now_ms - event_ms : 0) / 1000.0, 1);
+    }
     if (!e->dirty && !e->inflight && e->prev) { /* touch in the LRU */
       list_unlink(e);
       list_push_front(&b->lru, e);
@@ -376,15 +468,16 @@ bool batch_in_flight(const batch_t *b) { return b->job != NULL; }
 
 /* --- flushing ------------------------------------------------------------------ */
 
-/* The commands below seq `upto` are durable: observe their latency and drop
- * their runs (a run cut by upto keeps its later commands). */
+/* The commands below seq `upto` are durable, and so committable: observe
+ * that latency and drop their runs (a run cut by upto keeps its later
+ * commands). */
 static void observe_durable(batch_t *b, uint64_t upto, int64_t now_ms) {
   size_t n = 0;
   while (n < b->nruns && b->runs_seq < upto) {
     event_run_t *r = &b->runs[n];
     uint64_t k = upto - b->runs_seq < r->n ? upto - b->runs_seq : r->n;
     int64_t waited = now_ms - r->ms > 0 ? now_ms - r->ms : 0;
-    metrics_latency((double)waited / 1000.0, k);
+    metrics_committable_latency((double)waited / 1000.0, k);
     b->runs_seq += k;
     r->n -= (uint32_t)k;
     if (r->n) break;
@@ -434,6 +527,10 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
     job->bytes += model_aggregate_memory(snap);
     e->inflight = true;
     e->flight_seq = e->pend_seq;
+    assert(!e->arr_flight.n); /* one job at a time, and the last one's were settled */
+    arrivals_free(&e->arr_flight);
+    e->arr_flight = e->arr_pend; /* its commands ride on the snapshot */
+    e->arr_pend = (arrivals_t){0};
     unmark_dirty(b, e);
     account(b, e); /* its touched list went to the job */
   }
@@ -450,7 +547,7 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
 
 /* The job loaded the stored document of e: it becomes e's base, and what e
  * received since the snapshot is merged into it. */
-static void adopt_base(batch_t *b, entry_t *e, writer_item_t *it) {
+static void adopt_base(batch_t *b, entry_t *e, writer_item_t *it, int64_t now_ms) {
   /* What the overlay recorded since the snapshot can be a partial write
    * only if the stored document has every one of its students. */
   if (!e->loaded && !e->touched_whole) {
@@ -471,7 +568,10 @@ static void adopt_base(batch_t *b, entry_t *e, writer_item_t *it) {
     b->nunloaded--;
   }
   e->rev = it->rev;
-  if (!changed) unmark_dirty(b, e); /* whatever arrived since is in the store already */
+  if (!changed) { /* whatever arrived since is in the store already */
+    unmark_dirty(b, e);
+    arrivals_observe(&e->arr_pend, now_ms);
+  }
   /* changed: it holds commands applied after the snapshot, so it is dirty
    * already (and the caller re-dirties it from flight_seq if the write failed). */
 }
@@ -538,6 +638,7 @@ static void set_aside(batch_t *b, entry_t *e, const writer_item_t *it) {
 
 batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err) {
   uint64_t set_aside_n = 0;
+  int64_t now_ms = clock_wall_ms();
   assert(job == b->job);
   for (size_t i = job->nitems; i-- > 0;) { /* newest first: see redirty_old */
     writer_item_t *it = &job->items[i];
@@ -547,9 +648,10 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
     case WRITER_ITEM_WRITTEN:
     case WRITER_ITEM_UNCHANGED:
       if (it->loaded)
-        adopt_base(b, e, it);
+        adopt_base(b, e, it, now_ms);
       else
         e->rev = it->rev;
+      arrivals_observe(&e->arr_flight, now_ms);
       if (e->dirty)
         account(b, e);
       else
@@ -564,6 +666,7 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
         e->loaded = false;
         b->nunloaded++;
       }
+      arrivals_return(&e->arr_pend, &e->arr_flight);
       redirty_old(b, e);
       account(b, e);
       break;
@@ -576,8 +679,9 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
       if (it->result == WRITER_ITEM_ERROR)
         log_error("store rejected an aggregate", "id", LOG_STR, model_aggregate_key(e->agg, NULL), "code", LOG_INT,
                   (int64_t)it->error_code);
-      if (it->loaded) adopt_base(b, e, it); /* the load landed: keep what it taught us */
+      if (it->loaded) adopt_base(b, e, it, now_ms); /* the load landed: keep what it taught us */
       touched_whole(e); /* what the snapshot carried is not in the store: write it all */
+      arrivals_return(&e->arr_pend, &e->arr_flight);
       redirty_old(b, e);
       account(b, e);
       break;
@@ -624,7 +728,7 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
   }
   b->inflight_bytes = 0;
   b->job = NULL;
-  observe_durable(b, batch_durable_seq(b), clock_wall_ms());
+  observe_durable(b, batch_durable_seq(b), now_ms);
   writer_job_destroy(job);
   evict(b);
   return result;

@@ -34,8 +34,12 @@
  * changes first and batch_durable_seq() (every command below it is durable)
  * is the least of the list's back and the flight's: O(1). The consumer maps
  * seqs to Kafka offsets with checkpoints taken when flushes begin
- * (offsets.h); the latency of each command is observed when its seq falls
- * below that bound.
+ * (offsets.h). Two latencies are observed per command, from its Kafka
+ * timestamp: durable when the write of its own aggregate lands (each entry
+ * keeps its commands' arrival times, run-length coded, with the changes and
+ * then with the snapshot that carries them), committable when its seq falls
+ * below that bound. With flushes of a few aggregates the second is later by
+ * the older changes of other aggregates still being written.
  *
  * The flush cap (issue 15, latency when the worker keeps up). Group commit
  * makes the next flush take everything dirty when one lands; when the store
@@ -141,7 +145,7 @@ size_t batch_flush_cap(const batch_t *b);
  * job (see the file comment); the
  * caller hands it to a writer (or runs writer_execute) and gives it back to
  * batch_flush_end. Returns NULL when nothing is dirty: then every command
- * applied so far is durable (their latency is observed now). Must not be
+ * applied so far is durable (their committable latency is observed now). Must not be
  * called while a job is in flight. Aborts when out of memory, as batch_apply. */
 writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms);
 /* Takes a finished job back (and destroys it); err (may be NULL) says why

@@ -84,6 +84,10 @@ static hist_t h_latency = {"aggregator_command_durable_latency_seconds",
                            "Time from a command's Kafka timestamp (when it was produced) to its aggregate "
                            "being durable in the store.",
                            latency_bounds, NB(latency_bounds), {0}, 0, 0};
+static hist_t h_committable = {"aggregator_command_committable_latency_seconds",
+                               "Time from a command's Kafka timestamp (when it was produced) to its offset "
+                               "becoming committable: it and every command read before it durable.",
+                               latency_bounds, NB(latency_bounds), {0}, 0, 0};
 
 typedef struct lag_entry {
   char *topic;
@@ -193,6 +197,9 @@ void metrics_flush(double seconds, uint64_t aggregates) {
 }
 
 void metrics_latency(double seconds, uint64_t commands) { hist_observe(&h_latency, seconds, commands); }
+void metrics_committable_latency(double seconds, uint64_t commands) {
+  hist_observe(&h_committable, seconds, commands);
+}
 
 void metrics_set_dirty(uint64_t n) { SET(g_dirty, n); }
 void metrics_set_cached(uint64_t n) { SET(g_cached, n); }
@@ -454,6 +461,7 @@ void metrics_render(model_buf_t *out) {
   render_hist(out, &h_flush_seconds);
   render_hist(out, &h_flush_aggregates);
   render_hist(out, &h_latency);
+  render_hist(out, &h_committable);
   pthread_mutex_unlock(&g_lock);
 
   render_process(out);

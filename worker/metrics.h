@@ -18,7 +18,8 @@
  *   aggregator_dead_letter_deliveries_total{result}  result: ok|error
  *   aggregator_flush_duration_seconds           histogram
  *   aggregator_flush_aggregates                 histogram
- *   aggregator_command_durable_latency_seconds  histogram
+ *   aggregator_command_durable_latency_seconds  histogram (its own aggregate written)
+ *   aggregator_command_committable_latency_seconds  histogram (it and every earlier command)
  *   aggregator_dirty_aggregates, aggregator_cached_aggregates, aggregator_pending_bytes
  *   aggregator_consumer_lag{topic,partition}
  *   aggregator_ready                            0|1, same decision as /readyz
@@ -85,8 +86,13 @@ void metrics_dead_letter(metrics_dead_letter_result_t r, uint64_t n);
 void metrics_flush(double seconds, uint64_t aggregates);
 /* `commands` commands became durable `seconds` after their Kafka message
  * timestamp (when they were produced): queueing, fetching, batching and the
- * write. */
+ * write of their own aggregate. */
 void metrics_latency(double seconds, uint64_t commands);
+/* `commands` commands became committable `seconds` after their Kafka message
+ * timestamp: they and every command applied before them are durable. Later
+ * than durable by the older changes still being written (with flushes of a
+ * few aggregates, up to a pass over the dirty list; see batch.h). */
+void metrics_committable_latency(double seconds, uint64_t commands);
 
 void metrics_set_dirty(uint64_t n);
 void metrics_set_cached(uint64_t n);

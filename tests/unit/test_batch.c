@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "batch.h"
+#include "clock.h"
 #include "codec.h"
 #include "mem_store.h"
 #include "metrics.h"
@@ -377,6 +378,92 @@ START_TEST(flush_triggers) {
 }
 END_TEST
 
+/* Two latencies per command (batch.h): durable when the write of its own
+ * aggregate lands, committable when it and every command applied before it
+ * are durable. A flush takes the oldest changes first, at most the cap, so
+ * a command on an aggregate that was dirty early is durable with it while
+ * an older change of an aggregate left for the next flush holds its offset
+ * back. Each command is observed once on either histogram, whatever
+ * happens to the write that carries it: landed, stale against the
+ * snapshot in flight or against the store, conflict (reloaded, written
+ * again), store failure (retried). */
+#define DURABLE "aggregator_command_durable_latency_seconds_count "
+#define COMMITTABLE "aggregator_command_committable_latency_seconds_count "
+START_TEST(latency_durable_per_aggregate_committable_in_order) {
+  mem_store_t s;
+  mem_init(&s);
+  batch_t *b = new_batch(100), *other = new_batch(100);
+  double d0 = metric(DURABLE), c0 = metric(COMMITTABLE);
+  double d30 = metric("aggregator_command_durable_latency_seconds_bucket{le=\"30\"} ");
+  double d15 = metric("aggregator_command_durable_latency_seconds_bucket{le=\"15\"} ");
+  int64_t t = clock_wall_ms() - 20000; /* every command 20 s old: the bucket (15 s, 30 s] */
+  model_command_t first = roster("a0", "s1", "c0", 1, true);
+  batch_apply(b, &first, t, 0); /* seq 0 */
+  for (int i = 1; i <= BATCH_FLUSH_FLOOR; i++) { /* seqs 1..8: a1..a8, one dirty past the cap */
+    char a[16], id[16];
+    snprintf(a, sizeof a, "a%d", i);
+    snprintf(id, sizeof id, "c%d", i);
+    model_command_t c = roster(a, "s1", id, 1, true);
+    batch_apply(b, &c, t, 0);
+  }
+  model_command_t again = roster("a0", "s2", "c0b", 1, true);
+  ck_assert_int_eq(batch_apply(b, &again, t, 0), MODEL_APPLY_APPLIED); /* seq 9, on a0: the oldest entry */
+
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE); /* a0..a7; a8 is left for the next flush */
+  ck_assert_uint_eq(batch_dirty_count(b), 1);
+  ck_assert(metric(DURABLE) == d0 + BATCH_FLUSH_FLOOR + 1);  /* a0's two commands, a1..a7's one each */
+  ck_assert(metric(COMMITTABLE) == c0 + BATCH_FLUSH_FLOOR);  /* seqs 0..7: a8's (8) holds seq 9 back */
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert(metric(DURABLE) == d0 + BATCH_FLUSH_FLOOR + 2);
+  ck_assert(metric(COMMITTABLE) == c0 + BATCH_FLUSH_FLOOR + 2);
+  ck_assert(metric("aggregator_command_durable_latency_seconds_bucket{le=\"30\"} ") == d30 + BATCH_FLUSH_FLOOR + 2);
+  ck_assert(metric("aggregator_command_durable_latency_seconds_bucket{le=\"15\"} ") == d15);
+
+  /* Stale against the store: durable at once. */
+  double d = metric(DURABLE);
+  ck_assert_int_eq(batch_apply(b, &first, t, 0), MODEL_APPLY_STALE);
+  ck_assert(metric(DURABLE) == d + 1);
+
+  /* Stale against the snapshot in flight: durable when it lands. */
+  sink_t sink = mem_sink(&s);
+  model_command_t third = roster("a0", "s3", "c0c", 1, true);
+  batch_apply(b, &third, t, 0);
+  writer_job_t *job = batch_flush_begin(b, 0);
+  ck_assert_ptr_nonnull(job);
+  ck_assert_int_eq(batch_apply(b, &third, t, 0), MODEL_APPLY_STALE);
+  ck_assert(metric(DURABLE) == d + 1);
+  writer_execute(&sink, job);
+  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  ck_assert(metric(DURABLE) == d + 3);
+
+  /* A conflict: another writer moved a0 on; the change is reloaded, merged
+   * and written again, and observed once, when that lands. */
+  model_command_t mine = roster("a0", "s4", "c0d", 1, true), theirs = roster("a0", "s5", "x1", 1, true);
+  batch_apply(other, &theirs, t, 0);
+  ck_assert_int_eq(mem_flush(other, &s, 0), BATCH_DONE);
+  batch_apply(b, &mine, t, 0);
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_uint_eq(batch_stats(b)->conflicts, 1);
+  ck_assert(metric(DURABLE) == d + 5); /* theirs (other's own batch) and mine */
+
+  /* A store failure: kept, retried, observed once. */
+  model_command_t fifth = roster("a0", "s6", "c0e", 1, true);
+  batch_apply(b, &fifth, t, 0);
+  s.fail_next = 1;
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_RETRY);
+  ck_assert(metric(DURABLE) == d + 5);
+  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert(metric(DURABLE) == d + 6);
+  ck_assert(batch_flush_begin(b, 0) == NULL); /* nothing dirty: every command so far is committable */
+  double all = (double)(batch_seq(b) + batch_seq(other)); /* every command applied, stale ones too, once */
+  ck_assert(metric(DURABLE) - d0 == all);
+  ck_assert(metric(COMMITTABLE) - c0 == all);
+  batch_destroy(b);
+  batch_destroy(other);
+  mem_free(&s);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("batch");
   TCase *tc = tcase_create("core");
@@ -389,6 +476,7 @@ int main(void) {
   tcase_add_test(tc, cache_bound_and_naive_mode);
   tcase_add_test(tc, flush_triggers);
   tcase_add_test(tc, too_large_is_set_aside_and_offsets_move);
+  tcase_add_test(tc, latency_durable_per_aggregate_committable_in_order);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

@@ -297,10 +297,14 @@ START_TEST(test_histograms) {
   const char *fd = "aggregator_flush_duration_seconds";
   const char *fa = "aggregator_flush_aggregates";
   const char *lat = "aggregator_command_durable_latency_seconds";
+  const char *com = "aggregator_command_committable_latency_seconds";
   char *t = render();
   ck_assert_int_ge(check_histogram_shape(t, fd), 5);
   ck_assert_int_ge(check_histogram_shape(t, fa), 5);
   ck_assert_int_ge(check_histogram_shape(t, lat), 5);
+  ck_assert_int_ge(check_histogram_shape(t, com), 5);
+  double c_1 = B("aggregator_command_committable_latency_seconds", "1"),
+         c_2 = B("aggregator_command_committable_latency_seconds", "2");
   double d_0025 = B("aggregator_flush_duration_seconds", "0.0025"), d_0005 = B("aggregator_flush_duration_seconds", "0.005"),
          d_05 = B("aggregator_flush_duration_seconds", "0.5"), d_10 = B("aggregator_flush_duration_seconds", "10"),
          d_inf = B("aggregator_flush_duration_seconds", "+Inf");
@@ -323,11 +327,15 @@ START_TEST(test_histograms) {
   metrics_flush(20.0, 20000); /* above every bound: +Inf only */
   metrics_latency(0.75, 3);
   metrics_latency(NAN, 1); /* ignored */
+  metrics_committable_latency(1.5, 2); /* its own histogram: le 1.75 */
 
   t = render();
   check_histogram_shape(t, fd);
   check_histogram_shape(t, fa);
   check_histogram_shape(t, lat);
+  check_histogram_shape(t, com);
+  ck_assert_double_eq(B("aggregator_command_committable_latency_seconds", "1"), c_1);
+  ck_assert_double_eq(B("aggregator_command_committable_latency_seconds", "2"), c_2 + 2);
   ck_assert_double_eq(B("aggregator_flush_duration_seconds", "0.0025"), d_0025);
   ck_assert_double_eq(B("aggregator_flush_duration_seconds", "0.005"), d_0005 + 1);
   ck_assert_double_eq(B("aggregator_flush_duration_seconds", "0.5"), d_05 + 2);
