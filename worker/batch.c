@@ -153,6 +153,12 @@ static void arrivals_add(arrivals_t *a, int64_t ms, uint64_t n) {
   a->v[a->n++] = (arrival_t){ms, n};
 }
 
+/* Seconds from a command's Kafka timestamp to now, for the latency
+ * histograms; a timestamp ahead of this clock (producer skew) counts as 0. */
+static double waited_s(int64_t since_ms, int64_t now_ms) {
+  return now_ms > since_ms ? (double)(now_ms - since_ms) / 1000.0 : 0.0;
+}
+
 static void arrivals_free(arrivals_t *a) {
   free(a->v);
   *a = (arrivals_t){0};
@@ -161,7 +167,7 @@ static void arrivals_free(arrivals_t *a) {
 /* The commands of a became durable at now_ms. */
 static void arrivals_observe(arrivals_t *a, int64_t now_ms) {
   for (uint32_t i = 0; i < a->n; i++)
-    metrics_latency((double)(now_ms - a->v[i].ms > 0 ? now_ms - a->v[i].ms : 0) / 1000.0, a->v[i].n);
+    metrics_latency(waited_s(a->v[i].ms, now_ms), a->v[i].n);
   arrivals_free(a);
 }
 
@@ -423,7 +429,7 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
       arrivals_add(e->dirty ? &e->arr_pend : &e->arr_flight, event_ms, 1);
       account(b, e);
     } else {
-      metrics_latency((double)(now_ms - event_ms > 0 ? now_ms - event_ms : 0) / 1000.0, 1);
+      metrics_latency(waited_s(event_ms, now_ms), 1);
     }
     if (!e->dirty && !e->inflight && e->prev) { /* touch in the LRU */
       list_unlink(e);
@@ -471,13 +477,12 @@ bool batch_in_flight(const batch_t *b) { return b->job != NULL; }
 /* The commands below seq `upto` are durable, and so committable: observe
  * that latency and drop their runs (a run cut by upto keeps its later
  * commands). */
-static void observe_durable(batch_t *b, uint64_t upto, int64_t now_ms) {
+static void observe_committable(batch_t *b, uint64_t upto, int64_t now_ms) {
   size_t n = 0;
   while (n < b->nruns && b->runs_seq < upto) {
     event_run_t *r = &b->runs[n];
     uint64_t k = upto - b->runs_seq < r->n ? upto - b->runs_seq : r->n;
-    int64_t waited = now_ms - r->ms > 0 ? now_ms - r->ms : 0;
-    metrics_committable_latency((double)waited / 1000.0, k);
+    metrics_committable_latency(waited_s(r->ms, now_ms), k);
     b->runs_seq += k;
     r->n -= (uint32_t)k;
     if (r->n) break;
@@ -492,7 +497,7 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
   if (!b->ndirty) {
     /* Nothing unwritten (every command since the last flush was stale, or
      * the flush that carried them landed): all of it is durable. */
-    observe_durable(b, b->seq, now_ms);
+    observe_committable(b, b->seq, now_ms);
     b->commands_since_flush = 0;
     b->first_pending_ms = INT64_MAX;
     b->owed = false;
@@ -728,7 +733,7 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
   }
   b->inflight_bytes = 0;
   b->job = NULL;
-  observe_durable(b, batch_durable_seq(b), now_ms);
+  observe_committable(b, batch_durable_seq(b), now_ms);
   writer_job_destroy(job);
   evict(b);
   return result;
