@@ -46,7 +46,7 @@ typedef struct entry {
   bool loaded;
   bool dirty;    /* changes not in any snapshot: in the dirty list */
   bool inflight; /* a snapshot of it is in the job in flight */
-  /* What changed since the last snapshot, for partial writes (store.h):
+  /* What changed since the last snapshot, for partial writes (sink.h):
    * the ids of the students touched (NUL-terminated, back to back, a
    * student repeated only when other students came between), whether the
    * header was, or `whole` when that cannot be said cheaply (a new student:
@@ -602,7 +602,7 @@ static bool first_too_large(batch_t *b, const char *id) {
   return true;
 }
 
-/* The store refused e's document: it would pass the 16 MiB limit (store.h).
+/* The store refused e's document: it would pass the 16 MiB limit (sink.h).
  *
  * Why the changes are set aside rather than kept for retry: a retry cannot
  * succeed (the document only grows), so holding the entry would refuse it on
@@ -632,7 +632,7 @@ static void set_aside(batch_t *b, entry_t *e, const writer_item_t *it) {
     if (ms > 0) model_timestamp_format(ms, since);
     log_error("aggregate document past the store's size limit: its unwritten changes are set aside", "id",
               LOG_STR, id, "bytes", LOG_INT, (int64_t)it->bytes, "limit", LOG_INT,
-              (int64_t)STORE_MAX_DOCUMENT_BYTES, "oldest_change", LOG_STR, since, NULL);
+              (int64_t)SINK_MAX_DOCUMENT_BYTES, "oldest_change", LOG_STR, since, NULL);
   }
   unmark_dirty(b, e);
   e->inflight = false;
@@ -641,7 +641,7 @@ static void set_aside(batch_t *b, entry_t *e, const writer_item_t *it) {
   remove_entry(b, e);
 }
 
-batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err) {
+batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, sink_error_t *err) {
   uint64_t set_aside_n = 0;
   int64_t now_ms = clock_wall_ms();
   assert(job == b->job);
@@ -676,7 +676,7 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
       account(b, e);
       break;
     default: /* too large (set aside), rejected (kept for retry), or no result: the store failed */
-      if (it->result == WRITER_ITEM_ERROR && it->error_code == STORE_CODE_OBJECT_TOO_LARGE) {
+      if (it->result == WRITER_ITEM_ERROR && it->error_code == SINK_CODE_TOO_LARGE) {
         set_aside(b, e, it);
         set_aside_n++;
         break;
@@ -705,21 +705,21 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err
 
   batch_status_t result = BATCH_DONE;
   uint64_t kept = job->errors - set_aside_n; /* item errors kept for retry */
-  if (job->status == STORE_FATAL)
+  if (job->status == SINK_FATAL)
     result = BATCH_FATAL;
-  else if (job->status != STORE_OK || kept)
+  else if (job->status != SINK_OK || kept)
     result = BATCH_RETRY;
   else if (job->conflicts)
     result = BATCH_PARTIAL;
   if (err) {
     *err = job->err;
-    if (result == BATCH_RETRY && job->status == STORE_OK)
+    if (result == BATCH_RETRY && job->status == SINK_OK)
       snprintf(err->message, sizeof err->message, "the store rejected %llu aggregates; kept for retry",
                (unsigned long long)kept);
     else if (result == BATCH_PARTIAL)
       snprintf(err->message, sizeof err->message, "%llu conflicts; reloading", (unsigned long long)job->conflicts);
   }
-  if (job->status == STORE_OK && job->nitems) {
+  if (job->status == SINK_OK && job->nitems) {
     /* The cap's estimate (batch.h): writer seconds per aggregate, smoothed
      * over the last few flushes (half weight to the newest). */
     double sample = job->seconds / (double)job->nitems;

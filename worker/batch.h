@@ -79,7 +79,7 @@
 #include <stdint.h>
 
 #include "aggregate.h"
-#include "store.h"
+#include "sink.h"
 #include "writer.h"
 
 typedef struct batch_limits {
@@ -150,7 +150,7 @@ size_t batch_flush_cap(const batch_t *b);
 writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms);
 /* Takes a finished job back (and destroys it); err (may be NULL) says why
  * when the result is not BATCH_DONE. */
-batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, store_error_t *err);
+batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, sink_error_t *err);
 
 size_t batch_pending_bytes(const batch_t *b); /* heap held by unwritten changes: dirty and in-flight
                                                  entries (aggregate, entry, touched list) plus the

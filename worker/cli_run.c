@@ -27,7 +27,7 @@ int cli_run(const cli_options_t *o) {
   if (*cfg->metrics_listen) /* with port 0 this is how to find it */
     log_info("metrics endpoint listening", "listen", LOG_STR, cfg->metrics_listen, "port", LOG_INT,
              (int64_t)metrics_port());
-  store_error_t serr;
+  sink_error_t serr;
   store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &serr);
   if (!store) {
     log_error("store configuration", "error", LOG_STR, serr.message);
@@ -38,19 +38,19 @@ int cli_run(const cli_options_t *o) {
    * other error retrying cannot fix) end the run now, with the store's
    * reason, rather than at the first flush; a store that is down is an
    * outage like any other and is retried. */
-  store_status_t st = store_ping(store, &serr);
-  if (st == STORE_FATAL) {
+  sink_status_t st = store_ping(store, &serr);
+  if (st == SINK_FATAL) {
     log_error("store refused the worker", "error", LOG_STR, serr.message);
     goto out;
   }
-  if (st == STORE_RETRY)
+  if (st == SINK_RETRY)
     log_warn("store not reachable yet; retrying in the background", "error", LOG_STR, serr.message);
   else
     metrics_store_answered();
   batch_limits_t limits = batch_limits_from_config(cfg);
   batch = batch_new(&limits);
   if (!batch) goto out;
-  sink_t sink = sink_store(store); /* the writer thread's until consumer_run returns */
+  sink_t sink = store_sink(store); /* the writer thread's until consumer_run returns */
   rc = consumer_run(cfg, batch, &sink, &(consumer_reload_t){o->config_path, o->sets, o->nsets});
 out:
   /* A flush abandoned at the shutdown deadline (consumer.c) is still in

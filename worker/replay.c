@@ -401,7 +401,7 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
     }
   }
   if (r->to_store) {
-    store_error_t err;
+    sink_error_t err;
     store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &err);
     if (!store) {
       fprintf(stderr, "aggregator: replay: store: %s\n", err.message);
@@ -415,7 +415,7 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
   }
   r->batch = batch_new(&limits);
   if (r->batch && store) {
-    sink_t sink = sink_store(store); /* the writer thread's until flusher_destroy */
+    sink_t sink = store_sink(store); /* the writer thread's until flusher_destroy */
     r->flusher = flusher_new(r->batch, &sink, 0);
     if (r->flusher) flusher_set_retry(r->flusher, cfg->retry_backoff_ms, cfg->retry_backoff_max_ms);
   }

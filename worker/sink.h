@@ -1,29 +1,90 @@
 /* Where aggregates are read from and written to: the interface between the
- * write stage (writer.c) and a store. The MongoDB store (store.h) is the one
- * implementation in the worker; the unit tests put an in-memory store with a
- * controllable latency behind it (tests/unit/mem_store.h).
+ * write stage (writer.c) and a store. It owns the types both sides speak;
+ * the MongoDB store (store.h) implements it, and the unit tests put an
+ * in-memory store with a controllable latency behind it
+ * (tests/unit/mem_store.h).
  *
- * Every function has the contract of its store.h counterpart. A sink is
- * called from one thread at a time: the writer's thread (writer.h), which
- * owns the connection behind ctx for as long as the writer runs. */
+ * Results follow fluent-bit's sink contract: SINK_OK (every item has a
+ * result), SINK_RETRY (transient: network, election, write-concern timeout;
+ * nothing can be assumed about which items landed, and retrying is safe
+ * because every write is conditional on the revision last seen), SINK_FATAL
+ * (configuration, authentication or a stored document that does not decode:
+ * retrying cannot help).
+ *
+ * A sink is called from one thread at a time: the writer's thread
+ * (writer.h), which owns the connection behind ctx for as long as the
+ * writer runs. */
 #ifndef SINK_H
 #define SINK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "aggregate.h"
+
+typedef enum { SINK_OK = 0, SINK_RETRY = 1, SINK_FATAL = 2 } sink_status_t;
+
+typedef struct sink_error {
+  uint32_t domain; /* the store client's error domain, 0 if none */
+  uint32_t code;   /* the client's error code or the server's */
+  char message[256];
+} sink_error_t;
+
+typedef enum {
+  SINK_ITEM_PENDING = 0, /* no result (whole-batch RETRY/FATAL) */
+  SINK_ITEM_OK,          /* written; the stored rev is now rev + 1 */
+  SINK_ITEM_CONFLICT,    /* another writer got there first: reload and merge again */
+  SINK_ITEM_ERROR        /* refused for this item; see error_code */
+} sink_item_result_t;
+
+/* The document size limit of every supported store (MongoDB's
+ * maxBsonObjectSize). A sink refuses, before sending anything, a document
+ * whose write statement would pass it: SINK_ITEM_ERROR with
+ * SINK_CODE_TOO_LARGE (MongoDB's own code, BSONObjectTooLarge) and the
+ * document's size in bytes; the other items go on. */
+#define SINK_MAX_DOCUMENT_BYTES (16 * 1024 * 1024)
+#define SINK_CODE_TOO_LARGE 10334
+
+typedef struct sink_write_item {
+  const model_aggregate_t *agg; /* in: borrowed */
+  int64_t rev;                  /* in: the stored rev this write expects (0 = absent) */
+  /* in, optional: a partial write. With partial set (and rev > 0) the item is
+   * an update without upsert, filter {_id, rev}, that sets only the
+   * students at these indexes of agg (ascending, distinct; borrowed), the
+   * header if `header`, and counts, rev + 1 and updatedAt. The caller
+   * promises that the stored document at rev differs from agg in nothing
+   * else and holds every one of agg's students already (a new student
+   * needs a whole write: a partial update would append it out of id order).
+   * An update that matches nothing is a conflict, as for a whole write. */
+  bool partial;
+  bool header;
+  const size_t *students;
+  size_t nstudents;
+  sink_item_result_t result; /* out */
+  uint32_t error_code;       /* out, for SINK_ITEM_ERROR */
+  size_t bytes;              /* out: the encoded size of what is sent, the document or a partial
+                              * update's changes (the document's when refused as too large), 0 if
+                              * never encoded */
+} sink_write_item_t;
+
+/* Called once per stored document found by a load; takes ownership of agg. */
+typedef void (*sink_found_cb)(void *ctx, model_aggregate_t *agg, int64_t rev);
 
 typedef struct sink {
-  store_status_t (*load)(void *ctx, const char *const *keys, size_t nkeys, store_found_cb found, void *cb_ctx,
-                         store_error_t *err);
-  store_status_t (*write)(void *ctx, store_write_item_t *items, size_t nitems, int64_t updated_at_ms,
-                          store_error_t *err);
-  store_status_t (*ping)(void *ctx, store_error_t *err);
+  /* Loads the documents whose keys are given; keys not found get no
+   * callback (the caller treats them as rev 0). All or nothing: on failure
+   * no callback has been made. */
+  sink_status_t (*load)(void *ctx, const char *const *keys, size_t nkeys, sink_found_cb found, void *cb_ctx,
+                        sink_error_t *err);
+  /* Writes every item, conditional on its rev (keys distinct); updated_at_ms
+   * goes into every document. On SINK_OK every item has a result; otherwise
+   * items are left SINK_ITEM_PENDING and err says why. */
+  sink_status_t (*write)(void *ctx, sink_write_item_t *items, size_t nitems, int64_t updated_at_ms,
+                         sink_error_t *err);
+  /* A round trip to the store. */
+  sink_status_t (*ping)(void *ctx, sink_error_t *err);
   void *ctx;
 } sink_t;
-
-/* The MongoDB store as a sink; store is borrowed and must outlive its use. */
-sink_t sink_store(store_t *store);
 
 #endif

@@ -3,7 +3,7 @@
  * Failure model. Every write is conditional on the stored rev, so sending the
  * same bulk twice can never move a document back in time: an item that
  * already landed comes back as a conflict, which the caller resolves by
- * reloading and merging. That is what lets this module answer STORE_RETRY
+ * reloading and merging. That is what lets this module answer SINK_RETRY
  * whenever it cannot tell which writes landed (network errors, elections,
  * write-concern errors), instead of trying to work out partial outcomes.
  *
@@ -85,13 +85,13 @@ struct store {
 
 /* --- errors -------------------------------------------------------------- */
 
-static void set_error(store_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...)
+static void set_error(sink_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Every message is scrubbed of the configured secrets (redact.h) before it
  * is cut to size: a server's or driver's text may echo one, and callers
  * print err->message as it is (replay writes it to stderr). */
-static void set_error(store_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...) {
+static void set_error(sink_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...) {
   if (!err) return;
   err->domain = domain;
   err->code = code;
@@ -107,7 +107,7 @@ static void set_error(store_error_t *err, uint32_t domain, uint32_t code, const 
   explicit_bzero(raw, sizeof raw);
 }
 
-static void set_error_from_bson(store_error_t *err, const char *what, const bson_error_t *e) {
+static void set_error_from_bson(sink_error_t *err, const char *what, const bson_error_t *e) {
   set_error(err, e->domain, e->code, "%s: %s", what, e->message);
 }
 
@@ -115,7 +115,7 @@ static void set_error_from_bson(store_error_t *err, const char *what, const bson
  * reject, password included ('Password "..." must not have unescaped
  * chars'), so the message is scrubbed of the URI's secrets before it is cut
  * to the size of err->message (a cut secret would escape the scrub). */
-static void set_uri_error(store_error_t *err, const bson_error_t *e, const char *uri) {
+static void set_uri_error(sink_error_t *err, const bson_error_t *e, const char *uri) {
   if (!err) return;
   redact_set_t *secrets = redact_set_new();
   redact_set_add_uri(secrets, uri);
@@ -129,7 +129,7 @@ static void set_uri_error(store_error_t *err, const bson_error_t *e, const char 
   redact_set_destroy(secrets);
 }
 
-static void clear_error(store_error_t *err) {
+static void clear_error(sink_error_t *err) {
   if (err) memset(err, 0, sizeof *err);
 }
 
@@ -158,25 +158,25 @@ bool store_server_code_is_transient(int32_t code) {
   }
 }
 
-store_status_t store_classify_error(const bson_error_t *error, const bson_t *reply) {
+sink_status_t store_classify_error(const bson_error_t *error, const bson_t *reply) {
   /* Servers from 4.4 label the errors they consider retryable. */
-  if (reply && mongoc_error_has_label(reply, "RetryableWriteError")) return STORE_RETRY;
+  if (reply && mongoc_error_has_label(reply, "RetryableWriteError")) return SINK_RETRY;
   switch (error->domain) {
     case MONGOC_ERROR_STREAM:           /* connect, read, write, TLS, timeouts */
     case MONGOC_ERROR_SERVER_SELECTION: /* no primary reachable in time */
-      return STORE_RETRY;
+      return SINK_RETRY;
     case MONGOC_ERROR_WRITE_CONCERN:
       if (error->code == STORE_CODE_UNKNOWN_REPL_WRITE_CONCERN ||
           error->code == STORE_CODE_UNSATISFIABLE_WRITE_CONCERN)
-        return STORE_FATAL;
-      return STORE_RETRY;
+        return SINK_FATAL;
+      return SINK_RETRY;
     case MONGOC_ERROR_SERVER:
-      return store_server_code_is_transient((int32_t)error->code) ? STORE_RETRY : STORE_FATAL;
+      return store_server_code_is_transient((int32_t)error->code) ? SINK_RETRY : SINK_FATAL;
     default:
       /* Client-side: authentication (MONGOC_ERROR_CLIENT), invalid namespace
        * or arguments, protocol/wire-version mismatch. Retrying the same
        * request cannot help; an operator has to. */
-      return STORE_FATAL;
+      return SINK_FATAL;
   }
 }
 
@@ -222,7 +222,7 @@ static void uri_default_int32(mongoc_uri_t *uri, const char *option, int32_t val
 }
 
 store_t *store_new(const char *uri_string, const char *database, const char *collection, const char *write_concern,
-                   store_error_t *err) {
+                   sink_error_t *err) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, store_global_init);
   clear_error(err);
@@ -305,14 +305,14 @@ void store_destroy(store_t *store) {
 
 /* --- ping ---------------------------------------------------------------- */
 
-store_status_t store_ping(store_t *store, store_error_t *err) {
+sink_status_t store_ping(store_t *store, sink_error_t *err) {
   clear_error(err);
   bson_t cmd = BSON_INITIALIZER;
   BSON_APPEND_INT32(&cmd, "ping", 1);
   bson_t reply;
   bson_error_t e;
   bool ok = mongoc_client_command_simple(store->client, "admin", &cmd, NULL, &reply, &e);
-  store_status_t st = STORE_OK;
+  sink_status_t st = SINK_OK;
   if (!ok) {
     st = store_classify_error(&e, &reply);
     set_error_from_bson(err, "ping", &e);
@@ -324,7 +324,7 @@ store_status_t store_ping(store_t *store, store_error_t *err) {
 
 /* --- load ---------------------------------------------------------------- */
 
-static store_status_t detect_server(store_t *store, store_error_t *err);
+static sink_status_t detect_server(store_t *store, sink_error_t *err);
 
 typedef struct loaded {
   model_aggregate_t *agg;
@@ -354,7 +354,7 @@ static void loaded_push(loaded_list_t *l, model_aggregate_t *agg, int64_t rev, i
 /* Decodes one stored document; on failure fills err with its _id, because an
  * operator has to look at that document (overwriting it blindly could lose
  * data another writer put there). */
-static model_aggregate_t *decode_stored(const bson_t *doc, int64_t *rev, store_error_t *err) {
+static model_aggregate_t *decode_stored(const bson_t *doc, int64_t *rev, sink_error_t *err) {
   char id[160] = "(no string _id)";
   bson_iter_t it;
   const char *key = NULL;
@@ -382,8 +382,8 @@ static model_aggregate_t *decode_stored(const bson_t *doc, int64_t *rev, store_e
 
 /* One find for keys[0..n): {_id: key} for one key, {_id: {$in: keys}} for
  * more; decoded documents are appended to out. */
-static store_status_t load_chunk(store_t *store, const char *const *keys, size_t n, loaded_list_t *out,
-                                 store_error_t *err) {
+static sink_status_t load_chunk(store_t *store, const char *const *keys, size_t n, loaded_list_t *out,
+                                 sink_error_t *err) {
   bson_t filter = BSON_INITIALIZER, id, in;
   if (n == 1) {
     BSON_APPEND_UTF8(&filter, "_id", keys[0]);
@@ -406,13 +406,13 @@ static store_status_t load_chunk(store_t *store, const char *const *keys, size_t
   BSON_APPEND_INT32(&opts, "batchSize", (int32_t)n);
 
   mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(store->collection, &filter, &opts, NULL);
-  store_status_t st = STORE_OK;
+  sink_status_t st = SINK_OK;
   const bson_t *doc;
   while (mongoc_cursor_next(cursor, &doc)) {
     int64_t rev = 0;
     model_aggregate_t *agg = decode_stored(doc, &rev, err);
     if (!agg) {
-      st = STORE_FATAL;
+      st = SINK_FATAL;
       break;
     }
     model_counts_t counts = {0, 0, 0, 0};
@@ -423,7 +423,7 @@ static store_status_t load_chunk(store_t *store, const char *const *keys, size_t
   }
   bson_error_t e;
   const bson_t *reply;
-  if (st == STORE_OK && mongoc_cursor_error_document(cursor, &e, &reply)) {
+  if (st == SINK_OK && mongoc_cursor_error_document(cursor, &e, &reply)) {
     st = store_classify_error(&e, reply);
     set_error_from_bson(err, "load", &e);
   }
@@ -448,20 +448,20 @@ static store_status_t load_chunk(store_t *store, const char *const *keys, size_t
  * of a few hundred documents is not the case to optimise for. MongoDB
  * answers a $in from its _id index: one round trip for up to
  * STORE_LOAD_CHUNK keys is the cheapest there. */
-static store_status_t load_all(store_t *store, const char *const *keys, size_t nkeys, loaded_list_t *out,
-                               store_error_t *err) {
-  store_status_t st = nkeys ? detect_server(store, err) : STORE_OK;
+static sink_status_t load_all(store_t *store, const char *const *keys, size_t nkeys, loaded_list_t *out,
+                               sink_error_t *err) {
+  sink_status_t st = nkeys ? detect_server(store, err) : SINK_OK;
   size_t per = store->load_chunk;
-  for (size_t off = 0; off < nkeys && st == STORE_OK; off += per) {
+  for (size_t off = 0; off < nkeys && st == SINK_OK; off += per) {
     size_t n = nkeys - off < per ? nkeys - off : per;
     st = load_chunk(store, keys + off, n, out, err);
   }
   return st;
 }
 
-size_t store_load_keys_per_find(store_t *store, store_error_t *err) {
+size_t store_load_keys_per_find(store_t *store, sink_error_t *err) {
   clear_error(err);
-  return detect_server(store, err) == STORE_OK ? store->load_chunk : 0;
+  return detect_server(store, err) == SINK_OK ? store->load_chunk : 0;
 }
 
 static void loaded_free(loaded_list_t *l) {
@@ -471,14 +471,14 @@ static void loaded_free(loaded_list_t *l) {
 }
 
 /* One of the two callbacks of store_load / store_load_counts. */
-static store_status_t load_and_hand_over(store_t *store, const char *const *keys, size_t nkeys, store_found_cb found,
-                                         store_found_counts_cb found_counts, void *ctx, store_error_t *err) {
+static sink_status_t load_and_hand_over(store_t *store, const char *const *keys, size_t nkeys, sink_found_cb found,
+                                         store_found_counts_cb found_counts, void *ctx, sink_error_t *err) {
   clear_error(err);
   /* Callbacks only once everything has loaded, so that a failed load hands
    * the caller nothing: it either gets the whole answer or retries it. */
   loaded_list_t list = {0};
-  store_status_t st = load_all(store, keys, nkeys, &list, err);
-  if (st == STORE_OK) {
+  sink_status_t st = load_all(store, keys, nkeys, &list, err);
+  if (st == SINK_OK) {
     for (size_t i = 0; i < list.n; i++) {
       if (found_counts)
         found_counts(ctx, list.v[i].agg, list.v[i].rev, &list.v[i].counts);
@@ -491,21 +491,21 @@ static store_status_t load_and_hand_over(store_t *store, const char *const *keys
   return st;
 }
 
-store_status_t store_load(store_t *store, const char *const *keys, size_t nkeys, store_found_cb found, void *ctx,
-                          store_error_t *err) {
+sink_status_t store_load(store_t *store, const char *const *keys, size_t nkeys, sink_found_cb found, void *ctx,
+                          sink_error_t *err) {
   return load_and_hand_over(store, keys, nkeys, found, NULL, ctx, err);
 }
 
-store_status_t store_load_counts(store_t *store, const char *const *keys, size_t nkeys, store_found_counts_cb found,
-                                 void *ctx, store_error_t *err) {
+sink_status_t store_load_counts(store_t *store, const char *const *keys, size_t nkeys, store_found_counts_cb found,
+                                 void *ctx, sink_error_t *err) {
   return load_and_hand_over(store, keys, nkeys, NULL, found, ctx, err);
 }
 
 /* --- write --------------------------------------------------------------- */
 
-static void reset_pending(store_write_item_t *items, const size_t *map, size_t nops) {
+static void reset_pending(sink_write_item_t *items, const size_t *map, size_t nops) {
   for (size_t i = 0; i < nops; i++) {
-    items[map[i]].result = STORE_ITEM_PENDING;
+    items[map[i]].result = SINK_ITEM_PENDING;
     items[map[i]].error_code = 0;
   }
 }
@@ -543,30 +543,30 @@ static bool reply_first_error(const bson_t *reply, const char *field, int32_t *c
  * nInserted too (its n); that count, every insert, cannot be MongoDB's when
  * one of them failed, so it is read as "the others landed". Any other count
  * is taken as it is and leaves the bulk incomplete. */
-static int64_t inserts_acknowledged(const bson_t *reply, const store_write_item_t *items, const size_t *map,
+static int64_t inserts_acknowledged(const bson_t *reply, const sink_write_item_t *items, const size_t *map,
                                     size_t nops) {
   int64_t inserts = 0, failed = 0;
   for (size_t i = 0; i < nops; i++) {
     if (items[map[i]].rev != 0) continue;
     inserts++;
-    if (items[map[i]].result != STORE_ITEM_PENDING) failed++;
+    if (items[map[i]].result != SINK_ITEM_PENDING) failed++;
   }
   int64_t n = reply_int32(reply, "nInserted");
   return failed > 0 && n == inserts ? inserts - failed : n;
 }
 
-store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const bson_t *reply,
-                                  store_write_item_t *items, const size_t *map, size_t nops, bool *incomplete,
-                                  store_error_t *err) {
+sink_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const bson_t *reply,
+                                  sink_write_item_t *items, const size_t *map, size_t nops, bool *incomplete,
+                                  sink_error_t *err) {
   *incomplete = false;
-  store_status_t st = STORE_OK;
+  sink_status_t st = SINK_OK;
 
   /* Lost connection, no primary: whatever the reply says, later batches of
    * this bulk may or may not have been applied. */
   if (!executed && (error->domain == MONGOC_ERROR_STREAM || error->domain == MONGOC_ERROR_SERVER_SELECTION ||
                     (reply && mongoc_error_has_label(reply, "RetryableWriteError")))) {
     set_error_from_bson(err, "bulk write", error);
-    st = STORE_RETRY;
+    st = SINK_RETRY;
     goto out;
   }
 
@@ -600,24 +600,24 @@ store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, cons
             emsg = bson_iter_utf8(&doc, NULL);
         }
       }
-      if (index < 0 || (uint64_t)index >= nops || items[map[index]].result != STORE_ITEM_PENDING) {
+      if (index < 0 || (uint64_t)index >= nops || items[map[index]].result != SINK_ITEM_PENDING) {
         set_error(err, MONGOC_ERROR_SERVER, (uint32_t)ecode, "bulk write: write error for an unknown index %lld",
                   (long long)index);
-        st = STORE_RETRY;
+        st = SINK_RETRY;
         *incomplete = true;
         goto out;
       }
       if (store_server_code_is_transient(ecode)) {
         set_error(err, MONGOC_ERROR_SERVER, (uint32_t)ecode, "bulk write: item %lld: %d: %s", (long long)index,
                   ecode, emsg);
-        st = STORE_RETRY;
+        st = SINK_RETRY;
         goto out;
       }
-      store_write_item_t *item = &items[map[index]];
+      sink_write_item_t *item = &items[map[index]];
       if (ecode == STORE_CODE_DUPLICATE_KEY) {
-        item->result = STORE_ITEM_CONFLICT;
+        item->result = SINK_ITEM_CONFLICT;
       } else {
-        item->result = STORE_ITEM_ERROR;
+        item->result = SINK_ITEM_ERROR;
         item->error_code = (uint32_t)ecode;
       }
       nerrors++;
@@ -650,11 +650,11 @@ store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, cons
   if (acknowledged < (int64_t)nops && nerrors == 0) {
     size_t candidates = 0;
     for (size_t i = 0; i < nops; i++)
-      if (items[map[i]].partial && items[map[i]].rev > 0 && items[map[i]].result == STORE_ITEM_PENDING) candidates++;
+      if (items[map[i]].partial && items[map[i]].rev > 0 && items[map[i]].result == SINK_ITEM_PENDING) candidates++;
     if ((int64_t)candidates == (int64_t)nops - acknowledged) {
       for (size_t i = 0; i < nops; i++) {
-        store_write_item_t *item = &items[map[i]];
-        if (item->partial && item->rev > 0 && item->result == STORE_ITEM_PENDING) item->result = STORE_ITEM_CONFLICT;
+        sink_write_item_t *item = &items[map[i]];
+        if (item->partial && item->rev > 0 && item->result == SINK_ITEM_PENDING) item->result = SINK_ITEM_CONFLICT;
       }
       acknowledged = (int64_t)nops;
     }
@@ -662,36 +662,36 @@ store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, cons
   if (acknowledged != (int64_t)nops) {
     set_error(err, MONGOC_ERROR_SERVER, 0, "bulk write: the server acknowledged %lld of %zu writes",
               (long long)acknowledged, nops);
-    st = STORE_RETRY;
+    st = SINK_RETRY;
     *incomplete = true;
     goto out;
   }
 
   for (size_t i = 0; i < nops; i++)
-    if (items[map[i]].result == STORE_ITEM_PENDING) items[map[i]].result = STORE_ITEM_OK;
+    if (items[map[i]].result == SINK_ITEM_PENDING) items[map[i]].result = SINK_ITEM_OK;
 
 out:
-  if (st != STORE_OK) reset_pending(items, map, nops);
+  if (st != SINK_OK) reset_pending(items, map, nops);
   return st;
 }
 
 /* Records the document's size in item; false, with the item refused as too
- * large (STORE_CODE_OBJECT_TOO_LARGE), when it could not be encoded or its
+ * large (SINK_CODE_TOO_LARGE), when it could not be encoded or its
  * statement would pass the limit (store.h). Not logged here: this runs on
  * every attempt, and the caller (batch.c) logs once per aggregate and
  * decides what becomes of its changes. */
-static bool fits(store_write_item_t *item, bool encoded, size_t doc_len, size_t key_len) {
+static bool fits(sink_write_item_t *item, bool encoded, size_t doc_len, size_t key_len) {
   item->bytes = doc_len;
-  if (encoded && doc_len + key_len + STORE_STATEMENT_OVERHEAD <= STORE_MAX_DOCUMENT_BYTES) return true;
-  item->result = STORE_ITEM_ERROR;
-  item->error_code = STORE_CODE_OBJECT_TOO_LARGE;
+  if (encoded && doc_len + key_len + STORE_STATEMENT_OVERHEAD <= SINK_MAX_DOCUMENT_BYTES) return true;
+  item->result = SINK_ITEM_ERROR;
+  item->error_code = SINK_CODE_TOO_LARGE;
   return false;
 }
 
 /* Appends item's conditional replace (or partial update) to bulk, or marks the item
- * STORE_ITEM_ERROR when it cannot be sent (too large, refused by the
+ * SINK_ITEM_ERROR when it cannot be sent (too large, refused by the
  * driver's checks). Returns true if the item is in the bulk. */
-static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, store_write_item_t *item, int64_t updated_at_ms) {
+static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int64_t updated_at_ms) {
   size_t key_len;
   const char *key = model_aggregate_key(item->agg, &key_len);
   /* The document after the update is the whole one, so the size limit is
@@ -699,7 +699,7 @@ static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, store_write_item_t *
    * is done only near the limit: the BSON of an aggregate is a few times its
    * content (3.6x measured at 3,000 students, each value's field name and
    * type included), well under 16x. */
-  if (model_aggregate_memory(item->agg) > STORE_MAX_DOCUMENT_BYTES / 16) {
+  if (model_aggregate_memory(item->agg) > SINK_MAX_DOCUMENT_BYTES / 16) {
     bson_t whole = BSON_INITIALIZER;
     bool encoded = model_codec_to_bson(item->agg, item->rev + 1, updated_at_ms, &whole);
     size_t len = whole.len;
@@ -722,7 +722,7 @@ static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, store_write_item_t *
   if (ok) ok = mongoc_bulk_operation_update_one_with_opts(bulk, &filter, &update, NULL, &e);
   if (!ok) {
     log_error("partial update refused by the driver", "key", LOG_STR, key, "error", LOG_STR, e.message);
-    item->result = STORE_ITEM_ERROR;
+    item->result = SINK_ITEM_ERROR;
     item->error_code = STORE_CODE_BAD_VALUE;
   }
   bson_destroy(&filter);
@@ -730,7 +730,7 @@ static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, store_write_item_t *
   return ok;
 }
 
-static bool bulk_add(mongoc_bulk_operation_t *bulk, store_write_item_t *item, int64_t updated_at_ms) {
+static bool bulk_add(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int64_t updated_at_ms) {
   if (item->partial && item->rev > 0) return bulk_add_partial(bulk, item, updated_at_ms);
   size_t key_len;
   const char *key = model_aggregate_key(item->agg, &key_len);
@@ -754,7 +754,7 @@ static bool bulk_add(mongoc_bulk_operation_t *bulk, store_write_item_t *item, in
   }
   if (!ok) {
     log_error("aggregate refused by the driver", "key", LOG_STR, key, "error", LOG_STR, e.message);
-    item->result = STORE_ITEM_ERROR;
+    item->result = SINK_ITEM_ERROR;
     item->error_code = STORE_CODE_BAD_VALUE;
   }
   bson_destroy(&opts);
@@ -764,8 +764,8 @@ static bool bulk_add(mongoc_bulk_operation_t *bulk, store_write_item_t *item, in
 }
 
 /* One unordered bulk (one update command) for items[idx[0..n)]. */
-static store_status_t write_command(store_t *store, store_write_item_t *items, const size_t *idx, size_t n,
-                                    int64_t updated_at_ms, bool *incomplete, store_error_t *err) {
+static sink_status_t write_command(store_t *store, sink_write_item_t *items, const size_t *idx, size_t n,
+                                    int64_t updated_at_ms, bool *incomplete, sink_error_t *err) {
   *incomplete = false;
   size_t *map = oom_malloc(n * sizeof *map);
   bson_t opts = BSON_INITIALIZER;
@@ -773,11 +773,11 @@ static store_status_t write_command(store_t *store, store_write_item_t *items, c
   mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(store->collection, &opts);
   size_t nops = 0;
   for (size_t i = 0; i < n; i++) {
-    items[idx[i]].result = STORE_ITEM_PENDING;
+    items[idx[i]].result = SINK_ITEM_PENDING;
     items[idx[i]].error_code = 0;
     if (bulk_add(bulk, &items[idx[i]], updated_at_ms)) map[nops++] = idx[i];
   }
-  store_status_t st = STORE_OK;
+  sink_status_t st = SINK_OK;
   if (nops > 0) {
     bson_t reply;
     bson_error_t e;
@@ -795,8 +795,8 @@ static store_status_t write_command(store_t *store, store_write_item_t *items, c
  * inserts first: the driver sends a run of operations of one kind as one
  * command, so inserts mixed among updates would split a bulk into as many
  * commands as there are runs. Stops at the first command that fails. */
-static store_status_t write_bulk(store_t *store, store_write_item_t *items, const size_t *idx, size_t n,
-                                 int64_t updated_at_ms, bool *incomplete, store_error_t *err) {
+static sink_status_t write_bulk(store_t *store, sink_write_item_t *items, const size_t *idx, size_t n,
+                                 int64_t updated_at_ms, bool *incomplete, sink_error_t *err) {
   size_t *order = oom_malloc((n ? n : 1) * sizeof *order);
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
@@ -804,9 +804,9 @@ static store_status_t write_bulk(store_t *store, store_write_item_t *items, cons
   for (size_t i = 0; i < n; i++)
     if (items[idx[i]].rev != 0) order[k++] = idx[i];
   size_t per = store->ops_per_command > 0 ? (size_t)store->ops_per_command : n;
-  store_status_t st = STORE_OK;
+  sink_status_t st = SINK_OK;
   *incomplete = false;
-  for (size_t off = 0; off < n && st == STORE_OK; off += per)
+  for (size_t off = 0; off < n && st == SINK_OK; off += per)
     st = write_command(store, items, order + off, n - off < per ? n - off : per, updated_at_ms, incomplete, err);
   free(order);
   return st;
@@ -825,13 +825,13 @@ static store_status_t write_bulk(store_t *store, store_write_item_t *items, cons
  * updates per command keeps a few concurrent writers far from that limit.
  * MongoDB has no such limit; its commands are left whole (the driver splits
  * them at 100,000 operations or 48 MB). */
-static store_status_t detect_server(store_t *store, store_error_t *err) {
-  if (store->ops_per_command != 0) return STORE_OK;
+static sink_status_t detect_server(store_t *store, sink_error_t *err) {
+  if (store->ops_per_command != 0) return SINK_OK;
   bson_t cmd = BSON_INITIALIZER;
   BSON_APPEND_INT32(&cmd, "buildInfo", 1);
   bson_t reply;
   bson_error_t e;
-  store_status_t st = STORE_OK;
+  sink_status_t st = SINK_OK;
   if (mongoc_client_command_simple(store->client, "admin", &cmd, NULL, &reply, &e)) {
     bson_iter_t it;
     bool ferretdb = bson_iter_init_find(&it, &reply, "ferretdbVersion");
@@ -849,18 +849,18 @@ static store_status_t detect_server(store_t *store, store_error_t *err) {
   return st;
 }
 
-static const char *item_key(const store_write_item_t *item) {
+static const char *item_key(const sink_write_item_t *item) {
   size_t len;
   return model_aggregate_key(item->agg, &len);
 }
 
 static int cmp_item_key(const void *a, const void *b, void *items_) {
-  const store_write_item_t *items = items_;
+  const sink_write_item_t *items = items_;
   return strcmp(item_key(&items[*(const size_t *)a]), item_key(&items[*(const size_t *)b]));
 }
 
 /* The item (among idx, sorted by key) whose key is key, or NULL. */
-static store_write_item_t *find_item(store_write_item_t *items, const size_t *idx, size_t n, const char *key) {
+static sink_write_item_t *find_item(sink_write_item_t *items, const size_t *idx, size_t n, const char *key) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -883,11 +883,11 @@ static store_write_item_t *find_item(store_write_item_t *items, const size_t *id
  * from an earlier, failed attempt (another updatedAt) is not claimed
  * either; it is re-sent, conflicts, and the reload finds nothing to do,
  * which is also what MongoDB would have said. */
-store_item_result_t store_read_back_result(const store_write_item_t *item, const model_aggregate_t *stored,
+sink_item_result_t store_read_back_result(const sink_write_item_t *item, const model_aggregate_t *stored,
                                            int64_t stored_rev, int64_t stored_updated_at_ms, int64_t updated_at_ms) {
   if (stored_rev == item->rev + 1 && stored_updated_at_ms == updated_at_ms && model_aggregate_equal(item->agg, stored))
-    return STORE_ITEM_OK;
-  return STORE_ITEM_PENDING;
+    return SINK_ITEM_OK;
+  return SINK_ITEM_PENDING;
 }
 
 /* Finds out what became of every item after a reply that did not say.
@@ -902,8 +902,8 @@ store_item_result_t store_read_back_result(const store_write_item_t *item, const
  * this path only when some but not all partial updates of a command
  * matched nothing (store_bulk_outcome), which needs a race with another
  * writer. */
-static store_status_t resolve_incomplete(store_t *store, store_write_item_t *items, size_t nitems,
-                                         int64_t updated_at_ms, store_error_t *err) {
+static sink_status_t resolve_incomplete(store_t *store, sink_write_item_t *items, size_t nitems,
+                                         int64_t updated_at_ms, sink_error_t *err) {
   if (!store->warned_incomplete) {
     log_warn("store reply did not account for every write; resolving the batch item by item", "error", LOG_STR,
              err ? err->message : "");
@@ -916,46 +916,46 @@ static store_status_t resolve_incomplete(store_t *store, store_write_item_t *ite
   qsort_r(idx, nitems, sizeof *idx, cmp_item_key, items);
   for (size_t i = 0; i < nitems; i++) {
     keys[i] = item_key(&items[i]);
-    items[i].result = STORE_ITEM_PENDING;
+    items[i].result = SINK_ITEM_PENDING;
     items[i].error_code = 0;
   }
 
   loaded_list_t stored = {0};
-  store_status_t st = load_all(store, keys, nitems, &stored, err);
-  for (size_t i = 0; st == STORE_OK && i < stored.n; i++) {
+  sink_status_t st = load_all(store, keys, nitems, &stored, err);
+  for (size_t i = 0; st == SINK_OK && i < stored.n; i++) {
     size_t len;
-    store_write_item_t *item = find_item(items, idx, nitems, model_aggregate_key(stored.v[i].agg, &len));
-    if (item && item->result == STORE_ITEM_PENDING)
+    sink_write_item_t *item = find_item(items, idx, nitems, model_aggregate_key(stored.v[i].agg, &len));
+    if (item && item->result == SINK_ITEM_PENDING)
       item->result = store_read_back_result(item, stored.v[i].agg, stored.v[i].rev, stored.v[i].updated_at_ms,
                                             updated_at_ms);
   }
   loaded_free(&stored);
 
   bool incomplete;
-  for (size_t i = 0; st == STORE_OK && i < nitems; i++)
-    if (items[i].result == STORE_ITEM_PENDING) st = write_bulk(store, items, &i, 1, updated_at_ms, &incomplete, err);
+  for (size_t i = 0; st == SINK_OK && i < nitems; i++)
+    if (items[i].result == SINK_ITEM_PENDING) st = write_bulk(store, items, &i, 1, updated_at_ms, &incomplete, err);
   free(keys);
   free(idx);
   return st;
 }
 
-store_status_t store_write(store_t *store, store_write_item_t *items, size_t nitems, int64_t updated_at_ms,
-                           store_error_t *err) {
+sink_status_t store_write(store_t *store, sink_write_item_t *items, size_t nitems, int64_t updated_at_ms,
+                           sink_error_t *err) {
   clear_error(err);
-  if (nitems == 0) return STORE_OK;
+  if (nitems == 0) return SINK_OK;
   size_t *idx = oom_malloc(nitems * sizeof *idx);
   for (size_t i = 0; i < nitems; i++) idx[i] = i;
   bool incomplete = false;
-  store_status_t st = detect_server(store, err);
-  if (st == STORE_OK) st = write_bulk(store, items, idx, nitems, updated_at_ms, &incomplete, err);
+  sink_status_t st = detect_server(store, err);
+  if (st == SINK_OK) st = write_bulk(store, items, idx, nitems, updated_at_ms, &incomplete, err);
   free(idx);
-  if (st != STORE_OK && incomplete && nitems > 1) {
+  if (st != SINK_OK && incomplete && nitems > 1) {
     store->incomplete++;
     st = resolve_incomplete(store, items, nitems, updated_at_ms, err);
   }
-  if (st != STORE_OK) {
+  if (st != SINK_OK) {
     for (size_t i = 0; i < nitems; i++) {
-      items[i].result = STORE_ITEM_PENDING;
+      items[i].result = SINK_ITEM_PENDING;
       items[i].error_code = 0;
     }
   }
@@ -963,3 +963,16 @@ store_status_t store_write(store_t *store, store_write_item_t *items, size_t nit
 }
 
 uint64_t store_incomplete_writes(const store_t *store) { return store->incomplete; }
+
+static sink_status_t sink_load(void *ctx, const char *const *keys, size_t n, sink_found_cb found, void *cb_ctx,
+                               sink_error_t *err) {
+  return store_load(ctx, keys, n, found, cb_ctx, err);
+}
+
+static sink_status_t sink_write(void *ctx, sink_write_item_t *items, size_t n, int64_t now, sink_error_t *err) {
+  return store_write(ctx, items, n, now, err);
+}
+
+static sink_status_t sink_ping(void *ctx, sink_error_t *err) { return store_ping(ctx, err); }
+
+sink_t store_sink(store_t *store) { return (sink_t){sink_load, sink_write, sink_ping, store}; }

@@ -19,8 +19,8 @@ bool store_server_code_is_transient(int32_t code);
 
 /* Classifies a failed operation. error comes from mongoc with error API
  * version 2 (server errors in MONGOC_ERROR_SERVER); reply is the server's
- * reply or NULL. Returns STORE_RETRY or STORE_FATAL (never STORE_OK). */
-store_status_t store_classify_error(const bson_error_t *error, const bson_t *reply);
+ * reply or NULL. Returns SINK_RETRY or SINK_FATAL (never SINK_OK). */
+sink_status_t store_classify_error(const bson_error_t *error, const bson_t *reply);
 
 /* Interprets the outcome of mongoc_bulk_operation_execute for a bulk of nops
  * operations as store_write sends them (an insert for an item at rev 0, else
@@ -28,14 +28,14 @@ store_status_t store_classify_error(const bson_error_t *error, const bson_t *rep
  * items[map[i]]: executed
  * is its return value != 0, error and reply what it filled.
  *
- * On STORE_OK every mapped item has a result. Otherwise the mapped items are
- * reset to STORE_ITEM_PENDING and err says why; *incomplete is set when the
+ * On SINK_OK every mapped item has a result. Otherwise the mapped items are
+ * reset to SINK_ITEM_PENDING and err says why; *incomplete is set when the
  * only problem is that the reply does not account for every operation (a
  * server that stops at the first write error whatever `ordered` says), so
  * the caller can find the items' fates another way. */
-store_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const bson_t *reply,
-                                  store_write_item_t *items, const size_t *map, size_t nops, bool *incomplete,
-                                  store_error_t *err);
+sink_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const bson_t *reply,
+                                  sink_write_item_t *items, const size_t *map, size_t nops, bool *incomplete,
+                                  sink_error_t *err);
 
 /* How many store_write calls on store got a reply that did not account for
  * every item and resolved it item by item (tests: which path a server's
@@ -44,16 +44,16 @@ uint64_t store_incomplete_writes(const store_t *store);
 
 /* What a read-back says about item after an incomplete bulk reply (FerretDB),
  * given the stored document (stored, stored_rev, its updatedAt) and the
- * updated_at_ms this store_write sent: STORE_ITEM_OK when the document is
- * this write's, else STORE_ITEM_PENDING (the caller sends it again, and a
+ * updated_at_ms this store_write sent: SINK_ITEM_OK when the document is
+ * this write's, else SINK_ITEM_PENDING (the caller sends it again, and a
  * document another writer moved on then comes back as a conflict). */
-store_item_result_t store_read_back_result(const store_write_item_t *item, const model_aggregate_t *stored,
+sink_item_result_t store_read_back_result(const sink_write_item_t *item, const model_aggregate_t *stored,
                                            int64_t stored_rev, int64_t stored_updated_at_ms, int64_t updated_at_ms);
 
 /* How many keys store_load asks for per find on this store's server: 1
  * against FerretDB, which pushes no $in down to its backend (so each key is
  * a {_id: key} find), STORE_LOAD_CHUNK (10,000, one $in) otherwise. Asks the
  * server on first use (buildInfo); 0 with err filled if that fails. */
-size_t store_load_keys_per_find(store_t *store, store_error_t *err);
+size_t store_load_keys_per_find(store_t *store, sink_error_t *err);
 
 #endif

@@ -112,10 +112,10 @@ static void on_found(void *ctx, model_aggregate_t *agg, int64_t rev, const model
 static bool load_chunk(store_t *store, const config_t *cfg, chunk_t *c, const char **keys) {
   for (size_t i = 0; i < c->n; i++) keys[i] = model_aggregate_key(c->v[i].rebuilt, NULL);
   for (unsigned attempt = 0;; attempt++) {
-    store_error_t err;
-    store_status_t st = store_load_counts(store, keys, c->n, on_found, c, &err);
-    if (st == STORE_OK) return true;
-    if (st == STORE_FATAL) {
+    sink_error_t err;
+    sink_status_t st = store_load_counts(store, keys, c->n, on_found, c, &err);
+    if (st == SINK_OK) return true;
+    if (st == SINK_FATAL) {
       fprintf(stderr, "aggregator: verify: store: %s\n", err.message);
       return false;
     }
@@ -171,10 +171,10 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
         break;
       }
     }
-    if (job->status == STORE_FATAL) {
+    if (job->status == SINK_FATAL) {
       fprintf(stderr, "aggregator: verify: repair: store: %s\n", job->err.message);
       ok = false;
-    } else if (job->status == STORE_RETRY && todo) {
+    } else if (job->status == SINK_RETRY && todo) {
       if (backoff == 0 || backoff % 10 == 9)
         fprintf(stderr, "aggregator: verify: repair write failed, retrying: %s\n", job->err.message);
       sleep_ms(retry_backoff_ms(cfg->retry_backoff_ms, cfg->retry_backoff_max_ms, backoff++));
@@ -244,7 +244,7 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
   /* The store first: a bad URI is a configuration error, found before a
    * rebuild that can take minutes (mongoc connects lazily: only the URI and
    * options are checked here). */
-  store_error_t serr;
+  sink_error_t serr;
   store_t *store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &serr);
   if (!store) {
     fprintf(stderr, "aggregator: verify: store: %s\n", serr.message);
@@ -267,7 +267,7 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
-  sink_t sink = sink_store(store);
+  sink_t sink = store_sink(store);
 
   size_t total = batch_dirty_count(rebuilt) + batch_cached_count(rebuilt);
   collect_t all = {oom_malloc((total + 1) * sizeof *all.v), 0};

@@ -53,7 +53,7 @@ static int cmp_size(const void *x, const void *y) {
  * (whole), an id the aggregate lacks (cannot happen: students are never
  * removed), or when half the students or more changed (their $set would be
  * about the document). */
-static void plan_partial(const writer_item_t *it, store_write_item_t *si, size_t *idx) {
+static void plan_partial(const writer_item_t *it, sink_write_item_t *si, size_t *idx) {
   if (it->whole || (it->load && !it->loaded) || it->rev <= 0) return;
   size_t n = 0;
   for (const char *p = it->touched, *end = it->touched + it->touched_len; p && p < end; p += strlen(p) + 1) {
@@ -145,7 +145,7 @@ static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
   model_aggregate_destroy(stored); /* not asked for */
 }
 
-static store_status_t load_items(const sink_t *sink, writer_job_t *job, writer_item_t **scratch,
+static sink_status_t load_items(const sink_t *sink, writer_job_t *job, writer_item_t **scratch,
                                  const char **keys) {
   size_t n = 0;
   for (size_t i = 0; i < job->nitems; i++)
@@ -155,9 +155,9 @@ static store_status_t load_items(const sink_t *sink, writer_job_t *job, writer_i
     load_ctx_t lc = {scratch + start, k};
     qsort(lc.items, k, sizeof *lc.items, cmp_item_key);
     for (size_t i = 0; i < k; i++) keys[i] = model_aggregate_key(lc.items[i]->agg, NULL);
-    store_status_t st = sink->load(sink->ctx, keys, k, on_found, &lc, &job->err);
+    sink_status_t st = sink->load(sink->ctx, keys, k, on_found, &lc, &job->err);
     job->loads++;
-    if (st != STORE_OK) return st; /* all or nothing (store.h): no callback was made */
+    if (st != SINK_OK) return st; /* all or nothing (sink.h): no callback was made */
     atomic_fetch_add_explicit(&job->done_loads, k, memory_order_relaxed);
     for (size_t i = 0; i < k; i++) {
       if (!lc.items[i]->loaded) { /* not stored yet: an insert */
@@ -166,13 +166,13 @@ static store_status_t load_items(const sink_t *sink, writer_job_t *job, writer_i
       }
     }
   }
-  return STORE_OK;
+  return SINK_OK;
 }
 
 void writer_execute(const sink_t *sink, writer_job_t *job) {
   double t0 = clock_mono_s();
   memset(&job->err, 0, sizeof job->err);
-  job->status = STORE_OK;
+  job->status = SINK_OK;
   job->loads = job->written = job->unchanged = job->conflicts = job->errors = 0;
   job->bytes_written = 0;
   atomic_store_explicit(&job->done_loads, 0, memory_order_relaxed);
@@ -181,18 +181,18 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
   size_t chunk = job->chunk < job->nitems ? job->chunk : job->nitems;
   writer_item_t **ents = oom_malloc(job->nitems * sizeof *ents);
   const char **keys = oom_malloc(chunk * sizeof *keys);
-  store_write_item_t *items = oom_malloc(chunk * sizeof *items);
+  sink_write_item_t *items = oom_malloc(chunk * sizeof *items);
   size_t *idx = NULL; /* the partial writes' student indexes of the current bulk */
 
-  store_status_t st = load_items(sink, job, ents, keys);
+  sink_status_t st = load_items(sink, job, ents, keys);
   size_t next = 0;
-  while (st == STORE_OK) {
+  while (st == SINK_OK) {
     size_t k = 0;
     for (; next < job->nitems && k < chunk; next++) {
       writer_item_t *it = &job->items[next];
       if (it->result != WRITER_ITEM_PENDING) continue; /* unchanged after its load */
       ents[k] = it;
-      items[k++] = (store_write_item_t){.agg = it->agg, .rev = it->rev};
+      items[k++] = (sink_write_item_t){.agg = it->agg, .rev = it->rev};
     }
     if (!k) break;
     size_t nidx = 0;
@@ -200,19 +200,19 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
     idx = oom_realloc(idx, (nidx ? nidx : 1) * sizeof *idx);
     for (size_t i = 0, off = 0; i < k; off += ents[i]->ntouched, i++) plan_partial(ents[i], &items[i], idx + off);
     st = sink->write(sink->ctx, items, k, job->now_ms, &job->err);
-    if (st != STORE_OK) break;
+    if (st != SINK_OK) break;
     atomic_fetch_add_explicit(&job->done_writes, k, memory_order_relaxed);
     for (size_t i = 0; i < k; i++) {
       writer_item_t *it = ents[i];
       switch (items[i].result) {
-      case STORE_ITEM_OK:
+      case SINK_ITEM_OK:
         it->rev++;
         it->result = WRITER_ITEM_WRITTEN;
         it->bytes = items[i].bytes;
         job->written++;
         job->bytes_written += items[i].bytes;
         break;
-      case STORE_ITEM_CONFLICT:
+      case SINK_ITEM_CONFLICT:
         it->result = WRITER_ITEM_CONFLICT;
         job->conflicts++;
         break;
@@ -298,8 +298,8 @@ static void *writer_main(void *arg) {
     if (w->idle_ping_ms > 0 && (clock_mono_s() - last_answer) * 1000.0 >= (double)w->idle_ping_ms) {
       w->pinging = true;
       pthread_mutex_unlock(&w->lock);
-      store_error_t err;
-      bool ok = w->sink.ping && w->sink.ping(w->sink.ctx, &err) == STORE_OK;
+      sink_error_t err;
+      bool ok = w->sink.ping && w->sink.ping(w->sink.ctx, &err) == SINK_OK;
       last_answer = clock_mono_s();
       pthread_mutex_lock(&w->lock);
       w->pinging = false;

@@ -24,7 +24,7 @@
  *    nothing else of the batch (items carry an opaque `tag` it never reads).
  *    Both hand-overs go through the writer's mutex, which orders every write
  *    to the job before its reader.
- *  - the sink's ctx (a store_t) is used only by the writer thread from
+ *  - the sink's ctx (a store connection) is used only by the writer thread from
  *    writer_new until writer_destroy returns.
  *  - metrics (metrics.h) are thread-safe; the writer records only the
  *    store's answers to idle pings there.
@@ -40,7 +40,6 @@
 
 #include "aggregate.h"
 #include "sink.h"
-#include "store.h"
 
 typedef enum {
   WRITER_ITEM_PENDING = 0, /* no result: the job stopped before it (see the job's status) */
@@ -60,7 +59,7 @@ typedef struct writer_item {
   size_t bytes;        /* out: the document's BSON size when written, or when refused as too large */
   void *tag;           /* the batch's; the writer never reads it */
   /* in: what changed since the document stored at rev, for a partial write
-   * (store.h). writer_job_add sets whole; a caller that knows better
+   * (sink.h). writer_job_add sets whole; a caller that knows better
    * (batch.c) clears it and says which students and whether the header
    * changed: touched holds ntouched NUL-terminated student ids back to back
    * (duplicates allowed), owned by the job. Items at rev 0 are written
@@ -79,8 +78,8 @@ typedef struct writer_job {
   size_t chunk;   /* bulk size (batch.max_aggregates): keys per load, documents per write */
   int64_t now_ms; /* updatedAt of the documents written */
   /* out, filled by the writer */
-  store_status_t status; /* STORE_OK: every item has a result */
-  store_error_t err;
+  sink_status_t status; /* SINK_OK: every item has a result */
+  sink_error_t err;
   uint64_t loads, written, unchanged, conflicts, errors;
   uint64_t bytes_written; /* BSON bytes of the documents written (the items WRITTEN) */
   double seconds; /* how long the job took in the writer */

@@ -133,8 +133,8 @@ static void assert_stored(const model_aggregate_t *want, int64_t rev) {
   size_t len;
   const char *key = model_aggregate_key(want, &len);
   found_t f = {0};
-  store_error_t err;
-  ck_assert_int_eq(store_load(g_store, &key, 1, on_found, &f, &err), STORE_OK);
+  sink_error_t err;
+  ck_assert_int_eq(store_load(g_store, &key, 1, on_found, &f, &err), SINK_OK);
   ck_assert_msg(f.n == 1, "%s: %zu documents found", key, f.n);
   ck_assert_msg(f.rev[0] == rev, "%s: rev %lld, expected %lld", key, (long long)f.rev[0], (long long)rev);
   ck_assert_msg(model_aggregate_equal(want, f.agg[0]), "%s: stored aggregate differs", key);
@@ -176,8 +176,8 @@ static double now_s(void) {
 /* --- tests --------------------------------------------------------------- */
 
 START_TEST(ping_answers) {
-  store_error_t err;
-  ck_assert_int_eq(store_ping(g_store, &err), STORE_OK);
+  sink_error_t err;
+  ck_assert_int_eq(store_ping(g_store, &err), SINK_OK);
 }
 END_TEST
 
@@ -200,7 +200,7 @@ START_TEST(server_detection_decides_loads) {
    * $in down to its backend), one $in of up to 10,000 keys elsewhere. */
   ck_assert_msg(buildinfo_says_ferretdb() == g_ferretdb, "%s: buildInfo says ferretdb=%d", g_server,
                 !g_ferretdb);
-  store_error_t err;
+  sink_error_t err;
   store_t *s = store_new(g_uri, g_db, g_coll, "1", &err);
   ck_assert_ptr_nonnull(s);
   ck_assert_uint_eq(store_load_keys_per_find(s, &err), g_ferretdb ? 1 : 10000);
@@ -210,16 +210,16 @@ END_TEST
 
 START_TEST(write_new_then_load) {
   model_aggregate_t *a = make_agg("new", "a1"), *b = make_agg("new", "a2"), *c = make_agg("new", "a3");
-  store_write_item_t items[] = {{.agg = a, .rev = 0}, {.agg = b, .rev = 0}, {.agg = c, .rev = 0}};
-  store_error_t err;
+  sink_write_item_t items[] = {{.agg = a, .rev = 0}, {.agg = b, .rev = 0}, {.agg = c, .rev = 0}};
+  sink_error_t err;
   const int64_t at = T0_MS + 123;
-  ck_assert_int_eq(store_write(g_store, items, 3, at, &err), STORE_OK);
-  for (size_t i = 0; i < 3; i++) ck_assert_int_eq(items[i].result, STORE_ITEM_OK);
+  ck_assert_int_eq(store_write(g_store, items, 3, at, &err), SINK_OK);
+  for (size_t i = 0; i < 3; i++) ck_assert_int_eq(items[i].result, SINK_ITEM_OK);
 
   /* Loaded back equal, at rev 1; a missing key gets no callback. */
   const char *keys[] = {"new/a1", "new/a2", "new/missing", "new/a3"};
   found_t f = {0};
-  ck_assert_int_eq(store_load(g_store, keys, 4, on_found, &f, &err), STORE_OK);
+  ck_assert_int_eq(store_load(g_store, keys, 4, on_found, &f, &err), SINK_OK);
   ck_assert_uint_eq(f.n, 3);
   const model_aggregate_t *want[] = {a, b, c};
   for (size_t i = 0; i < 3; i++) {
@@ -252,17 +252,17 @@ END_TEST
 
 START_TEST(write_with_right_rev_advances) {
   model_aggregate_t *a = make_agg("adv", "a1");
-  store_write_item_t item = {.agg = a, .rev = 0};
-  store_error_t err;
-  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS, &err), STORE_OK);
-  ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  sink_write_item_t item = {.agg = a, .rev = 0};
+  sink_error_t err;
+  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS, &err), SINK_OK);
+  ck_assert_int_eq(item.result, SINK_ITEM_OK);
   assert_stored(a, 1);
 
   for (int64_t rev = 1; rev <= 3; rev++) {
     change_agg(a, (uint64_t)(10 + rev));
-    item = (store_write_item_t){.agg = a, .rev = rev};
-    ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + rev, &err), STORE_OK);
-    ck_assert_int_eq(item.result, STORE_ITEM_OK);
+    item = (sink_write_item_t){.agg = a, .rev = rev};
+    ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + rev, &err), SINK_OK);
+    ck_assert_int_eq(item.result, SINK_ITEM_OK);
     assert_stored(a, rev + 1);
   }
   model_aggregate_destroy(a);
@@ -271,11 +271,11 @@ END_TEST
 
 /* Puts agg into the store at rev (by writing it rev times). */
 static void seed(model_aggregate_t *agg, int64_t rev) {
-  store_error_t err;
+  sink_error_t err;
   for (int64_t r = 0; r < rev; r++) {
-    store_write_item_t item = {.agg = agg, .rev = r};
-    ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS, &err), STORE_OK);
-    ck_assert_int_eq(item.result, STORE_ITEM_OK);
+    sink_write_item_t item = {.agg = agg, .rev = r};
+    ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS, &err), SINK_OK);
+    ck_assert_int_eq(item.result, SINK_ITEM_OK);
   }
 }
 
@@ -295,17 +295,17 @@ START_TEST(stale_rev_conflicts_alone) {
     change_agg(x2, 50);
     change_agg(y2, 60);
 
-    store_write_item_t items[3];
-    items[pos] = (store_write_item_t){.agg = x2, .rev = 1}; /* stale: stored is 2 */
-    items[(pos + 1) % 3] = (store_write_item_t){.agg = y2, .rev = 1};
-    items[(pos + 2) % 3] = (store_write_item_t){.agg = z, .rev = 0};
-    store_error_t err;
-    ck_assert_int_eq(store_write(g_store, items, 3, T0_MS + pos, &err), STORE_OK);
-    ck_assert_msg(items[pos].result == STORE_ITEM_CONFLICT, "pass %d: stale item: result %d", pos,
+    sink_write_item_t items[3];
+    items[pos] = (sink_write_item_t){.agg = x2, .rev = 1}; /* stale: stored is 2 */
+    items[(pos + 1) % 3] = (sink_write_item_t){.agg = y2, .rev = 1};
+    items[(pos + 2) % 3] = (sink_write_item_t){.agg = z, .rev = 0};
+    sink_error_t err;
+    ck_assert_int_eq(store_write(g_store, items, 3, T0_MS + pos, &err), SINK_OK);
+    ck_assert_msg(items[pos].result == SINK_ITEM_CONFLICT, "pass %d: stale item: result %d", pos,
                   items[pos].result);
-    ck_assert_msg(items[(pos + 1) % 3].result == STORE_ITEM_OK, "pass %d: update: result %d", pos,
+    ck_assert_msg(items[(pos + 1) % 3].result == SINK_ITEM_OK, "pass %d: update: result %d", pos,
                   items[(pos + 1) % 3].result);
-    ck_assert_msg(items[(pos + 2) % 3].result == STORE_ITEM_OK, "pass %d: insert: result %d", pos,
+    ck_assert_msg(items[(pos + 2) % 3].result == SINK_ITEM_OK, "pass %d: insert: result %d", pos,
                   items[(pos + 2) % 3].result);
 
     /* The conflict changed nothing; the others landed. */
@@ -315,10 +315,10 @@ START_TEST(stale_rev_conflicts_alone) {
 
     /* A rev ahead of the store, and an insert over an existing document,
      * are conflicts too. */
-    store_write_item_t more[] = {{.agg = x2, .rev = 7}, {.agg = y2, .rev = 0}};
-    ck_assert_int_eq(store_write(g_store, more, 2, T0_MS, &err), STORE_OK);
-    ck_assert_int_eq(more[0].result, STORE_ITEM_CONFLICT);
-    ck_assert_int_eq(more[1].result, STORE_ITEM_CONFLICT);
+    sink_write_item_t more[] = {{.agg = x2, .rev = 7}, {.agg = y2, .rev = 0}};
+    ck_assert_int_eq(store_write(g_store, more, 2, T0_MS, &err), SINK_OK);
+    ck_assert_int_eq(more[0].result, SINK_ITEM_CONFLICT);
+    ck_assert_int_eq(more[1].result, SINK_ITEM_CONFLICT);
     assert_stored(x, 2);
     assert_stored(y2, 2);
 
@@ -375,13 +375,13 @@ START_TEST(inserts_conflict_alone) {
   seed(b, 3);
   model_aggregate_t *b2 = model_aggregate_clone(b);
   change_agg(b2, 70);
-  store_write_item_t items[] = {{.agg = a, .rev = 0}, {.agg = b2, .rev = 0}, {.agg = c2, .rev = 0}};
+  sink_write_item_t items[] = {{.agg = a, .rev = 0}, {.agg = b2, .rev = 0}, {.agg = c2, .rev = 0}};
   uint64_t before = store_incomplete_writes(g_store);
-  store_error_t err;
-  ck_assert_int_eq(store_write(g_store, items, 3, T0_MS, &err), STORE_OK);
-  ck_assert_int_eq(items[0].result, STORE_ITEM_OK);
-  ck_assert_int_eq(items[1].result, STORE_ITEM_CONFLICT);
-  ck_assert_int_eq(items[2].result, STORE_ITEM_OK);
+  sink_error_t err;
+  ck_assert_int_eq(store_write(g_store, items, 3, T0_MS, &err), SINK_OK);
+  ck_assert_int_eq(items[0].result, SINK_ITEM_OK);
+  ck_assert_int_eq(items[1].result, SINK_ITEM_CONFLICT);
+  ck_assert_int_eq(items[2].result, SINK_ITEM_OK);
   ck_assert_msg(store_incomplete_writes(g_store) == before, "%s: the reply was resolved item by item", g_server);
   assert_stored(a, 1);
   assert_stored(b, 3);
@@ -423,10 +423,10 @@ START_TEST(partial_update_sets_only_touched) {
   model_aggregate_t *a2 = model_aggregate_clone(a);
   change_agg(a2, 20); /* s2's grade */
   size_t s2 = student_index(a2, "s2");
-  store_write_item_t item = {.agg = a2, .rev = 1, .partial = true, .students = &s2, .nstudents = 1};
-  store_error_t err;
-  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 7, &err), STORE_OK);
-  ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  sink_write_item_t item = {.agg = a2, .rev = 1, .partial = true, .students = &s2, .nstudents = 1};
+  sink_error_t err;
+  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 7, &err), SINK_OK);
+  ck_assert_int_eq(item.result, SINK_ITEM_OK);
   assert_stored(a2, 2);
   assert_stored_bytes(a2, 2, T0_MS + 7);
 
@@ -435,9 +435,9 @@ START_TEST(partial_update_sets_only_touched) {
         "{\"id\":\"h2\",\"type\":\"assignment.upserted\",\"tenant\":\"part\",\"assignment\":\"a1\","
         "\"ts\":\"2026-09-01T08:00:00Z\",\"version\":9,\"data\":{\"class\":\"c1\",\"title\":\"T\","
         "\"status\":\"closed\",\"dueAt\":null,\"points\":null}}");
-  item = (store_write_item_t){.agg = a2, .rev = 2, .partial = true, .header = true};
-  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 8, &err), STORE_OK);
-  ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  item = (sink_write_item_t){.agg = a2, .rev = 2, .partial = true, .header = true};
+  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 8, &err), SINK_OK);
+  ck_assert_int_eq(item.result, SINK_ITEM_OK);
   assert_stored_bytes(a2, 3, T0_MS + 8);
 
   /* A partial update whose rev is not the stored one matches nothing: a
@@ -446,17 +446,17 @@ START_TEST(partial_update_sets_only_touched) {
   model_aggregate_t *at3 = model_aggregate_clone(a2);
   change_agg(a2, 30);
   s2 = student_index(a2, "s2");
-  item = (store_write_item_t){.agg = a2, .rev = 2, .partial = true, .students = &s2, .nstudents = 1};
-  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 9, &err), STORE_OK);
-  ck_assert_int_eq(item.result, STORE_ITEM_CONFLICT);
+  item = (sink_write_item_t){.agg = a2, .rev = 2, .partial = true, .students = &s2, .nstudents = 1};
+  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 9, &err), SINK_OK);
+  ck_assert_int_eq(item.result, SINK_ITEM_CONFLICT);
   item.rev = 5; /* ahead of the store */
-  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 9, &err), STORE_OK);
-  ck_assert_int_eq(item.result, STORE_ITEM_CONFLICT);
+  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 9, &err), SINK_OK);
+  ck_assert_int_eq(item.result, SINK_ITEM_CONFLICT);
   model_aggregate_t *gone = make_agg("part", "never-stored");
   size_t s1 = student_index(gone, "s1");
-  item = (store_write_item_t){.agg = gone, .rev = 1, .partial = true, .students = &s1, .nstudents = 1};
-  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 9, &err), STORE_OK);
-  ck_assert_int_eq(item.result, STORE_ITEM_CONFLICT);
+  item = (sink_write_item_t){.agg = gone, .rev = 1, .partial = true, .students = &s1, .nstudents = 1};
+  ck_assert_int_eq(store_write(g_store, &item, 1, T0_MS + 9, &err), SINK_OK);
+  ck_assert_int_eq(item.result, SINK_ITEM_CONFLICT);
   ck_assert_ptr_null(raw_get("part/never-stored"));
   assert_stored_bytes(at3, 3, T0_MS + 8); /* the misses changed nothing */
   model_aggregate_destroy(at3);
@@ -496,7 +496,7 @@ START_TEST(partial_misses_in_a_bulk) {
    * insert in the same bulk lands. */
   for (int bad = 0; bad < 8; bad++) {
     model_aggregate_t *x[3], *y[3];
-    store_write_item_t items[4];
+    sink_write_item_t items[4];
     size_t idx[3];
     for (int i = 0; i < 3; i++) {
       char an[16];
@@ -506,28 +506,28 @@ START_TEST(partial_misses_in_a_bulk) {
       y[i] = model_aggregate_clone(x[i]);
       change_agg(y[i], (uint64_t)(40 + i));
       idx[i] = student_index(y[i], "s2");
-      items[i] = (store_write_item_t){
+      items[i] = (sink_write_item_t){
           .agg = y[i], .rev = (bad >> i) & 1 ? 1 : 2, .partial = true, .students = &idx[i], .nstudents = 1};
     }
     char an[16];
     snprintf(an, sizeof an, "new%d", bad);
     model_aggregate_t *z = make_agg("pbulk", an);
-    items[3] = (store_write_item_t){.agg = z, .rev = 0};
-    store_error_t err;
-    ck_assert_int_eq(store_write(g_store, items, 4, T0_MS + bad, &err), STORE_OK);
+    items[3] = (sink_write_item_t){.agg = z, .rev = 0};
+    sink_error_t err;
+    ck_assert_int_eq(store_write(g_store, items, 4, T0_MS + bad, &err), SINK_OK);
     for (int i = 0; i < 3; i++) {
       if ((bad >> i) & 1) {
-        ck_assert_msg(items[i].result == STORE_ITEM_CONFLICT, "%s bad=%d item %d: %d", g_server, bad, i,
+        ck_assert_msg(items[i].result == SINK_ITEM_CONFLICT, "%s bad=%d item %d: %d", g_server, bad, i,
                       items[i].result);
         assert_stored(x[i], 2);
       } else {
-        ck_assert_msg(items[i].result == STORE_ITEM_OK, "%s bad=%d item %d: %d", g_server, bad, i, items[i].result);
+        ck_assert_msg(items[i].result == SINK_ITEM_OK, "%s bad=%d item %d: %d", g_server, bad, i, items[i].result);
         assert_stored_bytes(y[i], 3, T0_MS + bad);
       }
       model_aggregate_destroy(x[i]);
       model_aggregate_destroy(y[i]);
     }
-    ck_assert_int_eq(items[3].result, STORE_ITEM_OK);
+    ck_assert_int_eq(items[3].result, SINK_ITEM_OK);
     assert_stored(z, 1);
     model_aggregate_destroy(z);
   }
@@ -535,12 +535,12 @@ START_TEST(partial_misses_in_a_bulk) {
 END_TEST
 
 START_TEST(empty_write_and_load) {
-  store_error_t err;
-  ck_assert_int_eq(store_write(g_store, NULL, 0, T0_MS, &err), STORE_OK);
+  sink_error_t err;
+  ck_assert_int_eq(store_write(g_store, NULL, 0, T0_MS, &err), SINK_OK);
   found_t f = {0};
-  ck_assert_int_eq(store_load(g_store, NULL, 0, on_found, &f, &err), STORE_OK);
+  ck_assert_int_eq(store_load(g_store, NULL, 0, on_found, &f, &err), SINK_OK);
   const char *keys[] = {"nobody/a1", "nobody/a2"};
-  ck_assert_int_eq(store_load(g_store, keys, 2, on_found, &f, &err), STORE_OK);
+  ck_assert_int_eq(store_load(g_store, keys, 2, on_found, &f, &err), SINK_OK);
   ck_assert_uint_eq(f.n, 0);
 }
 END_TEST
@@ -558,7 +558,7 @@ static void on_count(void *ctx, model_aggregate_t *agg, int64_t rev) {
 
 /* --- documents at the size limit ----------------------------------------- */
 
-/* The BSON size store_write checks against STORE_MAX_DOCUMENT_BYTES: the
+/* The BSON size store_write checks against SINK_MAX_DOCUMENT_BYTES: the
  * document plus its update statement's _id and framing (store.c). */
 static size_t statement_bytes(const model_aggregate_t *agg, int64_t rev) {
   bson_t doc = BSON_INITIALIZER;
@@ -606,22 +606,22 @@ static void make_limit_pair(const char *assignment, model_aggregate_t **at, mode
   /* Whole students while two more would still fit: the gap left is one to
    * two students, which one student with 0..MODEL_FEEDBACK_MAX bytes of
    * feedback covers. */
-  while (statement_bytes(agg, 0) + 2 * per <= STORE_MAX_DOCUMENT_BYTES) {
-    size_t k = (STORE_MAX_DOCUMENT_BYTES - statement_bytes(agg, 0)) / per / 2;
+  while (statement_bytes(agg, 0) + 2 * per <= SINK_MAX_DOCUMENT_BYTES) {
+    size_t k = (SINK_MAX_DOCUMENT_BYTES - statement_bytes(agg, 0)) / per / 2;
     for (k = k ? k : 1; k > 0; k--) add_graded_student(agg, i++, 1500);
   }
   model_aggregate_t *probe = model_aggregate_clone(agg);
   add_graded_student(probe, i, 0);
   size_t base = statement_bytes(probe, 0); /* growth is one byte per byte of feedback */
   model_aggregate_destroy(probe);
-  ck_assert_uint_le(base, STORE_MAX_DOCUMENT_BYTES);
-  size_t flen = STORE_MAX_DOCUMENT_BYTES - base;
+  ck_assert_uint_le(base, SINK_MAX_DOCUMENT_BYTES);
+  size_t flen = SINK_MAX_DOCUMENT_BYTES - base;
   ck_assert_uint_lt(flen, MODEL_FEEDBACK_MAX);
   *at = model_aggregate_clone(agg);
   add_graded_student(*at, i, flen);
-  ck_assert_uint_eq(statement_bytes(*at, 0), STORE_MAX_DOCUMENT_BYTES);
+  ck_assert_uint_eq(statement_bytes(*at, 0), SINK_MAX_DOCUMENT_BYTES);
   add_graded_student(agg, i, flen + 1);
-  ck_assert_uint_eq(statement_bytes(agg, 0), STORE_MAX_DOCUMENT_BYTES + 1);
+  ck_assert_uint_eq(statement_bytes(agg, 0), SINK_MAX_DOCUMENT_BYTES + 1);
   *over = agg;
   if (last) *last = i; /* the student whose feedback differs: "s<i>" */
 }
@@ -636,13 +636,13 @@ START_TEST(document_past_the_limit_is_refused_alone) {
   model_aggregate_t *under, *over;
   make_limit_pair("over", &under, &over, NULL); /* one byte over */
   model_aggregate_t *small = make_agg("tbig", "small");
-  store_write_item_t items[2] = {{.agg = over, .rev = 0}, {.agg = small, .rev = 0}};
-  store_error_t err;
-  ck_assert_int_eq(store_write(g_store, items, 2, T0_MS, &err), STORE_OK);
-  ck_assert_int_eq(items[0].result, STORE_ITEM_ERROR);
-  ck_assert_uint_eq(items[0].error_code, STORE_CODE_OBJECT_TOO_LARGE);
-  ck_assert_uint_gt(items[0].bytes, STORE_MAX_DOCUMENT_BYTES - 4096); /* its size, for the log */
-  ck_assert_int_eq(items[1].result, STORE_ITEM_OK);
+  sink_write_item_t items[2] = {{.agg = over, .rev = 0}, {.agg = small, .rev = 0}};
+  sink_error_t err;
+  ck_assert_int_eq(store_write(g_store, items, 2, T0_MS, &err), SINK_OK);
+  ck_assert_int_eq(items[0].result, SINK_ITEM_ERROR);
+  ck_assert_uint_eq(items[0].error_code, SINK_CODE_TOO_LARGE);
+  ck_assert_uint_gt(items[0].bytes, SINK_MAX_DOCUMENT_BYTES - 4096); /* its size, for the log */
+  ck_assert_int_eq(items[1].result, SINK_ITEM_OK);
   ck_assert_uint_gt(items[1].bytes, 0);
   bson_t *raw = raw_get("tbig/over");
   ck_assert_ptr_null(raw);
@@ -659,11 +659,11 @@ END_TEST
 START_TEST(document_at_the_limit_is_stored) {
   model_aggregate_t *under, *over;
   make_limit_pair("under", &under, &over, NULL);
-  store_write_item_t item = {.agg = under, .rev = 0};
-  store_error_t err;
-  ck_assert_msg(store_write(g_store, &item, 1, T0_MS, &err) == STORE_OK, "%s", err.message);
-  ck_assert_int_eq(item.result, STORE_ITEM_OK);
-  ck_assert_uint_gt(item.bytes, STORE_MAX_DOCUMENT_BYTES - 4096);
+  sink_write_item_t item = {.agg = under, .rev = 0};
+  sink_error_t err;
+  ck_assert_msg(store_write(g_store, &item, 1, T0_MS, &err) == SINK_OK, "%s", err.message);
+  ck_assert_int_eq(item.result, SINK_ITEM_OK);
+  ck_assert_uint_gt(item.bytes, SINK_MAX_DOCUMENT_BYTES - 4096);
   assert_stored(under, 1);
   model_aggregate_destroy(under);
   model_aggregate_destroy(over);
@@ -677,18 +677,18 @@ START_TEST(partial_update_past_the_limit_is_refused) {
   model_aggregate_t *under, *over;
   int last;
   make_limit_pair("partial", &under, &over, &last);
-  store_write_item_t item = {.agg = under, .rev = 0};
-  store_error_t err;
-  ck_assert_msg(store_write(g_store, &item, 1, T0_MS, &err) == STORE_OK, "%s", err.message);
-  ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  sink_write_item_t item = {.agg = under, .rev = 0};
+  sink_error_t err;
+  ck_assert_msg(store_write(g_store, &item, 1, T0_MS, &err) == SINK_OK, "%s", err.message);
+  ck_assert_int_eq(item.result, SINK_ITEM_OK);
   char id[16];
   snprintf(id, sizeof id, "s%d", last);
   size_t si = student_index(over, id);
-  item = (store_write_item_t){.agg = over, .rev = 1, .partial = true, .students = &si, .nstudents = 1};
-  ck_assert_msg(store_write(g_store, &item, 1, T0_MS + 1, &err) == STORE_OK, "%s", err.message);
-  ck_assert_int_eq(item.result, STORE_ITEM_ERROR);
-  ck_assert_uint_eq(item.error_code, STORE_CODE_OBJECT_TOO_LARGE);
-  ck_assert_uint_gt(item.bytes, STORE_MAX_DOCUMENT_BYTES - 4096);
+  item = (sink_write_item_t){.agg = over, .rev = 1, .partial = true, .students = &si, .nstudents = 1};
+  ck_assert_msg(store_write(g_store, &item, 1, T0_MS + 1, &err) == SINK_OK, "%s", err.message);
+  ck_assert_int_eq(item.result, SINK_ITEM_ERROR);
+  ck_assert_uint_eq(item.error_code, SINK_CODE_TOO_LARGE);
+  ck_assert_uint_gt(item.bytes, SINK_MAX_DOCUMENT_BYTES - 4096);
   assert_stored(under, 1);
   model_aggregate_destroy(under);
   model_aggregate_destroy(over);
@@ -700,29 +700,29 @@ START_TEST(many_items_one_bulk) {
    * (101). */
   enum { N = 300 };
   model_aggregate_t *aggs[N];
-  store_write_item_t items[N];
+  sink_write_item_t items[N];
   const char *keys[N];
   for (int i = 0; i < N; i++) {
     char a[16];
     snprintf(a, sizeof a, "m%03d", i);
     aggs[i] = make_agg("many", a);
-    items[i] = (store_write_item_t){.agg = aggs[i], .rev = 0};
+    items[i] = (sink_write_item_t){.agg = aggs[i], .rev = 0};
     size_t len;
     keys[i] = model_aggregate_key(aggs[i], &len);
   }
-  store_error_t err;
-  ck_assert_int_eq(store_write(g_store, items, N, T0_MS, &err), STORE_OK);
-  for (int i = 0; i < N; i++) ck_assert_int_eq(items[i].result, STORE_ITEM_OK);
+  sink_error_t err;
+  ck_assert_int_eq(store_write(g_store, items, N, T0_MS, &err), SINK_OK);
+  for (int i = 0; i < N; i++) ck_assert_int_eq(items[i].result, SINK_ITEM_OK);
 
   /* Again, now that every filter matches a document (FerretDB 1.x hangs on
    * an update command with 100 matching updates; the store must not send
    * one). */
-  for (int i = 0; i < N; i++) items[i] = (store_write_item_t){.agg = aggs[i], .rev = 1};
-  ck_assert_int_eq(store_write(g_store, items, N, T0_MS, &err), STORE_OK);
-  for (int i = 0; i < N; i++) ck_assert_int_eq(items[i].result, STORE_ITEM_OK);
+  for (int i = 0; i < N; i++) items[i] = (sink_write_item_t){.agg = aggs[i], .rev = 1};
+  ck_assert_int_eq(store_write(g_store, items, N, T0_MS, &err), SINK_OK);
+  for (int i = 0; i < N; i++) ck_assert_int_eq(items[i].result, SINK_ITEM_OK);
 
   count_t cnt = {0, 0};
-  ck_assert_int_eq(store_load(g_store, keys, N, on_count, &cnt, &err), STORE_OK);
+  ck_assert_int_eq(store_load(g_store, keys, N, on_count, &cnt, &err), SINK_OK);
   ck_assert_int_eq(cnt.n, N);
   ck_assert_int_eq(cnt.bad, 0);
   for (int i = 0; i < N; i++) model_aggregate_destroy(aggs[i]);
@@ -735,8 +735,8 @@ START_TEST(corrupt_document_is_fatal) {
   raw_insert_json("{\"_id\": \"corrupt/bad\", \"tenant\": \"corrupt\", \"assignment\": \"bad\", \"rev\": \"one\"}");
   const char *keys[] = {"corrupt/good", "corrupt/bad"};
   found_t f = {0};
-  store_error_t err;
-  ck_assert_int_eq(store_load(g_store, keys, 2, on_found, &f, &err), STORE_FATAL);
+  sink_error_t err;
+  ck_assert_int_eq(store_load(g_store, keys, 2, on_found, &f, &err), SINK_FATAL);
   ck_assert_msg(strstr(err.message, "corrupt/bad") != NULL, "message: %s", err.message);
   /* All or nothing: the good document is not handed out either. */
   ck_assert_uint_eq(f.n, 0);
@@ -746,16 +746,16 @@ END_TEST
 
 START_TEST(majority_write_concern) {
   /* A single node acknowledges "majority" by itself. */
-  store_error_t err;
+  sink_error_t err;
   store_t *s = store_new(g_uri, g_db, g_coll, "majority", &err);
   ck_assert_ptr_nonnull(s);
   model_aggregate_t *a = make_agg("wc", "a1");
-  store_write_item_t item = {.agg = a, .rev = 0};
-  ck_assert_int_eq(store_write(s, &item, 1, T0_MS, &err), STORE_OK);
-  ck_assert_int_eq(item.result, STORE_ITEM_OK);
+  sink_write_item_t item = {.agg = a, .rev = 0};
+  ck_assert_int_eq(store_write(s, &item, 1, T0_MS, &err), SINK_OK);
+  ck_assert_int_eq(item.result, SINK_ITEM_OK);
   found_t f = {0};
   const char *key = "wc/a1";
-  ck_assert_int_eq(store_load(s, &key, 1, on_found, &f, &err), STORE_OK); /* read concern majority */
+  ck_assert_int_eq(store_load(s, &key, 1, on_found, &f, &err), SINK_OK); /* read concern majority */
   ck_assert_uint_eq(f.n, 1);
   ck_assert(model_aggregate_equal(a, f.agg[0]));
   found_free(&f);
@@ -769,13 +769,13 @@ START_TEST(bad_namespace_is_fatal) {
    * FerretDB) refuse it with 73 InvalidNamespace, whose classification as
    * fatal test_store_errors checks without a server. */
   if (!g_ferretdb) return;
-  store_error_t err;
+  sink_error_t err;
   store_t *s = store_new(g_uri, "bad$name", g_coll, "1", &err);
   ck_assert_ptr_nonnull(s);
   model_aggregate_t *a = make_agg("ns", "a1");
-  store_write_item_t item = {.agg = a, .rev = 0};
-  ck_assert_int_eq(store_write(s, &item, 1, T0_MS, &err), STORE_FATAL);
-  ck_assert_int_eq(item.result, STORE_ITEM_PENDING);
+  sink_write_item_t item = {.agg = a, .rev = 0};
+  ck_assert_int_eq(store_write(s, &item, 1, T0_MS, &err), SINK_FATAL);
+  ck_assert_int_eq(item.result, SINK_ITEM_PENDING);
   ck_assert_uint_eq(err.code, 73); /* InvalidNamespace */
   model_aggregate_destroy(a);
   store_destroy(s);
@@ -788,10 +788,10 @@ START_TEST(bad_credentials_are_fatal) {
   const char *rest = strstr(g_uri, "://");
   ck_assert_ptr_nonnull(rest);
   snprintf(uri, sizeof uri, "mongodb://nobody:wrongpw@%s", rest + 3);
-  store_error_t err;
+  sink_error_t err;
   store_t *s = store_new(uri, g_db, g_coll, "1", &err);
   ck_assert_ptr_nonnull(s);
-  ck_assert_int_eq(store_ping(s, &err), STORE_FATAL);
+  ck_assert_int_eq(store_ping(s, &err), SINK_FATAL);
   ck_assert_uint_eq(err.domain, MONGOC_ERROR_CLIENT);
   ck_assert(strstr(err.message, "wrongpw") == NULL);
   store_destroy(s);
@@ -799,26 +799,26 @@ START_TEST(bad_credentials_are_fatal) {
 END_TEST
 
 static void assert_unreachable_retries(const char *uri, double max_s) {
-  store_error_t err;
+  sink_error_t err;
   store_t *s = store_new(uri, g_db, g_coll, "1", &err);
   ck_assert_ptr_nonnull(s);
 
   double t = now_s();
-  ck_assert_int_eq(store_ping(s, &err), STORE_RETRY);
+  ck_assert_int_eq(store_ping(s, &err), SINK_RETRY);
   ck_assert_uint_eq(err.domain, MONGOC_ERROR_SERVER_SELECTION);
   ck_assert_msg(now_s() - t < max_s, "ping took %.1f s", now_s() - t);
 
   model_aggregate_t *a = make_agg("down", "a1");
-  store_write_item_t item = {.agg = a, .rev = 0};
+  sink_write_item_t item = {.agg = a, .rev = 0};
   t = now_s();
-  ck_assert_int_eq(store_write(s, &item, 1, T0_MS, &err), STORE_RETRY);
-  ck_assert_int_eq(item.result, STORE_ITEM_PENDING);
+  ck_assert_int_eq(store_write(s, &item, 1, T0_MS, &err), SINK_RETRY);
+  ck_assert_int_eq(item.result, SINK_ITEM_PENDING);
   ck_assert_msg(now_s() - t < max_s, "write took %.1f s", now_s() - t);
 
   found_t f = {0};
   const char *key = "down/a1";
   t = now_s();
-  ck_assert_int_eq(store_load(s, &key, 1, on_found, &f, &err), STORE_RETRY);
+  ck_assert_int_eq(store_load(s, &key, 1, on_found, &f, &err), SINK_RETRY);
   ck_assert_uint_eq(f.n, 0);
   ck_assert_msg(now_s() - t < max_s, "load took %.1f s", now_s() - t);
   model_aggregate_destroy(a);
@@ -853,13 +853,13 @@ static int run_against(const char *server, const char *uri, bool ferretdb) {
   snprintf(g_db, sizeof g_db, "test_store_%ld", (long)getpid());
   fprintf(stderr, "test_store: against %s at %s\n", server, uri);
 
-  store_error_t err;
+  sink_error_t err;
   g_store = store_new(g_uri, g_db, g_coll, "1", &err); /* also initialises mongoc */
   if (!g_store) {
     fprintf(stderr, "test_store: store_new: %s\n", err.message);
     return -1;
   }
-  if (store_ping(g_store, &err) != STORE_OK) {
+  if (store_ping(g_store, &err) != SINK_OK) {
     fprintf(stderr, "test_store: no %s at %s (start it with scripts/stack start): %s\n", server, uri, err.message);
     store_destroy(g_store);
     return -1;

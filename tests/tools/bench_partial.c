@@ -97,16 +97,16 @@ int main(int argc, char **argv) {
   size_t writes = strtoul(argv[4], NULL, 10);
   model_aggregate_t *agg = build(students);
   if (!agg || writes == 0) return die("arguments", "STUDENTS and WRITES must be > 0");
-  store_error_t err;
+  sink_error_t err;
   store_t *store = store_new(argv[1], argv[2], "aggregates", "1", &err);
   if (!store) return die("store_new", err.message);
   int64_t rev = 0;
-  store_write_item_t item = {.agg = agg, .rev = rev};
-  if (store_write(store, &item, 1, 0, &err) != STORE_OK || item.result != STORE_ITEM_OK) {
+  sink_write_item_t item = {.agg = agg, .rev = rev};
+  if (store_write(store, &item, 1, 0, &err) != SINK_OK || item.result != SINK_ITEM_OK) {
     /* A previous run's document: start from its rev. */
     model_aggregate_t *old = NULL;
     const char *key = model_aggregate_key(agg, NULL);
-    if (store_load(store, &key, 1, on_found, &old, &err) != STORE_OK || !old) return die("seed", err.message);
+    if (store_load(store, &key, 1, on_found, &old, &err) != SINK_OK || !old) return die("seed", err.message);
     model_aggregate_destroy(old);
     return die("seed", "the database is not empty: drop it first");
   }
@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
     size_t i = (size_t)(cmdgen_splitmix(&rnd) % model_aggregate_student_count(agg));
     change(agg, i, 1000000 + w);
     int kind = (int)(w % 2); /* 0 partial, 1 whole */
-    item = (store_write_item_t){.agg = agg, .rev = rev};
+    item = (sink_write_item_t){.agg = agg, .rev = rev};
     bson_t u = BSON_INITIALIZER, set;
     if (kind == 0) {
       item.partial = true;
@@ -134,15 +134,15 @@ int main(int argc, char **argv) {
     bytes[kind] += u.len;
     bson_destroy(&u);
     double t0 = now_s();
-    if (store_write(store, &item, 1, 1000 + (int64_t)w, &err) != STORE_OK || item.result != STORE_ITEM_OK)
-      return die("write", item.result == STORE_ITEM_OK ? err.message : "not written");
+    if (store_write(store, &item, 1, 1000 + (int64_t)w, &err) != SINK_OK || item.result != SINK_ITEM_OK)
+      return die("write", item.result == SINK_ITEM_OK ? err.message : "not written");
     t[kind] += now_s() - t0;
     n[kind]++;
     rev++;
   }
   model_aggregate_t *stored = NULL;
   const char *key = model_aggregate_key(agg, NULL);
-  if (store_load(store, &key, 1, on_found, &stored, &err) != STORE_OK || !stored) return die("load", err.message);
+  if (store_load(store, &key, 1, on_found, &stored, &err) != SINK_OK || !stored) return die("load", err.message);
   bool same = model_aggregate_equal(stored, agg);
   bson_t whole = BSON_INITIALIZER;
   model_codec_to_bson(agg, rev, 0, &whole);

@@ -94,10 +94,10 @@ int main(int argc, char **argv) {
   bool with_in = !(argc > 7 && !strcmp(argv[7], "--no-in"));
   if (ndocs == 0 || nbulk > ndocs || nload > ndocs) return die("arguments", "BULK and LOADKEYS must be <= DOCS > 0");
 
-  store_error_t err;
+  sink_error_t err;
   store_t *store = store_new(uri, dbname, "aggregates", "1", &err);
   if (!store) return die("store_new", err.message);
-  if (store_ping(store, &err) != STORE_OK) return die("ping", err.message);
+  if (store_ping(store, &err) != SINK_OK) return die("ping", err.message);
   mongoc_client_t *raw = mongoc_client_new(uri);
   mongoc_client_set_error_api(raw, MONGOC_ERROR_API_VERSION_2);
   mongoc_database_t *db = mongoc_client_get_database(raw, dbname);
@@ -141,12 +141,12 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < nsingle; i++) {
     uint32_t k = (uint32_t)cmdgen_below(&rnd, ndocs);
     if (rev[k] < 0) continue; /* a failed write left it unknown */
-    store_write_item_t item = {.agg = aggs[k], .rev = rev[k]};
+    sink_write_item_t item = {.agg = aggs[k], .rev = rev[k]};
     t = now_s();
-    store_status_t st = store_write(store, &item, 1, 1788249600000LL, &err);
+    sink_status_t st = store_write(store, &item, 1, 1788249600000LL, &err);
     lat[i] = now_s() - t;
     single_total += lat[i];
-    if (st != STORE_OK) {
+    if (st != SINK_OK) {
       /* FerretDB on SQLite at a few thousand documents under load: longer
        * than the 60 s socket timeout. Counted (at the time it took), and
        * the document's rev is unknown now: it is not written again. */
@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
       rev[k] = -1;
       continue;
     }
-    if (item.result != STORE_ITEM_OK) return die("single write", "not ok");
+    if (item.result != SINK_ITEM_OK) return die("single write", "not ok");
     rev[k]++;
     fprintf(stderr, "\rbench_store: single write %zu/%zu: %.1f ms   ", i + 1, nsingle, lat[i] * 1e3);
   }
@@ -166,18 +166,18 @@ int main(int argc, char **argv) {
   double bulk_s = 0;
   char bulk_error[256] = "";
   if (nbulk) {
-    store_write_item_t *items = calloc(nbulk, sizeof *items);
+    sink_write_item_t *items = calloc(nbulk, sizeof *items);
     uint32_t start = (uint32_t)cmdgen_below(&rnd, ndocs);
     for (size_t i = 0; i < nbulk; i++) {
       uint32_t k = (uint32_t)((start + i * 7919u) % ndocs); /* 7919 is prime: distinct while nbulk <= ndocs */
-      items[i] = (store_write_item_t){.agg = aggs[k], .rev = rev[k] < 0 ? 1 : rev[k]};
+      items[i] = (sink_write_item_t){.agg = aggs[k], .rev = rev[k] < 0 ? 1 : rev[k]};
     }
     t = now_s();
-    store_status_t st = store_write(store, items, nbulk, 1788249600000LL, &err);
+    sink_status_t st = store_write(store, items, nbulk, 1788249600000LL, &err);
     bulk_s = now_s() - t;
     /* A failure is a result too (FerretDB on SQLite can take longer than the
      * 60 s socket timeout for one command): reported, and the run goes on. */
-    if (st != STORE_OK) {
+    if (st != SINK_OK) {
       snprintf(bulk_error, sizeof bulk_error, "%s", err.message);
       for (char *p = bulk_error; *p; p++)
         if (*p == ' ') *p = '_';
@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
       /* Only a document left unknown by a failed single write can
        * conflict; anything else is a bug. */
       for (size_t i = 0; i < nbulk; i++)
-        if (items[i].result != STORE_ITEM_OK && !(items[i].result == STORE_ITEM_CONFLICT && single_failed))
+        if (items[i].result != SINK_ITEM_OK && !(items[i].result == SINK_ITEM_CONFLICT && single_failed))
           return die("bulk write", "an item did not land");
       fprintf(stderr, "bench_store: bulk of %zu in %.2f s\n", nbulk, bulk_s);
     }
@@ -205,9 +205,9 @@ int main(int argc, char **argv) {
       keys[i] = model_aggregate_key(aggs[(start + i * 7919u) % ndocs], &len);
     }
     t = now_s();
-    store_status_t st = store_load(store, keys, nload, count_found, &loaded, &err);
+    sink_status_t st = store_load(store, keys, nload, count_found, &loaded, &err);
     load_s = now_s() - t;
-    if (st != STORE_OK) return die("load", err.message);
+    if (st != SINK_OK) return die("load", err.message);
     fprintf(stderr, "bench_store: store_load of %zu keys: %zu found in %.2f s\n", nload, loaded, load_s);
     if (with_in) {
       bson_t filter = BSON_INITIALIZER, id, in;

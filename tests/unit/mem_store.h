@@ -38,12 +38,12 @@ typedef struct mem_store {
   int n;
   int loads, load_keys, writes, write_items;
   int partial_items; /* items written as partial updates */
-  int fail_next;  /* next N calls answer STORE_RETRY */
-  bool fail_fatal; /* every call answers STORE_FATAL */
+  int fail_next;  /* next N calls answer SINK_RETRY */
+  bool fail_fatal; /* every call answers SINK_FATAL */
   int latency_ms;  /* every load and write takes this long */
   bool hold;       /* writes wait at the gate until mem_release */
   size_t max_doc_bytes; /* 0 = none; else a document whose model_aggregate_memory passes it is refused as
-                         * too large, as store.c refuses one past STORE_MAX_DOCUMENT_BYTES of BSON */
+                         * too large, as store.c refuses one past SINK_MAX_DOCUMENT_BYTES of BSON */
   int held;        /* writes waiting at the gate now */
   pthread_mutex_t lock;
   pthread_cond_t cond;
@@ -93,29 +93,29 @@ static inline doc_t *mem_find(mem_store_t *s, const char *key) {
 
 /* The failure the test asked for, if any (every load and write asks first,
  * under the lock). */
-static inline store_status_t mem_injected(mem_store_t *s, store_error_t *err) {
+static inline sink_status_t mem_injected(mem_store_t *s, sink_error_t *err) {
   if (s->fail_fatal) {
     if (err) snprintf(err->message, sizeof err->message, "injected fatal error");
-    return STORE_FATAL;
+    return SINK_FATAL;
   }
   if (s->fail_next > 0) {
     s->fail_next--;
     if (err) snprintf(err->message, sizeof err->message, "injected transient error");
-    return STORE_RETRY;
+    return SINK_RETRY;
   }
-  return STORE_OK;
+  return SINK_OK;
 }
 
-static inline store_status_t mem_load(void *ctx, const char *const *keys, size_t n, store_found_cb found, void *cb_ctx,
-                               store_error_t *err) {
+static inline sink_status_t mem_load(void *ctx, const char *const *keys, size_t n, sink_found_cb found, void *cb_ctx,
+                               sink_error_t *err) {
   mem_store_t *s = ctx;
   mem_lock(s);
   int latency = s->latency_ms;
   mem_unlock(s);
   if (latency) mem_sleep(latency);
   mem_lock(s);
-  store_status_t st = mem_injected(s, err);
-  if (st == STORE_OK) {
+  sink_status_t st = mem_injected(s, err);
+  if (st == SINK_OK) {
     s->loads++;
     s->load_keys += (int)n;
     for (size_t i = 0; i < n; i++) {
@@ -127,7 +127,7 @@ static inline store_status_t mem_load(void *ctx, const char *const *keys, size_t
   return st;
 }
 
-static inline store_status_t mem_write(void *ctx, store_write_item_t *items, size_t n, int64_t now, store_error_t *err) {
+static inline sink_status_t mem_write(void *ctx, sink_write_item_t *items, size_t n, int64_t now, sink_error_t *err) {
   mem_store_t *s = ctx;
   (void)now;
   mem_lock(s);
@@ -139,8 +139,8 @@ static inline store_status_t mem_write(void *ctx, store_write_item_t *items, siz
   mem_unlock(s);
   if (latency) mem_sleep(latency);
   mem_lock(s);
-  store_status_t st = mem_injected(s, err);
-  if (st != STORE_OK) {
+  sink_status_t st = mem_injected(s, err);
+  if (st != SINK_OK) {
     mem_unlock(s);
     return st;
   }
@@ -151,12 +151,12 @@ static inline store_status_t mem_write(void *ctx, store_write_item_t *items, siz
     doc_t *d = mem_find(s, key);
     items[i].bytes = model_aggregate_memory(items[i].agg); /* stands for the BSON size */
     if (s->max_doc_bytes && items[i].bytes > s->max_doc_bytes) { /* checked before sending, as store.c */
-      items[i].result = STORE_ITEM_ERROR;
-      items[i].error_code = STORE_CODE_OBJECT_TOO_LARGE;
+      items[i].result = SINK_ITEM_ERROR;
+      items[i].error_code = SINK_CODE_TOO_LARGE;
       continue;
     }
     if ((d ? d->rev : 0) != items[i].rev) {
-      items[i].result = STORE_ITEM_CONFLICT;
+      items[i].result = SINK_ITEM_CONFLICT;
       continue;
     }
     if (items[i].partial && items[i].rev > 0) {
@@ -181,7 +181,7 @@ static inline store_status_t mem_write(void *ctx, store_write_item_t *items, siz
         model_aggregate_put_header(d->agg, &hv);
       }
       d->rev = items[i].rev + 1;
-      items[i].result = STORE_ITEM_OK;
+      items[i].result = SINK_ITEM_OK;
       continue;
     }
     if (!d) {
@@ -193,10 +193,10 @@ static inline store_status_t mem_write(void *ctx, store_write_item_t *items, siz
     }
     d->agg = model_aggregate_clone(items[i].agg);
     d->rev = items[i].rev + 1;
-    items[i].result = STORE_ITEM_OK;
+    items[i].result = SINK_ITEM_OK;
   }
   mem_unlock(s);
-  return STORE_OK;
+  return SINK_OK;
 }
 
 /* Waits (up to 30 s) until n writes wait at the gate; false on timeout. */
@@ -232,10 +232,10 @@ static inline void mem_put(mem_store_t *s, const model_aggregate_t *agg) {
   mem_unlock(s);
 }
 
-static inline store_status_t mem_ping(void *ctx, store_error_t *err) {
+static inline sink_status_t mem_ping(void *ctx, sink_error_t *err) {
   mem_store_t *s = ctx;
   mem_lock(s);
-  store_status_t st = mem_injected(s, err);
+  sink_status_t st = mem_injected(s, err);
   mem_unlock(s);
   return st;
 }

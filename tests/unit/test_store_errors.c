@@ -42,38 +42,38 @@ END_TEST
 
 START_TEST(classify_client_side) {
   bson_error_t e = mkerr(MONGOC_ERROR_STREAM, MONGOC_ERROR_STREAM_SOCKET);
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_RETRY);
   e = mkerr(MONGOC_ERROR_STREAM, MONGOC_ERROR_STREAM_CONNECT);
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_RETRY);
   e = mkerr(MONGOC_ERROR_SERVER_SELECTION, MONGOC_ERROR_SERVER_SELECTION_FAILURE);
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_RETRY);
   /* Authentication failure: wrong credentials do not fix themselves. */
   e = mkerr(MONGOC_ERROR_CLIENT, MONGOC_ERROR_CLIENT_AUTHENTICATE);
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_FATAL);
   e = mkerr(MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG);
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_FATAL);
   e = mkerr(MONGOC_ERROR_PROTOCOL, MONGOC_ERROR_PROTOCOL_BAD_WIRE_VERSION);
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_FATAL);
 }
 END_TEST
 
 START_TEST(classify_server) {
   bson_error_t e = mkerr(MONGOC_ERROR_SERVER, 10107); /* NotWritablePrimary: election */
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_RETRY);
   e = mkerr(MONGOC_ERROR_SERVER, 91); /* ShutdownInProgress */
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_RETRY);
   e = mkerr(MONGOC_ERROR_SERVER, 13); /* Unauthorized */
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_FATAL);
   e = mkerr(MONGOC_ERROR_SERVER, 18); /* AuthenticationFailed */
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_FATAL);
   e = mkerr(MONGOC_ERROR_SERVER, 73); /* InvalidNamespace */
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_FATAL);
   /* A server that labels an error retryable is believed. */
   e = mkerr(MONGOC_ERROR_SERVER, 999999);
   bson_t *labelled = json("{\"ok\": 0, \"code\": 999999, \"errorLabels\": [\"RetryableWriteError\"]}");
-  ck_assert_int_eq(store_classify_error(&e, labelled), STORE_RETRY);
+  ck_assert_int_eq(store_classify_error(&e, labelled), SINK_RETRY);
   bson_t *plain = json("{\"ok\": 0, \"code\": 999999}");
-  ck_assert_int_eq(store_classify_error(&e, plain), STORE_FATAL);
+  ck_assert_int_eq(store_classify_error(&e, plain), SINK_FATAL);
   bson_destroy(labelled);
   bson_destroy(plain);
 }
@@ -81,13 +81,13 @@ END_TEST
 
 START_TEST(classify_write_concern) {
   bson_error_t e = mkerr(MONGOC_ERROR_WRITE_CONCERN, 64); /* wtimeout */
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_RETRY);
   e = mkerr(MONGOC_ERROR_WRITE_CONCERN, 91);
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_RETRY);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_RETRY);
   e = mkerr(MONGOC_ERROR_WRITE_CONCERN, 100); /* UnsatisfiableWriteConcern: w > members */
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_FATAL);
   e = mkerr(MONGOC_ERROR_WRITE_CONCERN, 79); /* UnknownReplWriteConcern */
-  ck_assert_int_eq(store_classify_error(&e, NULL), STORE_FATAL);
+  ck_assert_int_eq(store_classify_error(&e, NULL), SINK_FATAL);
 }
 END_TEST
 
@@ -96,9 +96,9 @@ END_TEST
 #define NITEMS 6
 
 typedef struct fixture {
-  store_write_item_t items[NITEMS];
+  sink_write_item_t items[NITEMS];
   size_t map[NITEMS];
-  store_error_t err;
+  sink_error_t err;
   bool incomplete;
 } fixture_t;
 
@@ -109,15 +109,15 @@ static void fx_init(fixture_t *f, size_t nops) {
   f->incomplete = true; /* must be cleared */
 }
 
-static store_status_t outcome(fixture_t *f, bool executed, bson_error_t e, const char *reply_json, size_t nops) {
+static sink_status_t outcome(fixture_t *f, bool executed, bson_error_t e, const char *reply_json, size_t nops) {
   bson_t *reply = json(reply_json);
-  store_status_t st = store_bulk_outcome(executed, &e, reply, f->items, f->map, nops, &f->incomplete, &f->err);
+  sink_status_t st = store_bulk_outcome(executed, &e, reply, f->items, f->map, nops, &f->incomplete, &f->err);
   bson_destroy(reply);
   return st;
 }
 
 static void assert_all_pending(const fixture_t *f) {
-  for (size_t i = 0; i < NITEMS; i++) ck_assert_int_eq(f->items[i].result, STORE_ITEM_PENDING);
+  for (size_t i = 0; i < NITEMS; i++) ck_assert_int_eq(f->items[i].result, SINK_ITEM_PENDING);
 }
 
 START_TEST(bulk_all_ok) {
@@ -129,10 +129,10 @@ START_TEST(bulk_all_ok) {
                            " \"upserted\": [{\"index\": 0, \"_id\": \"t/a\"}, {\"index\": 2, \"_id\": \"t/c\"}],"
                            " \"writeErrors\": []}",
                            3),
-                   STORE_OK);
+                   SINK_OK);
   ck_assert(!f.incomplete);
-  for (size_t i = 0; i < 3; i++) ck_assert_int_eq(f.items[i].result, STORE_ITEM_OK);
-  for (size_t i = 3; i < NITEMS; i++) ck_assert_int_eq(f.items[i].result, STORE_ITEM_PENDING);
+  for (size_t i = 0; i < 3; i++) ck_assert_int_eq(f.items[i].result, SINK_ITEM_OK);
+  for (size_t i = 3; i < NITEMS; i++) ck_assert_int_eq(f.items[i].result, SINK_ITEM_PENDING);
 }
 END_TEST
 
@@ -146,14 +146,14 @@ START_TEST(bulk_conflict_and_item_error) {
                            " \"writeErrors\": [{\"index\": 1, \"code\": 11000, \"errmsg\": \"E11000 duplicate key\"},"
                            "                   {\"index\": 3, \"code\": 121, \"errmsg\": \"Document failed validation\"}]}",
                            4),
-                   STORE_OK);
+                   SINK_OK);
   ck_assert(!f.incomplete);
-  ck_assert_int_eq(f.items[0].result, STORE_ITEM_OK);
-  ck_assert_int_eq(f.items[1].result, STORE_ITEM_CONFLICT);
-  ck_assert_int_eq(f.items[2].result, STORE_ITEM_OK);
-  ck_assert_int_eq(f.items[3].result, STORE_ITEM_ERROR);
+  ck_assert_int_eq(f.items[0].result, SINK_ITEM_OK);
+  ck_assert_int_eq(f.items[1].result, SINK_ITEM_CONFLICT);
+  ck_assert_int_eq(f.items[2].result, SINK_ITEM_OK);
+  ck_assert_int_eq(f.items[3].result, SINK_ITEM_ERROR);
   ck_assert_uint_eq(f.items[3].error_code, 121);
-  ck_assert_int_eq(f.items[4].result, STORE_ITEM_PENDING);
+  ck_assert_int_eq(f.items[4].result, SINK_ITEM_PENDING);
 }
 END_TEST
 
@@ -176,11 +176,11 @@ START_TEST(bulk_recorded_whole_bulk_replies) {
               "test_store_1.aggregates index: _id_ dup key: { _id: \\\"t1/b\\\" }\", \"code\": 11000,"
               " \"codeName\": \"DuplicateKey\"}]}",
               3),
-      STORE_OK);
+      SINK_OK);
   ck_assert(!f.incomplete);
-  ck_assert_int_eq(f.items[0].result, STORE_ITEM_OK);
-  ck_assert_int_eq(f.items[1].result, STORE_ITEM_CONFLICT);
-  ck_assert_int_eq(f.items[2].result, STORE_ITEM_OK);
+  ck_assert_int_eq(f.items[0].result, SINK_ITEM_OK);
+  ck_assert_int_eq(f.items[1].result, SINK_ITEM_CONFLICT);
+  ck_assert_int_eq(f.items[2].result, SINK_ITEM_OK);
 
   /* 2. MongoDB, the same bulk with the conflict last, in the form its
    *    documentation gives (no MongoDB server runs here to record one), as
@@ -198,11 +198,11 @@ START_TEST(bulk_recorded_whole_bulk_replies) {
               " \"keyValue\": {\"_id\": \"t1/b\"}, \"errmsg\": \"E11000 duplicate key error collection: "
               "school.assignment_aggregates index: _id_ dup key: { _id: \\\"t1/b\\\" }\"}]}",
               3),
-      STORE_OK);
+      SINK_OK);
   ck_assert(!f.incomplete);
-  ck_assert_int_eq(f.items[0].result, STORE_ITEM_OK);
-  ck_assert_int_eq(f.items[1].result, STORE_ITEM_OK);
-  ck_assert_int_eq(f.items[2].result, STORE_ITEM_CONFLICT);
+  ck_assert_int_eq(f.items[0].result, SINK_ITEM_OK);
+  ck_assert_int_eq(f.items[1].result, SINK_ITEM_OK);
+  ck_assert_int_eq(f.items[2].result, SINK_ITEM_CONFLICT);
 }
 END_TEST
 
@@ -227,27 +227,27 @@ START_TEST(bulk_inserts) {
     INSERT_FX();
     snprintf(reply, sizeof reply, "{\"nInserted\": %d, \"nMatched\": 1, \"nModified\": 1, \"nUpserted\": 0,%s",
              mjs ? 3 : 2, dup);
-    ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000), reply, 4), STORE_OK);
+    ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000), reply, 4), SINK_OK);
     ck_assert(!f.incomplete);
-    ck_assert_int_eq(f.items[0].result, STORE_ITEM_OK);
-    ck_assert_int_eq(f.items[1].result, STORE_ITEM_CONFLICT);
-    ck_assert_int_eq(f.items[2].result, STORE_ITEM_OK);
-    ck_assert_int_eq(f.items[3].result, STORE_ITEM_OK);
+    ck_assert_int_eq(f.items[0].result, SINK_ITEM_OK);
+    ck_assert_int_eq(f.items[1].result, SINK_ITEM_CONFLICT);
+    ck_assert_int_eq(f.items[2].result, SINK_ITEM_OK);
+    ck_assert_int_eq(f.items[3].result, SINK_ITEM_OK);
   }
   /* All landed: the count is the same on every server. */
   INSERT_FX();
   ck_assert_int_eq(outcome(&f, true, mkerr(0, 0), "{\"nInserted\": 3, \"nMatched\": 1, \"writeErrors\": []}", 4),
-                   STORE_OK);
-  for (size_t i = 0; i < 4; i++) ck_assert_int_eq(f.items[i].result, STORE_ITEM_OK);
+                   SINK_OK);
+  for (size_t i = 0; i < 4; i++) ck_assert_int_eq(f.items[i].result, SINK_ITEM_OK);
   /* Fewer than that: which insert is missing the reply cannot say. */
   INSERT_FX();
   snprintf(reply, sizeof reply, "{\"nInserted\": 1, \"nMatched\": 1, \"nUpserted\": 0,%s", dup);
-  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000), reply, 4), STORE_RETRY);
+  ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 11000), reply, 4), SINK_RETRY);
   ck_assert(f.incomplete);
   assert_all_pending(&f);
   INSERT_FX();
   ck_assert_int_eq(outcome(&f, true, mkerr(0, 0), "{\"nInserted\": 2, \"nMatched\": 1, \"writeErrors\": []}", 4),
-                   STORE_RETRY);
+                   SINK_RETRY);
   ck_assert(f.incomplete);
   assert_all_pending(&f);
 #undef INSERT_FX
@@ -265,13 +265,13 @@ START_TEST(bulk_map_indirection) {
                            "{\"nMatched\": 1, \"nUpserted\": 1,"
                            " \"writeErrors\": [{\"index\": 0, \"code\": 11000, \"errmsg\": \"dup\"}]}",
                            3),
-                   STORE_OK);
-  ck_assert_int_eq(f.items[4].result, STORE_ITEM_CONFLICT);
-  ck_assert_int_eq(f.items[0].result, STORE_ITEM_OK);
-  ck_assert_int_eq(f.items[2].result, STORE_ITEM_OK);
-  ck_assert_int_eq(f.items[1].result, STORE_ITEM_PENDING);
-  ck_assert_int_eq(f.items[3].result, STORE_ITEM_PENDING);
-  ck_assert_int_eq(f.items[5].result, STORE_ITEM_PENDING);
+                   SINK_OK);
+  ck_assert_int_eq(f.items[4].result, SINK_ITEM_CONFLICT);
+  ck_assert_int_eq(f.items[0].result, SINK_ITEM_OK);
+  ck_assert_int_eq(f.items[2].result, SINK_ITEM_OK);
+  ck_assert_int_eq(f.items[1].result, SINK_ITEM_PENDING);
+  ck_assert_int_eq(f.items[3].result, SINK_ITEM_PENDING);
+  ck_assert_int_eq(f.items[5].result, SINK_ITEM_PENDING);
 }
 END_TEST
 
@@ -283,7 +283,7 @@ START_TEST(bulk_transient_item_error_retries_batch) {
                            " \"writeErrors\": [{\"index\": 0, \"code\": 11000, \"errmsg\": \"dup\"},"
                            "                   {\"index\": 2, \"code\": 10107, \"errmsg\": \"not primary\"}]}",
                            3),
-                   STORE_RETRY);
+                   SINK_RETRY);
   ck_assert(!f.incomplete);
   ck_assert_uint_eq(f.err.code, 10107);
   assert_all_pending(&f);
@@ -299,7 +299,7 @@ START_TEST(bulk_write_concern_error_retries) {
                            "{\"nMatched\": 1, \"nUpserted\": 1, \"writeErrors\": [],"
                            " \"writeConcernErrors\": [{\"code\": 64, \"errmsg\": \"waiting for replication timed out\"}]}",
                            2),
-                   STORE_RETRY);
+                   SINK_RETRY);
   ck_assert(!f.incomplete);
   ck_assert_uint_eq(f.err.domain, MONGOC_ERROR_WRITE_CONCERN);
   ck_assert_uint_eq(f.err.code, 64);
@@ -313,7 +313,7 @@ START_TEST(bulk_write_concern_error_retries) {
                            " \"writeErrors\": [{\"index\": 1, \"code\": 11000, \"errmsg\": \"dup\"}],"
                            " \"writeConcernErrors\": [{\"code\": 64, \"errmsg\": \"timeout\"}]}",
                            2),
-                   STORE_RETRY);
+                   SINK_RETRY);
   assert_all_pending(&f);
 
   /* w larger than the replica set: an operator has to change it. */
@@ -322,7 +322,7 @@ START_TEST(bulk_write_concern_error_retries) {
                            "{\"nMatched\": 1, \"nUpserted\": 0, \"writeErrors\": [],"
                            " \"writeConcernErrors\": [{\"code\": 100, \"errmsg\": \"Not enough data-bearing nodes\"}]}",
                            1),
-                   STORE_FATAL);
+                   SINK_FATAL);
   assert_all_pending(&f);
 }
 END_TEST
@@ -334,7 +334,7 @@ START_TEST(bulk_network_error_retries) {
   fx_init(&f, 4);
   ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_STREAM, MONGOC_ERROR_STREAM_SOCKET),
                            "{\"nMatched\": 2, \"nUpserted\": 0, \"writeErrors\": []}", 4),
-                   STORE_RETRY);
+                   SINK_RETRY);
   ck_assert(!f.incomplete);
   ck_assert_uint_eq(f.err.domain, MONGOC_ERROR_STREAM);
   assert_all_pending(&f);
@@ -345,13 +345,13 @@ START_TEST(bulk_network_error_retries) {
                            "{\"nMatched\": 0, \"nUpserted\": 0,"
                            " \"writeErrors\": [{\"index\": 0, \"code\": 11000, \"errmsg\": \"dup\"}]}",
                            2),
-                   STORE_RETRY);
+                   SINK_RETRY);
   assert_all_pending(&f);
 
   fx_init(&f, 2);
   ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER_SELECTION, MONGOC_ERROR_SERVER_SELECTION_FAILURE),
                            "{}", 2),
-                   STORE_RETRY);
+                   SINK_RETRY);
   assert_all_pending(&f);
 
   fx_init(&f, 2);
@@ -359,7 +359,7 @@ START_TEST(bulk_network_error_retries) {
                            "{\"nMatched\": 0, \"nUpserted\": 0, \"writeErrors\": [],"
                            " \"errorLabels\": [\"RetryableWriteError\"]}",
                            2),
-                   STORE_RETRY);
+                   SINK_RETRY);
   assert_all_pending(&f);
 }
 END_TEST
@@ -369,7 +369,7 @@ START_TEST(bulk_command_error) {
   fx_init(&f, 2);
   ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 13),
                            "{\"nMatched\": 0, \"nUpserted\": 0, \"writeErrors\": []}", 2),
-                   STORE_FATAL);
+                   SINK_FATAL);
   ck_assert_uint_eq(f.err.domain, MONGOC_ERROR_SERVER);
   ck_assert_uint_eq(f.err.code, 13);
   assert_all_pending(&f);
@@ -377,7 +377,7 @@ START_TEST(bulk_command_error) {
   fx_init(&f, 2);
   ck_assert_int_eq(outcome(&f, false, mkerr(MONGOC_ERROR_SERVER, 189), /* PrimarySteppedDown */
                            "{\"nMatched\": 0, \"nUpserted\": 0, \"writeErrors\": []}", 2),
-                   STORE_RETRY);
+                   SINK_RETRY);
   ck_assert(!f.incomplete);
   assert_all_pending(&f);
 }
@@ -393,14 +393,14 @@ START_TEST(bulk_incomplete_reply) {
                            "{\"nInserted\": 0, \"nMatched\": 0, \"nModified\": 0, \"nRemoved\": 0, \"nUpserted\": 0,"
                            " \"writeErrors\": [{\"index\": 0, \"code\": 11000, \"errmsg\": \"E11000 duplicate key\"}]}",
                            4),
-                   STORE_RETRY);
+                   SINK_RETRY);
   ck_assert(f.incomplete);
   assert_all_pending(&f);
 
   /* Counts short with no error at all. */
   fx_init(&f, 3);
   ck_assert_int_eq(outcome(&f, true, mkerr(0, 0), "{\"nMatched\": 1, \"nUpserted\": 1, \"writeErrors\": []}", 3),
-                   STORE_RETRY);
+                   SINK_RETRY);
   ck_assert(f.incomplete);
   assert_all_pending(&f);
 
@@ -410,7 +410,7 @@ START_TEST(bulk_incomplete_reply) {
                            "{\"nMatched\": 1, \"nUpserted\": 0,"
                            " \"writeErrors\": [{\"index\": 2, \"code\": 11000, \"errmsg\": \"dup\"}]}",
                            2),
-                   STORE_RETRY);
+                   SINK_RETRY);
   ck_assert(f.incomplete);
   assert_all_pending(&f);
 
@@ -420,7 +420,7 @@ START_TEST(bulk_incomplete_reply) {
                            " \"writeErrors\": [{\"index\": 1, \"code\": 11000, \"errmsg\": \"dup\"},"
                            "                   {\"index\": 1, \"code\": 11000, \"errmsg\": \"dup\"}]}",
                            2),
-                   STORE_RETRY);
+                   SINK_RETRY);
   ck_assert(f.incomplete);
   assert_all_pending(&f);
 
@@ -430,9 +430,9 @@ START_TEST(bulk_incomplete_reply) {
                            "{\"nMatched\": 0, \"nUpserted\": 0,"
                            " \"writeErrors\": [{\"index\": 0, \"code\": 11000, \"errmsg\": \"dup\"}]}",
                            1),
-                   STORE_OK);
+                   SINK_OK);
   ck_assert(!f.incomplete);
-  ck_assert_int_eq(f.items[0].result, STORE_ITEM_CONFLICT);
+  ck_assert_int_eq(f.items[0].result, SINK_ITEM_CONFLICT);
 }
 END_TEST
 
@@ -453,22 +453,22 @@ START_TEST(read_back_claims_only_own_write) {
   fx_roster(&c2, "t1", "a1", "s2", 2, "c2", true);
   model_aggregate_t *other = model_aggregate_new("t1", 2, "a1", 2);
   model_aggregate_apply(other, &c2);
-  store_write_item_t item = {.agg = mine, .rev = 4};
+  sink_write_item_t item = {.agg = mine, .rev = 4};
   const int64_t now = 1700000000123;
 
   /* Ours: rev + 1, our updatedAt, our aggregate. */
-  ck_assert_int_eq(store_read_back_result(&item, same, 5, now, now), STORE_ITEM_OK);
+  ck_assert_int_eq(store_read_back_result(&item, same, 5, now, now), SINK_ITEM_OK);
   /* The same aggregate at rev + 1, written by someone else (another updatedAt):
    * not ours, sent again (and the server says conflict). */
-  ck_assert_int_eq(store_read_back_result(&item, same, 5, now - 7, now), STORE_ITEM_PENDING);
+  ck_assert_int_eq(store_read_back_result(&item, same, 5, now - 7, now), SINK_ITEM_PENDING);
   /* Not landed: still at rev, or another aggregate, or moved further on. */
-  ck_assert_int_eq(store_read_back_result(&item, same, 4, now - 7, now), STORE_ITEM_PENDING);
-  ck_assert_int_eq(store_read_back_result(&item, other, 5, now, now), STORE_ITEM_PENDING);
-  ck_assert_int_eq(store_read_back_result(&item, same, 6, now, now), STORE_ITEM_PENDING);
+  ck_assert_int_eq(store_read_back_result(&item, same, 4, now - 7, now), SINK_ITEM_PENDING);
+  ck_assert_int_eq(store_read_back_result(&item, other, 5, now, now), SINK_ITEM_PENDING);
+  ck_assert_int_eq(store_read_back_result(&item, same, 6, now, now), SINK_ITEM_PENDING);
   /* A new document (rev 0 expected). */
-  store_write_item_t fresh = {.agg = mine, .rev = 0};
-  ck_assert_int_eq(store_read_back_result(&fresh, same, 1, now, now), STORE_ITEM_OK);
-  ck_assert_int_eq(store_read_back_result(&fresh, same, 1, now + 1, now), STORE_ITEM_PENDING);
+  sink_write_item_t fresh = {.agg = mine, .rev = 0};
+  ck_assert_int_eq(store_read_back_result(&fresh, same, 1, now, now), SINK_ITEM_OK);
+  ck_assert_int_eq(store_read_back_result(&fresh, same, 1, now + 1, now), SINK_ITEM_PENDING);
   model_aggregate_destroy(mine);
   model_aggregate_destroy(same);
   model_aggregate_destroy(other);
@@ -496,11 +496,11 @@ START_TEST(bulk_partial_misses) {
                            "{\"nInserted\": 1, \"nMatched\": 1, \"nModified\": 1, \"nRemoved\": 0, \"nUpserted\": 0,"
                            " \"writeErrors\": []}",
                            5),
-                   STORE_OK);
+                   SINK_OK);
   ck_assert(!f.incomplete);
-  ck_assert_int_eq(f.items[0].result, STORE_ITEM_OK);
-  for (size_t i = 1; i <= 3; i++) ck_assert_int_eq(f.items[i].result, STORE_ITEM_CONFLICT);
-  ck_assert_int_eq(f.items[4].result, STORE_ITEM_OK);
+  ck_assert_int_eq(f.items[0].result, SINK_ITEM_OK);
+  for (size_t i = 1; i <= 3; i++) ck_assert_int_eq(f.items[i].result, SINK_ITEM_CONFLICT);
+  ck_assert_int_eq(f.items[4].result, SINK_ITEM_OK);
 
   /* None missed. */
   PARTIAL_FX();
@@ -508,8 +508,8 @@ START_TEST(bulk_partial_misses) {
                            "{\"nInserted\": 1, \"nMatched\": 4, \"nModified\": 4, \"nUpserted\": 0,"
                            " \"writeErrors\": []}",
                            5),
-                   STORE_OK);
-  for (size_t i = 0; i < 5; i++) ck_assert_int_eq(f.items[i].result, STORE_ITEM_OK);
+                   SINK_OK);
+  for (size_t i = 0; i < 5; i++) ck_assert_int_eq(f.items[i].result, SINK_ITEM_OK);
 
   /* One of three missed: which one the counts cannot say. */
   PARTIAL_FX();
@@ -517,7 +517,7 @@ START_TEST(bulk_partial_misses) {
                            "{\"nInserted\": 1, \"nMatched\": 3, \"nModified\": 3, \"nUpserted\": 0,"
                            " \"writeErrors\": []}",
                            5),
-                   STORE_RETRY);
+                   SINK_RETRY);
   ck_assert(f.incomplete);
   assert_all_pending(&f);
 
@@ -527,7 +527,7 @@ START_TEST(bulk_partial_misses) {
                            "{\"nMatched\": 0, \"nModified\": 0, \"nUpserted\": 0,"
                            " \"writeErrors\": [{\"index\": 0, \"code\": 11000, \"errmsg\": \"dup\"}]}",
                            5),
-                   STORE_RETRY);
+                   SINK_RETRY);
   ck_assert(f.incomplete);
   assert_all_pending(&f);
 #undef PARTIAL_FX
@@ -535,7 +535,7 @@ START_TEST(bulk_partial_misses) {
 END_TEST
 
 START_TEST(new_validates_without_connecting) {
-  store_error_t err;
+  sink_error_t err;
   /* Nothing listens on port 1: store_new must not care. */
   store_t *s = store_new("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100", "db", "coll", "majority", &err);
   ck_assert_ptr_nonnull(s);
@@ -560,7 +560,7 @@ START_TEST(new_never_reveals_password) {
   const char *uris[] = {"mongodb://us:er:s3cr3tpw@host/", "mongodb://user:s3cr3tpw@/db",
                         "mongodb://user:s3cr3tpw@host/?tls=maybe", "mongodb://user:s3%cr3tpw@host/"};
   for (size_t i = 0; i < sizeof uris / sizeof uris[0]; i++) {
-    store_error_t err;
+    sink_error_t err;
     ck_assert_ptr_null(store_new(uris[i], "db", "coll", "1", &err));
     ck_assert_msg(err.message[0] != '\0', "no message for %s", uris[i]);
     ck_assert_msg(strstr(err.message, "s3cr3tpw") == NULL && strstr(err.message, "cr3tpw") == NULL,
@@ -573,7 +573,7 @@ END_TEST
  * prints err.message as it is, and a driver or server message may echo one. */
 START_TEST(errors_scrubbed_of_configured_secrets) {
   redact_set_add(redact_global(), "maybe-Qz7x");
-  store_error_t err;
+  sink_error_t err;
   ck_assert_ptr_null(store_new("mongodb://h/?tls=maybe-Qz7x", "db", "coll", "1", &err));
   redact_set_clear(redact_global());
   ck_assert_msg(strstr(err.message, "Qz7x") == NULL && strstr(err.message, "***") != NULL, "%s", err.message);

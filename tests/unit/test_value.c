@@ -42,7 +42,7 @@ START_TEST(write_concern_config_and_store_agree) {
     config_error_t cerr;
     bool config_ok = config_load(cfg, NULL, sets, 1, &cerr);
     config_destroy(cfg);
-    store_error_t serr;
+    sink_error_t serr;
     store_t *s = store_new("mongodb://127.0.0.1:1/", "db", "coll", values[i], &serr);
     ck_assert_msg(config_ok == (s != NULL), "'%s': config %d, store %d", values[i], config_ok, s != NULL);
     store_destroy(s);

@@ -186,7 +186,7 @@ START_TEST(conflict_while_newer_changes_are_pending) {
   mem_release(&s);
   job = writer_take(w, 30000);
   ck_assert_uint_eq(job->conflicts, 1);
-  store_error_t err;
+  sink_error_t err;
   ck_assert_int_eq(batch_flush_end(b, job, &err), BATCH_PARTIAL);
   ck_assert(batch_flush_due(b, 0)); /* owed: at once */
   ck_assert_int_eq(batch_deadline(b), 0);
