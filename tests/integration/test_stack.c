@@ -709,7 +709,7 @@ START_TEST(mongo_data_survives_store_restart)
 }
 END_TEST
 
-static Suite *stack_suite(void)
+Suite *test_suite(void)
 {
     Suite *s = suite_create("stack");
     TCase *k = tcase_create("kafka");
@@ -729,15 +729,4 @@ static Suite *stack_suite(void)
     tcase_add_test(m, mongo_data_survives_store_restart);
     suite_add_tcase(s, m);
     return s;
-}
-
-int main(void)
-{
-    mongoc_init();
-    SRunner *sr = srunner_create(stack_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    mongoc_cleanup();
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

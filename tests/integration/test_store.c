@@ -844,9 +844,14 @@ static void drop_database(void) {
   mongoc_database_destroy(db);
 }
 
-/* Runs the suite against one server; returns the number of failed tests,
- * or -1 when the server does not answer. */
-static int run_against(const char *server, const char *uri, bool ferretdb) {
+static const char *env_or(const char *name, const char *fallback) {
+  const char *v = getenv(name);
+  return v && *v ? v : fallback;
+}
+
+/* Connects to one server for a test case (an unchecked fixture: once per
+ * case); a server that does not answer fails the case. */
+static void server_up(const char *server, const char *uri, bool ferretdb) {
   g_server = server;
   g_uri = uri;
   g_ferretdb = ferretdb;
@@ -855,21 +860,32 @@ static int run_against(const char *server, const char *uri, bool ferretdb) {
 
   sink_error_t err;
   g_store = store_new(g_uri, g_db, g_coll, "1", &err); /* also initialises mongoc */
-  if (!g_store) {
-    fprintf(stderr, "test_store: store_new: %s\n", err.message);
-    return -1;
-  }
-  if (store_ping(g_store, &err) != SINK_OK) {
-    fprintf(stderr, "test_store: no %s at %s (start it with scripts/stack start): %s\n", server, uri, err.message);
-    store_destroy(g_store);
-    return -1;
-  }
+  ck_assert_msg(g_store, "store_new: %s", err.message);
+  ck_assert_msg(store_ping(g_store, &err) == SINK_OK, "no %s at %s (start it with scripts/stack start): %s", server,
+                uri, err.message);
   g_raw = mongoc_client_new(g_uri);
   mongoc_client_set_error_api(g_raw, MONGOC_ERROR_API_VERSION_2);
+}
 
-  Suite *s = suite_create(server);
-  TCase *tc = tcase_create("server");
+static void ferretdb_up(void) { server_up("ferretdb", env_or("AGG_MONGO_URI", "mongodb://127.0.0.1:27018"), true); }
+
+static void mjs_up(void) {
+  server_up("mongo-java-server", env_or("AGG_MJS_URI", "mongodb://127.0.0.1:27019"), false);
+}
+
+static void server_down(void) {
+  if (g_raw) drop_database();
+  mongoc_client_destroy(g_raw);
+  store_destroy(g_store);
+  g_raw = NULL;
+  g_store = NULL;
+}
+
+/* The same tests against each server, one case each. */
+static TCase *server_case(const char *server, void (*up)(void)) {
+  TCase *tc = tcase_create(server);
   tcase_set_timeout(tc, 120);
+  tcase_add_unchecked_fixture(tc, up, server_down);
   tcase_add_test(tc, ping_answers);
   tcase_add_test(tc, server_detection_decides_loads);
   tcase_add_test(tc, write_new_then_load);
@@ -889,28 +905,12 @@ static int run_against(const char *server, const char *uri, bool ferretdb) {
   tcase_add_test(tc, bad_namespace_is_fatal);
   tcase_add_test(tc, bad_credentials_are_fatal);
   tcase_add_test(tc, unreachable_server_retries);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-
-  drop_database();
-  mongoc_client_destroy(g_raw);
-  store_destroy(g_store);
-  g_raw = NULL;
-  g_store = NULL;
-  return failed;
+  return tc;
 }
 
-static const char *env_or(const char *name, const char *fallback) {
-  const char *v = getenv(name);
-  return v && *v ? v : fallback;
-}
-
-int main(void) {
-  int f1 = run_against("ferretdb", env_or("AGG_MONGO_URI", "mongodb://127.0.0.1:27018"), true);
-  int f2 = run_against("mongo-java-server", env_or("AGG_MJS_URI", "mongodb://127.0.0.1:27019"), false);
-  mongoc_cleanup();
-  return f1 == 0 && f2 == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+Suite *test_suite(void) {
+  Suite *s = suite_create("store");
+  suite_add_tcase(s, server_case("ferretdb", ferretdb_up));
+  suite_add_tcase(s, server_case("mongo-java-server", mjs_up));
+  return s;
 }

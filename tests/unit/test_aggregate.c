@@ -727,7 +727,7 @@ START_TEST(test_views_of_a_copy_round_trip) {
 }
 END_TEST
 
-static Suite *suite(void) {
+Suite *test_suite(void) {
   Suite *s = suite_create("aggregate");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_new_is_empty);
@@ -757,12 +757,4 @@ static Suite *suite(void) {
   tcase_add_test(large, test_diff);
   suite_add_tcase(s, large);
   return s;
-}
-
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

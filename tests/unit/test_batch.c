@@ -464,7 +464,7 @@ START_TEST(latency_durable_per_aggregate_committable_in_order) {
 }
 END_TEST
 
-int main(void) {
+Suite *test_suite(void) {
   Suite *su = suite_create("batch");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, pending_bytes_count_what_dirty_entries_hold);
@@ -478,9 +478,5 @@ int main(void) {
   tcase_add_test(tc, too_large_is_set_aside_and_offsets_move);
   tcase_add_test(tc, latency_durable_per_aggregate_committable_in_order);
   suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return su;
 }

@@ -455,7 +455,7 @@ START_TEST(test_bson_stored_counts) {
 }
 END_TEST
 
-static Suite *suite(void) {
+Suite *test_suite(void) {
   Suite *s = suite_create("codec");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_bson_round_trip_identical);
@@ -469,12 +469,4 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_bson_stored_counts);
   suite_add_tcase(s, tc);
   return s;
-}
-
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

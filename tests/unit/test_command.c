@@ -952,7 +952,7 @@ START_TEST(test_utf8_check) {
 }
 END_TEST
 
-static Suite *suite(void) {
+Suite *test_suite(void) {
   Suite *s = suite_create("command");
   TCase *tc = tcase_create("decode");
   tcase_set_timeout(tc, 120);
@@ -973,12 +973,4 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_utf8_check);
   suite_add_tcase(s, tc);
   return s;
-}
-
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

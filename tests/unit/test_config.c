@@ -908,7 +908,7 @@ START_TEST(apply_live) {
 }
 END_TEST
 
-static Suite *config_suite(void) {
+Suite *test_suite(void) {
   Suite *s = suite_create("config");
   TCase *tc = tcase_create("config");
   tcase_add_checked_fixture(tc, setup, teardown);
@@ -936,13 +936,4 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, apply_live);
   suite_add_tcase(s, tc);
   return s;
-}
-
-int main(void) {
-  mongoc_log_set_handler(NULL, NULL); /* store.uri errors are asserted on, not logged */
-  SRunner *sr = srunner_create(config_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -295,7 +295,7 @@ START_TEST(test_longest_ids_fit) {
 }
 END_TEST
 
-static Suite *suite(void) {
+Suite *test_suite(void) {
   Suite *s = suite_create("drift");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_same_document_is_no_drift);
@@ -310,12 +310,4 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_longest_ids_fit);
   suite_add_tcase(s, tc);
   return s;
-}
-
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -239,7 +239,7 @@ START_TEST(broker_failure_logged_once) {
 }
 END_TEST
 
-static Suite *suite(void) {
+Suite *test_suite(void) {
   Suite *s = suite_create("kafka_scope");
   TCase *tc = tcase_create("kafka_scope");
   tcase_set_timeout(tc, 60);
@@ -249,14 +249,4 @@ static Suite *suite(void) {
   tcase_add_test(tc, broker_failure_logged_once);
   suite_add_tcase(s, tc);
   return s;
-}
-
-int main(void) {
-  mongoc_log_set_handler(NULL, NULL); /* config_load parses store.uri with libmongoc */
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  mongoc_cleanup();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

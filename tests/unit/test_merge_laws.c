@@ -320,19 +320,11 @@ START_TEST(test_merge_laws) {
 }
 END_TEST
 
-static Suite *suite(void) {
+Suite *test_suite(void) {
   Suite *s = suite_create("merge_laws");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 300); /* valgrind on a shared 2-core machine: the 4-student loop took > 120 s under load */
   tcase_add_loop_test(tc, test_merge_laws, 0, (int)(sizeof sizes / sizeof sizes[0]));
   suite_add_tcase(s, tc);
   return s;
-}
-
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

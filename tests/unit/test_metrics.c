@@ -641,7 +641,7 @@ START_TEST(test_concurrent_scrapes) {
 }
 END_TEST
 
-static Suite *suite(void) {
+Suite *test_suite(void) {
   Suite *s = suite_create("metrics");
   TCase *tc = tcase_create("registry");
   tcase_add_test(tc, test_initial_state); /* first: relies on nothing having happened */
@@ -665,12 +665,4 @@ static Suite *suite(void) {
   tcase_add_test(http, test_concurrent_scrapes);
   suite_add_tcase(s, http);
   return s;
-}
-
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

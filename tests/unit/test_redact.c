@@ -193,7 +193,7 @@ START_TEST(log_lines_scrubbed) {
 }
 END_TEST
 
-static Suite *suite(void) {
+Suite *test_suite(void) {
   Suite *s = suite_create("redact");
   TCase *tc = tcase_create("redact");
   tcase_add_test(tc, uri_shown_without_password);
@@ -205,12 +205,4 @@ static Suite *suite(void) {
   tcase_add_test(tc, log_lines_scrubbed);
   suite_add_tcase(s, tc);
   return s;
-}
-
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -58,7 +58,7 @@ START_TEST(only_the_requested_signals) {
 }
 END_TEST
 
-static Suite *suite(void) {
+Suite *test_suite(void) {
   Suite *s = suite_create("signals");
   TCase *tc = tcase_create("signals");
   tcase_add_test(tc, stop_signals_are_counted);
@@ -67,12 +67,4 @@ static Suite *suite(void) {
   tcase_add_test(tc, only_the_requested_signals);
   suite_add_tcase(s, tc);
   return s;
-}
-
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -580,7 +580,7 @@ START_TEST(errors_scrubbed_of_configured_secrets) {
 }
 END_TEST
 
-static Suite *suite(void) {
+Suite *test_suite(void) {
   Suite *s = suite_create("store_errors");
   TCase *tc = tcase_create("classify");
   tcase_add_test(tc, transient_codes);
@@ -608,13 +608,4 @@ static Suite *suite(void) {
   tcase_add_test(tc, errors_scrubbed_of_configured_secrets);
   suite_add_tcase(s, tc);
   return s;
-}
-
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  mongoc_cleanup();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -101,7 +101,7 @@ START_TEST(listen_config_and_http_agree) {
 }
 END_TEST
 
-static Suite *suite(void) {
+Suite *test_suite(void) {
   Suite *s = suite_create("value");
   TCase *tc = tcase_create("value");
   tcase_add_test(tc, write_concern_parse);
@@ -110,14 +110,4 @@ static Suite *suite(void) {
   tcase_add_test(tc, listen_config_and_http_agree);
   suite_add_tcase(s, tc);
   return s;
-}
-
-int main(void) {
-  mongoc_log_set_handler(NULL, NULL);
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  mongoc_cleanup();
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

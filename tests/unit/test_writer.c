@@ -631,7 +631,7 @@ START_TEST(a_long_flush_is_logged) {
 }
 END_TEST
 
-int main(void) {
+Suite *test_suite(void) {
   Suite *su = suite_create("writer");
   TCase *tc = tcase_create("pipelined");
   tcase_set_timeout(tc, 120);
@@ -648,9 +648,5 @@ int main(void) {
   tcase_add_test(tc, destroy_within_waits_for_a_flush_that_lands);
   tcase_add_test(tc, a_long_flush_is_logged);
   suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return su;
 }

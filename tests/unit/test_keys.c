@@ -1,0 +1,90 @@
+/* The one sort and search by aggregate key (models/keys.h), and the
+ * clocks a test drives by hand (worker/clock.h). */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "keys.h"
+
+typedef struct {
+  const char *key;
+  int payload;
+} elem_t;
+
+static const char *key_of_elem(const void *e, void *ctx) {
+  (void)ctx;
+  return ((const elem_t *)e)->key;
+}
+
+START_TEST(sort_orders_by_key_bytes) {
+  elem_t v[] = {{"t1/b", 1}, {"t1/a", 2}, {"T1/z", 3}, {"t1/a0", 4}, {"t0/zz", 5}};
+  size_t n = sizeof v / sizeof *v;
+  model_keys_sort(v, n, sizeof *v, key_of_elem, NULL);
+  const char *want[] = {"T1/z", "t0/zz", "t1/a", "t1/a0", "t1/b"};
+  for (size_t i = 0; i < n; i++) ck_assert_str_eq(v[i].key, want[i]);
+  ck_assert_int_eq(v[2].payload, 2); /* elements move whole */
+}
+END_TEST
+
+START_TEST(find_returns_the_index_or_n) {
+  elem_t v[] = {{"a", 0}, {"b", 0}, {"c", 0}, {"e", 0}};
+  size_t n = sizeof v / sizeof *v;
+  for (size_t i = 0; i < n; i++) ck_assert_uint_eq(model_keys_find(v, n, sizeof *v, key_of_elem, NULL, v[i].key), i);
+  ck_assert_uint_eq(model_keys_find(v, n, sizeof *v, key_of_elem, NULL, "d"), n);
+  ck_assert_uint_eq(model_keys_find(v, n, sizeof *v, key_of_elem, NULL, ""), n);
+  ck_assert_uint_eq(model_keys_find(v, n, sizeof *v, key_of_elem, NULL, "f"), n);
+  ck_assert_uint_eq(model_keys_find(v, 0, sizeof *v, key_of_elem, NULL, "a"), 0);
+}
+END_TEST
+
+/* Sorting an index array with the indexed items as context, as a bulk does. */
+static const char *key_of_index(const void *e, void *ctx) { return ((const char *const *)ctx)[*(const size_t *)e]; }
+
+START_TEST(sort_through_an_index_with_context) {
+  const char *items[] = {"k3", "k1", "k2"};
+  size_t idx[] = {0, 1, 2};
+  model_keys_sort(idx, 3, sizeof *idx, key_of_index, items);
+  ck_assert_uint_eq(idx[0], 1);
+  ck_assert_uint_eq(idx[1], 2);
+  ck_assert_uint_eq(idx[2], 0);
+  ck_assert_uint_eq(model_keys_find(idx, 3, sizeof *idx, key_of_index, items, "k3"), 2);
+}
+END_TEST
+
+START_TEST(manual_clock_moves_only_when_told) {
+  clock_manual_t m;
+  clock_manual_init(&m, 1000, 1700000000000);
+  const clock_source_t *c = &m.source;
+  ck_assert_int_eq(clock_mono(c), 1000);
+  ck_assert_int_eq(clock_wall(c), 1700000000000);
+  clock_manual_advance(&m, 250);
+  ck_assert_int_eq(clock_mono(c), 1250);
+  ck_assert_int_eq(clock_wall(c), 1700000000250);
+  clock_manual_step_wall(&m, -60000); /* a step back moves the wall clock only */
+  ck_assert_int_eq(clock_mono(c), 1250);
+  ck_assert_int_eq(clock_wall(c), 1699999940250);
+}
+END_TEST
+
+START_TEST(system_clock_is_the_process_clock) {
+  const clock_source_t *c = clock_system();
+  int64_t m0 = clock_mono_ms(), w0 = clock_wall_ms();
+  int64_t m = clock_mono(c), w = clock_wall(c);
+  ck_assert_int_ge(m, m0);
+  ck_assert_int_ge(w, w0 - 1000); /* the wall clock may step back, not by a second here */
+  ck_assert_int_ge(clock_mono_ms(), m);
+}
+END_TEST
+
+Suite *test_suite(void) {
+  Suite *s = suite_create("keys");
+  TCase *tc = tcase_create("keys");
+  tcase_add_test(tc, sort_orders_by_key_bytes);
+  tcase_add_test(tc, find_returns_the_index_or_n);
+  tcase_add_test(tc, sort_through_an_index_with_context);
+  tcase_add_test(tc, manual_clock_moves_only_when_told);
+  tcase_add_test(tc, system_clock_is_the_process_clock);
+  suite_add_tcase(s, tc);
+  return s;
+}
