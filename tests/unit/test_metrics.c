@@ -94,6 +94,116 @@ static bool http_get(int port, const char *method, const char *path, http_reply_
   return true;
 }
 
+/* ---- the exposition, byte for byte (runs first) ---- */
+
+/* The text of `path` under the source tree, NUL-terminated; fails the test
+ * when it cannot be read. */
+static char *read_source_file(const char *rel) {
+  const char *src = getenv("AGG_SOURCE_DIR");
+  ck_assert_msg(src != NULL, "AGG_SOURCE_DIR is not set");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", src, rel);
+  FILE *f = fopen(path, "rb");
+  ck_assert_msg(f != NULL, "cannot read %s", path);
+  model_buf_t b = MODEL_BUF_INIT;
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) model_buf_append(&b, chunk, n);
+  fclose(f);
+  model_buf_putc(&b, '\0');
+  return b.data;
+}
+
+/* Every line of text except the process_* families, whose values belong to
+ * the machine; their family names, in order, go to families. */
+static void split_process(const char *text, model_buf_t *rest, model_buf_t *families) {
+  for (const char *p = text; *p;) {
+    const char *end = strchr(p, '\n');
+    size_t len = end ? (size_t)(end - p) + 1 : strlen(p);
+    if (!strncmp(p, "# TYPE process_", 15)) {
+      const char *name = p + 7, *sp = memchr(name, ' ', len - 7);
+      model_buf_append(families, name, (size_t)(sp - name));
+      model_buf_putc(families, '\n');
+    } else if (strncmp(p, "process_", 8) && strncmp(p, "# HELP process_", 15)) {
+      model_buf_append(rest, p, len);
+    }
+    p += len;
+  }
+}
+
+/* Records known values into every metric and compares the whole exposition
+ * with tests/unit/metrics_exposition.txt: names, labels, HELP and TYPE
+ * lines, order, bucket bounds and number formats are what dashboards and
+ * alert rules read, so any change to them is deliberate. @VERSION@ there
+ * stands for the build's version. Readiness is left alone: the next test
+ * needs it untouched, and aggregator_ready reads 0 here. */
+START_TEST(test_exposition_golden) {
+  for (int t = 0; t < MODEL_CMD_TYPE_COUNT; t++)
+    for (int r = 0; r <= METRICS_REJECTED; r++) metrics_command(t, (metrics_cmd_result_t)r, (uint64_t)(t * 10 + r + 1));
+  metrics_command(METRICS_TYPE_INVALID, METRICS_REJECTED, 5);
+  for (int c = 0; c <= MODEL_REJ_COUNT; c++) metrics_reject(c); /* MODEL_OK and out of range: other */
+  metrics_reject(MODEL_REJ_INVALID_JSON);
+  metrics_store_write(METRICS_WRITE_OK, 1000);
+  metrics_store_write(METRICS_WRITE_CONFLICT, 20);
+  metrics_store_write(METRICS_WRITE_ERROR, 3);
+  metrics_store_write_bytes(18446744073709551615ull);
+  metrics_store_too_large(2);
+  metrics_dead_letter(METRICS_DEAD_LETTER_OK, 11);
+  metrics_dead_letter(METRICS_DEAD_LETTER_ERROR, 4);
+  metrics_set_dirty(12);
+  metrics_set_cached(345);
+  metrics_set_pending_bytes(67890);
+  metrics_set_lag("commands", 0, 7);
+  metrics_set_lag("commands", 11, 0);
+  metrics_set_lag("we\"ird\\\ntopic", 2, -1);
+  metrics_flush(0.001, 1);
+  metrics_flush(0.0031, 7);
+  metrics_flush(0.5, 100);
+  metrics_flush(20.0, 20000);
+  metrics_flush(NAN, 10000);
+  metrics_latency(0.1, 3);
+  metrics_latency(0.333, 1);
+  metrics_latency(1e-9, 2);
+  metrics_latency(301, 1);
+  metrics_committable_latency(1.5, 2);
+  metrics_committable_latency(0.125, 1000000);
+
+  char *got = render();
+  model_buf_t rest = MODEL_BUF_INIT, families = MODEL_BUF_INIT;
+  split_process(got, &rest, &families);
+  model_buf_putc(&rest, '\0');
+  model_buf_putc(&families, '\0');
+
+  char *tmpl = read_source_file("tests/unit/metrics_exposition.txt");
+  model_buf_t want = MODEL_BUF_INIT;
+  const char *at = strstr(tmpl, "@VERSION@");
+  ck_assert(at != NULL);
+  model_buf_append(&want, tmpl, (size_t)(at - tmpl));
+  model_buf_puts(&want, AGG_VERSION);
+  model_buf_puts(&want, at + 9);
+  model_buf_putc(&want, '\0');
+  if (strcmp(rest.data, want.data)) {
+    FILE *f = fopen("metrics_exposition.got", "wb");
+    if (f) {
+      fputs(rest.data, f);
+      fclose(f);
+    }
+  }
+  ck_assert_msg(!strcmp(rest.data, want.data),
+                "the exposition differs from tests/unit/metrics_exposition.txt (see metrics_exposition.got)");
+  ck_assert_str_eq(families.data, "process_cpu_seconds_total\nprocess_start_time_seconds\n"
+                                  "process_virtual_memory_bytes\nprocess_resident_memory_bytes\nprocess_open_fds\n");
+  free(got);
+  free(tmpl);
+  model_buf_destroy(&rest);
+  model_buf_destroy(&families);
+  model_buf_destroy(&want);
+  metrics_clear_lag("commands", 0);
+  metrics_clear_lag("commands", 11);
+  metrics_clear_lag("we\"ird\\\ntopic", 2);
+}
+END_TEST
+
 /* ---- "before anything happened" state (runs first) ---- */
 
 START_TEST(test_initial_state) {
@@ -644,7 +754,8 @@ END_TEST
 Suite *test_suite(void) {
   Suite *s = suite_create("metrics");
   TCase *tc = tcase_create("registry");
-  tcase_add_test(tc, test_initial_state); /* first: relies on nothing having happened */
+  tcase_add_test(tc, test_exposition_golden); /* first: the values it sets are absolute */
+  tcase_add_test(tc, test_initial_state);     /* before readiness changes: relies on none having happened */
   tcase_add_test(tc, test_command_counters);
   tcase_add_test(tc, test_reject_counters);
   tcase_add_test(tc, test_dead_letter_counters);
