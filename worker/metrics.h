@@ -1,31 +1,17 @@
-/* Metrics, health and readiness (SPEC.md section 8).
+/* Metrics, health and readiness: what the rest of the worker calls.
  *
- * One process-wide registry: the pipeline thread records, the HTTP thread
- * (http.c, started by metrics_start) reads. Counters and gauges are C11
- * atomics so the hot path never takes a lock; histograms and the consumer-lag
- * table share one mutex (they change once per flush or per statistics
- * callback, not per message).
+ * One process-wide registry: the pipeline threads record, the HTTP thread
+ * (started by metrics_start) renders and decides. The metrics themselves,
+ * their names, labels and meaning, are rows of the metrics table
+ * (metrics_table.c; docs/METRICS.md lists them for operators). Recording
+ * never blocks on a scrape: counters and gauges are atomics; a histogram
+ * or the consumer-lag table takes a short lock, once per flush or per
+ * statistics callback, not per message.
  *
  * Every recording function works whether or not the server runs: with
  * metrics.listen = "" the counters still feed the replay summary and tests.
- *
- * Metric names (Prometheus text format 0.0.4):
- *   aggregator_commands_total{type,result}      result: applied|stale|rejected
- *   aggregator_rejects_total{code}
- *   aggregator_store_writes_total{result}       result: ok|conflict|error
- *   aggregator_store_write_bytes_total          BSON bytes of the documents written (result ok)
- *   aggregator_store_too_large_total            writes refused: the document passed the store's limit
- *   aggregator_dead_letter_deliveries_total{result}  result: ok|error
- *   aggregator_flush_duration_seconds           histogram
- *   aggregator_flush_aggregates                 histogram
- *   aggregator_command_durable_latency_seconds  histogram (its own aggregate written)
- *   aggregator_command_committable_latency_seconds  histogram (it and every earlier command)
- *   aggregator_dirty_aggregates, aggregator_cached_aggregates, aggregator_pending_bytes
- *   aggregator_consumer_lag{topic,partition}
- *   aggregator_ready                            0|1, same decision as /readyz
- *   aggregator_build_info{version}              always 1
- *   process_cpu_seconds_total, process_resident_memory_bytes,
- *   process_virtual_memory_bytes, process_start_time_seconds, process_open_fds */
+ * The readiness and liveness decisions are readiness.h's policy, fed by the
+ * inputs below. */
 #ifndef METRICS_H
 #define METRICS_H
 
@@ -34,10 +20,7 @@
 #include <stdint.h>
 
 #include "buf.h"
-
-/* Defaults of the time windows behind /readyz and /healthz. */
-#define METRICS_READY_STORE_WINDOW_S 30.0 /* the store must have answered this recently */
-#define METRICS_HEALTH_HEARTBEAT_WINDOW_S 30.0 /* the main loop must have beaten this recently */
+#include "clock.h"
 
 /* Starts the HTTP server on listen ("host:port"; host an IPv4/IPv6 literal,
  * IPv6 in brackets, or a name that resolves; port 0..65535, 0 = any free
@@ -103,9 +86,9 @@ void metrics_clear_lag(const char *topic, int32_t partition);
 
 /* Readiness inputs: ready = has an assignment AND dead-letter delivery is
  * not failing AND the store answered within the store window AND it has not
- * failed since that answer. */
+ * failed since that answer (readiness.h). */
 void metrics_set_assigned(bool has_assignment);
-void metrics_set_dead_letter_failing(bool failing); /* SPEC.md section 5; deadletter.h decides */
+void metrics_set_dead_letter_failing(bool failing); /* deadletter.h decides */
 void metrics_store_answered(void); /* any successful reply from the store */
 void metrics_store_failed(void);   /* the store could not be reached */
 /* Liveness input: call from the main loop at least every few seconds. */
@@ -115,8 +98,14 @@ void metrics_heartbeat(void);
  * NULL) gets a short human-readable cause such as "no partition assignment". */
 bool metrics_ready(char *reason, size_t reasonsz);
 bool metrics_healthy(char *reason, size_t reasonsz);
-/* Overrides the two windows (seconds, > 0); for operators' tuning and tests. */
+/* Overrides the two windows (seconds, > 0, rounded up to whole
+ * milliseconds); a value <= 0 leaves that window as it is. */
 void metrics_set_windows(double ready_store_s, double health_heartbeat_s);
+/* The clock the windows read (NULL: the process's clocks), for tests that
+ * move time by hand. Set it before anything records: times already
+ * recorded were read from the previous clock. The clock must outlive its
+ * use here. */
+void metrics_set_clock(const clock_source_t *clock);
 
 /* Appends the Prometheus text exposition of every metric to out. */
 void metrics_render(model_buf_t *out);
