@@ -1,7 +1,8 @@
-/* Metrics registry, readiness/liveness decisions and the HTTP endpoint
- * (SPEC.md section 8). The registry is process-wide and CK_FORK=no runs every
+/* Metrics registry, metrics table, readiness/liveness decisions and the
+ * HTTP endpoint. The registry is process-wide and CK_FORK=no runs every
  * test in one process, so counter tests compare before/after values; the
- * tests that depend on "never happened yet" state run first, in order. */
+ * tests that depend on "never happened yet" state run first, in order.
+ * The readiness windows read a clock_manual_t that the tests move. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
@@ -16,8 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "command.h"
 #include "metrics.h"
+#include "metrics_table.h"
+#include "readiness.h"
 
 /* ---- helpers ---- */
 
@@ -45,9 +49,16 @@ static double value(const char *series) {
   return v;
 }
 
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
+/* The clock every readiness window of the registry reads, from the first
+ * test on (an unchecked fixture): the tests move it instead of sleeping. */
+static clock_manual_t g_clock;
+
+static void use_manual_clock(void) {
+  static bool done;
+  if (done) return; /* once: times recorded since were read from it */
+  done = true;
+  clock_manual_init(&g_clock, 1000000, 1700000000000);
+  metrics_set_clock(&g_clock.source);
 }
 
 typedef struct http_reply {
@@ -500,11 +511,18 @@ START_TEST(test_readiness_transitions) {
   ck_assert(metrics_ready(NULL, 0));
 
   /* The store has not answered within the window: not ready. */
-  metrics_set_windows(0.001, 3600);
-  sleep_ms(20);
+  metrics_set_windows(2, 3600);
+  clock_manual_advance(&g_clock, 2000);
+  ck_assert(metrics_ready(NULL, 0)); /* the window's end is still in it */
+  clock_manual_advance(&g_clock, 1);
   ck_assert(!metrics_ready(reason, sizeof reason));
-  ck_assert_msg(!strncmp(reason, "store silent for ", 17), "reason: %s", reason);
+  ck_assert_str_eq(reason, "store silent for 2.0 s");
+  ck_assert_double_eq(value("aggregator_ready"), 0);
+  clock_manual_step_wall(&g_clock, -3600000); /* a wall-clock step moves no window */
+  ck_assert(!metrics_ready(reason, sizeof reason));
+  ck_assert_str_eq(reason, "store silent for 2.0 s");
   metrics_store_answered();
+  ck_assert(metrics_ready(NULL, 0));
   metrics_set_windows(3600, 3600);
   ck_assert(metrics_ready(NULL, 0));
 }
@@ -515,13 +533,94 @@ START_TEST(test_liveness) {
   metrics_set_windows(3600, 3600);
   metrics_heartbeat();
   ck_assert(metrics_healthy(reason, sizeof reason));
-  metrics_set_windows(3600, 0.001);
-  sleep_ms(20);
+  metrics_set_windows(3600, 0.001); /* one millisecond, the clock's unit */
+  clock_manual_advance(&g_clock, 1);
+  ck_assert(metrics_healthy(NULL, 0));
+  clock_manual_advance(&g_clock, 1500);
   ck_assert(!metrics_healthy(reason, sizeof reason));
-  ck_assert_msg(!strncmp(reason, "main loop stalled: no heartbeat for ", 36), "reason: %s", reason);
+  ck_assert_str_eq(reason, "main loop stalled: no heartbeat for 1.5 s");
   metrics_heartbeat();
   metrics_set_windows(3600, 3600);
   ck_assert(metrics_healthy(NULL, 0));
+}
+END_TEST
+
+/* The policy on an instance of its own, with its own clock: the registry's
+ * is one use of it. */
+START_TEST(test_readiness_policy) {
+  clock_manual_t clk;
+  clock_manual_init(&clk, 0, 0); /* time 0 is a time like any other, not "never" */
+  readiness_t r;
+  readiness_init(&r, &clk.source);
+  char reason[128];
+  ck_assert(!readiness_healthy(&r, reason, sizeof reason));
+  ck_assert_str_eq(reason, "main loop not started");
+  readiness_heartbeat(&r);
+  ck_assert(readiness_healthy(&r, reason, sizeof reason));
+  ck_assert_str_eq(reason, "");
+  clock_manual_advance(&clk, READINESS_HEARTBEAT_WINDOW_MS);
+  ck_assert(readiness_healthy(&r, NULL, 0));
+  clock_manual_advance(&clk, 1);
+  ck_assert(!readiness_healthy(&r, reason, sizeof reason));
+  ck_assert_str_eq(reason, "main loop stalled: no heartbeat for 30.0 s");
+
+  readiness_set_assigned(&r, true);
+  ck_assert(!readiness_ready(&r, reason, sizeof reason));
+  ck_assert_str_eq(reason, "store has not answered yet");
+  readiness_store_answered(&r);
+  ck_assert(readiness_ready(&r, NULL, 0));
+  readiness_set_windows_ms(&r, 100, 0); /* 0: the heartbeat window stays */
+  clock_manual_advance(&clk, 101);
+  ck_assert(!readiness_ready(&r, reason, sizeof reason));
+  ck_assert_str_eq(reason, "store silent for 0.1 s");
+  readiness_store_answered(&r);
+  readiness_store_failed(&r);
+  ck_assert(!readiness_ready(&r, reason, sizeof reason));
+  ck_assert_str_eq(reason, "store unreachable");
+  readiness_store_answered(&r);
+  readiness_set_dead_letter_failing(&r, true);
+  ck_assert(!readiness_ready(&r, reason, sizeof reason));
+  ck_assert_str_eq(reason, "dead-letter delivery failing");
+  readiness_set_dead_letter_failing(&r, false);
+  ck_assert(readiness_ready(&r, NULL, 0));
+  readiness_heartbeat(&r);
+  clock_manual_advance(&clk, READINESS_HEARTBEAT_WINDOW_MS);
+  ck_assert(readiness_healthy(&r, NULL, 0));
+}
+END_TEST
+
+/* ---- the metrics table ---- */
+
+/* What the renderer and the docs generator rely on, row by row. */
+START_TEST(test_table_rows) {
+  for (size_t r = 0; r < METRICS_ROW_COUNT; r++) {
+    const metrics_def_t *m = &metrics_table[r];
+    ck_assert_msg(m->name && m->help && *m->help, "row %zu: no name or help", r);
+    ck_assert_msg(!strchr(m->help, '\n') && !strchr(m->help, '\\'), "%s: help must stay one plain line", m->name);
+    int sources = (m->slots != NULL) + (m->hist != NULL) + (m->read != NULL) + (m->each != NULL);
+    ck_assert_msg(sources == 1, "%s: %d sample sources", m->name, sources);
+    ck_assert_msg((m->type == METRICS_HISTOGRAM) == (m->hist != NULL), "%s: histogram without buckets", m->name);
+    ck_assert_uint_le(m->nlabels, METRICS_MAX_LABELS);
+    for (size_t q = 0; q < r; q++) ck_assert_str_ne(metrics_table[q].name, m->name);
+    size_t combinations = 1;
+    for (size_t l = 0; l < m->nlabels; l++) {
+      const metrics_label_t *lab = &m->labels[l];
+      ck_assert_msg(lab->name && *lab->name, "%s: label %zu has no name", m->name, l);
+      ck_assert_msg(lab->count || lab->doc, "%s: label %s has neither values nor doc", m->name, lab->name);
+      for (size_t i = 0; i < lab->count; i++) ck_assert_ptr_nonnull(metrics_label_value(lab, i));
+      ck_assert_ptr_null(metrics_label_value(lab, lab->count));
+      combinations *= lab->count;
+    }
+    if (m->slots) ck_assert_msg(m->nslots == combinations, "%s: %zu slots for %zu series", m->name, m->nslots,
+                                combinations);
+    if (m->each) ck_assert_uint_gt(m->nlabels, 0);
+    if (m->read) ck_assert_uint_eq(m->nlabels, 0);
+    if (m->hist) {
+      ck_assert_uint_eq(m->nlabels, 0);
+      ck_assert(m->nbounds > 0 && m->nbounds <= METRICS_HIST_MAX_BOUNDS);
+      for (size_t b = 1; b < m->nbounds; b++) ck_assert_msg(m->bounds[b - 1] < m->bounds[b], "%s: le", m->name);
+    }
+  }
 }
 END_TEST
 
@@ -622,11 +721,11 @@ START_TEST(test_http_endpoints) {
   ck_assert_str_eq(r.body, "ok\n");
   free(r.body);
 
-  metrics_set_windows(3600, 0.001);
-  sleep_ms(20);
+  metrics_set_windows(3600, 1);
+  clock_manual_advance(&g_clock, 1001);
   ck_assert(http_get(port, "GET", "/healthz", &r));
   ck_assert_int_eq(r.status, 503);
-  ck_assert_ptr_nonnull(strstr(r.body, "main loop stalled"));
+  ck_assert_str_eq(r.body, "main loop stalled: no heartbeat for 1.0 s\n");
   free(r.body);
   metrics_set_windows(3600, 3600);
   metrics_heartbeat();
@@ -754,6 +853,7 @@ END_TEST
 Suite *test_suite(void) {
   Suite *s = suite_create("metrics");
   TCase *tc = tcase_create("registry");
+  tcase_add_unchecked_fixture(tc, use_manual_clock, NULL);
   tcase_add_test(tc, test_exposition_golden); /* first: the values it sets are absolute */
   tcase_add_test(tc, test_initial_state);     /* before readiness changes: relies on none having happened */
   tcase_add_test(tc, test_command_counters);
@@ -765,9 +865,12 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_histograms);
   tcase_add_test(tc, test_readiness_transitions);
   tcase_add_test(tc, test_liveness);
+  tcase_add_test(tc, test_readiness_policy);
+  tcase_add_test(tc, test_table_rows);
   tcase_add_test(tc, test_process_metrics);
   suite_add_tcase(s, tc);
   TCase *http = tcase_create("http");
+  tcase_add_unchecked_fixture(http, use_manual_clock, NULL);
   tcase_set_timeout(http, 60);
   tcase_add_test(http, test_listen_validation);
   tcase_add_test(http, test_port_in_use);
