@@ -1,0 +1,142 @@
+/* Writes the metrics reference (docs/METRICS.md) from the metrics table:
+ * `gen_metrics_doc docs/METRICS.md`, or to stdout without an argument.
+ * cli.test_metrics_doc runs it and fails when the committed file differs.
+ *
+ * The prose around the table lives here, with the generator: the worker
+ * needs only the rows (worker/metrics_table.c) that both /metrics and this
+ * document are built from. */
+#include <stdio.h>
+#include <string.h>
+
+#include "buf.h"
+#include "metrics_table.h"
+#include "readiness.h"
+
+static const char markdown_intro[] =
+    "# Metrics reference\n"
+    "\n"
+    "<!-- Generated from worker/metrics_table.c by `gen_metrics_doc docs/METRICS.md` (a tool in the build\n"
+    "     directory); cli.test_metrics_doc fails when this file is stale. Do not edit by hand. -->\n"
+    "\n"
+    "The worker serves three paths over HTTP on `metrics.listen` (docs/CONFIG.md); with `metrics.listen`\n"
+    "empty it serves none. The alert rules (`docker/prometheus/alerts.yaml`) and the dashboard\n"
+    "(`docker/grafana/aggregator-dashboard.json`) are built on them, and docs/OPERATIONS.md says what to do\n"
+    "when one fires.\n"
+    "\n"
+    "## Health\n"
+    "\n"
+    "- `/healthz` answers 200 `ok` while the main loop runs: it beat within the last %lld s. Otherwise 503,\n"
+    "  the body saying why (`main loop stalled: ...`): the worker is stuck and is to be restarted.\n"
+    "- `/readyz` answers 200 `ok` when the worker holds a partition assignment, dead-letter delivery is not\n"
+    "  failing, and the store answered within the last %lld s and has not failed since. Otherwise 503, the\n"
+    "  body saying why (`no partition assignment`, `store unreachable`, ...): the worker is to be taken out\n"
+    "  of rotation, not restarted. `aggregator_ready` below is the same decision.\n"
+    "\n"
+    "Both windows are durations on the monotonic clock: a step of the wall clock moves neither.\n"
+    "\n"
+    "## Metrics\n"
+    "\n"
+    "`/metrics` is the Prometheus text format, version 0.0.4, in the order of the table below. Every series\n"
+    "whose label values are listed here is exported from the start, at zero: a series that appeared only\n"
+    "after its first event would hide that event from `rate()` and from alerts. `aggregator_consumer_lag`\n"
+    "has one series per assigned partition, removed when the partition is revoked; a topic name in a label\n"
+    "is scrubbed of every configured secret. The `process_*` families are those of the Prometheus client\n"
+    "libraries, read from `/proc`; one whose source cannot be read is left out rather than made up.\n"
+    "\n"
+    "| metric | type | labels | meaning |\n"
+    "|---|---|---|---|\n";
+
+static const char markdown_buckets[] =
+    "\n"
+    "## Histogram buckets\n"
+    "\n"
+    "Upper bounds (`le`) of each histogram's buckets; a `+Inf` bucket follows the last. A quantile read from\n"
+    "a histogram is only as precise as the bucket it falls in.\n"
+    "\n"
+    "| histogram | buckets (`le`) |\n"
+    "|---|---|\n";
+
+static const char *type_name(metrics_type_t t) {
+  return t == METRICS_COUNTER ? "counter" : t == METRICS_GAUGE ? "gauge" : "histogram";
+}
+
+static void md_text(model_buf_t *b, const char *s) {
+  for (; *s; s++) {
+    if (*s == '|') model_buf_putc(b, '\\');
+    model_buf_putc(b, *s);
+  }
+}
+
+/* `name`: the listed values, or what they are. */
+static void put_labels(model_buf_t *b, const metrics_def_t *m) {
+  if (!m->nlabels) model_buf_puts(b, "(none)");
+  for (size_t l = 0; l < m->nlabels; l++) {
+    const metrics_label_t *lab = &m->labels[l];
+    model_buf_printf(b, "%s`%s`: ", l ? "; " : "", lab->name);
+    if (lab->doc) {
+      md_text(b, lab->doc);
+      continue;
+    }
+    for (size_t i = 0; i < lab->count; i++) model_buf_printf(b, "%s`%s`", i ? ", " : "", metrics_label_value(lab, i));
+  }
+}
+
+/* The label combinations that have no series, when a row leaves some out. */
+static void put_missing_series(model_buf_t *b, const metrics_def_t *m) {
+  if (!m->has_series) return;
+  size_t idx[METRICS_MAX_LABELS] = {0};
+  bool first = true;
+  for (size_t k = 0; k < m->nslots; k++) {
+    for (size_t l = m->nlabels, rest = k; l-- > 0; rest /= m->labels[l].count) idx[l] = rest % m->labels[l].count;
+    if (m->has_series(idx)) continue;
+    model_buf_puts(b, first ? " (no series for " : ", ");
+    first = false;
+    for (size_t l = 0; l < m->nlabels; l++)
+      model_buf_printf(b, "%s%s=\"%s\"", l ? "," : "`", m->labels[l].name, metrics_label_value(&m->labels[l], idx[l]));
+    model_buf_putc(b, '`');
+  }
+  if (!first) model_buf_putc(b, ')');
+}
+
+static void describe_markdown(FILE *out) {
+  model_buf_t b = MODEL_BUF_INIT;
+  model_buf_printf(&b, markdown_intro, (long long)READINESS_HEARTBEAT_WINDOW_MS / 1000,
+                   (long long)READINESS_STORE_WINDOW_MS / 1000);
+  for (size_t r = 0; r < METRICS_ROW_COUNT; r++) {
+    const metrics_def_t *m = &metrics_table[r];
+    model_buf_printf(&b, "| `%s` | %s | ", m->name, type_name(m->type));
+    put_labels(&b, m);
+    model_buf_puts(&b, " | ");
+    md_text(&b, m->help);
+    put_missing_series(&b, m);
+    model_buf_puts(&b, " |\n");
+  }
+  model_buf_puts(&b, markdown_buckets);
+  for (size_t r = 0; r < METRICS_ROW_COUNT; r++) {
+    const metrics_def_t *m = &metrics_table[r];
+    if (m->type != METRICS_HISTOGRAM) continue;
+    model_buf_printf(&b, "| `%s` | ", m->name);
+    for (size_t i = 0; i < m->nbounds; i++) model_buf_printf(&b, "%s%.15g", i ? ", " : "", m->bounds[i]);
+    model_buf_puts(&b, " |\n");
+  }
+  fwrite(b.data, 1, b.len, out);
+  model_buf_destroy(&b);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 2) {
+    fprintf(stderr, "usage: gen_metrics_doc [OUTPUT]\n");
+    return 2;
+  }
+  FILE *out = argc == 2 ? fopen(argv[1], "w") : stdout;
+  if (!out) {
+    perror(argv[1]);
+    return 1;
+  }
+  describe_markdown(out);
+  if (fflush(out) || ferror(out) || (out != stdout && fclose(out))) {
+    perror("gen_metrics_doc");
+    return 1;
+  }
+  return 0;
+}
