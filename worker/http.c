@@ -2,9 +2,9 @@
  *
  * The endpoint is read-only and small, so the daemon is bounded: a few
  * connections, a short idle timeout, GET and HEAD only. What it serves comes
- * from the http_handlers_t given at start (metrics.c's thread-safe
- * registry): this file knows HTTP, not metrics, so the dependency goes one
- * way (metrics.c -> http.c). */
+ * from the http_handlers_t given at start (the metrics module's thread-safe
+ * renderer and readiness decisions): this file knows HTTP, not metrics, so
+ * the dependency goes one way (metrics_server.c -> http.c). */
 #include "http.h"
 
 #include <errno.h>

@@ -1,10 +1,10 @@
-/* The HTTP endpoint of metrics.listen: /metrics, /healthz, /readyz
- * (SPEC.md section 8), served by libmicrohttpd on its own thread.
+/* The HTTP endpoint of metrics.listen: /metrics, /healthz, /readyz,
+ * served by libmicrohttpd on its own thread.
  *
- * Internal to the metrics module: the pipeline uses metrics_start/stop.
- * metrics.c passes its handlers in (http_handlers_t), so http.c does not
- * depend on metrics.c; they run on the server's threads and must be
- * thread-safe (the metrics registry is). */
+ * Internal to the metrics module: the pipeline uses metrics_start/stop
+ * (metrics_server.c), which passes the handlers in (http_handlers_t), so
+ * http.c does not depend on the metrics module; they run on the server's
+ * thread and must be thread-safe (the metrics registry is). */
 #ifndef HTTP_H
 #define HTTP_H
 

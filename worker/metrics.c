@@ -21,15 +21,18 @@
 
 static readiness_t g_readiness = READINESS_INIT;
 
-/* The slot of a row with at most one label, or of its first combination. */
+/* The i-th series of a row: its label combinations in order, the first
+ * label outermost (metrics_table.h). */
 static _Atomic uint64_t *slot(metrics_row_t row, size_t i) { return &metrics_table[row].slots[i]; }
 
 /* ---- counters and gauges ---- */
 
 void metrics_command(int type, metrics_cmd_result_t r, uint64_t n) {
   if ((unsigned)r > METRICS_REJECTED) return;
-  size_t t = type >= 0 && type < MODEL_CMD_TYPE_COUNT ? (size_t)type : MODEL_CMD_TYPE_COUNT; /* "invalid" */
-  ADD(*slot(METRICS_ROW_COMMANDS, t * metrics_table[METRICS_ROW_COMMANDS].labels[1].count + (size_t)r), n);
+  /* The type label lists the command types, then "invalid". */
+  size_t t = type >= 0 && type < MODEL_CMD_TYPE_COUNT ? (size_t)type : MODEL_CMD_TYPE_COUNT;
+  size_t nresults = metrics_table[METRICS_ROW_COMMANDS].labels[1].count;
+  ADD(*slot(METRICS_ROW_COMMANDS, t * nresults + (size_t)r), n);
 }
 
 void metrics_reject(int code) {
