@@ -65,7 +65,7 @@ static void put_series(model_buf_t *out, const metrics_def_t *m, const char *con
 static void render_slots(model_buf_t *out, const metrics_def_t *m) {
   size_t idx[METRICS_MAX_LABELS] = {0};
   for (size_t k = 0; k < m->nslots; k++) {
-    for (size_t l = m->nlabels, rest = k; l-- > 0; rest /= m->labels[l].count) idx[l] = rest % m->labels[l].count;
+    metrics_slot_labels(m, k, idx);
     if (m->has_series && !m->has_series(idx)) continue;
     const char *values[METRICS_MAX_LABELS];
     for (size_t l = 0; l < m->nlabels; l++) values[l] = metrics_label_value(&m->labels[l], idx[l]);

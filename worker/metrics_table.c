@@ -194,3 +194,7 @@ const char *metrics_label_value(const metrics_label_t *l, size_t i) {
   if (i >= l->count) return NULL;
   return l->value_at ? l->value_at(i) : l->values[i];
 }
+
+void metrics_slot_labels(const metrics_def_t *m, size_t k, size_t value_index[METRICS_MAX_LABELS]) {
+  for (size_t l = m->nlabels; l-- > 0; k /= m->labels[l].count) value_index[l] = k % m->labels[l].count;
+}

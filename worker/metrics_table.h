@@ -123,8 +123,11 @@ typedef struct metrics_def {
 
 extern const metrics_def_t metrics_table[METRICS_ROW_COUNT];
 
-/* The i-th value of a fixed label. */
+/* The i-th value of a fixed label; NULL past the last. */
 const char *metrics_label_value(const metrics_label_t *l, size_t i);
+/* The label values of slot k of m: value_index[l] for each label, the first
+ * label outermost. */
+void metrics_slot_labels(const metrics_def_t *m, size_t k, size_t value_index[METRICS_MAX_LABELS]);
 
 /* The registry's consumer-lag series (metrics.c): each reports them, under
  * the lag table's lock; release frees the table. */

@@ -87,7 +87,7 @@ static void put_missing_series(model_buf_t *b, const metrics_def_t *m) {
   size_t idx[METRICS_MAX_LABELS] = {0};
   bool first = true;
   for (size_t k = 0; k < m->nslots; k++) {
-    for (size_t l = m->nlabels, rest = k; l-- > 0; rest /= m->labels[l].count) idx[l] = rest % m->labels[l].count;
+    metrics_slot_labels(m, k, idx);
     if (m->has_series(idx)) continue;
     model_buf_puts(b, first ? " (no series for " : ", ");
     first = false;
