@@ -40,6 +40,7 @@ struct deadletter {
 
   /* The failing state (deadletter.h) and its rate-limited log. */
   bool failing, warned;
+  bool ever_warned; /* last_warn_ms holds a time */
   int64_t failing_since_ms, last_warn_ms;
   uint64_t failures; /* failed attempts since the last warning */
   char cause[160];   /* the latest failure, for the log */
@@ -85,6 +86,7 @@ static void warn_failing(deadletter_t *d, int64_t now, bool first) {
            "topic", LOG_STR, d->topic, "error", LOG_STR, d->cause, "pending", LOG_INT, (int64_t)pending_count(d),
            "failed_attempts", LOG_INT, (int64_t)d->failures, "failing_for_ms", LOG_INT, now - d->failing_since_ms);
   d->last_warn_ms = now;
+  d->ever_warned = true;
   d->failures = 0;
   d->warned = true;
 }
@@ -96,7 +98,7 @@ static void set_failing(deadletter_t *d, int64_t now) {
   metrics_set_dead_letter_failing(true);
   /* At once, unless a warning went out within the interval (a topic that
    * flaps must not flood the log). */
-  if (!d->last_warn_ms || now - d->last_warn_ms >= DEADLETTER_WARN_INTERVAL_MS) warn_failing(d, now, true);
+  if (!d->ever_warned || now - d->last_warn_ms >= DEADLETTER_WARN_INTERVAL_MS) warn_failing(d, now, true);
 }
 
 static void set_working(deadletter_t *d, int64_t now) {
@@ -113,7 +115,7 @@ static void set_working(deadletter_t *d, int64_t now) {
 
 /* One failed attempt (a refused produce or a failed delivery report). */
 static void note_failure(deadletter_t *d, rd_kafka_resp_err_t err) {
-  int64_t now = clock_wall_ms();
+  int64_t now = clock_mono_ms();
   metrics_dead_letter(METRICS_DEAD_LETTER_ERROR, 1);
   d->failures++;
   snprintf(d->cause, sizeof d->cause, "%s", rd_kafka_err2str(err));
@@ -137,7 +139,7 @@ static rd_kafka_resp_err_t produce(deadletter_t *d, const void *payload, size_t 
       d->producer, RD_KAFKA_V_TOPIC(d->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
       RD_KAFKA_V_VALUE((void *)payload, len), RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_HEADERS(headers),
       RD_KAFKA_V_OPAQUE(ref), RD_KAFKA_V_END);
-  if (!err && d->inflight++ == 0) d->progress_ms = clock_wall_ms();
+  if (!err && d->inflight++ == 0) d->progress_ms = clock_mono_ms();
   return err;
 }
 
@@ -145,7 +147,7 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
   (void)rk;
   deadletter_t *d = opaque;
   ref_t *ref = m->_private;
-  int64_t now = clock_wall_ms();
+  int64_t now = clock_mono_ms();
   if (d->inflight) d->inflight--;
   d->progress_ms = now;
   if (m->err) {
@@ -244,7 +246,7 @@ bool deadletter_reject(deadletter_t *d, offsets_part_t *p, const rd_kafka_messag
       ref_free(ref);
       return false;
     }
-    /* E.g. the topic is gone (deleted after start): kept and produced again
+    /* E.g. the topic is gone (deleted while running): kept and produced again
      * once it is back; the offset stays uncommitted meanwhile. */
     letter_t *l = oom_calloc(1, sizeof *l);
     l->payload = copy_bytes(m->payload, m->len);
@@ -261,7 +263,7 @@ bool deadletter_reject(deadletter_t *d, offsets_part_t *p, const rd_kafka_messag
 
 void deadletter_poll(deadletter_t *d, int timeout_ms) {
   rd_kafka_poll(d->producer, timeout_ms);
-  int64_t now = clock_wall_ms();
+  int64_t now = clock_mono_ms();
   if (d->retries && now >= d->retry_due_ms) produce_retries(d);
   /* No acknowledgement (nor failure) for a while with dead letters out:
    * librdkafka will only say so after message.timeout.ms. */

@@ -1,12 +1,12 @@
-/* The dead-letter producer of the live worker (SPEC.md section 2): a
- * rejected message goes, byte for byte, to kafka.dlq_topic with its
- * x-error-* and x-source-* headers (kafka_reject_headers); its source offset
- * stays uncommitted (offsets.h) until the topic acknowledged it. A failed
- * delivery is kept and produced again, for as long as it takes.
+/* The dead-letter producer of the live worker: a rejected message goes,
+ * byte for byte, to kafka.dlq_topic with its x-error-* and x-source-*
+ * headers (kafka_reject_headers); its source offset stays uncommitted
+ * (offsets.h) until the topic acknowledges it. A failed delivery is kept and
+ * produced again, for as long as it takes.
  *
- * While delivery fails (SPEC.md section 5: the topic was deleted, the
- * brokers refuse the producer, nothing is acknowledged) the worker must say
- * so: the first failure is logged at once (warn; then at most one line per
+ * While delivery fails (the topic is deleted, the brokers refuse the
+ * producer, nothing is acknowledged) the worker must say so: the first
+ * failure is logged at once (warn; then at most one line per
  * DEADLETTER_WARN_INTERVAL_MS with the count of failures in between, not
  * one per message), every failed attempt counts in
  * aggregator_dead_letter_deliveries_total{result="error"}, and /readyz
@@ -15,7 +15,8 @@
  * librdkafka reports (a refused produce, a failed delivery report) or no
  * acknowledgement at all for DEADLETTER_STALL_MS while dead letters are
  * outstanding (librdkafka reports a broker that does not answer only after
- * message.timeout.ms).
+ * message.timeout.ms). These intervals are durations, on the monotonic
+ * clock.
  *
  * A failed message is produced again no sooner than DEADLETTER_RETRY_MS
  * after its failure: a topic that does not exist fails a produce at once,

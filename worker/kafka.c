@@ -28,21 +28,14 @@ const kafka_default_t kafka_defaults[] = {
      "a rebalance moves only the partitions that must move"},
     {KAFKA_RUN_CONSUMER, "auto.offset.reset", "earliest", "a new group starts from the oldest command"},
     {KAFKA_RUN_CONSUMER, "session.timeout.ms", "10000", "a dead worker's partitions move within seconds"},
-    /* librdkafka 2.0 (Debian's) stops fetching once the consumer's queue
-     * holds queued.min.messages and looks again only when its broker thread
-     * next wakes, up to 1 s later (its issue 2879; fetch.queue.backoff.ms
-     * came in 2.2). Its documentation says per partition, but with the
-     * high-level consumer every partition's queue forwards to the one
-     * consumer queue and rd_kafka_q_len() counts that one: the threshold is
-     * for all partitions together (RSS agrees: 100,000 held ~25 MiB, not 6x
-     * that). So the queue must hold about a second of the merge, or the
-     * consumer drains it and idles. 1,000,000 commands over 6 partitions,
-     * alternated on one stack: W1 100,000 -> 153-214 k commands/s, peak RSS
-     * 84-86 MiB; 150,000 -> 268-331 k/s, 108-111 MiB; 200,000 (and 48 MiB)
-     * -> 339-342 k/s, 132-137 MiB; W2 (skewed) 178-216 k vs 230-276 k/s at
-     * 150,000. 150,000 buys twice the rate for ~25 MiB, and a worker stays
-     * inside the manifests' 256 MiB with batch.max_pending_bytes
-     * (docs/BENCHMARKS.md, "Pipelined writer" and "One million distinct"). */
+    /* librdkafka stops fetching once the consumer's queue holds
+     * queued.min.messages, and the high-level consumer forwards every
+     * partition's queue to one queue, so the threshold counts all partitions
+     * together. Its 2.0 series refetches a full queue only when the broker
+     * thread next wakes, up to a second later: the queue holds about a second
+     * of the merge so that the consumer never drains it and idles, and stays
+     * small enough for a worker inside its memory bound
+     * (batch.max_pending_bytes). */
     {KAFKA_RUN_CONSUMER, "queued.min.messages", "150000",
      "about a second of the merge: librdkafka 2.0 refetches a full queue only after up to 1 s"},
     {KAFKA_RUN_CONSUMER, "queued.max.messages.kbytes", "32768", "a cap across many partitions"},
@@ -52,15 +45,15 @@ const kafka_default_t kafka_defaults[] = {
      "an undelivered reject is produced again by the worker; its offset stays uncommitted meanwhile"},
     /* librdkafka waits this long, from the first produce to a topic, before
      * it believes the topic does not exist (in case its creation has not
-     * reached every broker): with its 30 s, rejects to a deleted dead-letter
-     * topic sat silently for half a minute. The topic was checked at start. */
+     * reached every broker). The worker checks the topic at start, so a
+     * missing one means it is deleted: rejects must fail loudly within a
+     * second rather than wait silently for librdkafka's half a minute. */
     {KAFKA_DLQ_PRODUCER, "topic.metadata.propagation.max.ms", "1000",
-     "a dead-letter topic deleted while running fails deliveries within a second (it was checked at start)"},
-    /* At librdkafka's 100,000 the fetcher idled between refills and a replay
-     * ran at half speed waiting on it (docs/BENCHMARKS.md); 500,000 keeps
-     * the queue ahead of the merge. The replay's assigned partitions forward
-     * to the one consumer queue too, so both thresholds count all of them
-     * together (see the run consumer's above). */
+     "a dead-letter topic deleted while running fails deliveries within a second (it is checked at start)"},
+    /* A replay is bound by fetching: the queue stays far ahead of the
+     * merge so that the fetcher never idles between refills. The replay's
+     * partitions forward to the one consumer queue too, so both thresholds
+     * count all of them together. */
     {KAFKA_REPLAY_CONSUMER, "queued.min.messages", "500000",
      "a replay is bound by fetching: keeps the consumer's queue ahead of the merge"},
     {KAFKA_REPLAY_CONSUMER, "queued.max.messages.kbytes", "262144", "the same, at most 256 MiB of prefetch for all partitions together"},
@@ -76,8 +69,8 @@ const size_t kafka_defaults_count = sizeof kafka_defaults / sizeof kafka_default
  * table from the linked library, rather than keeping our own copy, keeps the
  * answer right for whatever librdkafka the package manager installs; a
  * change of its format shows as every scope being KAFKA_SCOPE_ANY, which
- * unit.test_kafka_scope catches (and which only brings back the old
- * behaviour: a warning at start). Parsed once, on first use. */
+ * unit.test_kafka_scope catches (and whose only harm is librdkafka's warning
+ * at start about a property of the wrong scope). Parsed once, on first use. */
 typedef struct scope_entry {
   char *name;
   kafka_scope_t scope;
@@ -181,8 +174,9 @@ rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, cons
   for (size_t i = 0; ok && i < cfg->rdkafka_count; i++)
     if (kafka_scope_applies(kafka_property_scope(cfg->rdkafka[i].name), client))
       ok = kafka_conf_set(conf, cfg->rdkafka[i].name, cfg->rdkafka[i].value, errstr, errsz);
-  /* SPEC.md section 5: topics are never auto-created (a producer's
-   * librdkafka default would ask the broker to). */
+  /* Topics are never auto-created: an operator creates them with the
+   * partitions and retention they need (a producer's librdkafka default
+   * would ask the broker to). */
   ok = ok && set_pairs(conf, forced, errstr, errsz) &&
        kafka_conf_set(conf, "allow.auto.create.topics", "false", errstr, errsz);
   rd_kafka_conf_set_log_cb(conf, log_cb);
@@ -229,7 +223,7 @@ kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, 
                                  char *err, size_t errsz) {
   rd_kafka_topic_partition_list_t *topics = kafka_topic_list(cfg);
   if (dlq) rd_kafka_topic_partition_list_add(topics, cfg->kafka_dlq_topic, RD_KAFKA_PARTITION_UA);
-  int64_t timeout = check_timeout_ms(rk), deadline = clock_wall_ms() + timeout;
+  int64_t timeout = check_timeout_ms(rk), deadline = clock_mono_ms() + timeout;
   char missing[400] = "";
   int nmissing = 0;
   kafka_check_t rc = KAFKA_CHECK_OK;
@@ -244,12 +238,12 @@ kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, 
       break;
     }
     for (;;) {
-      int64_t step = deadline - clock_wall_ms();
+      int64_t step = deadline - clock_mono_ms();
       step = step > 1000 ? 1000 : step < 1 ? 1 : step;
       const rd_kafka_metadata_t *md = NULL;
       rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, (int)step);
       if (e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
-        if (clock_wall_ms() >= deadline) {
+        if (clock_mono_ms() >= deadline) {
           snprintf(err, errsz,
                    "no Kafka broker answered within %lld s to check that the topics exist (kafka.brokers %s: "
                    "unreachable, or refusing this client; see librdkafka's lines above): %s",

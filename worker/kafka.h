@@ -39,8 +39,8 @@ kafka_scope_t kafka_property_scope(const char *name);
 bool kafka_scope_applies(kafka_scope_t scope, kafka_client_t client);
 
 /* A configuration with bootstrap.servers, then the client's kafka_defaults,
- * then the pass-through properties that apply to this client (SPEC.md
- * section 7: a consumer-only property never reaches the dead-letter producer,
+ * then the pass-through properties that apply to this client (a
+ * consumer-only property never reaches the dead-letter producer,
  * whose librdkafka would warn about it at every start, and the other way
  * round; so operators can override our defaults), then `forced` (name, value
  * pairs, NULL-terminated: properties that correctness depends on, e.g.
@@ -54,7 +54,7 @@ bool kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, 
 /* Splits cfg->kafka_topics ("a, b,c") into a new list; caller destroys it. */
 rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg);
 
-/* The start-up check of SPEC.md section 5: do the configured topics (and,
+/* The start-up check: do the configured topics (and,
  * with `dlq`, kafka.dlq_topic) exist? Topics are never auto-created (every
  * client is configured with allow.auto.create.topics=false), so a topic
  * missing at start would otherwise only show as a consumer that never gets
@@ -80,8 +80,7 @@ typedef enum {
 kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, bool (*tick)(void *ctx), void *ctx,
                                  char *err, size_t errsz);
 
-/* The headers of a rejected command's dead letter (SPEC.md section 2):
- * x-error-code, x-error-detail, x-source-topic, x-source-partition and
+/* The headers of a rejected command's dead letter: x-error-code, x-error-detail, x-source-topic, x-source-partition and
  * x-source-offset of m. Caller owns them (rd_kafka_producev takes them on
  * success). */
 rd_kafka_headers_t *kafka_reject_headers(const rd_kafka_message_t *m, const model_reject_t *rej);
