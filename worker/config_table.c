@@ -202,7 +202,7 @@ static const char *const log_formats[] = {"json", "text", NULL};
 
 const config_section_t config_sections[] = {
     {"kafka", "Where commands come from and where rejected commands go."},
-    {"store", "Where aggregates go (MongoDB, or FerretDB in the local stack)."},
+    {"store", "Where aggregates go: MongoDB, or a server that speaks its wire protocol."},
     {"batch", "When the worker flushes its dirty aggregates, and how much unwritten state it may hold."},
     {"retry", "How the worker retries the store when it fails or is unreachable."},
     {"cache", "Clean aggregates kept in memory so that updates need no read."},
