@@ -1,4 +1,4 @@
-/* aggregator config check|show|describe (SPEC 6). */
+/* aggregator config check|show|describe. */
 #include <stdio.h>
 #include <string.h>
 

@@ -3,12 +3,12 @@
  * SIGHUP merge (docs/CONFIG.md is written by tests/tools/gen_config_doc.c). The keys themselves are the table in
  * config_table.c.
  *
- * The INI reader is our own (about sixty lines) rather than Debian's inih:
+ * The INI reader is our own rather than Debian's inih:
  * libinih 55 is built without INI_HANDLER_LINENO, so its handler never sees
  * a line number; it also accepts `key: value`, never reports a section header
  * that has no keys under it (a misspelt `[bacth]` would pass silently), and
  * its options are process-wide globals. Errors must name FILE:LINE and
- * unknown sections must be errors (SPEC 7), so a strict reader it is. */
+ * unknown sections must be errors, so a strict reader it is. */
 #include "config.h"
 
 #include <ctype.h>
@@ -98,10 +98,10 @@ static void origin_prefix(const loader_t *L, const origin_t *o, model_buf_t *b) 
 }
 
 /* Copies src into dst (size n, always terminated) with every control
- * character escaped as \n, \r, \t or \xNN: an error is one line (SPEC
- * section 6), yet it may quote a value from --set or the environment, which
- * can hold any byte. Escaped after scrubbing, so a secret is matched as it
- * was given. */
+ * character escaped as \n, \r, \t or \xNN: an error is one line (a log
+ * or a shell reads it as one), yet it may quote a value from --set or the
+ * environment, which can hold any byte. Escaped after scrubbing, so a secret
+ * is matched as it is given. */
 static void one_line(const char *src, char *dst, size_t n) {
   size_t o = 0;
   for (const unsigned char *p = (const unsigned char *)src; *p && o + 1 < n; p++) {

@@ -1,4 +1,4 @@
-/* Configuration (SPEC.md section 7).
+/* Configuration.
  *
  * One table of properties (config.c) drives parsing of the INI file,
  * environment overrides (AGGREGATOR_<SECTION>_<KEY>), --set overrides,

@@ -1,5 +1,5 @@
-/* aggregator: command line entry point (SPEC.md section 6). Parses the
- * command line only; each subcommand is in cli_<name>.c. */
+/* aggregator: command line entry point. Parses the command line only;
+ * each subcommand is in cli_<name>.c. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>

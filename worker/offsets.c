@@ -78,7 +78,7 @@ void offsets_reject_pending(offsets_part_t *p, int64_t offset) {
 
 void offsets_reject_done(offsets_t *o, const char *topic, int32_t partition, int64_t offset) {
   offsets_part_t *p = offsets_find(o, topic, partition);
-  if (!p) return; /* given up meanwhile: its offset was not committed by us */
+  if (!p) return; /* given up meanwhile: its new owner commits its offset */
   for (size_t i = 0; i < p->len; i++) {
     offsets_reject_t *r = &p->rejects[(p->head + i) % p->cap];
     if (r->offset == offset) {

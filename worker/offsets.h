@@ -1,5 +1,5 @@
 /* The commit stage of the live worker: per-partition offset state, and which
- * offsets may be committed (SPEC.md section 5).
+ * offsets may be committed.
  *
  * A partition's offset is committed only up to the first message whose
  * effect is not durable: every valid command before it is in the store and

@@ -1,6 +1,6 @@
 /* Secrets: which values are secrets, how they are shown, and scrubbing them
- * from text the worker did not write (SPEC.md sections 7 and 8: secrets
- * never appear in logs or `config show`).
+ * from text the worker did not write (secrets never appear in logs or
+ * `config show`).
  *
  * What a secret is:
  *   - the password of store.uri and the values of its credential options

@@ -16,7 +16,7 @@
 /* "majority" (*w = VALUE_W_MAJORITY) or a member count 1..50 in decimal
  * digits only (a replica set has at most 50 members). Anything else is
  * false, including 0: an unacknowledged write could report neither success
- * nor a rev conflict (SPEC.md sections 4 and 5), so the worker refuses it. */
+ * nor a rev conflict, so the worker refuses it. */
 bool value_parse_write_concern(const char *s, int32_t *w);
 
 /* A listen address split into its parts. */

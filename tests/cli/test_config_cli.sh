@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# aggregator config check|show|describe (SPEC 6 and 7): exit status, one-line
-# errors naming FILE:LINE, redaction, precedence, and the shipped examples.
+# aggregator config check|show|describe: exit status, one-line errors naming
+# FILE:LINE, redaction, precedence, and the shipped examples.
 # Env: AGGREGATOR (the binary), AGG_SOURCE_DIR.
 set -u
 BIN="${AGGREGATOR:?AGGREGATOR must name the aggregator binary}"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Secrets never leak (SPEC.md sections 7 and 8), tried as a user would, with no
+"""Secrets never leak (logs, errors, `config show`), tried as a user would, with no
 services: passwords holding '@', ':', '%', '/', spaces and non-ASCII, given in
 store.uri (percent-encoded, and raw as a user might mistype them) and as the
 SASL password, through --set, the environment, the -c file and *_file values;

@@ -10,15 +10,15 @@
  * Checked, aborting (a crash to libFuzzer) on any violation:
  * - an error is one line (no newline, whatever the values hold), non-empty, and says where: with the
  *   file as the only source, "FILE:LINE: " with LINE a line of the file
- *   (SPEC.md section 6: "for a file, FILE:LINE"); with others too, that or
+ *   (an error in a file names FILE:LINE); with others too, that or
  *   "environment AGGREGATOR_..." or "--set";
  * - a configuration that loads is shown (`config show`) as INI that loads
  *   again, from the file alone, to a configuration shown the same way:
  *   what show prints is what the worker runs with. (Only for inputs whose
  *   values hold no control characters: a value from the environment or
  *   --set can carry a newline, which no INI line can, and show prints an
- *   rdkafka.* value with a tab or DEL only as a comment; see the report of
- *   issue 16. Nor for inputs naming a `_file` key: a value read from a file
+ *   rdkafka.* value with a tab or DEL only as a comment (no INI line holds
+ *   it). Nor for inputs naming a `_file` key: a value read from a file
  *   is arbitrary text.)
  * - and no crash, leak, or sanitizer report (ASan, UBSan). */
 #include <mongoc/mongoc.h>

@@ -1,4 +1,4 @@
-/* Configuration (SPEC 7): sources and precedence, every kind of error with
+/* Configuration: sources and precedence, every kind of error with
  * its exact one-line message, _file values, redaction, describe, the
  * generated docs/CONFIG.md, and the SIGHUP merge. */
 #include <check.h>
@@ -544,7 +544,7 @@ START_TEST(long_key) {
 }
 END_TEST
 
-/* An error is one line (SPEC section 6) even when it quotes a value that
+/* An error is one line even when it quotes a value that
  * holds a newline or another control character: --set and the environment
  * can carry any byte. */
 START_TEST(error_quoting_control_characters_is_one_line) {
@@ -731,7 +731,7 @@ START_TEST(show_redacts_file_strings) {
   ck_assert_str_eq(b.data, "group *** user *** linger 250");
   model_buf_destroy(&b);
   redact_set_destroy(secrets);
-  /* a later plain value is no longer a file's content */
+  /* a later plain value replaces a file's content */
   setenv("AGGREGATOR_KAFKA_GROUP", "plain-group", 1);
   config_destroy(c);
   char *sets2[] = {s2};

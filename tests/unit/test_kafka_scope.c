@@ -1,6 +1,6 @@
-/* rdkafka.* properties reach only the clients that use them (SPEC.md
- * section 7, worker/kafka.h): the scopes read from the linked librdkafka,
- * the configurations kafka_conf_new builds for each client, and the proof
+/* rdkafka.* properties reach only the clients that use them
+ * (worker/kafka.h): the scopes read from the linked librdkafka, the
+ * configurations kafka_conf_new builds for each client, and the proof
  * that matters to an operator: creating the dead-letter producer with a
  * consumer-only property set logs no warning (while librdkafka does warn
  * when such a property is put on a producer directly). Also: a broker
@@ -103,7 +103,7 @@ START_TEST(each_client_gets_its_properties) {
   get(producer, "auto.offset.reset", v, sizeof v);
   ck_assert_str_eq(v, def_reset);
 
-  /* SPEC.md section 5: no client asks the broker to create a topic. */
+  /* Topics are never auto-created: no client asks the broker to create one. */
   rd_kafka_conf_t *all[] = {consumer, replay, producer};
   for (int i = 0; i < 3; i++) {
     get(all[i], "allow.auto.create.topics", v, sizeof v);
