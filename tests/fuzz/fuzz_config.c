@@ -118,96 +118,133 @@ static char *show(const config_t *cfg, size_t *len) {
   return text;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  /* Split at "\0\1". */
+/* The input, split at "\0\1": the file, then the extras. */
+typedef struct input {
   const uint8_t *seg[1 + 2 * MAX_EXTRA];
-  size_t seglen[1 + 2 * MAX_EXTRA], nseg = 0;
+  size_t seglen[1 + 2 * MAX_EXTRA], nseg;
+} input_t;
+
+static void split_input(const uint8_t *data, size_t size, input_t *in) {
   const uint8_t *p = data, *end = data + size;
-  while (nseg < 1 + 2 * MAX_EXTRA) {
+  in->nseg = 0;
+  while (in->nseg < 1 + 2 * MAX_EXTRA) {
     const uint8_t *q = p;
     while (q + 1 < end && !(q[0] == 0 && q[1] == 1)) q++;
     if (q + 1 >= end) q = end;
-    seg[nseg] = p;
-    seglen[nseg++] = (size_t)(q - p);
+    in->seg[in->nseg] = p;
+    in->seglen[in->nseg++] = (size_t)(q - p);
     if (q == end) break;
     p = q + 2;
   }
+}
 
+/* The extras given to config_load: environment variables (set here; their
+ * names to unset) and --set arguments. */
+typedef struct extras {
   char *names[MAX_EXTRA], *sets[MAX_EXTRA];
-  size_t nenv = 0, nsets = 0;
+  size_t nenv, nsets;
+  bool control; /* a value holds a control character */
+} extras_t;
+
+/* Takes an 'E' segment ("SECTION_KEY=value") into the environment. */
+static void take_env(extras_t *x, char *s) {
+  char *eq = strchr(s, '=');
+  if (eq) {
+    *eq = '\0';
+    char *name = malloc(strlen(s) + sizeof "AGGREGATOR_");
+    REQUIRE(name, "no memory");
+    sprintf(name, "AGGREGATOR_%s", s);
+    if (setenv(name, eq + 1, 1) == 0)
+      x->names[x->nenv++] = name;
+    else
+      free(name);
+  }
+  free(s);
+}
+
+static void take_extras(const input_t *in, extras_t *x) {
+  *x = (extras_t){.control = false};
   /* The file's values too: config show does not print an rdkafka.* value
    * with a control character (a tab, DEL, ...) as an INI line. */
-  bool control = false;
-  for (size_t i = 0; i < seglen[0]; i++) {
-    unsigned char ch = (unsigned char)seg[0][i];
-    if ((ch < 0x20 && ch != '\n') || ch == 0x7f) control = true;
+  for (size_t i = 0; i < in->seglen[0]; i++) {
+    unsigned char ch = (unsigned char)in->seg[0][i];
+    if ((ch < 0x20 && ch != '\n') || ch == 0x7f) x->control = true;
   }
-  for (size_t i = 1; i < nseg; i++) {
-    if (!seglen[i]) continue;
+  for (size_t i = 1; i < in->nseg; i++) {
+    if (!in->seglen[i]) continue;
     /* A copy that stops at a NUL, as argv and environ do (not strndup: the
      * input is not NUL-terminated, and strict_string_checks reads past n). */
-    char *s = malloc(seglen[i]);
+    char *s = malloc(in->seglen[i]);
     REQUIRE(s, "no memory");
-    memcpy(s, seg[i] + 1, seglen[i] - 1);
-    s[seglen[i] - 1] = '\0';
-    control |= has_control(s);
-    if (seg[i][0] == 'E' && nenv < MAX_EXTRA) {
-      char *eq = strchr(s, '=');
-      if (eq) {
-        *eq = '\0';
-        char *name = malloc(strlen(s) + sizeof "AGGREGATOR_");
-        REQUIRE(name, "no memory");
-        sprintf(name, "AGGREGATOR_%s", s);
-        if (setenv(name, eq + 1, 1) == 0)
-          names[nenv++] = name;
-        else
-          free(name);
-      }
+    memcpy(s, in->seg[i] + 1, in->seglen[i] - 1);
+    s[in->seglen[i] - 1] = '\0';
+    x->control |= has_control(s);
+    if (in->seg[i][0] == 'E' && x->nenv < MAX_EXTRA)
+      take_env(x, s);
+    else if (in->seg[i][0] == 'S' && x->nsets < MAX_EXTRA)
+      x->sets[x->nsets++] = s;
+    else
       free(s);
-    } else if (seg[i][0] == 'S' && nsets < MAX_EXTRA) {
-      sets[nsets++] = s;
-    } else {
-      free(s);
-    }
   }
+}
 
-  write_file(g_path, seg[0], seglen[0]);
-  size_t lines = count_lines(seg[0], seglen[0]);
+static void release_extras(extras_t *x) {
+  for (size_t i = 0; i < x->nenv; i++) {
+    unsetenv(x->names[i]);
+    free(x->names[i]);
+  }
+  for (size_t i = 0; i < x->nsets; i++) free(x->sets[i]);
+}
+
+/* An error is one line that says where. */
+static void check_error(const char *m, bool file_only, size_t lines) {
+  REQUIRE(m[0], "empty error message");
+  REQUIRE(!strchr(m, '\n') && !strchr(m, '\r'), "error of more than one line: %s", m);
+  if (file_only)
+    REQUIRE(file_line_prefix(m, g_path, lines), "a file error without FILE:LINE (%zu lines): %s", lines, m);
+  else
+    REQUIRE(file_line_prefix(m, g_path, lines) || !strncmp(m, "environment AGGREGATOR_", 23) ||
+                !strncmp(m, "--set", 5),
+            "an error that does not say where: %s", m);
+}
+
+/* What config show prints loads again, from the file alone, to a
+ * configuration shown the same way. */
+static void check_show_round_trip(const config_t *cfg) {
+  size_t len1, len2;
+  char *text1 = show(cfg, &len1);
+  write_file(g_path2, text1, len1);
+  config_t *again = config_new();
+  config_error_t err2;
+  bool ok2 = config_load(again, g_path2, NULL, 0, &err2);
+  REQUIRE(ok2, "what config show printed does not load: %s\n%s", err2.message, text1);
+  char *text2 = show(again, &len2);
+  REQUIRE(len1 == len2 && !memcmp(text1, text2, len1), "show -> load -> show differs:\n%s\n---\n%s", text1, text2);
+  free(text1);
+  free(text2);
+  config_destroy(again);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  input_t in;
+  split_input(data, size, &in);
+  extras_t x;
+  take_extras(&in, &x);
+
+  write_file(g_path, in.seg[0], in.seglen[0]);
+  size_t lines = count_lines(in.seg[0], in.seglen[0]);
   config_t *cfg = config_new();
   REQUIRE(cfg, "config_new");
   config_error_t err;
-  bool ok = config_load(cfg, g_path, sets, nsets, &err);
-  for (size_t i = 0; i < nenv; i++) {
-    unsetenv(names[i]);
-    free(names[i]);
-  }
-  for (size_t i = 0; i < nsets; i++) free(sets[i]);
+  bool ok = config_load(cfg, g_path, x.sets, x.nsets, &err);
+  bool file_only = !x.nenv && !x.nsets;
+  release_extras(&x);
 
-  if (!ok) {
-    const char *m = err.message;
-    REQUIRE(m[0], "empty error message");
-    REQUIRE(!strchr(m, '\n') && !strchr(m, '\r'), "error of more than one line: %s", m);
-    if (!nenv && !nsets)
-      REQUIRE(file_line_prefix(m, g_path, lines), "a file error without FILE:LINE (%zu lines): %s", lines, m);
-    else
-      REQUIRE(file_line_prefix(m, g_path, lines) || !strncmp(m, "environment AGGREGATOR_", 23) ||
-                  !strncmp(m, "--set", 5),
-              "an error that does not say where: %s", m);
-  } else if (!control && !memchr(seg[0], '\r', seglen[0]) && !memmem(data, size, "_file", 5) &&
-             !memmem(data, size, "_FILE", 5)) {
-    size_t len1, len2;
-    char *text1 = show(cfg, &len1);
-    write_file(g_path2, text1, len1);
-    config_t *again = config_new();
-    config_error_t err2;
-    bool ok2 = config_load(again, g_path2, NULL, 0, &err2);
-    REQUIRE(ok2, "what config show printed does not load: %s\n%s", err2.message, text1);
-    char *text2 = show(again, &len2);
-    REQUIRE(len1 == len2 && !memcmp(text1, text2, len1), "show -> load -> show differs:\n%s\n---\n%s", text1, text2);
-    free(text1);
-    free(text2);
-    config_destroy(again);
-  }
+  if (!ok)
+    check_error(err.message, file_only, lines);
+  else if (!x.control && !memchr(in.seg[0], '\r', in.seglen[0]) && !memmem(data, size, "_file", 5) &&
+           !memmem(data, size, "_FILE", 5))
+    check_show_round_trip(cfg);
   config_destroy(cfg);
   return 0;
 }
