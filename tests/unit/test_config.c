@@ -65,6 +65,21 @@ static config_t *load(const char *path, char **sets, size_t nsets, config_error_
   return NULL;
 }
 
+/* "key=PATH" into out, PATH a fresh file holding content: a --set of a
+ * _file key. */
+static char *set_file(char *out, size_t size, const char *key, const char *content) {
+  snprintf(out, size, "%s=%s", key, write_ini(content));
+  return out;
+}
+
+/* load() that must succeed. */
+static config_t *load_ok(const char *path, char **sets, size_t nsets) {
+  config_error_t err;
+  config_t *cfg = load(path, sets, nsets, &err);
+  ck_assert_msg(cfg, "%s", err.message);
+  return cfg;
+}
+
 static char *show(const config_t *cfg) {
   char *text = NULL;
   size_t len = 0;
@@ -91,30 +106,51 @@ static void expand(char *out, size_t size, const char *pattern, const char *path
   }
 }
 
+/* The fields of a config_t a test expects, in the order of config.h. */
+typedef struct {
+  const char *brokers, *topics, *group, *dlq_topic;
+  const char *uri, *database, *collection, *write_concern;
+  int64_t max_commands, max_aggregates, linger_ms, max_pending_bytes;
+  int64_t backoff_ms, backoff_max_ms, cache_max_aggregates, max_command_bytes;
+  const char *listen;
+  log_level_t level;
+  log_format_t format;
+} expected_t;
+
+static void assert_config(const config_t *c, const expected_t *e) {
+  ck_assert_str_eq(c->kafka_brokers, e->brokers);
+  ck_assert_str_eq(c->kafka_topics, e->topics);
+  ck_assert_str_eq(c->kafka_group, e->group);
+  ck_assert_str_eq(c->kafka_dlq_topic, e->dlq_topic);
+  ck_assert_str_eq(c->store_uri, e->uri);
+  ck_assert_str_eq(c->store_database, e->database);
+  ck_assert_str_eq(c->store_collection, e->collection);
+  ck_assert_str_eq(c->store_write_concern, e->write_concern);
+  ck_assert_int_eq(c->batch_max_commands, e->max_commands);
+  ck_assert_int_eq(c->batch_max_aggregates, e->max_aggregates);
+  ck_assert_int_eq(c->batch_linger_ms, e->linger_ms);
+  ck_assert_int_eq(c->batch_max_pending_bytes, e->max_pending_bytes);
+  ck_assert_int_eq(c->retry_backoff_ms, e->backoff_ms);
+  ck_assert_int_eq(c->retry_backoff_max_ms, e->backoff_max_ms);
+  ck_assert_int_eq(c->cache_max_aggregates, e->cache_max_aggregates);
+  ck_assert_int_eq(c->limits_max_command_bytes, e->max_command_bytes);
+  ck_assert_str_eq(c->metrics_listen, e->listen);
+  ck_assert_int_eq(c->log_level, e->level);
+  ck_assert_int_eq(c->log_format, e->format);
+}
+
 /* ---- defaults ------------------------------------------------------------ */
 
 START_TEST(defaults) {
   config_t *c = config_new();
-  ck_assert_str_eq(c->kafka_brokers, "localhost:9092");
-  ck_assert_str_eq(c->kafka_topics, "assignment-commands");
-  ck_assert_str_eq(c->kafka_group, "aggregator");
-  ck_assert_str_eq(c->kafka_dlq_topic, "assignment-commands-dlq");
+  assert_config(c, &(expected_t){.brokers = "localhost:9092", .topics = "assignment-commands", .group = "aggregator",
+                                 .dlq_topic = "assignment-commands-dlq", .uri = "mongodb://localhost:27017",
+                                 .database = "school", .collection = "assignment_aggregates",
+                                 .write_concern = "majority", .max_commands = 20000, .max_aggregates = 1000,
+                                 .linger_ms = 100, .max_pending_bytes = 64 << 20, .backoff_ms = 100,
+                                 .backoff_max_ms = 10000, .cache_max_aggregates = 100000, .max_command_bytes = 65536,
+                                 .listen = "", .level = LOG_LEVEL_INFO, .format = LOG_FORMAT_JSON});
   ck_assert_uint_eq(c->rdkafka_count, 0);
-  ck_assert_str_eq(c->store_uri, "mongodb://localhost:27017");
-  ck_assert_str_eq(c->store_database, "school");
-  ck_assert_str_eq(c->store_collection, "assignment_aggregates");
-  ck_assert_str_eq(c->store_write_concern, "majority");
-  ck_assert_int_eq(c->batch_max_commands, 20000);
-  ck_assert_int_eq(c->batch_max_aggregates, 1000);
-  ck_assert_int_eq(c->batch_linger_ms, 100);
-  ck_assert_int_eq(c->batch_max_pending_bytes, 64 << 20);
-  ck_assert_int_eq(c->retry_backoff_ms, 100);
-  ck_assert_int_eq(c->retry_backoff_max_ms, 10000);
-  ck_assert_int_eq(c->cache_max_aggregates, 100000);
-  ck_assert_int_eq(c->limits_max_command_bytes, 65536);
-  ck_assert_str_eq(c->metrics_listen, "");
-  ck_assert_int_eq(c->log_level, LOG_LEVEL_INFO);
-  ck_assert_int_eq(c->log_format, LOG_FORMAT_JSON);
   ck_assert_ptr_null(c->source_file);
   config_destroy(c);
   config_destroy(NULL);
@@ -123,9 +159,7 @@ END_TEST
 
 /* Loading nothing (no file, no env, no sets) succeeds and keeps defaults. */
 START_TEST(load_nothing) {
-  config_error_t err;
-  config_t *c = load(NULL, NULL, 0, &err);
-  ck_assert_msg(c, "%s", err.message);
+  config_t *c = load_ok(NULL, NULL, 0);
   ck_assert_int_eq(c->batch_linger_ms, 100);
   config_destroy(c);
 }
@@ -168,34 +202,19 @@ START_TEST(file_all_keys) {
                                "format = text\n"
                                "[kafka]\n"
                                "rdkafka.debug = cgrp,topic\n");
-  config_error_t err;
-  config_t *c = load(path, NULL, 0, &err);
-  ck_assert_msg(c, "%s", err.message);
-  ck_assert_str_eq(c->kafka_brokers, "k1:9092,k2:9093");
-  ck_assert_str_eq(c->kafka_topics, "a,b.c");
-  ck_assert_str_eq(c->kafka_group, "g1");
-  ck_assert_str_eq(c->kafka_dlq_topic, "dead");
+  config_t *c = load_ok(path, NULL, 0);
+  assert_config(c, &(expected_t){.brokers = "k1:9092,k2:9093", .topics = "a,b.c", .group = "g1", .dlq_topic = "dead",
+                                 .uri = "mongodb://h1:27017,h2:27017/?replicaSet=rs0", .database = "db1",
+                                 .collection = "aggs", .write_concern = "2", .max_commands = 7, .max_aggregates = 8,
+                                 .linger_ms = 0, .max_pending_bytes = (int64_t)2 << 30, .backoff_ms = 5,
+                                 .backoff_max_ms = 5, .cache_max_aggregates = 0, .max_command_bytes = 1048576,
+                                 .listen = "[::1]:9464", .level = LOG_LEVEL_DEBUG, .format = LOG_FORMAT_TEXT});
   ck_assert_uint_eq(c->rdkafka_count, 3);
   ck_assert_str_eq(c->rdkafka[0].name, "client.id");
   ck_assert_str_eq(c->rdkafka[0].value, "worker-1");
   ck_assert_str_eq(c->rdkafka[1].name, "socket.timeout.ms");
   ck_assert_str_eq(c->rdkafka[2].name, "debug");
   ck_assert_str_eq(c->rdkafka[2].value, "cgrp,topic");
-  ck_assert_str_eq(c->store_uri, "mongodb://h1:27017,h2:27017/?replicaSet=rs0");
-  ck_assert_str_eq(c->store_database, "db1");
-  ck_assert_str_eq(c->store_collection, "aggs");
-  ck_assert_str_eq(c->store_write_concern, "2");
-  ck_assert_int_eq(c->batch_max_commands, 7);
-  ck_assert_int_eq(c->batch_max_aggregates, 8);
-  ck_assert_int_eq(c->batch_linger_ms, 0);
-  ck_assert_int_eq(c->batch_max_pending_bytes, (int64_t)2 << 30);
-  ck_assert_int_eq(c->retry_backoff_ms, 5);
-  ck_assert_int_eq(c->retry_backoff_max_ms, 5);
-  ck_assert_int_eq(c->cache_max_aggregates, 0);
-  ck_assert_int_eq(c->limits_max_command_bytes, 1048576);
-  ck_assert_str_eq(c->metrics_listen, "[::1]:9464");
-  ck_assert_int_eq(c->log_level, LOG_LEVEL_DEBUG);
-  ck_assert_int_eq(c->log_format, LOG_FORMAT_TEXT);
   ck_assert_str_eq(c->source_file, path);
   config_destroy(c);
 }
@@ -207,9 +226,7 @@ START_TEST(values_are_literal) {
                                "rdkafka.client.id = a#b;c=d\n"
                                "[store]\n"
                                "uri = mongodb://h/?appname=x;y\n");
-  config_error_t err;
-  config_t *c = load(path, NULL, 0, &err);
-  ck_assert_msg(c, "%s", err.message);
+  config_t *c = load_ok(path, NULL, 0);
   ck_assert_str_eq(c->rdkafka[0].value, "a#b;c=d");
   ck_assert_str_eq(c->store_uri, "mongodb://h/?appname=x;y");
   config_destroy(c);
@@ -276,167 +293,162 @@ typedef struct {
   const char *expect;    /* the whole message; {FILE} and {AUX} are replaced by the paths */
 } error_case_t;
 
+/* One source each: a file, a --set, or an environment variable. */
+#define FILE_ERR(ini_, expect_) {.ini = ini_, .expect = expect_}
+#define SET_ERR(set_, expect_) {.set = set_, .expect = expect_}
+#define ENV_ERR(name_, value_, expect_) {.env_name = name_, .env_value = value_, .expect = expect_}
+#define NOT_HOST_PORT " is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"
+
 static const error_case_t error_cases[] = {
     /* unknown keys and sections, with suggestions */
-    {"[batch]\nmax_comands = 5\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: batch.max_comands: unknown key (did you mean batch.max_commands?)"},
-    {"[kafka]\nlinger_ms = 5\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: kafka.linger_ms: unknown key (did you mean batch.linger_ms?)"},
-    {"[store]\nurl_file = /x\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: store.url_file: unknown key (did you mean store.uri_file?)"},
-    {"[batch]\nzzzzzzzzzzzz = 5\n", NULL, NULL, NULL, NULL, "{FILE}:2: batch.zzzzzzzzzzzz: unknown key"},
-    {"[kafka]\nrdkafak.sasl.username = u\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: kafka.rdkafak.sasl.username: unknown key (did you mean kafka.rdkafka.sasl.username?)"},
-    {"[store]\nrdkafka.client.id = u\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: store.rdkafka.client.id: unknown key (did you mean kafka.rdkafka.client.id?)"},
-    {"# x\n[bacth]\nlinger_ms = 1\n", NULL, NULL, NULL, NULL, "{FILE}:2: [bacth]: unknown section (did you mean [batch]?)"},
-    {"[xyzzy]\n", NULL, NULL, NULL, NULL, "{FILE}:1: [xyzzy]: unknown section"},
+    FILE_ERR("[batch]\nmax_comands = 5\n",
+             "{FILE}:2: batch.max_comands: unknown key (did you mean batch.max_commands?)"),
+    FILE_ERR("[kafka]\nlinger_ms = 5\n", "{FILE}:2: kafka.linger_ms: unknown key (did you mean batch.linger_ms?)"),
+    FILE_ERR("[store]\nurl_file = /x\n", "{FILE}:2: store.url_file: unknown key (did you mean store.uri_file?)"),
+    FILE_ERR("[batch]\nzzzzzzzzzzzz = 5\n", "{FILE}:2: batch.zzzzzzzzzzzz: unknown key"),
+    FILE_ERR("[kafka]\nrdkafak.sasl.username = u\n",
+             "{FILE}:2: kafka.rdkafak.sasl.username: unknown key (did you mean kafka.rdkafka.sasl.username?)"),
+    FILE_ERR("[store]\nrdkafka.client.id = u\n",
+             "{FILE}:2: store.rdkafka.client.id: unknown key (did you mean kafka.rdkafka.client.id?)"),
+    FILE_ERR("# x\n[bacth]\nlinger_ms = 1\n", "{FILE}:2: [bacth]: unknown section (did you mean [batch]?)"),
+    FILE_ERR("[xyzzy]\n", "{FILE}:1: [xyzzy]: unknown section"),
     /* syntax */
-    {"linger_ms = 1\n", NULL, NULL, NULL, NULL,
-     "{FILE}:1: linger_ms: key outside a section (add a [section] header above it)"},
-    {"[batch]\n\nlinger_ms\n", NULL, NULL, NULL, NULL, "{FILE}:3: expected '[section]' or 'key = value'"},
-    {"[batch]\n = 5\n", NULL, NULL, NULL, NULL, "{FILE}:2: missing key before '='"},
-    {"[batch\n", NULL, NULL, NULL, NULL, "{FILE}:1: a section header is '[name]' alone on its line"},
-    {"[batch] # c\n", NULL, NULL, NULL, NULL, "{FILE}:1: a section header is '[name]' alone on its line"},
-    {"[batch]\nlinger_ms = 1\n[log]\n[batch]\nlinger_ms = 2\n", NULL, NULL, NULL, NULL,
-     "{FILE}:5: batch.linger_ms: duplicate key, already set on line 2"},
-    {"[store]\nuri = mongodb://h\nuri_file = /x\n", NULL, NULL, NULL, NULL,
-     "{FILE}:3: store.uri_file: conflicts with store.uri on line 2"},
+    FILE_ERR("linger_ms = 1\n", "{FILE}:1: linger_ms: key outside a section (add a [section] header above it)"),
+    FILE_ERR("[batch]\n\nlinger_ms\n", "{FILE}:3: expected '[section]' or 'key = value'"),
+    FILE_ERR("[batch]\n = 5\n", "{FILE}:2: missing key before '='"),
+    FILE_ERR("[batch\n", "{FILE}:1: a section header is '[name]' alone on its line"),
+    FILE_ERR("[batch] # c\n", "{FILE}:1: a section header is '[name]' alone on its line"),
+    FILE_ERR("[batch]\nlinger_ms = 1\n[log]\n[batch]\nlinger_ms = 2\n",
+             "{FILE}:5: batch.linger_ms: duplicate key, already set on line 2"),
+    FILE_ERR("[store]\nuri = mongodb://h\nuri_file = /x\n",
+             "{FILE}:3: store.uri_file: conflicts with store.uri on line 2"),
     /* types and ranges */
-    {"[batch]\nlinger_ms = abc\n", NULL, NULL, NULL, NULL, "{FILE}:2: batch.linger_ms: 'abc' is not an integer"},
-    {"[batch]\nlinger_ms = 0x10\n", NULL, NULL, NULL, NULL, "{FILE}:2: batch.linger_ms: '0x10' is not an integer"},
-    {"[batch]\nlinger_ms = 1.5\n", NULL, NULL, NULL, NULL, "{FILE}:2: batch.linger_ms: '1.5' is not an integer"},
-    {"[batch]\nlinger_ms =\n", NULL, NULL, NULL, NULL, "{FILE}:2: batch.linger_ms: '' is not an integer"},
-    {"[batch]\nlinger_ms = 99999999999999999999\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: batch.linger_ms: '99999999999999999999' is not an integer"},
-    {"[batch]\nlinger_ms = 10 # ms\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: batch.linger_ms: '10 # ms' is not an integer (comments must be on a line of their own)"},
-    {"[batch]\nlinger_ms = 60001\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: batch.linger_ms: '60001' is out of range 0..60000"},
-    {"[batch]\nlinger_ms = -1\n", NULL, NULL, NULL, NULL, "{FILE}:2: batch.linger_ms: '-1' is out of range 0..60000"},
-    {"[batch]\nmax_commands = 0\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: batch.max_commands: '0' is out of range 1..1000000"},
-    {"[batch]\nmax_pending_bytes = 1023KiB\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: batch.max_pending_bytes: '1023KiB' is out of range 1MiB..16GiB"},
-    {"[batch]\nmax_pending_bytes = 17G\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: batch.max_pending_bytes: '17G' is out of range 1MiB..16GiB"},
-    {"[batch]\nmax_pending_bytes = 64 MiB\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: batch.max_pending_bytes: '64 MiB' is not a size (bytes, or a number with K, KiB, M, MiB, G or GiB)"},
-    {"[batch]\nmax_pending_bytes = 64MB\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: batch.max_pending_bytes: '64MB' is not a size (bytes, or a number with K, KiB, M, MiB, G or GiB)"},
-    {"[batch]\nmax_pending_bytes = 99999999999G\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: batch.max_pending_bytes: '99999999999G' is not a size (bytes, or a number with K, KiB, M, MiB, G or "
-     "GiB)"},
-    {"[limits]\nmax_command_bytes = 255\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: limits.max_command_bytes: '255' is out of range 256..16MiB"},
-    {"[log]\nlevel = verbose\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: log.level: 'verbose' is not one of error, warn, info, debug"},
-    {"[log]\nlevel = INFO\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: log.level: 'INFO' is not one of error, warn, info, debug"},
-    {"[log]\nformat = \"json\"\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: log.format: '\"json\"' is not one of json, text (values are literal, without quotes; 'key =' sets the "
-     "empty value)"},
+    FILE_ERR("[batch]\nlinger_ms = abc\n", "{FILE}:2: batch.linger_ms: 'abc' is not an integer"),
+    FILE_ERR("[batch]\nlinger_ms = 0x10\n", "{FILE}:2: batch.linger_ms: '0x10' is not an integer"),
+    FILE_ERR("[batch]\nlinger_ms = 1.5\n", "{FILE}:2: batch.linger_ms: '1.5' is not an integer"),
+    FILE_ERR("[batch]\nlinger_ms =\n", "{FILE}:2: batch.linger_ms: '' is not an integer"),
+    FILE_ERR("[batch]\nlinger_ms = 99999999999999999999\n",
+             "{FILE}:2: batch.linger_ms: '99999999999999999999' is not an integer"),
+    FILE_ERR("[batch]\nlinger_ms = 10 # ms\n",
+             "{FILE}:2: batch.linger_ms: '10 # ms' is not an integer (comments must be on a line of their own)"),
+    FILE_ERR("[batch]\nlinger_ms = 60001\n", "{FILE}:2: batch.linger_ms: '60001' is out of range 0..60000"),
+    FILE_ERR("[batch]\nlinger_ms = -1\n", "{FILE}:2: batch.linger_ms: '-1' is out of range 0..60000"),
+    FILE_ERR("[batch]\nmax_commands = 0\n", "{FILE}:2: batch.max_commands: '0' is out of range 1..1000000"),
+    FILE_ERR("[batch]\nmax_pending_bytes = 1023KiB\n",
+             "{FILE}:2: batch.max_pending_bytes: '1023KiB' is out of range 1MiB..16GiB"),
+    FILE_ERR("[batch]\nmax_pending_bytes = 17G\n",
+             "{FILE}:2: batch.max_pending_bytes: '17G' is out of range 1MiB..16GiB"),
+    FILE_ERR("[batch]\nmax_pending_bytes = 64 MiB\n",
+             "{FILE}:2: batch.max_pending_bytes: '64 MiB' is not a size (bytes, or a number with K, KiB, M, MiB, G "
+             "or GiB)"),
+    FILE_ERR("[batch]\nmax_pending_bytes = 64MB\n",
+             "{FILE}:2: batch.max_pending_bytes: '64MB' is not a size (bytes, or a number with K, KiB, M, MiB, G or "
+             "GiB)"),
+    FILE_ERR("[batch]\nmax_pending_bytes = 99999999999G\n",
+             "{FILE}:2: batch.max_pending_bytes: '99999999999G' is not a size (bytes, or a number with K, KiB, M, "
+             "MiB, G or GiB)"),
+    FILE_ERR("[limits]\nmax_command_bytes = 255\n",
+             "{FILE}:2: limits.max_command_bytes: '255' is out of range 256..16MiB"),
+    FILE_ERR("[log]\nlevel = verbose\n", "{FILE}:2: log.level: 'verbose' is not one of error, warn, info, debug"),
+    FILE_ERR("[log]\nlevel = INFO\n", "{FILE}:2: log.level: 'INFO' is not one of error, warn, info, debug"),
+    FILE_ERR("[log]\nformat = \"json\"\n",
+             "{FILE}:2: log.format: '\"json\"' is not one of json, text (values are literal, without quotes; 'key =' "
+             "sets the empty value)"),
     /* host:port */
-    {"[metrics]\nlisten = 9464\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: metrics.listen: '9464' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
-    {NULL, "metrics.listen=localhost:", NULL, NULL, NULL,
-     "--set metrics.listen: 'localhost:' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
-    {NULL, "metrics.listen=:9464", NULL, NULL, NULL,
-     "--set metrics.listen: ':9464' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
-    {NULL, "metrics.listen=h:65536", NULL, NULL, NULL,
-     "--set metrics.listen: 'h:65536' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
-    {NULL, "metrics.listen=h:80x", NULL, NULL, NULL,
-     "--set metrics.listen: 'h:80x' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
-    {NULL, "metrics.listen=a b:80", NULL, NULL, NULL,
-     "--set metrics.listen: 'a b:80' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
-    {NULL, "metrics.listen=[::1:80", NULL, NULL, NULL,
-     "--set metrics.listen: '[::1:80' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464; port 0..65535, 0 for any free port) or empty"},
+    FILE_ERR("[metrics]\nlisten = 9464\n", "{FILE}:2: metrics.listen: '9464'" NOT_HOST_PORT),
+    SET_ERR("metrics.listen=localhost:", "--set metrics.listen: 'localhost:'" NOT_HOST_PORT),
+    SET_ERR("metrics.listen=:9464", "--set metrics.listen: ':9464'" NOT_HOST_PORT),
+    SET_ERR("metrics.listen=h:65536", "--set metrics.listen: 'h:65536'" NOT_HOST_PORT),
+    SET_ERR("metrics.listen=h:80x", "--set metrics.listen: 'h:80x'" NOT_HOST_PORT),
+    SET_ERR("metrics.listen=a b:80", "--set metrics.listen: 'a b:80'" NOT_HOST_PORT),
+    SET_ERR("metrics.listen=[::1:80", "--set metrics.listen: '[::1:80'" NOT_HOST_PORT),
     /* strings with rules */
-    {"[kafka]\ntopics = a,,b\n", NULL, NULL, NULL, NULL, "{FILE}:2: kafka.topics: empty topic name in the list"},
-    {"[kafka]\ntopics = a b\n", NULL, NULL, NULL, NULL, "{FILE}:2: kafka.topics: 'a b' is not a valid topic name"},
-    {"[kafka]\ntopics =\n", NULL, NULL, NULL, NULL, "{FILE}:2: kafka.topics: empty topic name in the list"},
-    {"[kafka]\nbrokers = b1, ,b2\n", NULL, NULL, NULL, NULL, "{FILE}:2: kafka.brokers: empty broker in the list"},
-    {"[kafka]\ngroup =\n", NULL, NULL, NULL, NULL, "{FILE}:2: kafka.group: must not be empty"},
-    {"[kafka]\ndlq_topic = ..\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: kafka.dlq_topic: '..' is not a valid topic name ([A-Za-z0-9._-], 1..249 characters)"},
-    {"[store]\ndatabase = a.b\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: store.database: 'a.b' is not a valid database name (1..63 bytes, none of /\\. \"$*<>:|?)"},
-    {"[store]\ncollection = system.x\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: store.collection: 'system.x' is not a valid collection name (1..200 bytes, no '$', not system.*)"},
-    {"[store]\nwrite_concern = 0\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: store.write_concern: '0' is not 'majority' or a member count 1..50 (0 is refused: writes must be "
-     "acknowledged)"},
-    {"[store]\nwrite_concern = all\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: store.write_concern: 'all' is not 'majority' or a member count 1..50 (0 is refused: writes must be "
-     "acknowledged)"},
+    FILE_ERR("[kafka]\ntopics = a,,b\n", "{FILE}:2: kafka.topics: empty topic name in the list"),
+    FILE_ERR("[kafka]\ntopics = a b\n", "{FILE}:2: kafka.topics: 'a b' is not a valid topic name"),
+    FILE_ERR("[kafka]\ntopics =\n", "{FILE}:2: kafka.topics: empty topic name in the list"),
+    FILE_ERR("[kafka]\nbrokers = b1, ,b2\n", "{FILE}:2: kafka.brokers: empty broker in the list"),
+    FILE_ERR("[kafka]\ngroup =\n", "{FILE}:2: kafka.group: must not be empty"),
+    FILE_ERR("[kafka]\ndlq_topic = ..\n",
+             "{FILE}:2: kafka.dlq_topic: '..' is not a valid topic name ([A-Za-z0-9._-], 1..249 characters)"),
+    FILE_ERR("[store]\ndatabase = a.b\n",
+             "{FILE}:2: store.database: 'a.b' is not a valid database name (1..63 bytes, none of /\\. \"$*<>:|?)"),
+    FILE_ERR("[store]\ncollection = system.x\n",
+             "{FILE}:2: store.collection: 'system.x' is not a valid collection name (1..200 bytes, no '$', not "
+             "system.*)"),
+    FILE_ERR("[store]\nwrite_concern = 0\n",
+             "{FILE}:2: store.write_concern: '0' is not 'majority' or a member count 1..50 (0 is refused: writes "
+             "must be acknowledged)"),
+    FILE_ERR("[store]\nwrite_concern = all\n",
+             "{FILE}:2: store.write_concern: 'all' is not 'majority' or a member count 1..50 (0 is refused: writes "
+             "must be acknowledged)"),
     /* store.uri is a secret: the message must not repeat it */
-    {"[store]\nuri = http://user:hunter2@h/\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: store.uri: the value is not a MongoDB URI: Invalid URI Schema, expecting 'mongodb://' or "
-     "'mongodb+srv://'"},
-    {"[store]\nuri = mongodb://user:hunter2@h:99999/\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: store.uri: the value is not a MongoDB URI: Invalid host string in URI"},
+    FILE_ERR("[store]\nuri = http://user:hunter2@h/\n",
+             "{FILE}:2: store.uri: the value is not a MongoDB URI: Invalid URI Schema, expecting 'mongodb://' or "
+             "'mongodb+srv://'"),
+    FILE_ERR("[store]\nuri = mongodb://user:hunter2@h:99999/\n",
+             "{FILE}:2: store.uri: the value is not a MongoDB URI: Invalid host string in URI"),
     /* checks across keys name the key set last */
-    {"[kafka]\ndlq_topic = assignment-commands\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: kafka.dlq_topic: 'assignment-commands' is both a command topic and the dead-letter topic"},
-    {"[kafka]\ndlq_topic = d\n", "kafka.topics=a,d", NULL, NULL, NULL,
-     "--set kafka.topics: 'd' is both a command topic and the dead-letter topic"},
-    {"[retry]\nbackoff_max_ms = 50\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: retry.backoff_max_ms: 50 is less than retry.backoff_ms (100)"},
-    {"[retry]\nbackoff_max_ms = 1000\n", "retry.backoff_ms=2000", NULL, NULL, NULL,
-     "--set retry.backoff_ms: 2000 is greater than retry.backoff_max_ms (1000)"},
+    FILE_ERR("[kafka]\ndlq_topic = assignment-commands\n",
+             "{FILE}:2: kafka.dlq_topic: 'assignment-commands' is both a command topic and the dead-letter topic"),
+    {.ini = "[kafka]\ndlq_topic = d\n", .set = "kafka.topics=a,d",
+     .expect = "--set kafka.topics: 'd' is both a command topic and the dead-letter topic"},
+    FILE_ERR("[retry]\nbackoff_max_ms = 50\n",
+             "{FILE}:2: retry.backoff_max_ms: 50 is less than retry.backoff_ms (100)"),
+    {.ini = "[retry]\nbackoff_max_ms = 1000\n", .set = "retry.backoff_ms=2000",
+     .expect = "--set retry.backoff_ms: 2000 is greater than retry.backoff_max_ms (1000)"},
     /* librdkafka's verdict */
-    {"[kafka]\nrdkafka.socket.timeout.ms = soon\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: kafka.rdkafka.socket.timeout.ms: librdkafka: Invalid value for configuration property "
-     "\"socket.timeout.ms\""},
-    {"[kafka]\n\nrdkafka.security.protocol = tls\n", NULL, NULL, NULL, NULL,
-     "{FILE}:3: kafka.rdkafka.security.protocol: librdkafka: Invalid value \"tls\" for configuration property "
-     "\"security.protocol\""},
-    {"[kafka]\nrdkafka.no.such.thing = 1\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: kafka.rdkafka.no.such.thing: librdkafka: No such configuration property: \"no.such.thing\""},
-    {"[kafka]\nrdkafka.group.id = g\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: kafka.rdkafka.group.id: group.id cannot be passed through: the worker sets it from kafka.group"},
-    {"[kafka]\nrdkafka.enable.auto.commit = true\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: kafka.rdkafka.enable.auto.commit: enable.auto.commit cannot be passed through: the worker commits "
-     "offsets itself, once their commands are durable"},
-    {"[kafka]\nrdkafka.allow.auto.create.topics = true\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: kafka.rdkafka.allow.auto.create.topics: allow.auto.create.topics cannot be passed through: topics "
-     "are never auto-created: create them before starting the worker"},
-    {"[kafka]\nrdkafka. = 1\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: kafka.rdkafka.: missing the librdkafka property name after 'rdkafka.'"},
-    {"[kafka]\nrdkafka.client.id = a\nrdkafka.client.id = b\n", NULL, NULL, NULL, NULL,
-     "{FILE}:3: kafka.rdkafka.client.id: duplicate key, already set on line 2"},
+    FILE_ERR("[kafka]\nrdkafka.socket.timeout.ms = soon\n",
+             "{FILE}:2: kafka.rdkafka.socket.timeout.ms: librdkafka: Invalid value for configuration property "
+             "\"socket.timeout.ms\""),
+    FILE_ERR("[kafka]\n\nrdkafka.security.protocol = tls\n",
+             "{FILE}:3: kafka.rdkafka.security.protocol: librdkafka: Invalid value \"tls\" for configuration "
+             "property \"security.protocol\""),
+    FILE_ERR("[kafka]\nrdkafka.no.such.thing = 1\n",
+             "{FILE}:2: kafka.rdkafka.no.such.thing: librdkafka: No such configuration property: \"no.such.thing\""),
+    FILE_ERR("[kafka]\nrdkafka.group.id = g\n",
+             "{FILE}:2: kafka.rdkafka.group.id: group.id cannot be passed through: the worker sets it from "
+             "kafka.group"),
+    FILE_ERR("[kafka]\nrdkafka.enable.auto.commit = true\n",
+             "{FILE}:2: kafka.rdkafka.enable.auto.commit: enable.auto.commit cannot be passed through: the worker "
+             "commits offsets itself, once their commands are durable"),
+    FILE_ERR("[kafka]\nrdkafka.allow.auto.create.topics = true\n",
+             "{FILE}:2: kafka.rdkafka.allow.auto.create.topics: allow.auto.create.topics cannot be passed through: "
+             "topics are never auto-created: create them before starting the worker"),
+    FILE_ERR("[kafka]\nrdkafka. = 1\n",
+             "{FILE}:2: kafka.rdkafka.: missing the librdkafka property name after 'rdkafka.'"),
+    FILE_ERR("[kafka]\nrdkafka.client.id = a\nrdkafka.client.id = b\n",
+             "{FILE}:3: kafka.rdkafka.client.id: duplicate key, already set on line 2"),
     /* files: the -c file and _file values */
-    {"[store]\nuri_file = {AUX}/missing\n", NULL, NULL, NULL, NULL,
-     "{FILE}:2: store.uri_file: cannot read {AUX}/missing: No such file or directory"},
-    {"[store]\nuri_file =\n", NULL, NULL, NULL, NULL, "{FILE}:2: store.uri_file: empty file name"},
-    {"[batch]\nlinger_ms_file = {AUX}\n", NULL, NULL, NULL, "abc\n",
-     "{FILE}:2: batch.linger_ms_file: {AUX}: the value is not an integer"},
-    {"[kafka]\nrdkafka.socket.timeout.ms_file = {AUX}\n", NULL, NULL, NULL, "never\n",
-     "{FILE}:2: kafka.rdkafka.socket.timeout.ms_file: librdkafka: Invalid value for configuration property "
-     "\"socket.timeout.ms\""},
-    {"[store]\nuri_file = {AUX}\n", NULL, NULL, NULL, "mongodb://u:hunter2@h:0:1/\n",
-     "{FILE}:2: store.uri_file: {AUX}: the value is not a MongoDB URI: Invalid host string in URI"},
+    FILE_ERR("[store]\nuri_file = {AUX}/missing\n",
+             "{FILE}:2: store.uri_file: cannot read {AUX}/missing: No such file or directory"),
+    FILE_ERR("[store]\nuri_file =\n", "{FILE}:2: store.uri_file: empty file name"),
+    {.ini = "[batch]\nlinger_ms_file = {AUX}\n", .aux = "abc\n",
+     .expect = "{FILE}:2: batch.linger_ms_file: {AUX}: the value is not an integer"},
+    {.ini = "[kafka]\nrdkafka.socket.timeout.ms_file = {AUX}\n", .aux = "never\n",
+     .expect = "{FILE}:2: kafka.rdkafka.socket.timeout.ms_file: librdkafka: Invalid value for configuration property "
+               "\"socket.timeout.ms\""},
+    {.ini = "[store]\nuri_file = {AUX}\n", .aux = "mongodb://u:hunter2@h:0:1/\n",
+     .expect = "{FILE}:2: store.uri_file: {AUX}: the value is not a MongoDB URI: Invalid host string in URI"},
     /* --set */
-    {NULL, "batch.linger_ms", NULL, NULL, NULL, "--set batch.linger_ms: expected section.key=value"},
-    {NULL, "linger_ms=5", NULL, NULL, NULL, "--set linger_ms: expected section.key=value"},
-    {NULL, "bacth.linger_ms=5", NULL, NULL, NULL,
-     "--set bacth.linger_ms: unknown section 'bacth' (did you mean batch?)"},
-    {NULL, "batch.lingerms=5", NULL, NULL, NULL,
-     "--set batch.lingerms: unknown key (did you mean batch.linger_ms?)"},
-    {NULL, "batch.linger_ms=x", NULL, NULL, NULL, "--set batch.linger_ms: 'x' is not an integer"},
-    {NULL, "kafka.group=a\nb", NULL, NULL, NULL, "--set kafka.group: the value contains a control character"},
+    SET_ERR("batch.linger_ms", "--set batch.linger_ms: expected section.key=value"),
+    SET_ERR("linger_ms=5", "--set linger_ms: expected section.key=value"),
+    SET_ERR("bacth.linger_ms=5", "--set bacth.linger_ms: unknown section 'bacth' (did you mean batch?)"),
+    SET_ERR("batch.lingerms=5", "--set batch.lingerms: unknown key (did you mean batch.linger_ms?)"),
+    SET_ERR("batch.linger_ms=x", "--set batch.linger_ms: 'x' is not an integer"),
+    SET_ERR("kafka.group=a\nb", "--set kafka.group: the value contains a control character"),
     /* environment */
-    {NULL, NULL, "AGGREGATOR_BATCH_LINGER_MS", "soon", NULL,
-     "environment AGGREGATOR_BATCH_LINGER_MS: batch.linger_ms: 'soon' is not an integer"},
-    {NULL, NULL, "AGGREGATOR_BATCH_LINGER_M", "5", NULL,
-     "environment AGGREGATOR_BATCH_LINGER_M: batch.linger_m: unknown key (did you mean AGGREGATOR_BATCH_LINGER_MS?)"},
-    {NULL, NULL, "AGGREGATOR_LOG_LEVEL", "loud", NULL,
-     "environment AGGREGATOR_LOG_LEVEL: log.level: 'loud' is not one of error, warn, info, debug"},
-    {NULL, NULL, "AGGREGATOR_STORE_URI_FILE", "{AUX}/none", NULL,
-     "environment AGGREGATOR_STORE_URI_FILE: store.uri_file: cannot read {AUX}/none: No such file or directory"},
-    {NULL, NULL, "AGGREGATOR_KAFKA_RDKAFKA_SOCKET_TIMEOUT_MS", "x", NULL,
-     "environment AGGREGATOR_KAFKA_RDKAFKA_SOCKET_TIMEOUT_MS: kafka.rdkafka.socket.timeout.ms: librdkafka: Invalid "
-     "value for configuration property \"socket.timeout.ms\""},
+    ENV_ERR("AGGREGATOR_BATCH_LINGER_MS", "soon",
+            "environment AGGREGATOR_BATCH_LINGER_MS: batch.linger_ms: 'soon' is not an integer"),
+    ENV_ERR("AGGREGATOR_BATCH_LINGER_M", "5",
+            "environment AGGREGATOR_BATCH_LINGER_M: batch.linger_m: unknown key (did you mean "
+            "AGGREGATOR_BATCH_LINGER_MS?)"),
+    ENV_ERR("AGGREGATOR_LOG_LEVEL", "loud",
+            "environment AGGREGATOR_LOG_LEVEL: log.level: 'loud' is not one of error, warn, info, debug"),
+    ENV_ERR("AGGREGATOR_STORE_URI_FILE", "{AUX}/none",
+            "environment AGGREGATOR_STORE_URI_FILE: store.uri_file: cannot read {AUX}/none: No such file or directory"),
+    ENV_ERR("AGGREGATOR_KAFKA_RDKAFKA_SOCKET_TIMEOUT_MS", "x",
+            "environment AGGREGATOR_KAFKA_RDKAFKA_SOCKET_TIMEOUT_MS: kafka.rdkafka.socket.timeout.ms: librdkafka: "
+            "Invalid value for configuration property \"socket.timeout.ms\""),
 };
 
 START_TEST(error_message) {
@@ -525,8 +537,7 @@ START_TEST(value_file_too_large) {
   secret = write_tmp(big, n - 1);
   free(big);
   snprintf(set, sizeof set, "kafka.group_file=%s", secret);
-  config_t *c = load(NULL, sets, 1, &err);
-  ck_assert_msg(c, "%s", err.message);
+  config_t *c = load_ok(NULL, sets, 1);
   ck_assert_uint_eq(strlen(c->kafka_group), n - 1);
   config_destroy(c);
 }
@@ -562,60 +573,46 @@ END_TEST
 
 /* ---- precedence ----------------------------------------------------------- */
 
+/* Loads path, sets and the environment, and checks the winning
+ * batch.linger_ms and kafka.rdkafka.client.id (NULL: no rdkafka key). */
+static void expect_linger_client(const char *path, char **sets, size_t nsets, int64_t linger, const char *client) {
+  config_t *c = load_ok(path, sets, nsets);
+  ck_assert_int_eq(c->batch_linger_ms, linger);
+  if (client) {
+    ck_assert_uint_eq(c->rdkafka_count, 1);
+    ck_assert_str_eq(c->rdkafka[0].value, client);
+  } else {
+    ck_assert_uint_eq(c->rdkafka_count, 0);
+  }
+  config_destroy(c);
+}
+
 START_TEST(precedence) {
   const char *path = write_ini("[batch]\nlinger_ms = 10\n[kafka]\nrdkafka.client.id = from-file\n");
   char *sets[] = {"batch.linger_ms=30", "kafka.rdkafka.client.id=from-set"};
-  config_error_t err;
-  config_t *c;
-
-  c = load(NULL, NULL, 0, &err);
-  ck_assert_int_eq(c->batch_linger_ms, 100);
-  ck_assert_uint_eq(c->rdkafka_count, 0);
-  config_destroy(c);
-
-  c = load(path, NULL, 0, &err);
-  ck_assert_int_eq(c->batch_linger_ms, 10);
-  ck_assert_str_eq(c->rdkafka[0].value, "from-file");
-  config_destroy(c);
+  expect_linger_client(NULL, NULL, 0, 100, NULL);
+  expect_linger_client(path, NULL, 0, 10, "from-file");
 
   setenv("AGGREGATOR_BATCH_LINGER_MS", "20", 1);
   setenv("AGGREGATOR_KAFKA_RDKAFKA_CLIENT_ID", "from-env", 1);
-  c = load(path, NULL, 0, &err);
-  ck_assert_msg(c, "%s", err.message);
-  ck_assert_int_eq(c->batch_linger_ms, 20);
-  ck_assert_uint_eq(c->rdkafka_count, 1);
-  ck_assert_str_eq(c->rdkafka[0].value, "from-env");
-  config_destroy(c);
-
-  c = load(path, sets, 2, &err);
-  ck_assert_msg(c, "%s", err.message);
-  ck_assert_int_eq(c->batch_linger_ms, 30);
-  ck_assert_str_eq(c->rdkafka[0].value, "from-set");
-  config_destroy(c);
-
+  expect_linger_client(path, NULL, 0, 20, "from-env");
+  expect_linger_client(path, sets, 2, 30, "from-set");
   /* env and --set without a file */
-  c = load(NULL, sets, 1, &err);
-  ck_assert_int_eq(c->batch_linger_ms, 30);
-  ck_assert_str_eq(c->rdkafka[0].value, "from-env");
-  config_destroy(c);
+  expect_linger_client(NULL, sets, 1, 30, "from-env");
 
   /* Spaces and tabs around an environment value are removed, as in the file
-   * and with --set, so that `config show` reads back as what was loaded. */
+   * and with --set, so that `config show` reads back as what is loaded. */
   setenv("AGGREGATOR_BATCH_LINGER_MS", " 40\t", 1);
   setenv("AGGREGATOR_KAFKA_RDKAFKA_CLIENT_ID", "\tpadded ", 1);
-  c = load(NULL, NULL, 0, &err);
-  ck_assert_msg(c, "%s", err.message);
-  ck_assert_int_eq(c->batch_linger_ms, 40);
-  ck_assert_str_eq(c->rdkafka[0].value, "padded");
-  config_destroy(c);
+  expect_linger_client(NULL, NULL, 0, 40, "padded");
 
   /* The empty string is a value. */
   setenv("AGGREGATOR_METRICS_LISTEN", "", 1);
   char *listen[] = {"metrics.listen=127.0.0.1:1"};
-  c = load(NULL, NULL, 0, &err);
+  config_t *c = load_ok(NULL, NULL, 0);
   ck_assert_str_eq(c->metrics_listen, "");
   config_destroy(c);
-  c = load(NULL, listen, 1, &err);
+  c = load_ok(NULL, listen, 1);
   ck_assert_str_eq(c->metrics_listen, "127.0.0.1:1");
   config_destroy(c);
 }
@@ -625,9 +622,7 @@ END_TEST
 START_TEST(env_outside_sections_ignored) {
   setenv("AGGREGATOR_SERVICE_HOST", "10.0.0.1", 1);
   setenv("AGGREGATOR_batch_linger_ms", "5", 1);
-  config_error_t err;
-  config_t *c = load(NULL, NULL, 0, &err);
-  ck_assert_msg(c, "%s", err.message);
+  config_t *c = load_ok(NULL, NULL, 0);
   ck_assert_int_eq(c->batch_linger_ms, 100);
   config_destroy(c);
 }
@@ -644,9 +639,7 @@ START_TEST(value_files) {
            "[store]\nuri_file = %s\n[kafka]\nrdkafka.sasl.password_file = %s\n[batch]\nlinger_ms_file = %s\n", uri,
            kpw, lg);
   const char *path = write_ini(ini);
-  config_error_t err;
-  config_t *c = load(path, NULL, 0, &err);
-  ck_assert_msg(c, "%s", err.message);
+  config_t *c = load_ok(path, NULL, 0);
   ck_assert_str_eq(c->store_uri, "mongodb://app:s3cr3t@db1:27017/?tls=true");
   ck_assert_uint_eq(c->rdkafka_count, 1);
   ck_assert_str_eq(c->rdkafka[0].name, "sasl.password");
@@ -656,8 +649,7 @@ START_TEST(value_files) {
 
   /* From the environment. */
   setenv("AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE", lg, 1);
-  c = load(path, NULL, 0, &err);
-  ck_assert_msg(c, "%s", err.message);
+  c = load_ok(path, NULL, 0);
   ck_assert_str_eq(c->rdkafka[0].value, "250");
   config_destroy(c);
   unsetenv("AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE");
@@ -665,13 +657,11 @@ START_TEST(value_files) {
   /* A file named by a source that loses is never read. */
   const char *broken = write_ini("[store]\nuri_file = /nonexistent/secret\n");
   char *sets[] = {"store.uri=mongodb://other:27017"};
-  c = load(broken, sets, 1, &err);
-  ck_assert_msg(c, "%s", err.message);
+  c = load_ok(broken, sets, 1);
   ck_assert_str_eq(c->store_uri, "mongodb://other:27017");
   config_destroy(c);
   setenv("AGGREGATOR_STORE_URI_FILE", uri, 1);
-  c = load(broken, NULL, 0, &err);
-  ck_assert_msg(c, "%s", err.message);
+  c = load_ok(broken, NULL, 0);
   ck_assert_str_eq(c->store_uri, "mongodb://app:s3cr3t@db1:27017/?tls=true");
   config_destroy(c);
 }
@@ -680,15 +670,12 @@ END_TEST
 /* ---- show ------------------------------------------------------------------ */
 
 START_TEST(show_redacts_secrets) {
-  const char *kpw = write_ini("kafka-hunter2\n");
   char set_pw[300];
-  snprintf(set_pw, sizeof set_pw, "kafka.rdkafka.sasl.password_file=%s", kpw);
+  set_file(set_pw, sizeof set_pw, "kafka.rdkafka.sasl.password_file", "kafka-hunter2\n");
   char *sets[] = {"store.uri=mongodb://app:hunter2@db1:27017,db2/?tls=true&tlsCertificateKeyFilePassword="
                   "hunter3&authSource=admin",
                   set_pw, "kafka.rdkafka.ssl.key.password=hunter4", "kafka.rdkafka.client.id=visible-id"};
-  config_error_t err;
-  config_t *c = load(NULL, sets, 4, &err);
-  ck_assert_msg(c, "%s", err.message);
+  config_t *c = load_ok(NULL, sets, 4);
   char *text = show(c);
   ck_assert_ptr_null(strstr(text, "hunter"));
   ck_assert_ptr_nonnull(
@@ -705,17 +692,11 @@ END_TEST
 /* Strings read through _file keys are secrets wherever they go; numbers are
  * not (a secret "100" would blank every 100 in the logs). */
 START_TEST(show_redacts_file_strings) {
-  const char *group = write_ini("team-Kq7@x\n");
-  const char *linger = write_ini("250\n");
-  const char *user = write_ini("svc-Kq8\n");
   char s1[300], s2[300], s3[300];
-  snprintf(s1, sizeof s1, "kafka.group_file=%s", group);
-  snprintf(s2, sizeof s2, "batch.linger_ms_file=%s", linger);
-  snprintf(s3, sizeof s3, "kafka.rdkafka.sasl.username_file=%s", user);
-  char *sets[] = {s1, s2, s3};
-  config_error_t err;
-  config_t *c = load(NULL, sets, 3, &err);
-  ck_assert_msg(c, "%s", err.message);
+  char *sets[] = {set_file(s1, sizeof s1, "kafka.group_file", "team-Kq7@x\n"),
+                  set_file(s2, sizeof s2, "batch.linger_ms_file", "250\n"),
+                  set_file(s3, sizeof s3, "kafka.rdkafka.sasl.username_file", "svc-Kq8\n")};
+  config_t *c = load_ok(NULL, sets, 3);
   char *text = show(c);
   ck_assert_msg(!strstr(text, "Kq7") && !strstr(text, "Kq8"), "%s", text);
   ck_assert_ptr_nonnull(strstr(text, "\ngroup = ***\n"));
@@ -735,8 +716,7 @@ START_TEST(show_redacts_file_strings) {
   setenv("AGGREGATOR_KAFKA_GROUP", "plain-group", 1);
   config_destroy(c);
   char *sets2[] = {s2};
-  c = load(NULL, sets2, 1, &err);
-  ck_assert_msg(c, "%s", err.message);
+  c = load_ok(NULL, sets2, 1);
   text = show(c);
   ck_assert_ptr_nonnull(strstr(text, "\ngroup = plain-group\n"));
   free(text);
@@ -749,9 +729,7 @@ END_TEST
 START_TEST(show_round_trips) {
   char *sets[] = {"kafka.topics=a, b", "batch.max_pending_bytes=3MiB", "metrics.listen=127.0.0.1:9464",
                   "log.format=text", "kafka.rdkafka.client.id=x#y", "store.write_concern=3"};
-  config_error_t err;
-  config_t *c = load(NULL, sets, 6, &err);
-  ck_assert_msg(c, "%s", err.message);
+  config_t *c = load_ok(NULL, sets, 6);
   char *text = show(c);
   for (size_t i = 0; i < config_props_count; i++) {
     char line[128];
@@ -759,6 +737,7 @@ START_TEST(show_round_trips) {
     ck_assert_msg(strstr(text, line), "%s missing from show", config_props[i].key);
   }
   const char *path = write_ini(text);
+  config_error_t err;
   config_t *again = load(path, NULL, 0, &err);
   ck_assert_msg(again, "%s\n%s", err.message, text);
   for (size_t i = 0; i < config_props_count; i++)
@@ -838,9 +817,7 @@ START_TEST(example_files_load) {
   for (size_t i = 0; i < 2; i++) {
     char path[1024];
     snprintf(path, sizeof path, "%s/config/%s", src, names[i]);
-    config_error_t err;
-    config_t *c = load(path, NULL, 0, &err);
-    ck_assert_msg(c, "%s", err.message);
+    config_t *c = load_ok(path, NULL, 0);
     config_destroy(c);
   }
   char path[1024];
@@ -849,9 +826,7 @@ START_TEST(example_files_load) {
   const char *pw = write_ini("kafka-pw\n");
   setenv("AGGREGATOR_STORE_URI_FILE", uri, 1);
   setenv("AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE", pw, 1);
-  config_error_t err;
-  config_t *c = load(path, NULL, 0, &err);
-  ck_assert_msg(c, "%s", err.message);
+  config_t *c = load_ok(path, NULL, 0);
   ck_assert_str_eq(c->store_write_concern, "majority");
   config_destroy(c);
 }
@@ -865,8 +840,7 @@ START_TEST(apply_live) {
   char *sets[] = {"batch.linger_ms=5",    "batch.max_pending_bytes=2MiB", "cache.max_aggregates=7",
                   "log.level=debug",      "kafka.group=other",            "store.uri=mongodb://other",
                   "kafka.rdkafka.debug=all", "log.format=text"};
-  config_t *next = load(NULL, sets, 8, &err);
-  ck_assert_msg(next, "%s", err.message);
+  config_t *next = load_ok(NULL, sets, 8);
   char restart[512];
   ck_assert(!config_apply_live(cur, next, restart, sizeof restart));
   ck_assert_str_eq(restart, "kafka.group,store.uri,log.format,kafka.rdkafka.debug");
