@@ -12,17 +12,15 @@
 #include "value.h"
 
 START_TEST(write_concern_parse) {
+  static const struct {
+    const char *text;
+    int32_t w;
+  } good[] = {{"majority", MONGOC_WRITE_CONCERN_W_MAJORITY}, {"1", 1}, {"3", 3}, {"03", 3}, {"50", 50}};
   int32_t w = 0;
-  ck_assert(value_parse_write_concern("majority", &w));
-  ck_assert_int_eq(w, MONGOC_WRITE_CONCERN_W_MAJORITY);
-  ck_assert(value_parse_write_concern("1", &w));
-  ck_assert_int_eq(w, 1);
-  ck_assert(value_parse_write_concern("3", &w));
-  ck_assert_int_eq(w, 3);
-  ck_assert(value_parse_write_concern("03", &w));
-  ck_assert_int_eq(w, 3);
-  ck_assert(value_parse_write_concern("50", &w));
-  ck_assert_int_eq(w, 50);
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    ck_assert_msg(value_parse_write_concern(good[i].text, &w), "refused \"%s\"", good[i].text);
+    ck_assert_int_eq(w, good[i].w);
+  }
   const char *bad[] = {"0",  "00", "-1", "", " 1", "1 ", "+1", "2x", "51", "99999999999999999999", "Majority",
                        "majorityx", "1.0"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -31,17 +29,23 @@ START_TEST(write_concern_parse) {
 }
 END_TEST
 
+/* Whether the configuration accepts `--set key=value`; why not in cerr. */
+static bool config_accepts(const char *key, const char *value, config_error_t *cerr) {
+  char set[64];
+  snprintf(set, sizeof set, "%s=%s", key, value);
+  char *sets[] = {set};
+  config_t *cfg = config_new();
+  bool ok = config_load(cfg, NULL, sets, 1, cerr);
+  config_destroy(cfg);
+  return ok;
+}
+
 /* The configuration and the store agree on every value. */
 START_TEST(write_concern_config_and_store_agree) {
   const char *values[] = {"majority", "1", "03", "50", "0", "51", "-1", "all", "1x", "00"};
   for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
-    char set[64];
-    snprintf(set, sizeof set, "store.write_concern=%s", values[i]);
-    char *sets[] = {set};
-    config_t *cfg = config_new();
     config_error_t cerr;
-    bool config_ok = config_load(cfg, NULL, sets, 1, &cerr);
-    config_destroy(cfg);
+    bool config_ok = config_accepts("store.write_concern", values[i], &cerr);
     sink_error_t serr;
     store_t *s = store_new("mongodb://127.0.0.1:1/", "db", "coll", values[i], &serr);
     ck_assert_msg(config_ok == (s != NULL), "'%s': config %d, store %d", values[i], config_ok, s != NULL);
@@ -79,13 +83,8 @@ START_TEST(listen_config_and_http_agree) {
   const char *values[] = {"127.0.0.1:0", "127.0.0.1:9464", "[::1]:0", "localhost:1", "h:0",     "9464",
                           ":9464",       "h:",             "h:65536", "::1:80",      "[::1:80", "a b:80", "h_1:80"};
   for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
-    char set[64];
-    snprintf(set, sizeof set, "metrics.listen=%s", values[i]);
-    char *sets[] = {set};
-    config_t *cfg = config_new();
     config_error_t cerr;
-    bool config_ok = config_load(cfg, NULL, sets, 1, &cerr);
-    config_destroy(cfg);
+    bool config_ok = config_accepts("metrics.listen", values[i], &cerr);
     value_listen_t l;
     bool parse_ok = value_parse_listen(values[i], &l);
     ck_assert_msg(config_ok == parse_ok, "'%s': config %d, parser %d (%s)", values[i], config_ok, parse_ok,
