@@ -106,53 +106,54 @@ START_TEST(scrub_secrets) {
 }
 END_TEST
 
-START_TEST(scrub_uri_secrets) {
-  static const char *const uris[] = {
-      "mongodb://user:Zq@9:x/%y \xc3\xa9\xe2\x82\xacKw@db.invalid:27017/",
-      "mongodb://user:Zq%409%3Ax%2F%25y%20\xc3\xa9\xe2\x82\xacKw@db.invalid:27017/",
-  };
+/* Text a library writes about a configured secret, scrubbed: the secrets
+ * of a case go into one set (URIs through redact_set_add_uri, others
+ * through redact_set_add), then every (text, want) pair is checked. */
+typedef struct {
+  const char *uris[2], *secrets[2];
+  const char *scrubs[4][2]; /* text, want; up to an empty pair */
+} scrub_case_t;
+
+static const scrub_case_t scrub_cases[] = {
+    /* a raw password: libmongoc quotes what it read up to the first '@' */
+    {.uris = {"mongodb://user:Zq@9:x/%y \xc3\xa9\xe2\x82\xacKw@db.invalid:27017/"},
+     .scrubs = {{"Password \"Zq\" must not", "Password \"Zq\" must not"}, /* 2 bytes: kept */
+                {"failed for user Zq@9:x/%y \xc3\xa9\xe2\x82\xacKw.", "failed for user ***."}}},
+    /* the same password percent-encoded */
+    {.uris = {"mongodb://user:Zq%409%3Ax%2F%25y%20\xc3\xa9\xe2\x82\xacKw@db.invalid:27017/"},
+     .scrubs = {{"failed for user Zq@9:x/%y \xc3\xa9\xe2\x82\xacKw.", "failed for user ***."}}},
+    /* an unescaped ':' in the password, and a credential option */
+    {.uris = {"mongodb://user:se:cret@host/", "mongodb://h/?authMechanismProperties=AWS_SESSION_TOKEN:t0k3n&x=1"},
+     .scrubs = {{"Password \"se:cret\" must not have unescaped chars",
+                 "Password \"***\" must not have unescaped chars"},
+                {"bad value AWS_SESSION_TOKEN:t0k3n", "bad value ***"}}},
+    /* What librdkafka logs for a sasl.oauthbearer.config it cannot parse:
+     * the rest of the value from the word it stops at, or one value. */
+    {.secrets = {"principal=admin bad! extension_token=S3CRETVALUE"},
+     .scrubs = {{"Unrecognized sasl.oauthbearer.config beginning at: bad! extension_token=S3CRETVALUE",
+                 "Unrecognized sasl.oauthbearer.config beginning at: ***"},
+                {"Invalid sasl.oauthbearer.config: empty 'extension_token=S3CRETVALUE' x",
+                 "Invalid sasl.oauthbearer.config: empty '***' x"},
+                {"token S3CRETVALUE", "token ***"}}},
+    {.secrets = {"principal=a lifeSeconds=12345x\textension_k=v"},
+     .scrubs = {{"non-integral 'lifeSeconds=': 12345x", "non-integral 'lifeSeconds=': ***"},
+                {"at: extension_k=v", "at: ***"}}},
+    /* A password whose %-decoded form holds a NUL ("%00"): a library
+     * printing the decoded form as a C string shows what comes before the
+     * NUL. */
+    {.uris = {"mongodb://user:s3cr3t%00-the-rest-of-it@db.invalid/"},
+     .scrubs = {{"auth failed for s3cr3t, a long message after it", "auth failed for ***, a long message after it"},
+                {"as given: s3cr3t%00-the-rest-of-it.", "as given: ***."}}},
+};
+
+START_TEST(scrub_library_text) {
+  const scrub_case_t *c = &scrub_cases[_i];
+  redact_set_t *set = redact_set_new();
   for (size_t i = 0; i < 2; i++) {
-    redact_set_t *set = redact_set_new();
-    redact_set_add_uri(set, uris[i]);
-    /* libmongoc quotes what it read up to the first '@' of a raw URI */
-    if (i == 0) ASSERT_SCRUB(set, "Password \"Zq\" must not", "Password \"Zq\" must not"); /* 2 bytes: kept */
-    ASSERT_SCRUB(set, "failed for user Zq@9:x/%y \xc3\xa9\xe2\x82\xacKw.", "failed for user ***.");
-    redact_set_destroy(set);
+    if (c->uris[i]) redact_set_add_uri(set, c->uris[i]);
+    if (c->secrets[i]) redact_set_add(set, c->secrets[i]);
   }
-  redact_set_t *set = redact_set_new();
-  redact_set_add_uri(set, "mongodb://user:se:cret@host/");
-  ASSERT_SCRUB(set, "Password \"se:cret\" must not have unescaped chars", "Password \"***\" must not have unescaped chars");
-  redact_set_add_uri(set, "mongodb://h/?authMechanismProperties=AWS_SESSION_TOKEN:t0k3n&x=1");
-  ASSERT_SCRUB(set, "bad value AWS_SESSION_TOKEN:t0k3n", "bad value ***");
-  redact_set_destroy(set);
-}
-END_TEST
-
-/* A password whose %-decoded form holds a NUL ("%00"): a library printing
- * the decoded form as a C string shows what comes before the NUL. */
-/* What librdkafka 2.0 logged for a sasl.oauthbearer.config it could not
- * parse: the rest of the value from the word it stopped at, or one value. */
-START_TEST(scrub_parts_a_library_quotes) {
-  redact_set_t *set = redact_set_new();
-  redact_set_add(set, "principal=admin bad! extension_token=S3CRETVALUE");
-  ASSERT_SCRUB(set, "Unrecognized sasl.oauthbearer.config beginning at: bad! extension_token=S3CRETVALUE",
-               "Unrecognized sasl.oauthbearer.config beginning at: ***");
-  ASSERT_SCRUB(set, "Invalid sasl.oauthbearer.config: empty 'extension_token=S3CRETVALUE' x",
-               "Invalid sasl.oauthbearer.config: empty '***' x");
-  ASSERT_SCRUB(set, "token S3CRETVALUE", "token ***");
-  redact_set_clear(set);
-  redact_set_add(set, "principal=a lifeSeconds=12345x\textension_k=v");
-  ASSERT_SCRUB(set, "non-integral 'lifeSeconds=': 12345x", "non-integral 'lifeSeconds=': ***");
-  ASSERT_SCRUB(set, "at: extension_k=v", "at: ***");
-  redact_set_destroy(set);
-}
-END_TEST
-
-START_TEST(decoded_nul_in_secret) {
-  redact_set_t *set = redact_set_new();
-  redact_set_add_uri(set, "mongodb://user:s3cr3t%00-the-rest-of-it@db.invalid/");
-  ASSERT_SCRUB(set, "auth failed for s3cr3t, a long message after it", "auth failed for ***, a long message after it");
-  ASSERT_SCRUB(set, "as given: s3cr3t%00-the-rest-of-it.", "as given: ***.");
+  for (size_t i = 0; i < 4 && c->scrubs[i][0]; i++) ASSERT_SCRUB(set, c->scrubs[i][0], c->scrubs[i][1]);
   redact_set_destroy(set);
 }
 END_TEST
@@ -199,9 +200,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, uri_shown_without_password);
   tcase_add_test(tc, unescaped_at);
   tcase_add_test(tc, scrub_secrets);
-  tcase_add_test(tc, scrub_uri_secrets);
-  tcase_add_test(tc, scrub_parts_a_library_quotes);
-  tcase_add_test(tc, decoded_nul_in_secret);
+  tcase_add_loop_test(tc, scrub_library_text, 0, (int)(sizeof scrub_cases / sizeof scrub_cases[0]));
   tcase_add_test(tc, log_lines_scrubbed);
   suite_add_tcase(s, tc);
   return s;
