@@ -12,34 +12,47 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "config.h"
 #include "kafka.h"
 #include "log.h"
 
 START_TEST(scopes_from_librdkafka) {
-  ck_assert_int_eq(kafka_property_scope("auto.offset.reset"), KAFKA_SCOPE_CONSUMER); /* topic-level */
-  ck_assert_int_eq(kafka_property_scope("partition.assignment.strategy"), KAFKA_SCOPE_CONSUMER);
-  ck_assert_int_eq(kafka_property_scope("queued.min.messages"), KAFKA_SCOPE_CONSUMER);
-  ck_assert_int_eq(kafka_property_scope("linger.ms"), KAFKA_SCOPE_PRODUCER);
-  ck_assert_int_eq(kafka_property_scope("queue.buffering.max.ms"), KAFKA_SCOPE_PRODUCER); /* its alias */
-  ck_assert_int_eq(kafka_property_scope("message.timeout.ms"), KAFKA_SCOPE_PRODUCER);   /* topic-level */
-  ck_assert_int_eq(kafka_property_scope("enable.idempotence"), KAFKA_SCOPE_PRODUCER);
-  ck_assert_int_eq(kafka_property_scope("security.protocol"), KAFKA_SCOPE_ANY);
-  ck_assert_int_eq(kafka_property_scope("sasl.password"), KAFKA_SCOPE_ANY);
-  ck_assert_int_eq(kafka_property_scope("client.id"), KAFKA_SCOPE_ANY);
-  ck_assert_int_eq(kafka_property_scope("no.such.property"), KAFKA_SCOPE_ANY);
+  static const struct {
+    const char *name;
+    kafka_scope_t scope;
+  } scopes[] = {
+      {"auto.offset.reset", KAFKA_SCOPE_CONSUMER}, /* topic-level */
+      {"partition.assignment.strategy", KAFKA_SCOPE_CONSUMER},
+      {"queued.min.messages", KAFKA_SCOPE_CONSUMER},
+      {"linger.ms", KAFKA_SCOPE_PRODUCER},
+      {"queue.buffering.max.ms", KAFKA_SCOPE_PRODUCER}, /* its alias */
+      {"message.timeout.ms", KAFKA_SCOPE_PRODUCER},     /* topic-level */
+      {"enable.idempotence", KAFKA_SCOPE_PRODUCER},
+      {"security.protocol", KAFKA_SCOPE_ANY},
+      {"sasl.password", KAFKA_SCOPE_ANY},
+      {"client.id", KAFKA_SCOPE_ANY},
+      {"no.such.property", KAFKA_SCOPE_ANY},
+  };
+  for (size_t i = 0; i < sizeof scopes / sizeof scopes[0]; i++)
+    ck_assert_msg(kafka_property_scope(scopes[i].name) == scopes[i].scope, "%s: scope %d, want %d", scopes[i].name,
+                  (int)kafka_property_scope(scopes[i].name), (int)scopes[i].scope);
 
-  ck_assert(kafka_scope_applies(KAFKA_SCOPE_ANY, KAFKA_DLQ_PRODUCER));
-  ck_assert(kafka_scope_applies(KAFKA_SCOPE_ANY, KAFKA_RUN_CONSUMER));
-  ck_assert(kafka_scope_applies(KAFKA_SCOPE_CONSUMER, KAFKA_RUN_CONSUMER));
-  ck_assert(kafka_scope_applies(KAFKA_SCOPE_CONSUMER, KAFKA_REPLAY_CONSUMER));
-  ck_assert(!kafka_scope_applies(KAFKA_SCOPE_CONSUMER, KAFKA_DLQ_PRODUCER));
-  ck_assert(kafka_scope_applies(KAFKA_SCOPE_PRODUCER, KAFKA_DLQ_PRODUCER));
-  ck_assert(!kafka_scope_applies(KAFKA_SCOPE_PRODUCER, KAFKA_RUN_CONSUMER));
-  ck_assert(!kafka_scope_applies(KAFKA_SCOPE_PRODUCER, KAFKA_REPLAY_CONSUMER));
+  static const struct {
+    kafka_scope_t scope;
+    kafka_client_t client;
+    bool applies;
+  } applies[] = {
+      {KAFKA_SCOPE_ANY, KAFKA_DLQ_PRODUCER, true},          {KAFKA_SCOPE_ANY, KAFKA_RUN_CONSUMER, true},
+      {KAFKA_SCOPE_CONSUMER, KAFKA_RUN_CONSUMER, true},     {KAFKA_SCOPE_CONSUMER, KAFKA_REPLAY_CONSUMER, true},
+      {KAFKA_SCOPE_CONSUMER, KAFKA_DLQ_PRODUCER, false},    {KAFKA_SCOPE_PRODUCER, KAFKA_DLQ_PRODUCER, true},
+      {KAFKA_SCOPE_PRODUCER, KAFKA_RUN_CONSUMER, false},    {KAFKA_SCOPE_PRODUCER, KAFKA_REPLAY_CONSUMER, false},
+  };
+  for (size_t i = 0; i < sizeof applies / sizeof applies[0]; i++)
+    ck_assert_msg(kafka_scope_applies(applies[i].scope, applies[i].client) == applies[i].applies,
+                  "scope %d, client %d: want %d", (int)applies[i].scope, (int)applies[i].client, applies[i].applies);
 }
 END_TEST
 
@@ -119,6 +132,15 @@ END_TEST
 
 /* --- what the clients log, captured from stderr ------------------------------ */
 
+/* A client of that type on conf (which it takes), or the test fails. */
+static rd_kafka_t *client_start(rd_kafka_conf_t *conf, rd_kafka_type_t type) {
+  char errstr[256];
+  ck_assert(conf);
+  rd_kafka_t *rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
+  ck_assert_msg(rk, "%s", errstr);
+  return rk;
+}
+
 static char g_path[] = "/tmp/test_kafka_scope.XXXXXX";
 static int g_saved = -1;
 
@@ -159,26 +181,18 @@ START_TEST(dead_letter_producer_does_not_warn_about_consumer_properties) {
   rd_kafka_conf_t *conf = kafka_conf_new(cfg, KAFKA_DLQ_PRODUCER, NULL, errstr, sizeof errstr);
   ck_assert(conf);
   ck_assert(kafka_conf_set(conf, "auto.offset.reset", "latest", errstr, sizeof errstr));
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  ck_assert_msg(rk, "%s", errstr);
-  rd_kafka_destroy(rk);
+  rd_kafka_destroy(client_start(conf, RD_KAFKA_PRODUCER));
   char *text = capture_end();
-  ck_assert_msg(strstr(text, "auto.offset.reset"), "librdkafka no longer warns: the test proves nothing:\n%s", text);
+  ck_assert_msg(strstr(text, "auto.offset.reset"), "librdkafka does not warn: the test proves nothing:\n%s", text);
   free(text);
 
   /* Through kafka_conf_new alone: no word about the consumer's properties. */
   capture_begin();
   conf = kafka_conf_new(cfg, KAFKA_DLQ_PRODUCER, NULL, errstr, sizeof errstr);
-  ck_assert(conf);
-  rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  ck_assert_msg(rk, "%s", errstr);
-  rd_kafka_destroy(rk);
+  rd_kafka_destroy(client_start(conf, RD_KAFKA_PRODUCER));
   /* And the consumer: no word about the producer's. */
   conf = kafka_conf_new(cfg, KAFKA_RUN_CONSUMER, (const char *[]){"group.id", "g", NULL}, errstr, sizeof errstr);
-  ck_assert(conf);
-  rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
-  ck_assert_msg(rk, "%s", errstr);
-  rd_kafka_destroy(rk);
+  rd_kafka_destroy(client_start(conf, RD_KAFKA_CONSUMER));
   text = capture_end();
   ck_assert_msg(!strstr(text, "auto.offset.reset") && !strstr(text, "session.timeout.ms") &&
                     !strstr(text, "linger.ms") && !strstr(text, "CONFWARN"),
@@ -208,13 +222,11 @@ START_TEST(broker_failure_logged_once) {
   char errstr[256];
   capture_begin();
   rd_kafka_conf_t *conf = kafka_conf_new(cfg, KAFKA_DLQ_PRODUCER, NULL, errstr, sizeof errstr);
-  ck_assert(conf);
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  ck_assert_msg(rk, "%s", errstr);
+  rd_kafka_t *rk = client_start(conf, RD_KAFKA_PRODUCER);
   /* Nothing listens on port 1: wait (polling, which serves error_cb) until
    * the connection failure has been reported. */
   char *text = NULL;
-  time_t deadline = time(NULL) + 30;
+  int64_t deadline = clock_mono_ms() + 30000;
   for (;;) {
     rd_kafka_poll(rk, 100);
     fflush(stderr);
@@ -224,7 +236,7 @@ START_TEST(broker_failure_logged_once) {
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     buf[n] = '\0';
     fclose(f);
-    if (strstr(buf, "\"error\":\"_TRANSPORT\"") || time(NULL) > deadline) break;
+    if (strstr(buf, "\"error\":\"_TRANSPORT\"") || clock_mono_ms() > deadline) break;
   }
   rd_kafka_destroy(rk);
   text = capture_end();
@@ -232,7 +244,7 @@ START_TEST(broker_failure_logged_once) {
   /* The first attempt's line ("... failed: Connection refused (after Nms in
    * state CONNECT)") once, not also as a FAIL line without the error code. */
   ck_assert_msg(count_lines(text, "Connection refused (after") == count_lines(text, "\"error\":\"_TRANSPORT\""),
-                "a broker failure was logged twice:\n%s", text);
+                "a broker failure is logged twice:\n%s", text);
   ck_assert_msg(!strstr(text, "\"facility\":\"FAIL\""), "FAIL lines logged next to error_cb's:\n%s", text);
   free(text);
   config_destroy(cfg);
