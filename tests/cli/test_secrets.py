@@ -359,9 +359,9 @@ def test_run_outage_with_sasl_debug():
     errf = open(os.path.join(TMP, "outage.err"), "w+b")
     p = subprocess.Popen([BIN] + args, env=env_without_ours(), stdout=subprocess.PIPE, stderr=errf)
     metrics, port_seen = "", None
-    deadline = time.time() + 60
+    deadline = time.monotonic() + 60
     try:
-        while time.time() < deadline and p.poll() is None:
+        while time.monotonic() < deadline and p.poll() is None:
             errf.seek(0)
             text = errf.read().decode("utf-8", "replace")
             m = re.search(r'"msg":"metrics endpoint listening".*?"port":(\d+)', text)
