@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <mongoc/mongoc.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 #include "log.h"
 #include "oom.h"
 #include "redact.h"
+#include "store_error.h"
 #include "store_internal.h"
 #include "value.h"
 
@@ -66,10 +66,6 @@
  * that error_code always speaks the server's language. */
 #define STORE_CODE_BAD_VALUE 2
 #define STORE_CODE_DUPLICATE_KEY 11000
-/* Write-concern errors that retrying cannot fix: w names more nodes or a tag
- * than the replica set has. */
-#define STORE_CODE_UNKNOWN_REPL_WRITE_CONCERN 79
-#define STORE_CODE_UNSATISFIABLE_WRITE_CONCERN 100
 
 /* Operations per update command against FerretDB (see detect_server). */
 #define STORE_FERRETDB_OPS_PER_COMMAND 16
@@ -83,33 +79,7 @@ struct store {
   uint64_t incomplete;    /* store_write calls that needed it (store_internal.h) */
 };
 
-/* --- errors -------------------------------------------------------------- */
-
-static void set_error(sink_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* Every message is scrubbed of the configured secrets (redact.h) before it
- * is cut to size: a server's or driver's text may echo one, and callers
- * print err->message as it is (replay writes it to stderr). */
-static void set_error(sink_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...) {
-  if (!err) return;
-  err->domain = domain;
-  err->code = code;
-  char raw[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(raw, sizeof raw, fmt, ap);
-  va_end(ap);
-  redact_set_scrub_str(redact_global(), raw, sizeof raw);
-  size_t n = strnlen(raw, sizeof err->message - 1);
-  memcpy(err->message, raw, n);
-  err->message[n] = '\0';
-  explicit_bzero(raw, sizeof raw);
-}
-
-static void set_error_from_bson(sink_error_t *err, const char *what, const bson_error_t *e) {
-  set_error(err, e->domain, e->code, "%s: %s", what, e->message);
-}
+/* --- errors ---------------------------------------------------------- */
 
 /* A libmongoc error about the URI: its messages may quote the part they
  * reject, password included ('Password "..." must not have unescaped
@@ -122,62 +92,11 @@ static void set_uri_error(sink_error_t *err, const bson_error_t *e, const char *
   model_buf_t raw = MODEL_BUF_INIT, clean = MODEL_BUF_INIT;
   model_buf_printf(&raw, "store.uri: %s", e->message);
   redact_set_scrub(secrets, raw.data, raw.len, &clean);
-  set_error(err, e->domain, e->code, "%s", clean.data);
+  store_error_set(err, e->domain, e->code, "%s", clean.data);
   explicit_bzero(raw.data, raw.cap);
   model_buf_destroy(&raw);
   model_buf_destroy(&clean);
   redact_set_destroy(secrets);
-}
-
-static void clear_error(sink_error_t *err) {
-  if (err) memset(err, 0, sizeof *err);
-}
-
-bool store_server_code_is_transient(int32_t code) {
-  /* The retryable-write and retryable-read error lists of the MongoDB
-   * driver specifications (the same codes libmongoc retries once by itself
-   * when retryWrites is on), plus WriteConcernFailed, the wtimeout error. */
-  switch (code) {
-    case 6:     /* HostUnreachable */
-    case 7:     /* HostNotFound */
-    case 64:    /* WriteConcernFailed */
-    case 89:    /* NetworkTimeout */
-    case 91:    /* ShutdownInProgress */
-    case 134:   /* ReadConcernMajorityNotAvailableYet */
-    case 189:   /* PrimarySteppedDown */
-    case 262:   /* ExceededTimeLimit */
-    case 9001:  /* SocketException */
-    case 10107: /* NotWritablePrimary */
-    case 11600: /* InterruptedAtShutdown */
-    case 11602: /* InterruptedDueToReplStateChange */
-    case 13435: /* NotPrimaryNoSecondaryOk */
-    case 13436: /* NotPrimaryOrSecondary */
-      return true;
-    default:
-      return false;
-  }
-}
-
-sink_status_t store_classify_error(const bson_error_t *error, const bson_t *reply) {
-  /* Servers from 4.4 label the errors they consider retryable. */
-  if (reply && mongoc_error_has_label(reply, "RetryableWriteError")) return SINK_RETRY;
-  switch (error->domain) {
-    case MONGOC_ERROR_STREAM:           /* connect, read, write, TLS, timeouts */
-    case MONGOC_ERROR_SERVER_SELECTION: /* no primary reachable in time */
-      return SINK_RETRY;
-    case MONGOC_ERROR_WRITE_CONCERN:
-      if (error->code == STORE_CODE_UNKNOWN_REPL_WRITE_CONCERN ||
-          error->code == STORE_CODE_UNSATISFIABLE_WRITE_CONCERN)
-        return SINK_FATAL;
-      return SINK_RETRY;
-    case MONGOC_ERROR_SERVER:
-      return store_server_code_is_transient((int32_t)error->code) ? SINK_RETRY : SINK_FATAL;
-    default:
-      /* Client-side: authentication (MONGOC_ERROR_CLIENT), invalid namespace
-       * or arguments, protocol/wire-version mismatch. Retrying the same
-       * request cannot help; an operator has to. */
-      return SINK_FATAL;
-  }
 }
 
 /* --- mongoc process-wide setup ------------------------------------------- */
@@ -225,19 +144,19 @@ store_t *store_new(const char *uri_string, const char *database, const char *col
                    sink_error_t *err) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, store_global_init);
-  clear_error(err);
+  store_error_clear(err);
 
   _Static_assert(VALUE_W_MAJORITY == MONGOC_WRITE_CONCERN_W_MAJORITY, "value.h speaks libmongoc's w");
   int32_t w;
   if (!value_parse_write_concern(write_concern, &w)) {
-    set_error(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
+    store_error_set(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
               "store.write_concern: \"%s\" is not \"majority\" or an integer 1..50 (0, unacknowledged, "
               "could not report conflicts)",
               write_concern ? write_concern : "");
     return NULL;
   }
   if (!database || !*database || !collection || !*collection) {
-    set_error(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
+    store_error_set(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
               "store.database and store.collection must not be empty");
     return NULL;
   }
@@ -246,7 +165,7 @@ store_t *store_new(const char *uri_string, const char *database, const char *col
   if (uri_string && redact_uri_has_unescaped_at(uri_string)) {
     /* libmongoc would split at the first '@' and connect to "rest@host",
      * naming part of the password in every connection error. */
-    set_error(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
+    store_error_set(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
               "store.uri: an '@' that does not end the user name and password before the hosts must be "
               "percent-encoded as %%40");
     return NULL;
@@ -306,7 +225,7 @@ void store_destroy(store_t *store) {
 /* --- ping ---------------------------------------------------------------- */
 
 sink_status_t store_ping(store_t *store, sink_error_t *err) {
-  clear_error(err);
+  store_error_clear(err);
   bson_t cmd = BSON_INITIALIZER;
   BSON_APPEND_INT32(&cmd, "ping", 1);
   bson_t reply;
@@ -315,7 +234,7 @@ sink_status_t store_ping(store_t *store, sink_error_t *err) {
   sink_status_t st = SINK_OK;
   if (!ok) {
     st = store_classify_error(&e, &reply);
-    set_error_from_bson(err, "ping", &e);
+    store_error_set_bson(err, "ping", &e);
   }
   bson_destroy(&reply);
   bson_destroy(&cmd);
@@ -366,13 +285,13 @@ static model_aggregate_t *decode_stored(const bson_t *doc, int64_t *rev, sink_er
   model_error_t merr = {0};
   model_aggregate_t *agg = model_codec_from_bson(doc, rev, &merr);
   if (!agg) {
-    set_error(err, 0, merr.code, "stored document _id \"%s\" does not decode: %s", id, merr.message);
+    store_error_set(err, 0, merr.code, "stored document _id \"%s\" does not decode: %s", id, merr.message);
     return NULL;
   }
   size_t len;
   const char *k = model_aggregate_key(agg, &len);
   if (!key || len != key_len || memcmp(k, key, len) != 0) {
-    set_error(err, 0, MODEL_ERROR_BAD_DOCUMENT, "stored document _id \"%s\" does not match its tenant/assignment \"%s\"",
+    store_error_set(err, 0, MODEL_ERROR_BAD_DOCUMENT, "stored document _id \"%s\" does not match its tenant/assignment \"%s\"",
               id, k);
     model_aggregate_destroy(agg);
     return NULL;
@@ -425,7 +344,7 @@ static sink_status_t load_chunk(store_t *store, const char *const *keys, size_t 
   const bson_t *reply;
   if (st == SINK_OK && mongoc_cursor_error_document(cursor, &e, &reply)) {
     st = store_classify_error(&e, reply);
-    set_error_from_bson(err, "load", &e);
+    store_error_set_bson(err, "load", &e);
   }
   mongoc_cursor_destroy(cursor);
   bson_destroy(&opts);
@@ -460,7 +379,7 @@ static sink_status_t load_all(store_t *store, const char *const *keys, size_t nk
 }
 
 size_t store_load_keys_per_find(store_t *store, sink_error_t *err) {
-  clear_error(err);
+  store_error_clear(err);
   return detect_server(store, err) == SINK_OK ? store->load_chunk : 0;
 }
 
@@ -473,7 +392,7 @@ static void loaded_free(loaded_list_t *l) {
 /* One of the two callbacks of store_load / store_load_counts. */
 static sink_status_t load_and_hand_over(store_t *store, const char *const *keys, size_t nkeys, sink_found_cb found,
                                          store_found_counts_cb found_counts, void *ctx, sink_error_t *err) {
-  clear_error(err);
+  store_error_clear(err);
   /* Callbacks only once everything has loaded, so that a failed load hands
    * the caller nothing: it either gets the whole answer or retries it. */
   loaded_list_t list = {0};
@@ -565,7 +484,7 @@ sink_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const
    * this bulk may or may not have been applied. */
   if (!executed && (error->domain == MONGOC_ERROR_STREAM || error->domain == MONGOC_ERROR_SERVER_SELECTION ||
                     (reply && mongoc_error_has_label(reply, "RetryableWriteError")))) {
-    set_error_from_bson(err, "bulk write", error);
+    store_error_set_bson(err, "bulk write", error);
     st = SINK_RETRY;
     goto out;
   }
@@ -578,7 +497,7 @@ sink_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const
   if (reply_first_error(reply, "writeConcernErrors", &code, &msg)) {
     bson_error_t wce = {.domain = MONGOC_ERROR_WRITE_CONCERN, .code = (uint32_t)code};
     st = store_classify_error(&wce, NULL);
-    set_error(err, MONGOC_ERROR_WRITE_CONCERN, (uint32_t)code, "bulk write: write concern error %d: %s", code, msg);
+    store_error_set(err, MONGOC_ERROR_WRITE_CONCERN, (uint32_t)code, "bulk write: write concern error %d: %s", code, msg);
     goto out;
   }
 
@@ -601,14 +520,14 @@ sink_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const
         }
       }
       if (index < 0 || (uint64_t)index >= nops || items[map[index]].result != SINK_ITEM_PENDING) {
-        set_error(err, MONGOC_ERROR_SERVER, (uint32_t)ecode, "bulk write: write error for an unknown index %lld",
+        store_error_set(err, MONGOC_ERROR_SERVER, (uint32_t)ecode, "bulk write: write error for an unknown index %lld",
                   (long long)index);
         st = SINK_RETRY;
         *incomplete = true;
         goto out;
       }
       if (store_server_code_is_transient(ecode)) {
-        set_error(err, MONGOC_ERROR_SERVER, (uint32_t)ecode, "bulk write: item %lld: %d: %s", (long long)index,
+        store_error_set(err, MONGOC_ERROR_SERVER, (uint32_t)ecode, "bulk write: item %lld: %d: %s", (long long)index,
                   ecode, emsg);
         st = SINK_RETRY;
         goto out;
@@ -628,7 +547,7 @@ sink_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const
    * namespace, an election, ... */
   if (!executed && nerrors == 0) {
     st = store_classify_error(error, reply);
-    set_error_from_bson(err, "bulk write", error);
+    store_error_set_bson(err, "bulk write", error);
     goto out;
   }
 
@@ -660,7 +579,7 @@ sink_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const
     }
   }
   if (acknowledged != (int64_t)nops) {
-    set_error(err, MONGOC_ERROR_SERVER, 0, "bulk write: the server acknowledged %lld of %zu writes",
+    store_error_set(err, MONGOC_ERROR_SERVER, 0, "bulk write: the server acknowledged %lld of %zu writes",
               (long long)acknowledged, nops);
     st = SINK_RETRY;
     *incomplete = true;
@@ -842,7 +761,7 @@ static sink_status_t detect_server(store_t *store, sink_error_t *err) {
                (int64_t)STORE_FERRETDB_OPS_PER_COMMAND);
   } else {
     st = store_classify_error(&e, &reply);
-    set_error_from_bson(err, "buildInfo", &e);
+    store_error_set_bson(err, "buildInfo", &e);
   }
   bson_destroy(&reply);
   bson_destroy(&cmd);
@@ -909,7 +828,7 @@ static sink_status_t resolve_incomplete(store_t *store, sink_write_item_t *items
              err ? err->message : "");
     store->warned_incomplete = true;
   }
-  clear_error(err);
+  store_error_clear(err);
   size_t *idx = oom_malloc(nitems * sizeof *idx);
   const char **keys = oom_malloc(nitems * sizeof *keys);
   for (size_t i = 0; i < nitems; i++) idx[i] = i;
@@ -941,7 +860,7 @@ static sink_status_t resolve_incomplete(store_t *store, sink_write_item_t *items
 
 sink_status_t store_write(store_t *store, sink_write_item_t *items, size_t nitems, int64_t updated_at_ms,
                            sink_error_t *err) {
-  clear_error(err);
+  store_error_clear(err);
   if (nitems == 0) return SINK_OK;
   size_t *idx = oom_malloc(nitems * sizeof *idx);
   for (size_t i = 0; i < nitems; i++) idx[i] = i;

@@ -1,0 +1,28 @@
+/* How the store's files fill a sink_error_t (sink.h). Every message is
+ * scrubbed of the configured secrets (redact.h) before it is cut to the
+ * size of err->message: a server's or driver's text may echo one, and
+ * callers print err->message as it is. Each function accepts err == NULL
+ * and then does nothing.
+ *
+ * The classification of failures (retry or fatal) is declared in
+ * store_internal.h, where the unit tests drive it. Only the store's own
+ * files include this header. */
+#ifndef STORE_ERROR_H
+#define STORE_ERROR_H
+
+#include <bson/bson.h>
+#include <stdint.h>
+
+#include "sink.h"
+
+/* Fills err with domain, code and the formatted message. */
+void store_error_set(sink_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Fills err from a driver error as "<what>: <its message>". */
+void store_error_set_bson(sink_error_t *err, const char *what, const bson_error_t *e);
+
+/* Zeroes err: no error. */
+void store_error_clear(sink_error_t *err);
+
+#endif
