@@ -31,6 +31,7 @@
 #include "redact.h"
 #include "store_error.h"
 #include "store_internal.h"
+#include "store_profile.h"
 #include "value.h"
 
 /* Client-side timeouts, applied unless the URI sets them. The worker retries
@@ -45,11 +46,6 @@
 /* Server-side bound on waiting for replication: a stuck secondary turns into
  * a WriteConcernFailed (64) error, which is a retry, instead of a hang. */
 #define STORE_WTIMEOUT_MS 10000
-/* Keys per find: keeps the $in filter far below the 16 MiB command limit
- * (ids are at most 129 bytes). Batches are usually smaller: one find. */
-#define STORE_LOAD_CHUNK 10000
-/* Keys per find against FerretDB: one, as {_id: key} (see store_load). */
-#define STORE_FERRETDB_LOAD_CHUNK 1
 
 /* Bytes an update statement {q: {_id, rev}, u: <document>, upsert, multi}
  * adds to its document, besides the _id: the filter's framing and fields
@@ -67,14 +63,10 @@
 #define STORE_CODE_BAD_VALUE 2
 #define STORE_CODE_DUPLICATE_KEY 11000
 
-/* Operations per update command against FerretDB (see detect_server). */
-#define STORE_FERRETDB_OPS_PER_COMMAND 16
-
 struct store {
   mongoc_client_t *client;
   mongoc_collection_t *collection;
-  int ops_per_command;    /* 0: not probed yet; -1: no limit; else the limit */
-  size_t load_chunk;      /* keys per find; set with ops_per_command */
+  const store_profile_t *profile; /* the server's; NULL until the first load or write */
   bool warned_incomplete; /* the item-by-item fallback has been logged */
   uint64_t incomplete;    /* store_write calls that needed it (store_internal.h) */
 };
@@ -353,24 +345,12 @@ static sink_status_t load_chunk(store_t *store, const char *const *keys, size_t 
 }
 
 /* Loads keys[0..nkeys) into out (which the caller frees with loaded_free,
- * whatever the result), store->load_chunk keys per find.
- *
- * Why FerretDB gets one find per key. FerretDB 1.24 pushes no `$in` down to
- * its backend, on PostgreSQL or SQLite: `{_id: {$in: [...]}}` reads and
- * converts every document of the collection. `{_id: key}` is pushed down,
- * and on PostgreSQL the stack's GIN index on _id answers it, so per-key
- * finds cost time in proportion to the keys asked for, not to the
- * collection: 500 keys among 2,000 documents took 6.9 s against 21.6 s for
- * the $in, and the same 6-7 s among 20,000 (docs/BENCHMARKS.md, "The local
- * store at scale"). The price is on tiny collections, where a $in that
- * reads them whole is cheaper (100 of 100: 1.3 s against 2.4 s); a store
- * of a few hundred documents is not the case to optimise for. MongoDB
- * answers a $in from its _id index: one round trip for up to
- * STORE_LOAD_CHUNK keys is the cheapest there. */
+ * whatever the result), as many keys per find as the server's profile
+ * says. */
 static sink_status_t load_all(store_t *store, const char *const *keys, size_t nkeys, loaded_list_t *out,
                                sink_error_t *err) {
   sink_status_t st = nkeys ? detect_server(store, err) : SINK_OK;
-  size_t per = store->load_chunk;
+  size_t per = store->profile ? store->profile->load_keys_per_find : 0;
   for (size_t off = 0; off < nkeys && st == SINK_OK; off += per) {
     size_t n = nkeys - off < per ? nkeys - off : per;
     st = load_chunk(store, keys + off, n, out, err);
@@ -380,7 +360,7 @@ static sink_status_t load_all(store_t *store, const char *const *keys, size_t nk
 
 size_t store_load_keys_per_find(store_t *store, sink_error_t *err) {
   store_error_clear(err);
-  return detect_server(store, err) == SINK_OK ? store->load_chunk : 0;
+  return detect_server(store, err) == SINK_OK ? store->profile->load_keys_per_find : 0;
 }
 
 static void loaded_free(loaded_list_t *l) {
@@ -722,7 +702,8 @@ static sink_status_t write_bulk(store_t *store, sink_write_item_t *items, const 
     if (items[idx[i]].rev == 0) order[k++] = idx[i];
   for (size_t i = 0; i < n; i++)
     if (items[idx[i]].rev != 0) order[k++] = idx[i];
-  size_t per = store->ops_per_command > 0 ? (size_t)store->ops_per_command : n;
+  size_t max = store->profile->max_updates_per_command;
+  size_t per = max > 0 ? max : n;
   sink_status_t st = SINK_OK;
   *incomplete = false;
   for (size_t off = 0; off < n && st == SINK_OK; off += per)
@@ -731,41 +712,10 @@ static sink_status_t write_bulk(store_t *store, sink_write_item_t *items, const 
   return st;
 }
 
-/* Finds out, once per store, whether the server is FerretDB (its buildInfo
- * carries "ferretdbVersion"; MongoDB's and mongo-java-server's do not, which
- * tests/integration/test_store.c pins). It decides the size of update
- * commands (below) and of loads (load_all).
- *
- * FerretDB 1.x (SQLite backend) keeps the cursor of every update in an
- * update command that matched a document open until the whole command ends,
- * each holding one of the 100 connections of the database's pool; the 100th
- * match then waits for a connection forever, and so does every later request
- * to that database: the server has to be restarted. Sending at most 16
- * updates per command keeps a few concurrent writers far from that limit.
- * MongoDB has no such limit; its commands are left whole (the driver splits
- * them at 100,000 operations or 48 MB). */
+/* The server's profile, asked for once per store (store_profile.h). */
 static sink_status_t detect_server(store_t *store, sink_error_t *err) {
-  if (store->ops_per_command != 0) return SINK_OK;
-  bson_t cmd = BSON_INITIALIZER;
-  BSON_APPEND_INT32(&cmd, "buildInfo", 1);
-  bson_t reply;
-  bson_error_t e;
-  sink_status_t st = SINK_OK;
-  if (mongoc_client_command_simple(store->client, "admin", &cmd, NULL, &reply, &e)) {
-    bson_iter_t it;
-    bool ferretdb = bson_iter_init_find(&it, &reply, "ferretdbVersion");
-    store->ops_per_command = ferretdb ? STORE_FERRETDB_OPS_PER_COMMAND : -1;
-    store->load_chunk = ferretdb ? STORE_FERRETDB_LOAD_CHUNK : STORE_LOAD_CHUNK;
-    if (ferretdb)
-      log_info("store server is FerretDB: bulk writes go in small commands", "ops_per_command", LOG_INT,
-               (int64_t)STORE_FERRETDB_OPS_PER_COMMAND);
-  } else {
-    st = store_classify_error(&e, &reply);
-    store_error_set_bson(err, "buildInfo", &e);
-  }
-  bson_destroy(&reply);
-  bson_destroy(&cmd);
-  return st;
+  if (store->profile) return SINK_OK;
+  return store_profile_detect(store->client, &store->profile, err);
 }
 
 static const char *item_key(const sink_write_item_t *item) {

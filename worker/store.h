@@ -13,10 +13,9 @@
  *
  * Why an insert for r = 0 rather than the same upsert: the outcome is the
  * same on every server, but an upsert whose filter matches nothing costs a
- * query that the test servers cannot answer from the _id index (measured
- * with 100,000 documents stored, new documents per second: FerretDB on
- * PostgreSQL 210 by upsert, 6,900 by insert; mongo-java-server 63 and
- * 74,000), and MongoDB does less work for an insert too.
+ * query that some servers cannot answer from the _id index
+ * (store_profile.c; the figures are in docs/BENCHMARKS.md), and MongoDB
+ * does less work for an insert too.
  *
  * Results and item outcomes are the sink's (sink.h).
  *
@@ -45,10 +44,10 @@ void store_destroy(store_t *store);
 sink_status_t store_ping(store_t *store, sink_error_t *err);
 
 /* Loads the documents whose _id is in keys. On MongoDB that is one find
- * with $in (more than 10,000 keys are split); on FerretDB, which answers a
+ * with $in (more than 10,000 keys are split); on a server that answers a
  * $in by reading the whole collection, one {_id: key} find per key (the
- * first load asks the server which it is). All or nothing: on failure no
- * callback has been made. Keys not
+ * server's profile, store_profile.h, which the first load asks for). All
+ * or nothing: on failure no callback has been made. Keys not
  * found get no callback (the caller treats them as rev 0). A stored document
  * that does not decode is an error: SINK_FATAL with its _id in err (it must
  * not be overwritten blindly). */

@@ -1,7 +1,7 @@
-/* store.c's error classification and bulk-reply interpretation, exposed so
+/* The store's error classification and bulk-reply interpretation, exposed so
  * that unit tests can drive them with hand-made replies (write-concern
  * errors, elections, partial replies) that a local test server cannot
- * produce. Only store.c and its tests include this header. */
+ * produce. Only the store's files and its tests include this header. */
 #ifndef STORE_INTERNAL_H
 #define STORE_INTERNAL_H
 
@@ -42,7 +42,7 @@ sink_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const
  * replies take). */
 uint64_t store_incomplete_writes(const store_t *store);
 
-/* What a read-back says about item after an incomplete bulk reply (FerretDB),
+/* What a read-back says about item after an incomplete bulk reply,
  * given the stored document (stored, stored_rev, its updatedAt) and the
  * updated_at_ms this store_write sent: SINK_ITEM_OK when the document is
  * this write's, else SINK_ITEM_PENDING (the caller sends it again, and a
@@ -50,10 +50,11 @@ uint64_t store_incomplete_writes(const store_t *store);
 sink_item_result_t store_read_back_result(const sink_write_item_t *item, const model_aggregate_t *stored,
                                            int64_t stored_rev, int64_t stored_updated_at_ms, int64_t updated_at_ms);
 
-/* How many keys store_load asks for per find on this store's server: 1
- * against FerretDB, which pushes no $in down to its backend (so each key is
- * a {_id: key} find), STORE_LOAD_CHUNK (10,000, one $in) otherwise. Asks the
- * server on first use (buildInfo); 0 with err filled if that fails. */
+/* How many keys store_load asks for per find on this store's server: the
+ * load_keys_per_find of its profile (store_profile.h): 1, a {_id: key} find
+ * per key, on a server that pushes no $in down to its index, else 10,000 in
+ * one $in. Asks the server on first use (buildInfo); 0 with err filled if
+ * that fails. */
 size_t store_load_keys_per_find(store_t *store, sink_error_t *err);
 
 #endif
