@@ -30,6 +30,7 @@
 #include "oom.h"
 #include "redact.h"
 #include "store_error.h"
+#include "store_find.h"
 #include "store_internal.h"
 #include "store_profile.h"
 #include "value.h"
@@ -234,138 +235,26 @@ sink_status_t store_ping(store_t *store, sink_error_t *err) {
 
 /* --- load ---------------------------------------------------------------- */
 
-static sink_status_t detect_server(store_t *store, sink_error_t *err);
-
-typedef struct loaded {
-  model_aggregate_t *agg;
-  int64_t rev;
-  int64_t updated_at_ms; /* as stored: tells resolve_incomplete whose write this is */
-  model_counts_t counts; /* as stored (for store_load_counts) */
-} loaded_t;
-
-typedef struct loaded_list {
-  loaded_t *v;
-  size_t n, cap;
-} loaded_list_t;
-
-static void loaded_push(loaded_list_t *l, model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms,
-                        const model_counts_t *counts) {
-  if (l->n == l->cap) {
-    l->cap = l->cap ? l->cap * 2 : 64;
-    l->v = oom_realloc(l->v, l->cap * sizeof *l->v);
-  }
-  l->v[l->n].agg = agg;
-  l->v[l->n].rev = rev;
-  l->v[l->n].updated_at_ms = updated_at_ms;
-  l->v[l->n].counts = *counts;
-  l->n++;
+/* The server's profile, asked for once per store (store_profile.h). */
+static sink_status_t detect_server(store_t *store, sink_error_t *err) {
+  if (store->profile) return SINK_OK;
+  return store_profile_detect(store->client, &store->profile, err);
 }
 
-/* Decodes one stored document; on failure fills err with its _id, because an
- * operator has to look at that document (overwriting it blindly could lose
- * data another writer put there). */
-static model_aggregate_t *decode_stored(const bson_t *doc, int64_t *rev, sink_error_t *err) {
-  char id[160] = "(no string _id)";
-  bson_iter_t it;
-  const char *key = NULL;
-  uint32_t key_len = 0;
-  if (bson_iter_init_find(&it, doc, "_id") && BSON_ITER_HOLDS_UTF8(&it)) {
-    key = bson_iter_utf8(&it, &key_len);
-    snprintf(id, sizeof id, "%.*s", (int)(key_len < 150 ? key_len : 150), key);
-  }
-  model_error_t merr = {0};
-  model_aggregate_t *agg = model_codec_from_bson(doc, rev, &merr);
-  if (!agg) {
-    store_error_set(err, 0, merr.code, "stored document _id \"%s\" does not decode: %s", id, merr.message);
-    return NULL;
-  }
-  size_t len;
-  const char *k = model_aggregate_key(agg, &len);
-  if (!key || len != key_len || memcmp(k, key, len) != 0) {
-    store_error_set(err, 0, MODEL_ERROR_BAD_DOCUMENT, "stored document _id \"%s\" does not match its tenant/assignment \"%s\"",
-              id, k);
-    model_aggregate_destroy(agg);
-    return NULL;
-  }
-  return agg;
-}
-
-/* One find for keys[0..n): {_id: key} for one key, {_id: {$in: keys}} for
- * more; decoded documents are appended to out. */
-static sink_status_t load_chunk(store_t *store, const char *const *keys, size_t n, loaded_list_t *out,
-                                 sink_error_t *err) {
-  bson_t filter = BSON_INITIALIZER, id, in;
-  if (n == 1) {
-    BSON_APPEND_UTF8(&filter, "_id", keys[0]);
-  } else {
-    BSON_APPEND_DOCUMENT_BEGIN(&filter, "_id", &id);
-    BSON_APPEND_ARRAY_BEGIN(&id, "$in", &in);
-    for (size_t i = 0; i < n; i++) {
-      const char *k;
-      char buf[16];
-      bson_uint32_to_string((uint32_t)i, &k, buf, sizeof buf);
-      bson_append_utf8(&in, k, -1, keys[i], -1);
-    }
-    bson_append_array_end(&id, &in);
-    bson_append_document_end(&filter, &id);
-  }
-
-  bson_t opts = BSON_INITIALIZER;
-  /* All documents in the first reply when they fit (the server caps a
-   * batch at 16 MiB; the cursor fetches the rest). */
-  BSON_APPEND_INT32(&opts, "batchSize", (int32_t)n);
-
-  mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(store->collection, &filter, &opts, NULL);
-  sink_status_t st = SINK_OK;
-  const bson_t *doc;
-  while (mongoc_cursor_next(cursor, &doc)) {
-    int64_t rev = 0;
-    model_aggregate_t *agg = decode_stored(doc, &rev, err);
-    if (!agg) {
-      st = SINK_FATAL;
-      break;
-    }
-    model_counts_t counts = {0, 0, 0, 0};
-    model_codec_stored_counts(doc, &counts); /* decode_stored checked their shape */
-    bson_iter_t ut; /* decode_stored checked it is a Date */
-    int64_t updated_at_ms = bson_iter_init_find(&ut, doc, "updatedAt") ? bson_iter_date_time(&ut) : 0;
-    loaded_push(out, agg, rev, updated_at_ms, &counts);
-  }
-  bson_error_t e;
-  const bson_t *reply;
-  if (st == SINK_OK && mongoc_cursor_error_document(cursor, &e, &reply)) {
-    st = store_classify_error(&e, reply);
-    store_error_set_bson(err, "load", &e);
-  }
-  mongoc_cursor_destroy(cursor);
-  bson_destroy(&opts);
-  bson_destroy(&filter);
-  return st;
-}
-
-/* Loads keys[0..nkeys) into out (which the caller frees with loaded_free,
- * whatever the result), as many keys per find as the server's profile
- * says. */
-static sink_status_t load_all(store_t *store, const char *const *keys, size_t nkeys, loaded_list_t *out,
+/* Loads keys[0..nkeys) into out (which the caller frees with
+ * store_found_list_free, whatever the result), as many keys per find as the
+ * server's profile says. */
+static sink_status_t load_all(store_t *store, const char *const *keys, size_t nkeys, store_found_list_t *out,
                                sink_error_t *err) {
-  sink_status_t st = nkeys ? detect_server(store, err) : SINK_OK;
-  size_t per = store->profile ? store->profile->load_keys_per_find : 0;
-  for (size_t off = 0; off < nkeys && st == SINK_OK; off += per) {
-    size_t n = nkeys - off < per ? nkeys - off : per;
-    st = load_chunk(store, keys + off, n, out, err);
-  }
-  return st;
+  if (nkeys == 0) return SINK_OK;
+  sink_status_t st = detect_server(store, err);
+  if (st != SINK_OK) return st;
+  return store_find(store->collection, store->profile->load_keys_per_find, keys, nkeys, out, err);
 }
 
 size_t store_load_keys_per_find(store_t *store, sink_error_t *err) {
   store_error_clear(err);
   return detect_server(store, err) == SINK_OK ? store->profile->load_keys_per_find : 0;
-}
-
-static void loaded_free(loaded_list_t *l) {
-  for (size_t i = 0; i < l->n; i++) model_aggregate_destroy(l->v[i].agg);
-  free(l->v);
-  memset(l, 0, sizeof *l);
 }
 
 /* One of the two callbacks of store_load / store_load_counts. */
@@ -374,7 +263,7 @@ static sink_status_t load_and_hand_over(store_t *store, const char *const *keys,
   store_error_clear(err);
   /* Callbacks only once everything has loaded, so that a failed load hands
    * the caller nothing: it either gets the whole answer or retries it. */
-  loaded_list_t list = {0};
+  store_found_list_t list = {0};
   sink_status_t st = load_all(store, keys, nkeys, &list, err);
   if (st == SINK_OK) {
     for (size_t i = 0; i < list.n; i++) {
@@ -385,7 +274,7 @@ static sink_status_t load_and_hand_over(store_t *store, const char *const *keys,
       list.v[i].agg = NULL; /* the callback owns it */
     }
   }
-  loaded_free(&list);
+  store_found_list_free(&list);
   return st;
 }
 
@@ -539,12 +428,6 @@ static sink_status_t write_bulk(store_t *store, sink_write_item_t *items, const 
   return st;
 }
 
-/* The server's profile, asked for once per store (store_profile.h). */
-static sink_status_t detect_server(store_t *store, sink_error_t *err) {
-  if (store->profile) return SINK_OK;
-  return store_profile_detect(store->client, &store->profile, err);
-}
-
 static const char *item_key(const sink_write_item_t *item) {
   size_t len;
   return model_aggregate_key(item->agg, &len);
@@ -616,7 +499,7 @@ static sink_status_t resolve_incomplete(store_t *store, sink_write_item_t *items
     items[i].error_code = 0;
   }
 
-  loaded_list_t stored = {0};
+  store_found_list_t stored = {0};
   sink_status_t st = load_all(store, keys, nitems, &stored, err);
   for (size_t i = 0; st == SINK_OK && i < stored.n; i++) {
     size_t len;
@@ -625,7 +508,7 @@ static sink_status_t resolve_incomplete(store_t *store, sink_write_item_t *items
       item->result = store_read_back_result(item, stored.v[i].agg, stored.v[i].rev, stored.v[i].updated_at_ms,
                                             updated_at_ms);
   }
-  loaded_free(&stored);
+  store_found_list_free(&stored);
 
   bool incomplete;
   for (size_t i = 0; st == SINK_OK && i < nitems; i++)
