@@ -18,14 +18,12 @@
  *     conflict. */
 #include "store.h"
 
-#include <errno.h>
 #include <mongoc/mongoc.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
+#include "keys.h"
 #include "log.h"
 #include "oom.h"
 #include "redact.h"
@@ -331,35 +329,20 @@ static const char *item_key(const sink_write_item_t *item) {
   return model_aggregate_key(item->agg, &len);
 }
 
-static int cmp_item_key(const void *a, const void *b, void *items_) {
-  const sink_write_item_t *items = items_;
-  return strcmp(item_key(&items[*(const size_t *)a]), item_key(&items[*(const size_t *)b]));
-}
-
-/* The item (among idx, sorted by key) whose key is key, or NULL. */
-static sink_write_item_t *find_item(sink_write_item_t *items, const size_t *idx, size_t n, const char *key) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(key, item_key(&items[idx[mid]]));
-    if (c == 0) return &items[idx[mid]];
-    if (c < 0)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return NULL;
+/* model_keys_of_fn for an array of indexes into the items at ctx. */
+static const char *index_key(const void *elem, void *items) {
+  return item_key(&((const sink_write_item_t *)items)[*(const size_t *)elem]);
 }
 
 /* Only this write's own document counts as landed: rev + 1, the updatedAt
- * this store_write put in every document, and the same aggregate. Taking
- * "rev + 1 and equal" alone as landed (as this did) counted another
- * writer's identical write as ours: aggregator_store_writes_total{ok} and
- * the flush stats went up for a write this worker never made, where MongoDB
- * reports the same situation as a conflict. The trade-off: a write of ours
- * from an earlier, failed attempt (another updatedAt) is not claimed
- * either; it is re-sent, conflicts, and the reload finds nothing to do,
- * which is also what MongoDB would have said. */
+ * this store_write put in every document, and the same aggregate. "rev + 1
+ * and equal" alone would count another writer's identical write as ours:
+ * aggregator_store_writes_total{ok} and the flush stats would go up for a
+ * write this worker never made, where MongoDB reports the same situation
+ * as a conflict. The trade-off: a write of ours from an earlier, failed
+ * attempt (another updatedAt) is not claimed either; it is re-sent,
+ * conflicts, and the reload finds nothing to do, which is also what
+ * MongoDB would say. */
 sink_item_result_t store_read_back_result(const sink_write_item_t *item, const model_aggregate_t *stored,
                                            int64_t stored_rev, int64_t stored_updated_at_ms, int64_t updated_at_ms) {
   if (stored_rev == item->rev + 1 && stored_updated_at_ms == updated_at_ms && model_aggregate_equal(item->agg, stored))
@@ -367,18 +350,47 @@ sink_item_result_t store_read_back_result(const sink_write_item_t *item, const m
   return SINK_ITEM_PENDING;
 }
 
-/* Finds out what became of every item after a reply that did not say.
- *
- * FerretDB 1.x stops an update command at its first write error even when
- * it is unordered, and then reports neither the writes it did before the
- * error nor the error's real index. So: read the items back; an item whose
- * stored document is this write's (store_read_back_result) has landed. The
- * others are sent one by one, since a single write's reply is unambiguous:
- * one that another writer moved on comes back as a conflict, as it would
- * from MongoDB. MongoDB's replies account for every whole item; it takes
- * this path only when some but not all partial updates of a command
- * matched nothing (store_bulk_outcome), which needs a race with another
- * writer. */
+/* Reads the items back and marks SINK_ITEM_OK each whose stored document
+ * is this write's (store_read_back_result); the others stay pending. */
+static sink_status_t read_back(store_t *store, sink_write_item_t *items, size_t nitems, int64_t updated_at_ms,
+                               sink_error_t *err) {
+  size_t *idx = oom_malloc(nitems * sizeof *idx);
+  const char **keys = oom_malloc(nitems * sizeof *keys);
+  for (size_t i = 0; i < nitems; i++) idx[i] = i;
+  model_keys_sort(idx, nitems, sizeof *idx, index_key, items);
+  for (size_t i = 0; i < nitems; i++) {
+    keys[i] = item_key(&items[i]);
+    items[i].result = SINK_ITEM_PENDING;
+    items[i].error_code = 0;
+  }
+  store_found_list_t stored = {0};
+  sink_status_t st = load_all(store, keys, nitems, &stored, err);
+  for (size_t i = 0; st == SINK_OK && i < stored.n; i++) {
+    size_t len;
+    const char *key = model_aggregate_key(stored.v[i].agg, &len);
+    size_t at = model_keys_find(idx, nitems, sizeof *idx, index_key, items, key);
+    sink_write_item_t *item = at < nitems ? &items[idx[at]] : NULL;
+    if (item && item->result == SINK_ITEM_PENDING)
+      item->result = store_read_back_result(item, stored.v[i].agg, stored.v[i].rev, stored.v[i].updated_at_ms,
+                                            updated_at_ms);
+  }
+  store_found_list_free(&stored);
+  free(keys);
+  free(idx);
+  return st;
+}
+
+/* Finds out what became of every item after a reply that did not account
+ * for them all: a server that stops an update command at its first write
+ * error, even when it is unordered, reports neither the writes it did
+ * before the error nor the error's real index (store_profile.c). So: read
+ * the items back; an item whose stored document is this write's has
+ * landed. The others are sent one by one, since a single write's reply is
+ * unambiguous: one that another writer moved on comes back as a conflict,
+ * as it would from MongoDB. MongoDB's replies account for every whole
+ * item; it takes this path only when some but not all partial updates of a
+ * command matched nothing (store_bulk_outcome), which needs a race with
+ * another writer. */
 static sink_status_t resolve_incomplete(store_t *store, sink_write_item_t *items, size_t nitems,
                                          int64_t updated_at_ms, sink_error_t *err) {
   if (!store->warned_incomplete) {
@@ -387,32 +399,10 @@ static sink_status_t resolve_incomplete(store_t *store, sink_write_item_t *items
     store->warned_incomplete = true;
   }
   store_error_clear(err);
-  size_t *idx = oom_malloc(nitems * sizeof *idx);
-  const char **keys = oom_malloc(nitems * sizeof *keys);
-  for (size_t i = 0; i < nitems; i++) idx[i] = i;
-  qsort_r(idx, nitems, sizeof *idx, cmp_item_key, items);
-  for (size_t i = 0; i < nitems; i++) {
-    keys[i] = item_key(&items[i]);
-    items[i].result = SINK_ITEM_PENDING;
-    items[i].error_code = 0;
-  }
-
-  store_found_list_t stored = {0};
-  sink_status_t st = load_all(store, keys, nitems, &stored, err);
-  for (size_t i = 0; st == SINK_OK && i < stored.n; i++) {
-    size_t len;
-    sink_write_item_t *item = find_item(items, idx, nitems, model_aggregate_key(stored.v[i].agg, &len));
-    if (item && item->result == SINK_ITEM_PENDING)
-      item->result = store_read_back_result(item, stored.v[i].agg, stored.v[i].rev, stored.v[i].updated_at_ms,
-                                            updated_at_ms);
-  }
-  store_found_list_free(&stored);
-
+  sink_status_t st = read_back(store, items, nitems, updated_at_ms, err);
   bool incomplete;
   for (size_t i = 0; st == SINK_OK && i < nitems; i++)
     if (items[i].result == SINK_ITEM_PENDING) st = write_bulk(store, items, &i, 1, updated_at_ms, &incomplete, err);
-  free(keys);
-  free(idx);
   return st;
 }
 
