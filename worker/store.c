@@ -116,34 +116,35 @@ static void uri_default_int32(mongoc_uri_t *uri, const char *option, int32_t val
   if (!mongoc_uri_has_option(uri, option)) mongoc_uri_set_option_as_int32(uri, option, value);
 }
 
-store_t *store_new(const char *uri_string, const char *database, const char *collection, const char *write_concern,
-                   sink_error_t *err) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, store_global_init);
-  store_error_clear(err);
-
+/* Checks the options other than the URI; w gets the parsed write concern. */
+static bool check_options(const char *database, const char *collection, const char *write_concern, int32_t *w,
+                          sink_error_t *err) {
   _Static_assert(VALUE_W_MAJORITY == MONGOC_WRITE_CONCERN_W_MAJORITY, "value.h speaks libmongoc's w");
-  int32_t w;
-  if (!value_parse_write_concern(write_concern, &w)) {
+  if (!value_parse_write_concern(write_concern, w)) {
     store_error_set(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
-              "store.write_concern: \"%s\" is not \"majority\" or an integer 1..50 (0, unacknowledged, "
-              "could not report conflicts)",
-              write_concern ? write_concern : "");
-    return NULL;
+                    "store.write_concern: \"%s\" is not \"majority\" or an integer 1..50 (0, unacknowledged, "
+                    "could not report conflicts)",
+                    write_concern ? write_concern : "");
+    return false;
   }
   if (!database || !*database || !collection || !*collection) {
     store_error_set(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
-              "store.database and store.collection must not be empty");
-    return NULL;
+                    "store.database and store.collection must not be empty");
+    return false;
   }
+  return true;
+}
 
-  /* The URI may hold a password: it never goes into a message. */
+/* The parsed URI with the store's defaults for what it leaves unset, or
+ * NULL with err filled. The URI may hold a password: it never goes into a
+ * message. */
+static mongoc_uri_t *parse_uri(const char *uri_string, sink_error_t *err) {
   if (uri_string && redact_uri_has_unescaped_at(uri_string)) {
     /* libmongoc would split at the first '@' and connect to "rest@host",
      * naming part of the password in every connection error. */
     store_error_set(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
-              "store.uri: an '@' that does not end the user name and password before the hosts must be "
-              "percent-encoded as %%40");
+                    "store.uri: an '@' that does not end the user name and password before the hosts must be "
+                    "percent-encoded as %%40");
     return NULL;
   }
   bson_error_t e;
@@ -161,8 +162,38 @@ store_t *store_new(const char *uri_string, const char *database, const char *col
   if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTRYONCE))
     mongoc_uri_set_option_as_bool(uri, MONGOC_URI_SERVERSELECTIONTRYONCE, false);
   if (!mongoc_uri_get_appname(uri)) mongoc_uri_set_appname(uri, "aggregator");
+  return uri;
+}
 
+/* The write concern w (with the store's wtimeout) on collection, and read
+ * concern "majority" unless w is 1 (see the top of this file). */
+static void set_concerns(mongoc_collection_t *collection, int32_t w) {
+  mongoc_write_concern_t *wc = mongoc_write_concern_new();
+  mongoc_write_concern_set_w(wc, w);
+  mongoc_write_concern_set_wtimeout_int64(wc, STORE_WTIMEOUT_MS);
+  mongoc_collection_set_write_concern(collection, wc);
+  mongoc_write_concern_destroy(wc);
+
+  if (w != 1) {
+    mongoc_read_concern_t *rc = mongoc_read_concern_new();
+    mongoc_read_concern_set_level(rc, MONGOC_READ_CONCERN_LEVEL_MAJORITY);
+    mongoc_collection_set_read_concern(collection, rc);
+    mongoc_read_concern_destroy(rc);
+  }
+}
+
+store_t *store_new(const char *uri_string, const char *database, const char *collection, const char *write_concern,
+                   sink_error_t *err) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, store_global_init);
+  store_error_clear(err);
+
+  int32_t w;
+  if (!check_options(database, collection, write_concern, &w, err)) return NULL;
+  mongoc_uri_t *uri = parse_uri(uri_string, err);
+  if (!uri) return NULL;
   store_t *store = oom_calloc(1, sizeof *store);
+  bson_error_t e;
   store->client = mongoc_client_new_from_uri_with_error(uri, &e);
   mongoc_uri_destroy(uri);
   if (!store->client) {
@@ -173,21 +204,8 @@ store_t *store_new(const char *uri_string, const char *database, const char *col
   /* Version 2 puts every server error in MONGOC_ERROR_SERVER with the
    * server's code, which store_classify_error relies on. */
   mongoc_client_set_error_api(store->client, MONGOC_ERROR_API_VERSION_2);
-
   store->collection = mongoc_client_get_collection(store->client, database, collection);
-
-  mongoc_write_concern_t *wc = mongoc_write_concern_new();
-  mongoc_write_concern_set_w(wc, w);
-  mongoc_write_concern_set_wtimeout_int64(wc, STORE_WTIMEOUT_MS);
-  mongoc_collection_set_write_concern(store->collection, wc);
-  mongoc_write_concern_destroy(wc);
-
-  if (w != 1) {
-    mongoc_read_concern_t *rc = mongoc_read_concern_new();
-    mongoc_read_concern_set_level(rc, MONGOC_READ_CONCERN_LEVEL_MAJORITY);
-    mongoc_collection_set_read_concern(store->collection, rc);
-    mongoc_read_concern_destroy(rc);
-  }
+  set_concerns(store->collection, w);
   return store;
 }
 
