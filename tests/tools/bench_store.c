@@ -15,7 +15,7 @@
  *    sends them (FerretDB: commands of 16): writes per second;
  * 4. load: store_load of LOADKEYS random keys (one find per key on
  *    FerretDB), and, unless --no-in, the same keys as one {_id: {$in}} find,
- *    which is what store_load sent before (kept here for comparison).
+ *    MongoDB's way, for comparison.
  *
  * One line of key=value results on stdout; progress on stderr. Times are
  * wall-clock: the machine is shared, so compare runs made side by side. */
@@ -82,179 +82,222 @@ static model_aggregate_t **build_aggregates(uint32_t n) {
   return aggs;
 }
 
+/* What the run works on. */
+typedef struct bench {
+  store_t *store;
+  mongoc_collection_t *coll; /* the same collection through a plain client */
+  model_aggregate_t **aggs;
+  int64_t *rev; /* each document's stored rev; -1 once a failed write left it unknown */
+  uint32_t ndocs;
+  uint64_t rnd;
+} bench_t;
+
+/* What the run measured: the line of results. */
+typedef struct results {
+  size_t doc_bytes;
+  double fill_s;
+  size_t nsingle, single_failed;
+  double *lat; /* per single write, sorted */
+  double single_total;
+  size_t nbulk;
+  double bulk_s; /* 0 when the bulk failed */
+  char bulk_error[256];
+  size_t nload, loaded, in_found;
+  bool with_in;
+  double load_s, in_s;
+} results_t;
+
+/* 1. fill: every document at rev 1 with insert_many. */
+static int fill(bench_t *b, results_t *r) {
+  double t = now_s();
+  enum { FILL_BATCH = 200 };
+  bson_t docs[FILL_BATCH];
+  const bson_t *ptrs[FILL_BATCH];
+  bson_error_t e;
+  for (uint32_t off = 0; off < b->ndocs; off += FILL_BATCH) {
+    uint32_t n = b->ndocs - off < FILL_BATCH ? b->ndocs - off : FILL_BATCH;
+    for (uint32_t i = 0; i < n; i++) {
+      bson_init(&docs[i]);
+      model_codec_to_bson(b->aggs[off + i], 1, 1788249600000LL, &docs[i]);
+      r->doc_bytes += docs[i].len;
+      ptrs[i] = &docs[i];
+      b->rev[off + i] = 1;
+    }
+    bool ok = mongoc_collection_insert_many(b->coll, ptrs, n, NULL, NULL, &e);
+    for (uint32_t i = 0; i < n; i++) bson_destroy(&docs[i]);
+    if (!ok) return die("fill", e.message);
+  }
+  r->fill_s = now_s() - t;
+  fprintf(stderr, "bench_store: filled %u documents (%.1f KB each) in %.1f s\n", b->ndocs,
+          r->doc_bytes / 1024.0 / b->ndocs, r->fill_s);
+  return 0;
+}
+
+/* 2. single conditional writes of random documents. */
+static int single_writes(bench_t *b, results_t *r) {
+  sink_error_t err;
+  r->lat = calloc(r->nsingle ? r->nsingle : 1, sizeof *r->lat);
+  for (size_t i = 0; i < r->nsingle; i++) {
+    uint32_t k = (uint32_t)cmdgen_below(&b->rnd, b->ndocs);
+    if (b->rev[k] < 0) continue; /* a failed write left it unknown */
+    sink_write_item_t item = {.agg = b->aggs[k], .rev = b->rev[k]};
+    double t = now_s();
+    sink_status_t st = store_write(b->store, &item, 1, 1788249600000LL, &err);
+    r->lat[i] = now_s() - t;
+    r->single_total += r->lat[i];
+    if (st != SINK_OK) {
+      /* FerretDB on SQLite at a few thousand documents under load: longer
+       * than the 60 s socket timeout. Counted (at the time it took), and
+       * the document's rev is unknown now: it is not written again. */
+      r->single_failed++;
+      fprintf(stderr, "\nbench_store: single write %zu failed after %.1f s: %s\n", i + 1, r->lat[i], err.message);
+      b->rev[k] = -1;
+      continue;
+    }
+    if (item.result != SINK_ITEM_OK) return die("single write", "not ok");
+    b->rev[k]++;
+    fprintf(stderr, "\rbench_store: single write %zu/%zu: %.1f ms   ", i + 1, r->nsingle, r->lat[i] * 1e3);
+  }
+  if (r->nsingle) fputc('\n', stderr);
+  qsort(r->lat, r->nsingle, sizeof *r->lat, cmp_double);
+  return 0;
+}
+
+/* 3. one bulk of distinct documents. A failure is a result too (FerretDB
+ * on SQLite can take longer than the 60 s socket timeout for one command):
+ * reported, and the run goes on. */
+static int bulk_write(bench_t *b, results_t *r) {
+  if (!r->nbulk) return 0;
+  sink_error_t err;
+  sink_write_item_t *items = calloc(r->nbulk, sizeof *items);
+  uint32_t start = (uint32_t)cmdgen_below(&b->rnd, b->ndocs);
+  for (size_t i = 0; i < r->nbulk; i++) {
+    uint32_t k = (uint32_t)((start + i * 7919u) % b->ndocs); /* 7919 is prime: distinct while nbulk <= ndocs */
+    items[i] = (sink_write_item_t){.agg = b->aggs[k], .rev = b->rev[k] < 0 ? 1 : b->rev[k]};
+  }
+  double t = now_s();
+  sink_status_t st = store_write(b->store, items, r->nbulk, 1788249600000LL, &err);
+  r->bulk_s = now_s() - t;
+  if (st != SINK_OK) {
+    snprintf(r->bulk_error, sizeof r->bulk_error, "%s", err.message);
+    for (char *p = r->bulk_error; *p; p++)
+      if (*p == ' ') *p = '_';
+    fprintf(stderr, "bench_store: bulk of %zu failed after %.2f s: %s\n", r->nbulk, r->bulk_s, err.message);
+    r->bulk_s = 0;
+  } else {
+    /* Only a document left unknown by a failed single write can
+     * conflict; anything else is a bug. */
+    for (size_t i = 0; i < r->nbulk; i++)
+      if (items[i].result != SINK_ITEM_OK && !(items[i].result == SINK_ITEM_CONFLICT && r->single_failed))
+        return die("bulk write", "an item did not land");
+    fprintf(stderr, "bench_store: bulk of %zu in %.2f s\n", r->nbulk, r->bulk_s);
+  }
+  free(items);
+  return 0;
+}
+
+/* The same keys as one {_id: {$in}} find through the plain client. */
+static int find_in(bench_t *b, const char **keys, results_t *r) {
+  bson_t filter = BSON_INITIALIZER, id, in;
+  BSON_APPEND_DOCUMENT_BEGIN(&filter, "_id", &id);
+  BSON_APPEND_ARRAY_BEGIN(&id, "$in", &in);
+  for (size_t i = 0; i < r->nload; i++) {
+    char buf[16];
+    const char *k;
+    bson_uint32_to_string((uint32_t)i, &k, buf, sizeof buf);
+    bson_append_utf8(&in, k, -1, keys[i], -1);
+  }
+  bson_append_array_end(&id, &in);
+  bson_append_document_end(&filter, &id);
+  bson_t *opts = BCON_NEW("batchSize", BCON_INT32((int32_t)r->nload));
+  double t = now_s();
+  mongoc_cursor_t *cur = mongoc_collection_find_with_opts(b->coll, &filter, opts, NULL);
+  const bson_t *doc;
+  while (mongoc_cursor_next(cur, &doc)) r->in_found++;
+  r->in_s = now_s() - t;
+  bson_error_t e;
+  if (mongoc_cursor_error(cur, &e)) return die("$in find", e.message);
+  mongoc_cursor_destroy(cur);
+  bson_destroy(opts);
+  bson_destroy(&filter);
+  fprintf(stderr, "bench_store: one $in find of %zu keys: %zu found in %.2f s\n", r->nload, r->in_found, r->in_s);
+  return 0;
+}
+
+/* 4. store_load of random keys, then (unless --no-in) the same as one $in. */
+static int loads(bench_t *b, results_t *r) {
+  if (!r->nload) return 0;
+  sink_error_t err;
+  const char **keys = calloc(r->nload, sizeof *keys);
+  uint32_t start = (uint32_t)cmdgen_below(&b->rnd, b->ndocs);
+  for (size_t i = 0; i < r->nload; i++) {
+    size_t len;
+    keys[i] = model_aggregate_key(b->aggs[(start + i * 7919u) % b->ndocs], &len);
+  }
+  double t = now_s();
+  sink_status_t st = store_load(b->store, keys, r->nload, count_found, &r->loaded, &err);
+  r->load_s = now_s() - t;
+  if (st != SINK_OK) return die("load", err.message);
+  fprintf(stderr, "bench_store: store_load of %zu keys: %zu found in %.2f s\n", r->nload, r->loaded, r->load_s);
+  if (r->with_in && find_in(b, keys, r) != 0) return 1;
+  free(keys);
+  return 0;
+}
+
+static void print_results(const bench_t *b, const results_t *r) {
+  size_t n = r->nsingle;
+  printf("docs=%u doc_kb=%.1f fill_s=%.1f single_n=%zu single_ms_p50=%.1f single_ms_p90=%.1f single_ms_mean=%.1f "
+         "bulk_n=%zu bulk_s=%.2f bulk_writes_per_s=%.0f load_keys=%zu load_found=%zu load_s=%.2f",
+         b->ndocs, r->doc_bytes / 1024.0 / b->ndocs, r->fill_s, n, n ? r->lat[n / 2] * 1e3 : 0,
+         n ? r->lat[n * 9 / 10] * 1e3 : 0, n ? r->single_total / n * 1e3 : 0, r->nbulk, r->bulk_s,
+         r->bulk_s > 0 ? r->nbulk / r->bulk_s : 0, r->nload, r->loaded, r->load_s);
+  if (r->with_in && r->nload) printf(" in_found=%zu in_s=%.2f", r->in_found, r->in_s);
+  if (r->single_failed) printf(" single_failed=%zu", r->single_failed);
+  if (*r->bulk_error) printf(" bulk_error=%s", r->bulk_error);
+  putchar('\n');
+}
+
 int main(int argc, char **argv) {
   if (argc < 7) {
     fputs("usage: bench_store URI DATABASE DOCS SINGLE BULK LOADKEYS [--no-in]\n", stderr);
     return 2;
   }
   const char *uri = argv[1], *dbname = argv[2];
-  uint32_t ndocs = (uint32_t)strtoul(argv[3], NULL, 10);
-  size_t nsingle = strtoul(argv[4], NULL, 10), nbulk = strtoul(argv[5], NULL, 10),
-         nload = strtoul(argv[6], NULL, 10);
-  bool with_in = !(argc > 7 && !strcmp(argv[7], "--no-in"));
-  if (ndocs == 0 || nbulk > ndocs || nload > ndocs) return die("arguments", "BULK and LOADKEYS must be <= DOCS > 0");
+  bench_t b = {.ndocs = (uint32_t)strtoul(argv[3], NULL, 10), .rnd = 42};
+  results_t r = {.nsingle = strtoul(argv[4], NULL, 10),
+                 .nbulk = strtoul(argv[5], NULL, 10),
+                 .nload = strtoul(argv[6], NULL, 10),
+                 .with_in = !(argc > 7 && !strcmp(argv[7], "--no-in"))};
+  if (b.ndocs == 0 || r.nbulk > b.ndocs || r.nload > b.ndocs)
+    return die("arguments", "BULK and LOADKEYS must be <= DOCS > 0");
 
   sink_error_t err;
-  store_t *store = store_new(uri, dbname, "aggregates", "1", &err);
-  if (!store) return die("store_new", err.message);
-  if (store_ping(store, &err) != SINK_OK) return die("ping", err.message);
+  b.store = store_new(uri, dbname, "aggregates", "1", &err);
+  if (!b.store) return die("store_new", err.message);
+  if (store_ping(b.store, &err) != SINK_OK) return die("ping", err.message);
   mongoc_client_t *raw = mongoc_client_new(uri);
   mongoc_client_set_error_api(raw, MONGOC_ERROR_API_VERSION_2);
   mongoc_database_t *db = mongoc_client_get_database(raw, dbname);
   bson_error_t e;
   mongoc_database_drop(db, &e); /* absent is fine */
-  mongoc_collection_t *coll = mongoc_client_get_collection(raw, dbname, "aggregates");
+  b.coll = mongoc_client_get_collection(raw, dbname, "aggregates");
 
-  fprintf(stderr, "bench_store: building %u aggregates\n", ndocs);
-  model_aggregate_t **aggs = build_aggregates(ndocs);
-  if (!aggs) return die("build", "out of memory");
-  int64_t *rev = calloc(ndocs, sizeof *rev);
-
-  /* 1. fill */
-  double t = now_s();
-  size_t doc_bytes = 0;
-  enum { FILL_BATCH = 200 };
-  bson_t docs[FILL_BATCH];
-  const bson_t *ptrs[FILL_BATCH];
-  for (uint32_t off = 0; off < ndocs; off += FILL_BATCH) {
-    uint32_t n = ndocs - off < FILL_BATCH ? ndocs - off : FILL_BATCH;
-    for (uint32_t i = 0; i < n; i++) {
-      bson_init(&docs[i]);
-      model_codec_to_bson(aggs[off + i], 1, 1788249600000LL, &docs[i]);
-      doc_bytes += docs[i].len;
-      ptrs[i] = &docs[i];
-      rev[off + i] = 1;
-    }
-    bool ok = mongoc_collection_insert_many(coll, ptrs, n, NULL, NULL, &e);
-    for (uint32_t i = 0; i < n; i++) bson_destroy(&docs[i]);
-    if (!ok) return die("fill", e.message);
-  }
-  double fill_s = now_s() - t;
-  fprintf(stderr, "bench_store: filled %u documents (%.1f KB each) in %.1f s\n", ndocs,
-          doc_bytes / 1024.0 / ndocs, fill_s);
-
-  uint64_t rnd = 42;
-  /* 2. single conditional writes */
-  double *lat = calloc(nsingle ? nsingle : 1, sizeof *lat);
-  double single_total = 0;
-  size_t single_failed = 0;
-  for (size_t i = 0; i < nsingle; i++) {
-    uint32_t k = (uint32_t)cmdgen_below(&rnd, ndocs);
-    if (rev[k] < 0) continue; /* a failed write left it unknown */
-    sink_write_item_t item = {.agg = aggs[k], .rev = rev[k]};
-    t = now_s();
-    sink_status_t st = store_write(store, &item, 1, 1788249600000LL, &err);
-    lat[i] = now_s() - t;
-    single_total += lat[i];
-    if (st != SINK_OK) {
-      /* FerretDB on SQLite at a few thousand documents under load: longer
-       * than the 60 s socket timeout. Counted (at the time it took), and
-       * the document's rev is unknown now: it is not written again. */
-      single_failed++;
-      fprintf(stderr, "\nbench_store: single write %zu failed after %.1f s: %s\n", i + 1, lat[i], err.message);
-      rev[k] = -1;
-      continue;
-    }
-    if (item.result != SINK_ITEM_OK) return die("single write", "not ok");
-    rev[k]++;
-    fprintf(stderr, "\rbench_store: single write %zu/%zu: %.1f ms   ", i + 1, nsingle, lat[i] * 1e3);
-  }
-  if (nsingle) fputc('\n', stderr);
-  qsort(lat, nsingle, sizeof *lat, cmp_double);
-
-  /* 3. one bulk of distinct documents */
-  double bulk_s = 0;
-  char bulk_error[256] = "";
-  if (nbulk) {
-    sink_write_item_t *items = calloc(nbulk, sizeof *items);
-    uint32_t start = (uint32_t)cmdgen_below(&rnd, ndocs);
-    for (size_t i = 0; i < nbulk; i++) {
-      uint32_t k = (uint32_t)((start + i * 7919u) % ndocs); /* 7919 is prime: distinct while nbulk <= ndocs */
-      items[i] = (sink_write_item_t){.agg = aggs[k], .rev = rev[k] < 0 ? 1 : rev[k]};
-    }
-    t = now_s();
-    sink_status_t st = store_write(store, items, nbulk, 1788249600000LL, &err);
-    bulk_s = now_s() - t;
-    /* A failure is a result too (FerretDB on SQLite can take longer than the
-     * 60 s socket timeout for one command): reported, and the run goes on. */
-    if (st != SINK_OK) {
-      snprintf(bulk_error, sizeof bulk_error, "%s", err.message);
-      for (char *p = bulk_error; *p; p++)
-        if (*p == ' ') *p = '_';
-      fprintf(stderr, "bench_store: bulk of %zu failed after %.2f s: %s\n", nbulk, bulk_s, err.message);
-      bulk_s = 0;
-    } else {
-      /* Only a document left unknown by a failed single write can
-       * conflict; anything else is a bug. */
-      for (size_t i = 0; i < nbulk; i++)
-        if (items[i].result != SINK_ITEM_OK && !(items[i].result == SINK_ITEM_CONFLICT && single_failed))
-          return die("bulk write", "an item did not land");
-      fprintf(stderr, "bench_store: bulk of %zu in %.2f s\n", nbulk, bulk_s);
-    }
-    free(items);
-  }
-
-  /* 4. loads */
-  double load_s = 0, in_s = 0;
-  size_t loaded = 0, in_found = 0;
-  if (nload) {
-    const char **keys = calloc(nload, sizeof *keys);
-    uint32_t start = (uint32_t)cmdgen_below(&rnd, ndocs);
-    for (size_t i = 0; i < nload; i++) {
-      size_t len;
-      keys[i] = model_aggregate_key(aggs[(start + i * 7919u) % ndocs], &len);
-    }
-    t = now_s();
-    sink_status_t st = store_load(store, keys, nload, count_found, &loaded, &err);
-    load_s = now_s() - t;
-    if (st != SINK_OK) return die("load", err.message);
-    fprintf(stderr, "bench_store: store_load of %zu keys: %zu found in %.2f s\n", nload, loaded, load_s);
-    if (with_in) {
-      bson_t filter = BSON_INITIALIZER, id, in;
-      BSON_APPEND_DOCUMENT_BEGIN(&filter, "_id", &id);
-      BSON_APPEND_ARRAY_BEGIN(&id, "$in", &in);
-      for (size_t i = 0; i < nload; i++) {
-        char buf[16];
-        const char *k;
-        bson_uint32_to_string((uint32_t)i, &k, buf, sizeof buf);
-        bson_append_utf8(&in, k, -1, keys[i], -1);
-      }
-      bson_append_array_end(&id, &in);
-      bson_append_document_end(&filter, &id);
-      bson_t *opts = BCON_NEW("batchSize", BCON_INT32((int32_t)nload));
-      t = now_s();
-      mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, &filter, opts, NULL);
-      const bson_t *doc;
-      while (mongoc_cursor_next(cur, &doc)) in_found++;
-      in_s = now_s() - t;
-      if (mongoc_cursor_error(cur, &e)) return die("$in find", e.message);
-      mongoc_cursor_destroy(cur);
-      bson_destroy(opts);
-      bson_destroy(&filter);
-      fprintf(stderr, "bench_store: one $in find of %zu keys: %zu found in %.2f s\n", nload, in_found, in_s);
-    }
-    free(keys);
-  }
-
-  printf("docs=%u doc_kb=%.1f fill_s=%.1f single_n=%zu single_ms_p50=%.1f single_ms_p90=%.1f single_ms_mean=%.1f "
-         "bulk_n=%zu bulk_s=%.2f bulk_writes_per_s=%.0f load_keys=%zu load_found=%zu load_s=%.2f",
-         ndocs, doc_bytes / 1024.0 / ndocs, fill_s, nsingle, nsingle ? lat[nsingle / 2] * 1e3 : 0,
-         nsingle ? lat[nsingle * 9 / 10] * 1e3 : 0, nsingle ? single_total / nsingle * 1e3 : 0, nbulk, bulk_s,
-         bulk_s > 0 ? nbulk / bulk_s : 0, nload, loaded, load_s);
-  if (with_in && nload) printf(" in_found=%zu in_s=%.2f", in_found, in_s);
-  if (single_failed) printf(" single_failed=%zu", single_failed);
-  if (*bulk_error) printf(" bulk_error=%s", bulk_error);
-  putchar('\n');
+  fprintf(stderr, "bench_store: building %u aggregates\n", b.ndocs);
+  b.aggs = build_aggregates(b.ndocs);
+  if (!b.aggs) return die("build", "out of memory");
+  b.rev = calloc(b.ndocs, sizeof *b.rev);
+  if (fill(&b, &r) || single_writes(&b, &r) || bulk_write(&b, &r) || loads(&b, &r)) return 1;
+  print_results(&b, &r);
 
   mongoc_database_drop(db, &e);
-  for (uint32_t i = 0; i < ndocs; i++) model_aggregate_destroy(aggs[i]);
-  free(aggs);
-  free(rev);
-  free(lat);
-  mongoc_collection_destroy(coll);
+  for (uint32_t i = 0; i < b.ndocs; i++) model_aggregate_destroy(b.aggs[i]);
+  free(b.aggs);
+  free(b.rev);
+  free(r.lat);
+  mongoc_collection_destroy(b.coll);
   mongoc_database_destroy(db);
   mongoc_client_destroy(raw);
-  store_destroy(store);
+  store_destroy(b.store);
   mongoc_cleanup();
   return 0;
 }
