@@ -187,13 +187,10 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     }
 }
 
-START_TEST(kafka_create_produce_consume_commit)
+/* Creates topic with the broker's default partition count (the stack sets
+ * 6) and produces N_MESSAGES keyed messages with a header to it. */
+static void create_and_produce(const char *topic)
 {
-    char topic[128], group[128];
-    unique_name(topic, sizeof topic, "agg-stack-topic");
-    unique_name(group, sizeof group, "agg-stack-group");
-
-    /* Create with the broker's default partition count: the stack sets 6. */
     struct delivery d = {0};
     rd_kafka_conf_t *pconf = kafka_conf();
     conf_set(pconf, "acks", "all");
@@ -228,6 +225,61 @@ START_TEST(kafka_create_produce_consume_commit)
     ck_assert_msg(d.failed == 0, "%d deliveries failed, last: %s", d.failed, rd_kafka_err2str(d.last_err));
     ck_assert_int_eq(d.ok, N_MESSAGES);
     rd_kafka_destroy(producer);
+}
+
+/* Checks one consumed message (value, key and header agree, not seen
+ * before) and marks it in seen. */
+static void check_message(const rd_kafka_message_t *m, int *seen)
+{
+    int i = -1;
+    char value[32];
+    ck_assert_uint_lt(m->len, sizeof value);
+    memcpy(value, m->payload, m->len);
+    value[m->len] = '\0';
+    ck_assert_int_eq(sscanf(value, "value-%d", &i), 1);
+    ck_assert_int_ge(i, 0);
+    ck_assert_int_lt(i, N_MESSAGES);
+    ck_assert_msg(!seen[i], "message %d delivered twice", i);
+    seen[i] = 1;
+
+    char key[32];
+    snprintf(key, sizeof key, "key-%d", i);
+    ck_assert_uint_eq(m->key_len, strlen(key));
+    ck_assert_int_eq(memcmp(m->key, key, m->key_len), 0);
+    rd_kafka_headers_t *hdrs = NULL;
+    ck_assert_int_eq(rd_kafka_message_headers(m, &hdrs), RD_KAFKA_RESP_ERR_NO_ERROR);
+    const void *hv = NULL;
+    size_t hlen = 0;
+    ck_assert_int_eq(rd_kafka_header_get_last(hdrs, "x-index", &hv, &hlen), RD_KAFKA_RESP_ERR_NO_ERROR);
+    ck_assert_uint_eq(hlen, strlen(key + 4));
+    ck_assert_int_eq(memcmp(hv, key + 4, hlen), 0);
+}
+
+/* Commits synchronously and reads the committed offsets back from the
+ * group coordinator: they sum to the number of messages. */
+static void check_committed(rd_kafka_t *consumer, const char *topic)
+{
+    ck_assert_int_eq(rd_kafka_commit(consumer, NULL, 0), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(6);
+    for (int p = 0; p < 6; p++)
+        rd_kafka_topic_partition_list_add(parts, topic, p);
+    ck_assert_int_eq(rd_kafka_committed(consumer, parts, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    int64_t total = 0;
+    for (int p = 0; p < parts->cnt; p++) {
+        ck_assert_int_eq(parts->elems[p].err, RD_KAFKA_RESP_ERR_NO_ERROR);
+        if (parts->elems[p].offset > 0)
+            total += parts->elems[p].offset;
+    }
+    ck_assert_int_eq(total, N_MESSAGES);
+    rd_kafka_topic_partition_list_destroy(parts);
+}
+
+START_TEST(kafka_create_produce_consume_commit)
+{
+    char topic[128], group[128];
+    unique_name(topic, sizeof topic, "agg-stack-topic");
+    unique_name(group, sizeof group, "agg-stack-group");
+    create_and_produce(topic);
 
     rd_kafka_conf_t *cconf = kafka_conf();
     conf_set(cconf, "group.id", group);
@@ -251,48 +303,12 @@ START_TEST(kafka_create_produce_consume_commit)
             continue;
         }
         ck_assert_msg(m->err == RD_KAFKA_RESP_ERR_NO_ERROR, "consume: %s", rd_kafka_message_errstr(m));
-        int i = -1;
-        char value[32];
-        ck_assert_uint_lt(m->len, sizeof value);
-        memcpy(value, m->payload, m->len);
-        value[m->len] = '\0';
-        ck_assert_int_eq(sscanf(value, "value-%d", &i), 1);
-        ck_assert_int_ge(i, 0);
-        ck_assert_int_lt(i, N_MESSAGES);
-        ck_assert_msg(!seen[i], "message %d delivered twice", i);
-        seen[i] = 1;
+        check_message(m, seen);
         received++;
-
-        char key[32];
-        snprintf(key, sizeof key, "key-%d", i);
-        ck_assert_uint_eq(m->key_len, strlen(key));
-        ck_assert_int_eq(memcmp(m->key, key, m->key_len), 0);
-        rd_kafka_headers_t *hdrs = NULL;
-        ck_assert_int_eq(rd_kafka_message_headers(m, &hdrs), RD_KAFKA_RESP_ERR_NO_ERROR);
-        const void *hv = NULL;
-        size_t hlen = 0;
-        ck_assert_int_eq(rd_kafka_header_get_last(hdrs, "x-index", &hv, &hlen), RD_KAFKA_RESP_ERR_NO_ERROR);
-        ck_assert_uint_eq(hlen, strlen(key + 4));
-        ck_assert_int_eq(memcmp(hv, key + 4, hlen), 0);
         rd_kafka_message_destroy(m);
     }
     ck_assert_int_eq(received, N_MESSAGES);
-
-    /* Commit synchronously and read the committed offsets back from the
-     * group coordinator: they sum to the number of messages. */
-    ck_assert_int_eq(rd_kafka_commit(consumer, NULL, 0), RD_KAFKA_RESP_ERR_NO_ERROR);
-    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(6);
-    for (int p = 0; p < 6; p++)
-        rd_kafka_topic_partition_list_add(parts, topic, p);
-    ck_assert_int_eq(rd_kafka_committed(consumer, parts, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
-    int64_t total = 0;
-    for (int p = 0; p < parts->cnt; p++) {
-        ck_assert_int_eq(parts->elems[p].err, RD_KAFKA_RESP_ERR_NO_ERROR);
-        if (parts->elems[p].offset > 0)
-            total += parts->elems[p].offset;
-    }
-    ck_assert_int_eq(total, N_MESSAGES);
-    rd_kafka_topic_partition_list_destroy(parts);
+    check_committed(consumer, topic);
 
     ck_assert_int_eq(rd_kafka_consumer_close(consumer), RD_KAFKA_RESP_ERR_NO_ERROR);
     rd_kafka_destroy(consumer);
