@@ -1,5 +1,6 @@
 /* bench_partial: what a write of one changed student costs, whole against
- * partial (issue 11), through the store module on a real server.
+ * partial, through the store module on a real server (docs/BENCHMARKS.md
+ * has the numbers).
  *
  *   bench_partial URI DATABASE STUDENTS WRITES
  *

@@ -439,9 +439,9 @@ END_TEST
 /* --- read-back after an incomplete reply (FerretDB) ------------------------- */
 
 /* Only this write's own document counts as written: another writer's
- * identical document at rev + 1 was counted as ours
- * (aggregator_store_writes_total{ok}, the flush stats), where MongoDB says
- * conflict. */
+ * identical document at rev + 1 is not ours to count
+ * (aggregator_store_writes_total{ok}, the flush stats), and MongoDB says
+ * conflict for it. */
 START_TEST(read_back_claims_only_own_write) {
   model_command_t c;
   fx_roster(&c, "t1", "a1", "s1", 1, "c1", true);
