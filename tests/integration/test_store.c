@@ -559,7 +559,7 @@ static void on_count(void *ctx, model_aggregate_t *agg, int64_t rev) {
 /* --- documents at the size limit ----------------------------------------- */
 
 /* The BSON size store_write checks against SINK_MAX_DOCUMENT_BYTES: the
- * document plus its update statement's _id and framing (store.c). */
+ * document plus its update statement's _id and framing (store_bulk.c). */
 static size_t statement_bytes(const model_aggregate_t *agg, int64_t rev) {
   bson_t doc = BSON_INITIALIZER;
   ck_assert(model_codec_to_bson(agg, rev + 1, T0_MS, &doc));
@@ -653,7 +653,7 @@ START_TEST(document_past_the_limit_is_refused_alone) {
 }
 END_TEST
 
-/* A byte less fits, on every server: the margin store.c keeps under 16 MiB
+/* A byte less fits, on every server: the margin store_bulk.c keeps under 16 MiB
  * is enough for mongo-java-server, which drops the connection at 16 MiB of
  * statement, and the document reads back whole. */
 START_TEST(document_at_the_limit_is_stored) {
