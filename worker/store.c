@@ -55,26 +55,6 @@ struct store {
   uint64_t incomplete;    /* store_write calls that needed it (store_internal.h) */
 };
 
-/* --- errors ---------------------------------------------------------- */
-
-/* A libmongoc error about the URI: its messages may quote the part they
- * reject, password included ('Password "..." must not have unescaped
- * chars'), so the message is scrubbed of the URI's secrets before it is cut
- * to the size of err->message (a cut secret would escape the scrub). */
-static void set_uri_error(sink_error_t *err, const bson_error_t *e, const char *uri) {
-  if (!err) return;
-  redact_set_t *secrets = redact_set_new();
-  redact_set_add_uri(secrets, uri);
-  model_buf_t raw = MODEL_BUF_INIT, clean = MODEL_BUF_INIT;
-  model_buf_printf(&raw, "store.uri: %s", e->message);
-  redact_set_scrub(secrets, raw.data, raw.len, &clean);
-  store_error_set(err, e->domain, e->code, "%s", clean.data);
-  explicit_bzero(raw.data, raw.cap);
-  model_buf_destroy(&raw);
-  model_buf_destroy(&clean);
-  redact_set_destroy(secrets);
-}
-
 /* --- mongoc process-wide setup ------------------------------------------- */
 
 /* mongoc's default log handler prints free-form lines to stdout/stderr;
@@ -111,6 +91,24 @@ static void store_global_init(void) {
 }
 
 /* --- lifecycle ----------------------------------------------------------- */
+
+/* A libmongoc error about the URI: its messages may quote the part they
+ * reject, password included ('Password "..." must not have unescaped
+ * chars'), so the message is scrubbed of the URI's secrets before it is cut
+ * to the size of err->message (a cut secret would escape the scrub). */
+static void set_uri_error(sink_error_t *err, const bson_error_t *e, const char *uri) {
+  if (!err) return;
+  redact_set_t *secrets = redact_set_new();
+  redact_set_add_uri(secrets, uri);
+  model_buf_t raw = MODEL_BUF_INIT, clean = MODEL_BUF_INIT;
+  model_buf_printf(&raw, "store.uri: %s", e->message);
+  redact_set_scrub(secrets, raw.data, raw.len, &clean);
+  store_error_set(err, e->domain, e->code, "%s", clean.data);
+  explicit_bzero(raw.data, raw.cap);
+  model_buf_destroy(&raw);
+  model_buf_destroy(&clean);
+  redact_set_destroy(secrets);
+}
 
 static void uri_default_int32(mongoc_uri_t *uri, const char *option, int32_t value) {
   if (!mongoc_uri_has_option(uri, option)) mongoc_uri_set_option_as_int32(uri, option, value);
