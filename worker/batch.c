@@ -86,7 +86,7 @@ struct batch {
   writer_job_t *job;     /* the job in flight (owned by whoever holds it; see writer.h), or NULL */
   bool owed;             /* the last flush left dirty entries behind: the next one is due at once */
   int64_t commands_since_flush; /* commands since the last snapshot */
-  int64_t first_pending_ms;
+  int64_t first_pending_ms;     /* monotonic: when the first command since the last snapshot came */
   event_run_t *runs;
   size_t nruns, cap_runs;
   uint64_t runs_seq;    /* seq of the first command of runs[0] */
@@ -393,7 +393,7 @@ static void record_event(batch_t *b, int64_t event_ms) {
   b->runs[b->nruns++] = (event_run_t){event_ms, 1};
 }
 
-model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, int64_t now_ms) {
+model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, batch_now_t now) {
   char key[KEY_MAX];
   size_t n = (size_t)cmd->tenant_len + 1 + cmd->assignment_len;
   memcpy(key, cmd->tenant, cmd->tenant_len);
@@ -429,7 +429,7 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
       arrivals_add(e->dirty ? &e->arr_pend : &e->arr_flight, event_ms, 1);
       account(b, e);
     } else {
-      metrics_latency(waited_s(event_ms, now_ms), 1);
+      metrics_latency(waited_s(event_ms, now.wall_ms), 1);
     }
     if (!e->dirty && !e->inflight && e->prev) { /* touch in the LRU */
       list_unlink(e);
@@ -437,15 +437,15 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
     }
   }
   b->commands_since_flush++;
-  if (b->first_pending_ms == INT64_MAX) b->first_pending_ms = now_ms;
+  if (b->first_pending_ms == INT64_MAX) b->first_pending_ms = now.mono_ms;
   return r;
 }
 
-bool batch_flush_due(const batch_t *b, int64_t now_ms) {
+bool batch_flush_due(const batch_t *b, int64_t mono_ms) {
   if (b->owed && b->ndirty) return true;
   if (!b->commands_since_flush) return false;
   return b->commands_since_flush >= b->lim.max_commands || (int64_t)b->ndirty >= b->lim.max_aggregates ||
-         now_ms - b->first_pending_ms >= b->lim.linger_ms;
+         mono_ms - b->first_pending_ms >= b->lim.linger_ms;
 }
 
 int64_t batch_deadline(const batch_t *b) {
@@ -492,12 +492,12 @@ static void observe_committable(batch_t *b, uint64_t upto, int64_t now_ms) {
   b->nruns -= n;
 }
 
-writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
+writer_job_t *batch_flush_begin(batch_t *b, batch_now_t now) {
   assert(!b->job);
   if (!b->ndirty) {
     /* Nothing unwritten (every command since the last flush was stale, or
      * the flush that carried them landed): all of it is durable. */
-    observe_committable(b, b->seq, now_ms);
+    observe_committable(b, b->seq, now.wall_ms);
     b->commands_since_flush = 0;
     b->first_pending_ms = INT64_MAX;
     b->owed = false;
@@ -509,7 +509,7 @@ writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms) {
   log_debug("flush begins", "aggregates", LOG_INT, (int64_t)n, "dirty", LOG_INT, (int64_t)b->ndirty);
   writer_job_t *job = writer_job_new(n);
   job->chunk = b->lim.max_aggregates > 0 ? (size_t)b->lim.max_aggregates : 1000;
-  job->now_ms = now_ms;
+  job->now_ms = now.wall_ms;
   b->flight_seq = b->dirty.prev->pend_seq;
   for (entry_t *e = b->dirty.prev, *prev; e != &b->dirty && job->nitems < n; e = prev) { /* oldest first */
     prev = e->prev;
@@ -641,9 +641,9 @@ static void set_aside(batch_t *b, entry_t *e, const writer_item_t *it) {
   remove_entry(b, e);
 }
 
-batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, sink_error_t *err) {
+batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, sink_error_t *err) {
   uint64_t set_aside_n = 0;
-  int64_t now_ms = clock_wall_ms();
+  int64_t now_ms = now.wall_ms;
   assert(job == b->job);
   for (size_t i = job->nitems; i-- > 0;) { /* newest first: see redirty_old */
     writer_item_t *it = &job->items[i];

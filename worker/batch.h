@@ -79,8 +79,22 @@
 #include <stdint.h>
 
 #include "aggregate.h"
+#include "clock.h"
 #include "sink.h"
 #include "writer.h"
+
+/* The time of a step, read once by the caller (the consumer reads it once
+ * per burst of messages, so that clock reads stay off the per-message path):
+ * mono_ms measures durations (linger), wall_ms dates what leaves the process
+ * (latency against Kafka timestamps, a document's updatedAt). */
+typedef struct batch_now {
+  int64_t mono_ms;
+  int64_t wall_ms;
+} batch_now_t;
+
+static inline batch_now_t batch_now(const clock_source_t *clock) {
+  return (batch_now_t){clock_mono(clock), clock_wall(clock)};
+}
 
 typedef struct batch_limits {
   int64_t max_commands;      /* flush after this many commands */
@@ -116,16 +130,17 @@ void batch_destroy(batch_t *b);
 void batch_set_limits(batch_t *b, const batch_limits_t *limits);
 
 /* Merges a validated command. event_ms is when the command entered the
- * system (its Kafka timestamp), for the command-to-durable latency. */
-model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, int64_t now_ms);
+ * system (its Kafka timestamp, a wall time), for the command-to-durable
+ * latency. */
+model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, batch_now_t now);
 
 /* True when a flush should begin: a limit is reached (commands, dirty
  * aggregates or linger since the first command not in any flush), or the
  * last flush left work owed (conflicts, failures). Says nothing about
  * whether a flush is in flight (batch_in_flight) or backing off (the caller's). */
-bool batch_flush_due(const batch_t *b, int64_t now_ms);
-/* When a flush will be due by linger (or at once if owed), or INT64_MAX if
- * nothing is pending. */
+bool batch_flush_due(const batch_t *b, int64_t mono_ms);
+/* When a flush will be due by linger (or at once if owed), on the monotonic
+ * clock of batch_now_t, or INT64_MAX if nothing is pending. */
 int64_t batch_deadline(const batch_t *b);
 /* True if any change is not yet durable (dirty, or in a flush in flight). */
 bool batch_dirty(const batch_t *b);
@@ -147,10 +162,11 @@ size_t batch_flush_cap(const batch_t *b);
  * batch_flush_end. Returns NULL when nothing is dirty: then every command
  * applied so far is durable (their committable latency is observed now). Must not be
  * called while a job is in flight. Aborts when out of memory, as batch_apply. */
-writer_job_t *batch_flush_begin(batch_t *b, int64_t now_ms);
-/* Takes a finished job back (and destroys it); err (may be NULL) says why
+writer_job_t *batch_flush_begin(batch_t *b, batch_now_t now);
+/* Takes a finished job back (and destroys it) at now (read after the job
+ * came back: the latencies it observes end then); err (may be NULL) says why
  * when the result is not BATCH_DONE. */
-batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, sink_error_t *err);
+batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, sink_error_t *err);
 
 size_t batch_pending_bytes(const batch_t *b); /* heap held by unwritten changes: dirty and in-flight
                                                  entries (aggregate, entry, touched list) plus the

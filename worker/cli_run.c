@@ -4,6 +4,7 @@
 
 #include "batch.h"
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "consumer.h"
 #include "log.h"
@@ -51,7 +52,7 @@ int cli_run(const cli_options_t *o) {
   batch = batch_new(&limits);
   if (!batch) goto out;
   sink_t sink = store_sink(store); /* the writer thread's until consumer_run returns */
-  rc = consumer_run(cfg, batch, &sink, &(consumer_reload_t){o->config_path, o->sets, o->nsets});
+  rc = consumer_run(cfg, batch, &sink, clock_system(), &(consumer_reload_t){o->config_path, o->sets, o->nsets});
 out:
   /* A flush abandoned at the shutdown deadline (consumer.c) is still in
    * flight: its writer thread is inside a store call with this store, which

@@ -34,14 +34,15 @@ typedef struct consumer {
   config_t *cfg;
   batch_t *batch;
   flusher_t *flusher; /* the writer thread behind it owns the store connection */
+  const clock_source_t *clock;
   rd_kafka_t *rk;
   offsets_t *offsets;
   deadletter_t *dlq;
   bool paused;
   bool fatal;
   bool stopped_at_start; /* SIGTERM while waiting for the brokers at start */
-  int64_t last_commit;
-  int64_t stop_deadline; /* wall ms by which a stop ends (shutdown.timeout_ms); INT64_MAX while running */
+  int64_t last_commit;   /* monotonic ms */
+  int64_t stop_deadline; /* monotonic ms by which a stop ends (shutdown.timeout_ms); INT64_MAX while running */
   model_command_t cmd;
 } consumer_t;
 
@@ -91,8 +92,8 @@ static void update_gauges(consumer_t *c) {
  * flush that begins checkpoints what has been consumed so far; one that
  * comes back moves each partition's durable offset to the newest checkpoint
  * the batch's durable seq has passed. Returns true when one moved. */
-static bool flush_step(consumer_t *c, int64_t wait_ms, bool force) {
-  flusher_event_t ev = flusher_step(c->flusher, clock_wall_ms(), wait_ms, force);
+static bool flush_step(consumer_t *c, batch_now_t now, int64_t wait_ms, bool force) {
+  flusher_event_t ev = flusher_step(c->flusher, now, wait_ms, force);
   bool landed = false;
   if (ev.finished) {
     log_debug("flush finished", "status", LOG_INT, (int64_t)ev.status, "aggregates", LOG_INT, (int64_t)ev.items,
@@ -115,15 +116,16 @@ static bool flush_step(consumer_t *c, int64_t wait_ms, bool force) {
 }
 
 /* Waits for the flush in flight, writes everything held and waits for the
- * dead-letter acks, within deadline. */
+ * dead-letter acks, within deadline (monotonic ms). */
 static bool drain(consumer_t *c, int64_t deadline) {
   while (!c->fatal && batch_dirty(c->batch)) {
-    int64_t left = deadline - clock_wall_ms();
+    batch_now_t now = batch_now(c->clock);
+    int64_t left = deadline - now.mono_ms;
     if (left <= 0 || signals_stop_count() > 1) break;
-    flush_step(c, left, true);
+    flush_step(c, now, left, true);
   }
   if (!batch_dirty(c->batch)) offsets_all_durable(c->offsets);
-  while (c->dlq && deadletter_pending(c->dlq) && clock_wall_ms() < deadline) deadletter_poll(c->dlq, 100);
+  while (c->dlq && deadletter_pending(c->dlq) && clock_mono(c->clock) < deadline) deadletter_poll(c->dlq, 100);
   return !batch_dirty(c->batch);
 }
 
@@ -167,7 +169,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     if (!lost) {
       /* Hand the partitions over with their work done: write what we hold
        * and commit it, so the next owner starts where we are. */
-      int64_t deadline = clock_wall_ms() + DRAIN_TIMEOUT_MS;
+      int64_t deadline = clock_mono(c->clock) + DRAIN_TIMEOUT_MS;
       bool drained = drain(c, deadline < c->stop_deadline ? deadline : c->stop_deadline);
       commit(c, parts, true);
       if (!drained) log_warn("revoked partitions handed over with unwritten changes; they will be re-read");
@@ -189,7 +191,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 
 /* --- main loop ----------------------------------------------------------------------- */
 
-static void handle_message(consumer_t *c, rd_kafka_message_t *m, int64_t now) {
+static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now) {
   if (m->err) {
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
     log_warn("consumer error", "error", LOG_STR, rd_kafka_message_errstr(m));
@@ -210,7 +212,7 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, int64_t now) {
   }
   rd_kafka_timestamp_type_t tstype;
   int64_t ts = rd_kafka_message_timestamp(m, &tstype);
-  model_apply_result_t r = batch_apply(c->batch, &c->cmd, ts > 0 ? ts : now, now);
+  model_apply_result_t r = batch_apply(c->batch, &c->cmd, ts > 0 ? ts : now.wall_ms, now);
   metrics_command(c->cmd.type, r == MODEL_APPLY_APPLIED ? METRICS_APPLIED : METRICS_STALE, 1);
 }
 
@@ -322,17 +324,19 @@ static void destroy_clients(consumer_t *c) {
   offsets_destroy(c->offsets);
 }
 
-int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consumer_reload_t *rl) {
+int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const clock_source_t *clock,
+                 const consumer_reload_t *rl) {
   consumer_t *c = oom_calloc(1, sizeof *c);
   c->cfg = cfg;
   c->batch = batch;
+  c->clock = clock;
   c->stop_deadline = INT64_MAX;
   srand((unsigned)clock_wall_ms() ^ (unsigned)getpid());
   signals_install(SIGNALS_STOP | SIGNALS_RELOAD | SIGNALS_IGNORE_PIPE);
   metrics_set_assigned(false);
   int rc = 1;
   c->offsets = offsets_new();
-  c->flusher = flusher_new(batch, sink, IDLE_PING_MS);
+  c->flusher = flusher_new(batch, sink, IDLE_PING_MS, clock);
   if (!c->flusher) {
     log_error("cannot start the writer thread");
     goto out;
@@ -349,7 +353,7 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consum
 
   int64_t last_tick = 0;
   while (!signals_stop_count() && !c->fatal) {
-    int64_t now = clock_wall_ms();
+    int64_t now = clock_mono(clock);
     int64_t wake = now + 100;
     int64_t due = flusher_wake_ms(c->flusher);
     if (due < wake) wake = due;
@@ -357,21 +361,22 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consum
      * every few ms (under load the poll returns at once anyway). */
     if (flusher_in_flight(c->flusher) && now + FLIGHT_POLL_MS < wake) wake = now + FLIGHT_POLL_MS;
     rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, (int)(wake > now ? wake - now : 0));
-    now = clock_wall_ms();
+    batch_now_t burst = batch_now(clock);
+    now = burst.mono_ms;
     /* What librdkafka has queued already is taken in one burst: the rest of
      * this loop (clocks, the flush check, the dead-letter producer's poll)
      * is paid once per burst instead of once per message, where it was 13%
      * of the worker's CPU in a profile of W2 (clock_gettime alone). A burst
      * is a few milliseconds of merging at most. */
     for (int k = 0; m;) {
-      handle_message(c, m, now);
+      handle_message(c, m, burst);
       rd_kafka_message_destroy(m);
       if (++k == CONSUME_BURST || c->fatal || signals_stop_count()) break;
       m = rd_kafka_consumer_poll(c->rk, 0);
     }
     deadletter_poll(c->dlq, 0);
 
-    bool landed = flush_step(c, 0, false);
+    bool landed = flush_step(c, burst, 0, false);
     if (landed || (!batch_dirty(batch) && now - c->last_commit >= 1000)) {
       commit(c, NULL, false);
       c->last_commit = now;
@@ -396,7 +401,7 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consum
      * shutdown.timeout_ms, a flush or load in progress included; a second
      * signal gives up at once. What is not durable then stays uncommitted
      * (the next owner reads it again); what is, is committed either way. */
-    c->stop_deadline = clock_wall_ms() + cfg->shutdown_timeout_ms;
+    c->stop_deadline = clock_mono(clock) + cfg->shutdown_timeout_ms;
     log_info("stopping: writing and committing what is held", "timeout_ms", LOG_INT, cfg->shutdown_timeout_ms,
              "dirty_aggregates", LOG_INT, (int64_t)batch_dirty_count(batch), "flush_in_flight", LOG_INT,
              (int64_t)flusher_in_flight(c->flusher));
@@ -417,7 +422,7 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consum
 out:;
   /* A flush still in the store now is not waited for past the deadline: the
    * writer thread is abandoned with it (cli_run then leaves the store alone). */
-  int64_t left = c->stop_deadline == INT64_MAX ? cfg->shutdown_timeout_ms : c->stop_deadline - clock_wall_ms();
+  int64_t left = c->stop_deadline == INT64_MAX ? cfg->shutdown_timeout_ms : c->stop_deadline - clock_mono(clock);
   if (!flusher_destroy_within(c->flusher, left > 0 ? left : 0))
     log_warn("exiting with a store call in progress; its flush is not committed");
   destroy_clients(c);

@@ -18,6 +18,7 @@
 #define CONSUMER_H
 
 #include "batch.h"
+#include "clock.h"
 #include "config.h"
 #include "sink.h"
 
@@ -31,7 +32,11 @@ typedef struct consumer_reload {
  * the group) or a fatal error (returns 1). cfg may be updated live on SIGHUP.
  * batch is borrowed (and used by this thread only); sink is copied, and its
  * ctx (the store connection) belongs to the writer thread until this
- * returns: the caller must not use it meanwhile. */
-int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const consumer_reload_t *reload);
+ * returns: the caller must not use it meanwhile. clock (borrowed, read by
+ * the writer thread too) measures every duration (linger, backoff, the
+ * drain and shutdown deadlines) on its monotonic side and dates latency on
+ * its wall side. */
+int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const clock_source_t *clock,
+                 const consumer_reload_t *reload);
 
 #endif

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "batch.h"
+#include "clock.h"
 #include "sink.h"
 
 typedef struct flusher flusher_t;
@@ -44,9 +45,14 @@ typedef struct flusher_event {
 } flusher_event_t;
 
 /* batch is borrowed; sink is copied and its ctx handed to the writer thread.
- * idle_ping_ms as writer_new. NULL when the thread cannot start. */
-flusher_t *flusher_new(batch_t *batch, const sink_t *sink, int64_t idle_ping_ms);
+ * idle_ping_ms as writer_new. clock (borrowed; it must outlive the flusher,
+ * and is read by the writer thread too) measures every duration: backoff,
+ * waits, how long a flush has run. NULL when the thread cannot start. */
+flusher_t *flusher_new(batch_t *batch, const sink_t *sink, int64_t idle_ping_ms, const clock_source_t *clock);
+/* How long a flush runs before the first "flush still running" line, and
+ * between two of them, unless flusher_set_slow_log says otherwise. */
 #define FLUSHER_SLOW_LOG_MS 5000
+void flusher_set_slow_log(flusher_t *f, int64_t every_ms);
 
 /* Waits for a flush in flight (writer_destroy) and stops the thread; what
  * it did not land stays in the batch, dirty. NULL-safe. */
@@ -59,16 +65,17 @@ void flusher_destroy(flusher_t *f);
 bool flusher_destroy_within(flusher_t *f, int64_t wait_ms);
 void flusher_set_retry(flusher_t *f, int64_t backoff_ms, int64_t backoff_max_ms);
 
-/* now_ms is the batch's clock (linger); backoff runs on the wall clock.
+/* now is the caller's reading of the clock for the batch (linger, the
+ * snapshot's updatedAt); backoff and waits read the flusher's clock afresh.
  * Takes back a finished flush (waiting up to wait_ms for one in flight),
  * then begins the next if it is due (force: if anything is unwritten at all,
  * as when draining) and no backoff is pending; with wait_ms > 0 and a
  * backoff pending it sleeps out the backoff (at most wait_ms) first. Handle
  * `finished` before `started`: a step can do both. */
-flusher_event_t flusher_step(flusher_t *f, int64_t now_ms, int64_t wait_ms, bool force);
-/* When the next step has something to do: a flush due by linger, or the end
- * of a backoff (INT64_MAX: nothing pending; a flush in flight is the
- * caller's to poll for, e.g. every few ms). */
+flusher_event_t flusher_step(flusher_t *f, batch_now_t now, int64_t wait_ms, bool force);
+/* When the next step has something to do, on the clock's monotonic side: a
+ * flush due by linger, or the end of a backoff (INT64_MAX: nothing pending;
+ * a flush in flight is the caller's to poll for, e.g. every few ms). */
 int64_t flusher_wake_ms(const flusher_t *f);
 bool flusher_in_flight(const flusher_t *f);
 

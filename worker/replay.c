@@ -105,7 +105,7 @@ static bool write_output(batch_t *b, const char *path, uint64_t *written) {
  * error. A replay has no one to hand its work to, so it waits out a store
  * outage (with backoff) unless interrupted. */
 static bool step(flusher_t *f, int64_t wait_ms, bool force) {
-  flusher_event_t ev = flusher_step(f, clock_wall_ms(), wait_ms, force);
+  flusher_event_t ev = flusher_step(f, batch_now(clock_system()), wait_ms, force);
   if (!ev.finished || ev.status == BATCH_DONE || ev.status == BATCH_PARTIAL) return true;
   if (ev.status == BATCH_FATAL) {
     log_error("replay: store write failed", "error", LOG_STR, ev.err.message);
@@ -156,8 +156,8 @@ static bool feed(replay_t *r, const char *data, size_t len, int64_t event_ms) {
     }
     return true;
   }
-  int64_t now = clock_wall_ms();
-  batch_apply(r->batch, &r->cmd, event_ms > 0 ? event_ms : now, now);
+  batch_now_t now = batch_now(clock_system());
+  batch_apply(r->batch, &r->cmd, event_ms > 0 ? event_ms : now.wall_ms, now);
   if (!r->to_store) return true;
   if (!step(r->flusher, 0, false)) return false;
   /* The memory bound, in-flight snapshots included: wait for the writer. */
@@ -416,7 +416,7 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
   r->batch = batch_new(&limits);
   if (r->batch && store) {
     sink_t sink = store_sink(store); /* the writer thread's until flusher_destroy */
-    r->flusher = flusher_new(r->batch, &sink, 0);
+    r->flusher = flusher_new(r->batch, &sink, 0, clock_system());
     if (r->flusher) flusher_set_retry(r->flusher, cfg->retry_backoff_ms, cfg->retry_backoff_max_ms);
   }
   bool ok = r->batch && (!r->to_store || r->flusher) && (o->input ? replay_input(r, o->input, label_of(o)) : replay_topics(r, o));

@@ -170,7 +170,7 @@ static sink_status_t load_items(const sink_t *sink, writer_job_t *job, writer_it
 }
 
 void writer_execute(const sink_t *sink, writer_job_t *job) {
-  double t0 = clock_mono_s();
+  double t0 = clock_mono_s(); /* see writer_job_t.seconds */
   memset(&job->err, 0, sizeof job->err);
   job->status = SINK_OK;
   job->loads = job->written = job->unchanged = job->conflicts = job->errors = 0;
@@ -240,6 +240,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
 struct writer {
   sink_t sink;
   int64_t idle_ping_ms;
+  const clock_source_t *clock; /* read by the writer thread only */
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t cond; /* signalled on submit, on finish and on stop */
@@ -258,6 +259,10 @@ static void writer_free(writer_t *w) {
   free(w);
 }
 
+/* The end of a real wait on the condition variable, which runs on the
+ * system's monotonic clock (pthread_condattr_setclock in writer_new): an
+ * injected clock can decide when to act, but only the system's can wake a
+ * sleeping thread. */
 static struct timespec deadline_in(int64_t ms) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -272,7 +277,7 @@ static struct timespec deadline_in(int64_t ms) {
 
 static void *writer_main(void *arg) {
   writer_t *w = arg;
-  double last_answer = clock_mono_s();
+  int64_t last_answer = clock_mono(w->clock);
   pthread_mutex_lock(&w->lock);
   for (;;) {
     if (w->todo) {
@@ -281,7 +286,7 @@ static void *writer_main(void *arg) {
       w->running = job;
       pthread_mutex_unlock(&w->lock);
       writer_execute(&w->sink, job);
-      last_answer = clock_mono_s();
+      last_answer = clock_mono(w->clock);
       pthread_mutex_lock(&w->lock);
       w->running = NULL;
       if (w->abandoned) { /* nobody will take it, join us, or free w */
@@ -295,12 +300,12 @@ static void *writer_main(void *arg) {
       continue;
     }
     if (w->stop) break;
-    if (w->idle_ping_ms > 0 && (clock_mono_s() - last_answer) * 1000.0 >= (double)w->idle_ping_ms) {
+    if (w->idle_ping_ms > 0 && clock_mono(w->clock) - last_answer >= w->idle_ping_ms) {
       w->pinging = true;
       pthread_mutex_unlock(&w->lock);
       sink_error_t err;
       bool ok = w->sink.ping && w->sink.ping(w->sink.ctx, &err) == SINK_OK;
-      last_answer = clock_mono_s();
+      last_answer = clock_mono(w->clock);
       pthread_mutex_lock(&w->lock);
       w->pinging = false;
       if (w->abandoned) {
@@ -326,10 +331,11 @@ static void *writer_main(void *arg) {
   return NULL;
 }
 
-writer_t *writer_new(const sink_t *sink, int64_t idle_ping_ms) {
+writer_t *writer_new(const sink_t *sink, int64_t idle_ping_ms, const clock_source_t *clock) {
   writer_t *w = oom_calloc(1, sizeof *w);
   w->sink = *sink;
   w->idle_ping_ms = idle_ping_ms;
+  w->clock = clock;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "aggregate.h"
+#include "clock.h"
 #include "sink.h"
 
 typedef enum {
@@ -82,12 +83,13 @@ typedef struct writer_job {
   sink_error_t err;
   uint64_t loads, written, unchanged, conflicts, errors;
   uint64_t bytes_written; /* BSON bytes of the documents written (the items WRITTEN) */
-  double seconds; /* how long the job took in the writer */
+  double seconds; /* how long the job took in the writer (the process's monotonic clock, at full
+                   * resolution: the flush cap divides it by the items, often below a millisecond) */
   /* progress while in flight, the only fields another thread may read then
    * (atomics: the writer stores, anyone loads): items loaded and written so far */
   atomic_size_t done_loads, done_writes;
   /* the batch's bookkeeping of what the job covers; the writer never reads it */
-  int64_t commands, first_pending_ms;
+  int64_t commands, first_pending_ms; /* first_pending_ms: monotonic */
   size_t bytes;
 } writer_job_t;
 
@@ -105,9 +107,11 @@ typedef struct writer writer_t;
 
 /* Starts the thread. sink is copied; its ctx belongs to the writer thread
  * until writer_destroy returns. While idle for idle_ping_ms (0 = never) the
- * thread pings the store, so that readiness reflects it without traffic.
- * NULL when the thread cannot start. */
-writer_t *writer_new(const sink_t *sink, int64_t idle_ping_ms);
+ * thread pings the store, so that readiness reflects it without traffic;
+ * clock (borrowed, read from the writer thread: it must outlive the writer)
+ * measures that idle time on its monotonic side. NULL when the thread
+ * cannot start. */
+writer_t *writer_new(const sink_t *sink, int64_t idle_ping_ms, const clock_source_t *clock);
 /* Waits for a job in flight to finish (a store call cannot be abandoned
  * half-way safely), destroys a finished one nobody took, joins the thread.
  * writer_destroy(NULL) is safe. */

@@ -248,17 +248,21 @@ static inline void mem_free(mem_store_t *s) {
 
 static inline sink_t mem_sink(mem_store_t *s) { return (sink_t){mem_load, mem_write, mem_ping, s}; }
 
-/* Stop-and-wait flush for tests: begin, run the job on this thread, end;
- * conflicts are reloaded and written again at once, up to 8 rounds (what
- * the flusher does across flushes). */
-static inline batch_status_t mem_flush(batch_t *b, mem_store_t *s, int64_t now) {
+/* A step's time with both clocks at ms, for tests that drive the batch by
+ * hand. */
+static inline batch_now_t mem_at(int64_t ms) { return (batch_now_t){ms, ms}; }
+
+/* Stop-and-wait flush for tests: begin, run the job on this thread, end,
+ * all at now; conflicts are reloaded and written again at once, up to 8
+ * rounds (what the flusher does across flushes). */
+static inline batch_status_t mem_flush(batch_t *b, mem_store_t *s, batch_now_t now) {
   sink_t sink = mem_sink(s);
   batch_status_t st = BATCH_DONE;
   for (int round = 0; round < 8; round++) {
     writer_job_t *job = batch_flush_begin(b, now);
     if (!job) return st == BATCH_PARTIAL ? BATCH_DONE : st;
     writer_execute(&sink, job);
-    st = batch_flush_end(b, job, NULL);
+    st = batch_flush_end(b, job, now, NULL);
     if (st != BATCH_PARTIAL) return st;
   }
   return st;

@@ -52,7 +52,7 @@ START_TEST(pending_bytes_count_what_dirty_entries_hold) {
     snprintf(a, sizeof a, "a%d", i);
     snprintf(id, sizeof id, "c%d", i);
     model_command_t c = roster(a, "student-1", id, 1, true);
-    ck_assert_int_eq(batch_apply(b, &c, 0, 0), MODEL_APPLY_APPLIED);
+    ck_assert_int_eq(batch_apply(b, &c, 0, mem_at(0)), MODEL_APPLY_APPLIED);
   }
   struct mallinfo2 after = mallinfo2();
   size_t pending = batch_pending_bytes(b);
@@ -70,12 +70,12 @@ START_TEST(flush_writes_changed_aggregates_once) {
   mem_init(&s);
   batch_t *b = new_batch(100);
   model_command_t c1 = roster("a1", "s1", "c1", 1, true), c2 = roster("a2", "s1", "c2", 1, true);
-  ck_assert_int_eq(batch_apply(b, &c1, 0, 0), MODEL_APPLY_APPLIED);
-  ck_assert_int_eq(batch_apply(b, &c2, 0, 0), MODEL_APPLY_APPLIED);
-  ck_assert_int_eq(batch_apply(b, &c1, 0, 0), MODEL_APPLY_STALE);
+  ck_assert_int_eq(batch_apply(b, &c1, 0, mem_at(0)), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(batch_apply(b, &c2, 0, mem_at(0)), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(batch_apply(b, &c1, 0, mem_at(0)), MODEL_APPLY_STALE);
   ck_assert_uint_eq(batch_dirty_count(b), 2);
   ck_assert(batch_pending_bytes(b) > 0);
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
   ck_assert_int_eq(s.loads, 1); /* one $in for both misses */
   ck_assert_int_eq(s.load_keys, 2);
   ck_assert_int_eq(s.writes, 1); /* one bulk */
@@ -84,8 +84,8 @@ START_TEST(flush_writes_changed_aggregates_once) {
   ck_assert_uint_eq(batch_pending_bytes(b), 0);
   ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1);
   /* A stale command for a cached aggregate writes nothing and reads nothing. */
-  ck_assert_int_eq(batch_apply(b, &c1, 0, 0), MODEL_APPLY_STALE);
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_int_eq(batch_apply(b, &c1, 0, mem_at(0)), MODEL_APPLY_STALE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
   ck_assert_int_eq(s.writes, 1);
   ck_assert_int_eq(s.loads, 1);
   batch_destroy(b);
@@ -98,18 +98,18 @@ START_TEST(miss_merges_into_stored_document) {
   mem_init(&s);
   batch_t *b1 = new_batch(100);
   model_command_t c1 = roster("a1", "s1", "c1", 5, true);
-  batch_apply(b1, &c1, 0, 0);
-  ck_assert_int_eq(mem_flush(b1, &s, 0), BATCH_DONE);
+  batch_apply(b1, &c1, 0, mem_at(0));
+  ck_assert_int_eq(mem_flush(b1, &s, mem_at(0)), BATCH_DONE);
   batch_destroy(b1);
   /* A new worker (cold cache) sees an older command for that slot and a new
    * one for another: only the new one changes the stored document. */
   batch_t *b2 = new_batch(100);
   model_command_t old = roster("a1", "s1", "c0", 4, false), other = roster("a1", "s2", "c2", 1, true);
-  batch_apply(b2, &old, 0, 0);
-  ck_assert_int_eq(mem_flush(b2, &s, 0), BATCH_DONE);
+  batch_apply(b2, &old, 0, mem_at(0));
+  ck_assert_int_eq(mem_flush(b2, &s, mem_at(0)), BATCH_DONE);
   ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1); /* nothing changed: not written */
-  batch_apply(b2, &other, 0, 0);
-  ck_assert_int_eq(mem_flush(b2, &s, 0), BATCH_DONE);
+  batch_apply(b2, &other, 0, mem_at(0));
+  ck_assert_int_eq(mem_flush(b2, &s, mem_at(0)), BATCH_DONE);
   doc_t *d = mem_find(&s, "t1/a1");
   ck_assert_int_eq(d->rev, 2);
   model_counts_t counts = model_aggregate_counts(d->agg);
@@ -124,15 +124,15 @@ START_TEST(conflict_reloads_and_remerges) {
   mem_init(&s);
   batch_t *w1 = new_batch(100), *w2 = new_batch(100);
   model_command_t a = roster("a1", "s1", "c1", 1, true), b = roster("a1", "s2", "c2", 1, true);
-  batch_apply(w1, &a, 0, 0);
-  ck_assert_int_eq(mem_flush(w1, &s, 0), BATCH_DONE);
-  batch_apply(w2, &b, 0, 0);
-  ck_assert_int_eq(mem_flush(w2, &s, 0), BATCH_DONE); /* w2 loads rev 1, writes rev 2 */
+  batch_apply(w1, &a, 0, mem_at(0));
+  ck_assert_int_eq(mem_flush(w1, &s, mem_at(0)), BATCH_DONE);
+  batch_apply(w2, &b, 0, mem_at(0));
+  ck_assert_int_eq(mem_flush(w2, &s, mem_at(0)), BATCH_DONE); /* w2 loads rev 1, writes rev 2 */
   /* w1's cached copy is at rev 1 now stale: its write conflicts, is reloaded
    * and merged, and lands as rev 3 holding all three students. */
   model_command_t c = roster("a1", "s3", "c3", 1, true);
-  batch_apply(w1, &c, 0, 0);
-  ck_assert_int_eq(mem_flush(w1, &s, 0), BATCH_DONE);
+  batch_apply(w1, &c, 0, mem_at(0));
+  ck_assert_int_eq(mem_flush(w1, &s, mem_at(0)), BATCH_DONE);
   ck_assert_uint_eq(batch_stats(w1)->conflicts, 1);
   doc_t *d = mem_find(&s, "t1/a1");
   ck_assert_int_eq(d->rev, 3);
@@ -148,14 +148,14 @@ START_TEST(retry_keeps_changes_until_written) {
   mem_init(&s);
   batch_t *b = new_batch(100);
   model_command_t c1 = roster("a1", "s1", "c1", 1, true);
-  batch_apply(b, &c1, 0, 0);
+  batch_apply(b, &c1, 0, mem_at(0));
   s.fail_next = 2;
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_RETRY); /* load fails */
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_RETRY); /* load fails */
   ck_assert(batch_dirty(b));
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_RETRY); /* write fails */
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_RETRY); /* write fails */
   ck_assert(batch_dirty(b));
   ck_assert(batch_flush_due(b, 1000000)); /* still owed */
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
   ck_assert(!batch_dirty(b));
   ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1);
   batch_destroy(b);
@@ -172,21 +172,21 @@ START_TEST(cache_bound_and_naive_mode) {
     snprintf(a, sizeof a, "a%d", i);
     snprintf(id, sizeof id, "c%d", i);
     model_command_t c = roster(a, "s1", id, 1, true);
-    batch_apply(b, &c, 0, 0);
+    batch_apply(b, &c, 0, mem_at(0));
   }
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
   ck_assert_uint_eq(batch_cached_count(b), 1);
   batch_destroy(b);
   /* cache 0: every flush reads what it writes. */
   batch_t *n = new_batch(0);
   model_command_t c = roster("a0", "s2", "x1", 1, true);
-  batch_apply(n, &c, 0, 0);
-  ck_assert_int_eq(mem_flush(n, &s, 0), BATCH_DONE);
+  batch_apply(n, &c, 0, mem_at(0));
+  ck_assert_int_eq(mem_flush(n, &s, mem_at(0)), BATCH_DONE);
   ck_assert_uint_eq(batch_cached_count(n), 0);
   int loads = s.loads;
   model_command_t c2 = roster("a0", "s3", "x2", 1, true);
-  batch_apply(n, &c2, 0, 0);
-  ck_assert_int_eq(mem_flush(n, &s, 0), BATCH_DONE);
+  batch_apply(n, &c2, 0, mem_at(0));
+  ck_assert_int_eq(mem_flush(n, &s, mem_at(0)), BATCH_DONE);
   ck_assert_int_eq(s.loads, loads + 1);
   ck_assert_int_eq(mem_find(&s, "t1/a0")->rev, 3);
   batch_destroy(n);
@@ -221,9 +221,9 @@ START_TEST(too_large_is_set_aside_and_offsets_move) {
     snprintf(st, sizeof st, "s%d", i);
     snprintf(id, sizeof id, "c%d", i);
     model_command_t c = roster("big", st, id, 1, true);
-    batch_apply(b, &c, 0, 0);
+    batch_apply(b, &c, 0, mem_at(0));
   }
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
   ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 1);
   s.max_doc_bytes = model_aggregate_memory(mem_find(&s, "t1/big")->agg) + 64; /* room for one more student at most */
 
@@ -234,12 +234,12 @@ START_TEST(too_large_is_set_aside_and_offsets_move) {
     snprintf(st, sizeof st, "s%d", i);
     snprintf(id, sizeof id, "c%d", i);
     model_command_t c = roster("big", st, id, 1, true);
-    batch_apply(b, &c, 0, 0);
+    batch_apply(b, &c, 0, mem_at(0));
   }
   model_command_t small = roster("small", "s1", "x1", 1, true);
-  batch_apply(b, &small, 0, 0);
+  batch_apply(b, &small, 0, mem_at(0));
   ck_assert_uint_eq(batch_durable_seq(b), 10);
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE); /* not RETRY: retrying could never succeed */
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE); /* not RETRY: retrying could never succeed */
   ck_assert(!batch_dirty(b));
   ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b)); /* its offsets move on */
   ck_assert_uint_eq(batch_pending_bytes(b), 0);
@@ -254,8 +254,8 @@ START_TEST(too_large_is_set_aside_and_offsets_move) {
 
   /* A later change that fits is merged into the stored document and written. */
   model_command_t off = roster("big", "s3", "c3b", 2, false);
-  ck_assert_int_eq(batch_apply(b, &off, 0, 0), MODEL_APPLY_APPLIED);
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_int_eq(batch_apply(b, &off, 0, mem_at(0)), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
   ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
   ck_assert_int_eq(stored_assigned(&s, "t1/big"), 9);
 
@@ -265,9 +265,9 @@ START_TEST(too_large_is_set_aside_and_offsets_move) {
     snprintf(st, sizeof st, "s%d", i);
     snprintf(id, sizeof id, "c%d", i);
     model_command_t c = roster("big", st, id, 1, true);
-    batch_apply(b, &c, 0, 0);
+    batch_apply(b, &c, 0, mem_at(0));
   }
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
   ck_assert_uint_eq(batch_stats(b)->too_large, 2);
   ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
   ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
@@ -314,7 +314,7 @@ static void random_partial_run(int64_t cache) {
       /* versions sometimes repeat or go back: stale commands too */
       uint64_t v = version - (rnd_next(&rnd) % 3 == 0 && version > 3 ? 2 : 0);
       model_command_t c = roster(an[a], sid, cid, v, rnd_next(&rnd) % 3 != 0);
-      batch_apply(b, &c, 0, 0);
+      batch_apply(b, &c, 0, mem_at(0));
       model_aggregate_apply(want[a], &c);
       version++;
     }
@@ -328,10 +328,10 @@ static void random_partial_run(int64_t cache) {
       mem_unlock(&s);
       conflicts++;
     }
-    batch_status_t st = mem_flush(b, &s, 0);
+    batch_status_t st = mem_flush(b, &s, mem_at(0));
     ck_assert(st == BATCH_DONE || st == BATCH_RETRY || st == BATCH_PARTIAL);
   }
-  for (int i = 0; i < 5 && batch_dirty(b); i++) mem_flush(b, &s, 0);
+  for (int i = 0; i < 5 && batch_dirty(b); i++) mem_flush(b, &s, mem_at(0));
   ck_assert(!batch_dirty(b));
   for (int a = 0; a < 4; a++) {
     char key[48];
@@ -361,17 +361,17 @@ START_TEST(flush_triggers) {
   ck_assert(!batch_flush_due(b, 0));
   ck_assert_int_eq(batch_deadline(b), INT64_MAX);
   model_command_t c1 = roster("a1", "s1", "c1", 1, true), c2 = roster("a2", "s1", "c2", 1, true);
-  batch_apply(b, &c1, 0, 100);
+  batch_apply(b, &c1, 0, mem_at(100));
   ck_assert(!batch_flush_due(b, 100));
   ck_assert(batch_flush_due(b, 150)); /* linger */
   ck_assert_int_eq(batch_deadline(b), 150);
-  batch_apply(b, &c2, 0, 100);
+  batch_apply(b, &c2, 0, mem_at(100));
   ck_assert(batch_flush_due(b, 100)); /* max_aggregates = 2 */
-  ck_assert_int_eq(mem_flush(b, &s, 100), BATCH_DONE);
-  batch_apply(b, &c1, 0, 200);
-  batch_apply(b, &c1, 0, 200);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(100)), BATCH_DONE);
+  batch_apply(b, &c1, 0, mem_at(200));
+  batch_apply(b, &c1, 0, mem_at(200));
   ck_assert(!batch_flush_due(b, 200));
-  batch_apply(b, &c1, 0, 200);
+  batch_apply(b, &c1, 0, mem_at(200));
   ck_assert(batch_flush_due(b, 200)); /* max_commands = 3, even if all stale */
   batch_destroy(b);
   mem_free(&s);
@@ -396,24 +396,25 @@ START_TEST(latency_durable_per_aggregate_committable_in_order) {
   double d0 = metric(DURABLE), c0 = metric(COMMITTABLE);
   double d30 = metric("aggregator_command_durable_latency_seconds_bucket{le=\"30\"} ");
   double d15 = metric("aggregator_command_durable_latency_seconds_bucket{le=\"15\"} ");
-  int64_t t = clock_wall_ms() - 20000; /* every command 20 s old: the bucket (15 s, 30 s] */
+  int64_t t = 1788220800000; /* when every command entered the system (2026-09-01T00:00:00Z) */
+  batch_now_t now = {0, t + 20000}; /* every command 20 s old: the bucket (15 s, 30 s] */
   model_command_t first = roster("a0", "s1", "c0", 1, true);
-  batch_apply(b, &first, t, 0); /* seq 0 */
+  batch_apply(b, &first, t, now); /* seq 0 */
   for (int i = 1; i <= BATCH_FLUSH_FLOOR; i++) { /* seqs 1..8: a1..a8, one dirty past the cap */
     char a[16], id[16];
     snprintf(a, sizeof a, "a%d", i);
     snprintf(id, sizeof id, "c%d", i);
     model_command_t c = roster(a, "s1", id, 1, true);
-    batch_apply(b, &c, t, 0);
+    batch_apply(b, &c, t, now);
   }
   model_command_t again = roster("a0", "s2", "c0b", 1, true);
-  ck_assert_int_eq(batch_apply(b, &again, t, 0), MODEL_APPLY_APPLIED); /* seq 9, on a0: the oldest entry */
+  ck_assert_int_eq(batch_apply(b, &again, t, now), MODEL_APPLY_APPLIED); /* seq 9, on a0: the oldest entry */
 
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE); /* a0..a7; a8 is left for the next flush */
+  ck_assert_int_eq(mem_flush(b, &s, now), BATCH_DONE); /* a0..a7; a8 is left for the next flush */
   ck_assert_uint_eq(batch_dirty_count(b), 1);
   ck_assert(metric(DURABLE) == d0 + BATCH_FLUSH_FLOOR + 1);  /* a0's two commands, a1..a7's one each */
   ck_assert(metric(COMMITTABLE) == c0 + BATCH_FLUSH_FLOOR);  /* seqs 0..7: a8's (8) holds seq 9 back */
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, now), BATCH_DONE);
   ck_assert(metric(DURABLE) == d0 + BATCH_FLUSH_FLOOR + 2);
   ck_assert(metric(COMMITTABLE) == c0 + BATCH_FLUSH_FLOOR + 2);
   ck_assert(metric("aggregator_command_durable_latency_seconds_bucket{le=\"30\"} ") == d30 + BATCH_FLUSH_FLOOR + 2);
@@ -421,40 +422,40 @@ START_TEST(latency_durable_per_aggregate_committable_in_order) {
 
   /* Stale against the store: durable at once. */
   double d = metric(DURABLE);
-  ck_assert_int_eq(batch_apply(b, &first, t, 0), MODEL_APPLY_STALE);
+  ck_assert_int_eq(batch_apply(b, &first, t, now), MODEL_APPLY_STALE);
   ck_assert(metric(DURABLE) == d + 1);
 
   /* Stale against the snapshot in flight: durable when it lands. */
   sink_t sink = mem_sink(&s);
   model_command_t third = roster("a0", "s3", "c0c", 1, true);
-  batch_apply(b, &third, t, 0);
-  writer_job_t *job = batch_flush_begin(b, 0);
+  batch_apply(b, &third, t, now);
+  writer_job_t *job = batch_flush_begin(b, now);
   ck_assert_ptr_nonnull(job);
-  ck_assert_int_eq(batch_apply(b, &third, t, 0), MODEL_APPLY_STALE);
+  ck_assert_int_eq(batch_apply(b, &third, t, now), MODEL_APPLY_STALE);
   ck_assert(metric(DURABLE) == d + 1);
   writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, now, NULL), BATCH_DONE);
   ck_assert(metric(DURABLE) == d + 3);
 
   /* A conflict: another writer moved a0 on; the change is reloaded, merged
    * and written again, and observed once, when that lands. */
   model_command_t mine = roster("a0", "s4", "c0d", 1, true), theirs = roster("a0", "s5", "x1", 1, true);
-  batch_apply(other, &theirs, t, 0);
-  ck_assert_int_eq(mem_flush(other, &s, 0), BATCH_DONE);
-  batch_apply(b, &mine, t, 0);
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  batch_apply(other, &theirs, t, now);
+  ck_assert_int_eq(mem_flush(other, &s, now), BATCH_DONE);
+  batch_apply(b, &mine, t, now);
+  ck_assert_int_eq(mem_flush(b, &s, now), BATCH_DONE);
   ck_assert_uint_eq(batch_stats(b)->conflicts, 1);
   ck_assert(metric(DURABLE) == d + 5); /* theirs (other's own batch) and mine */
 
   /* A store failure: kept, retried, observed once. */
   model_command_t fifth = roster("a0", "s6", "c0e", 1, true);
-  batch_apply(b, &fifth, t, 0);
+  batch_apply(b, &fifth, t, now);
   s.fail_next = 1;
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_RETRY);
+  ck_assert_int_eq(mem_flush(b, &s, now), BATCH_RETRY);
   ck_assert(metric(DURABLE) == d + 5);
-  ck_assert_int_eq(mem_flush(b, &s, 0), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, now), BATCH_DONE);
   ck_assert(metric(DURABLE) == d + 6);
-  ck_assert(batch_flush_begin(b, 0) == NULL); /* nothing dirty: every command so far is committable */
+  ck_assert(batch_flush_begin(b, now) == NULL); /* nothing dirty: every command so far is committable */
   double all = (double)(batch_seq(b) + batch_seq(other)); /* every command applied, stale ones too, once */
   ck_assert(metric(DURABLE) - d0 == all);
   ck_assert(metric(COMMITTABLE) - c0 == all);

@@ -256,7 +256,7 @@ static run_result_t run_worker_with(const scenario_t *s, mem_store_t *mem, void 
   pthread_t t;
   if (controller) ck_assert_int_eq(pthread_create(&t, NULL, controller, w), 0);
   consumer_reload_t rl = {NULL, NULL, 0};
-  run_result_t r = {consumer_run(cfg, b, &sink, &rl), false, ""};
+  run_result_t r = {consumer_run(cfg, b, &sink, clock_system(), &rl), false, ""};
   if (controller) pthread_join(t, NULL);
   r.timed_out = w->timed_out;
   for (int p = 0, n = 0; p < PARTS; p++)

@@ -36,7 +36,7 @@ static model_command_t roster(const char *assignment, const char *student, const
 
 static void apply(batch_t *b, const char *assignment, const char *student, const char *id, uint64_t v) {
   model_command_t c = roster(assignment, student, id, v, true);
-  ck_assert_int_eq(batch_apply(b, &c, 0, 0), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(batch_apply(b, &c, 0, mem_at(0)), MODEL_APPLY_APPLIED);
 }
 
 static batch_t *new_batch(void) {
@@ -68,12 +68,12 @@ START_TEST(merges_continue_while_a_flush_is_in_flight) {
   mem_init(&s);
   s.hold = true;
   sink_t sink = mem_sink(&s);
-  writer_t *w = writer_new(&sink, 0);
+  writer_t *w = writer_new(&sink, 0, clock_system());
   ck_assert_ptr_nonnull(w);
   batch_t *b = new_batch();
   apply(b, "a1", "s1", "c1", 1);
   apply(b, "a2", "s1", "c2", 1);
-  writer_job_t *job = batch_flush_begin(b, 0);
+  writer_job_t *job = batch_flush_begin(b, mem_at(0));
   ck_assert_ptr_nonnull(job);
   ck_assert_uint_eq(job->nitems, 2);
   ck_assert(writer_submit(w, job));
@@ -93,15 +93,15 @@ START_TEST(merges_continue_while_a_flush_is_in_flight) {
   mem_release(&s);
   job = writer_take(w, 30000);
   ck_assert_ptr_nonnull(job);
-  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
   ck_assert_int_eq(assigned(&s, "t1/a1"), 1); /* the snapshot: s1 only */
   ck_assert_uint_eq(batch_dirty_count(b), 2); /* a1 (s2) and a3 go next */
-  job = batch_flush_begin(b, 0);
+  job = batch_flush_begin(b, mem_at(0));
   ck_assert_uint_eq(job->nitems, 2);
   ck_assert(writer_submit(w, job));
   job = writer_take(w, 30000);
   ck_assert_ptr_nonnull(job);
-  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
   ck_assert(!batch_dirty(b));
   ck_assert_uint_eq(batch_pending_bytes(b), 0);
   ck_assert_int_eq(assigned(&s, "t1/a1"), 2);
@@ -127,10 +127,10 @@ START_TEST(loads_happen_in_the_writer) {
   model_aggregate_destroy(stored);
   s.latency_ms = 200; /* every load and write */
   sink_t sink = mem_sink(&s);
-  writer_t *w = writer_new(&sink, 0);
+  writer_t *w = writer_new(&sink, 0, clock_system());
   batch_t *b = new_batch();
   apply(b, "a1", "s0", "c0", 5); /* what the store has already: unchanged, no write */
-  writer_job_t *job = batch_flush_begin(b, 0);
+  writer_job_t *job = batch_flush_begin(b, mem_at(0));
   ck_assert(job->items[0].load);
   ck_assert(writer_submit(w, job));
   apply(b, "a1", "s1", "c1", 1); /* during the load */
@@ -138,15 +138,15 @@ START_TEST(loads_happen_in_the_writer) {
   ck_assert_ptr_nonnull(job);
   ck_assert_uint_eq(job->unchanged, 1);
   ck_assert_uint_eq(job->written, 0);
-  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
   ck_assert_int_eq(mem_get(&s, &s.writes), 0);
   ck_assert_uint_eq(batch_dirty_count(b), 1); /* s1 is new */
-  job = batch_flush_begin(b, 0);
+  job = batch_flush_begin(b, mem_at(0));
   ck_assert(!job->items[0].load); /* loaded now: written at the stored rev, no second read */
   ck_assert_int_eq(job->items[0].rev, 1);
   ck_assert(writer_submit(w, job));
   job = writer_take(w, 30000);
-  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
   ck_assert_int_eq(rev_of(&s, "t1/a1"), 2);
   ck_assert_int_eq(assigned(&s, "t1/a1"), 2);
   ck_assert_int_eq(mem_get(&s, &s.loads), 1);
@@ -164,16 +164,16 @@ START_TEST(conflict_while_newer_changes_are_pending) {
   mem_store_t s;
   mem_init(&s);
   sink_t sink = mem_sink(&s);
-  writer_t *w = writer_new(&sink, 0);
+  writer_t *w = writer_new(&sink, 0, clock_system());
   batch_t *b = new_batch();
   apply(b, "a1", "s1", "c1", 1);
-  writer_job_t *job = batch_flush_begin(b, 0);
+  writer_job_t *job = batch_flush_begin(b, mem_at(0));
   ck_assert(writer_submit(w, job));
-  ck_assert_int_eq(batch_flush_end(b, writer_take(w, 30000), NULL), BATCH_DONE); /* rev 1, cached */
+  ck_assert_int_eq(batch_flush_end(b, writer_take(w, 30000), mem_at(0), NULL), BATCH_DONE); /* rev 1, cached */
 
   s.hold = true;
   apply(b, "a1", "s2", "c2", 1);
-  job = batch_flush_begin(b, 0);
+  job = batch_flush_begin(b, mem_at(0));
   ck_assert(writer_submit(w, job));
   ck_assert(mem_wait_held(&s, 1));
   /* Meanwhile: another instance writes s9, and a newer change arrives here. */
@@ -187,14 +187,14 @@ START_TEST(conflict_while_newer_changes_are_pending) {
   job = writer_take(w, 30000);
   ck_assert_uint_eq(job->conflicts, 1);
   sink_error_t err;
-  ck_assert_int_eq(batch_flush_end(b, job, &err), BATCH_PARTIAL);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), &err), BATCH_PARTIAL);
   ck_assert(batch_flush_due(b, 0)); /* owed: at once */
   ck_assert_int_eq(batch_deadline(b), 0);
   ck_assert_uint_eq(batch_stats(b)->conflicts, 1);
-  job = batch_flush_begin(b, 0);
+  job = batch_flush_begin(b, mem_at(0));
   ck_assert(job->items[0].load); /* reloaded by the writer */
   ck_assert(writer_submit(w, job));
-  ck_assert_int_eq(batch_flush_end(b, writer_take(w, 30000), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, writer_take(w, 30000), mem_at(0), NULL), BATCH_DONE);
   ck_assert(!batch_dirty(b));
   ck_assert_int_eq(rev_of(&s, "t1/a1"), 3);
   ck_assert_int_eq(assigned(&s, "t1/a1"), 4); /* s1, s2, s3 and the other writer's s9 */
@@ -227,7 +227,7 @@ START_TEST(outage_keeps_everything_and_counts_snapshots) {
   s.fail_next = 1000000;
   sink_t sink = mem_sink(&s);
   batch_t *b = new_batch();
-  flusher_t *f = flusher_new(b, &sink, 0);
+  flusher_t *f = flusher_new(b, &sink, 0, clock_system());
   flusher_set_retry(f, 1, 5);
   char a[8], id[8];
   for (int i = 0; i < BATCH_FLUSH_FLOOR; i++) {
@@ -238,12 +238,12 @@ START_TEST(outage_keeps_everything_and_counts_snapshots) {
   size_t live = batch_pending_bytes(b), snapshots = 0;
   ck_assert_uint_gt(live, 0);
   batch_foreach(b, add_snapshot_memory, &snapshots);
-  flusher_event_t ev = flusher_step(f, 0, 0, false);
+  flusher_event_t ev = flusher_step(f, mem_at(0), 0, false);
   ck_assert(ev.started);
   ck_assert_uint_ge(batch_pending_bytes(b), live + snapshots); /* live entries plus their snapshots */
   int failures = 0;
   for (int i = 0; i < 200 && failures < 3; i++) {
-    ev = flusher_step(f, 0, 1000, true);
+    ev = flusher_step(f, mem_at(0), 1000, true);
     if (ev.finished) {
       ck_assert_int_eq(ev.status, BATCH_RETRY);
       ck_assert_uint_eq(ev.attempt, (unsigned)++failures);
@@ -262,7 +262,7 @@ START_TEST(outage_keeps_everything_and_counts_snapshots) {
   }
   ck_assert_int_eq(failures, 3);
   mem_set(&s, &s.fail_next, 0); /* the store is back */
-  for (int i = 0; i < 200 && batch_dirty(b); i++) flusher_step(f, 0, 1000, true);
+  for (int i = 0; i < 200 && batch_dirty(b); i++) flusher_step(f, mem_at(0), 1000, true);
   ck_assert(!batch_dirty(b));
   ck_assert_uint_eq(batch_pending_bytes(b), 0);
   flusher_destroy(f);
@@ -283,10 +283,10 @@ START_TEST(group_commit_takes_everything_dirty) {
   sink_t sink = mem_sink(&s);
   batch_limits_t l = {1000000, 1000, 50, 1 << 30, 100};
   batch_t *b = batch_new(&l);
-  flusher_t *f = flusher_new(b, &sink, 0);
+  flusher_t *f = flusher_new(b, &sink, 0, clock_system());
   apply(b, "a1", "s0", "c0", 1);
-  ck_assert(!flusher_step(f, 0, 0, false).started); /* linger not reached */
-  ck_assert(flusher_step(f, 50, 0, false).started);
+  ck_assert(!flusher_step(f, mem_at(0), 0, false).started); /* linger not reached */
+  ck_assert(flusher_step(f, mem_at(50), 0, false).started);
   ck_assert(mem_wait_held(&s, 1));
   char a[8], st[8], id[16];
   for (int i = 0; i < 500; i++) { /* 500 commands over 5 aggregates, during the flush */
@@ -294,17 +294,17 @@ START_TEST(group_commit_takes_everything_dirty) {
     snprintf(st, sizeof st, "s%d", i);
     snprintf(id, sizeof id, "x%d", i);
     model_command_t c = roster(a, st, id, 1, true);
-    batch_apply(b, &c, 0, 60);
-    flusher_event_t ev = flusher_step(f, 60 + i, 0, false);
+    batch_apply(b, &c, 0, mem_at(60));
+    flusher_event_t ev = flusher_step(f, mem_at(60 + i), 0, false);
     ck_assert(!ev.started && !ev.finished);
   }
   mem_release(&s);
   flusher_event_t ev;
-  do ev = flusher_step(f, 1000, 30000, false);
+  do ev = flusher_step(f, mem_at(1000), 30000, false);
   while (!ev.finished);
   ck_assert_int_eq(ev.status, BATCH_DONE);
   ck_assert(ev.started); /* the next at once */
-  do ev = flusher_step(f, 1000, 30000, false);
+  do ev = flusher_step(f, mem_at(1000), 30000, false);
   while (!ev.finished);
   ck_assert_int_eq(ev.status, BATCH_DONE);
   ck_assert(!batch_dirty(b));
@@ -331,9 +331,9 @@ START_TEST(bulks_of_max_aggregates) {
     snprintf(id, sizeof id, "c%d", i);
     apply(b, a, "s1", id, 1);
   }
-  writer_job_t *job = batch_flush_begin(b, 0);
+  writer_job_t *job = batch_flush_begin(b, mem_at(0));
   writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
   ck_assert_int_eq(s.loads, (BATCH_FLUSH_FLOOR + 2) / 3);
   ck_assert_int_eq(s.writes, (BATCH_FLUSH_FLOOR + 2) / 3);
   ck_assert_int_eq(s.write_items, BATCH_FLUSH_FLOOR);
@@ -368,7 +368,7 @@ START_TEST(flush_cap_follows_the_writers_pace) {
   }
   apply(b, "a00", "s2", "c100", 1); /* a00 stays the oldest change */
   ck_assert_uint_eq(batch_flush_cap(b), BATCH_FLUSH_FLOOR);
-  writer_job_t *job = batch_flush_begin(b, 0);
+  writer_job_t *job = batch_flush_begin(b, mem_at(0));
   ck_assert_uint_eq(job->nitems, BATCH_FLUSH_FLOOR);
   for (size_t i = 0; i < job->nitems; i++) { /* oldest first */
     snprintf(a, sizeof a, "a%02d", (int)i);
@@ -379,19 +379,19 @@ START_TEST(flush_cap_follows_the_writers_pace) {
   writer_execute(&sink, job);
   double per = job->seconds / (double)job->nitems;
   ck_assert(per >= 0.010); /* a load and a write of 5 ms each */
-  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
   size_t cap = expected_cap(400, per);
   ck_assert_uint_eq(batch_flush_cap(b), cap);
   ck_assert_uint_le(cap, 40); /* 400 ms at >= 10 ms each */
 
-  job = batch_flush_begin(b, 0);
+  job = batch_flush_begin(b, mem_at(0));
   size_t want = 60 - BATCH_FLUSH_FLOOR < cap ? 60 - BATCH_FLUSH_FLOOR : cap;
   ck_assert_uint_eq(job->nitems, want);
   snprintf(a, sizeof a, "a%02d", BATCH_FLUSH_FLOOR);
   ck_assert_str_eq(model_aggregate_key(job->items[0].agg, NULL) + 3, a);
   writer_execute(&sink, job);
   double per2 = 0.5 * per + 0.5 * job->seconds / (double)job->nitems;
-  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
   ck_assert_uint_eq(batch_flush_cap(b), expected_cap(400, per2));
 
   /* linger 0 flushes at once: the floor */
@@ -399,9 +399,9 @@ START_TEST(flush_cap_follows_the_writers_pace) {
   batch_set_limits(b, &l);
   ck_assert_uint_eq(batch_flush_cap(b), BATCH_FLUSH_FLOOR);
   while (batch_dirty(b)) {
-    job = batch_flush_begin(b, 0);
+    job = batch_flush_begin(b, mem_at(0));
     writer_execute(&sink, job);
-    ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+    ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
   }
   ck_assert_int_eq(s.n, 60);
   ck_assert_int_eq(assigned(&s, "t1/a00"), 2);
@@ -426,9 +426,9 @@ START_TEST(durable_seq_follows_the_oldest_change) {
     apply(b, a, "s1", id, 1);
   }
   while (batch_dirty(b)) {
-    writer_job_t *j = batch_flush_begin(b, 0);
+    writer_job_t *j = batch_flush_begin(b, mem_at(0));
     writer_execute(&sink, j);
-    ck_assert_int_eq(batch_flush_end(b, j, NULL), BATCH_DONE);
+    ck_assert_int_eq(batch_flush_end(b, j, mem_at(0), NULL), BATCH_DONE);
   }
   ck_assert_uint_eq(batch_durable_seq(b), 20);
   for (int i = 0; i < 20; i++) { /* seqs 20..39 */
@@ -437,21 +437,21 @@ START_TEST(durable_seq_follows_the_oldest_change) {
     apply(b, a, "s1b", id, 1);
   }
   model_command_t stale = roster("a19", "s1b", "d19", 1, true);
-  ck_assert_int_eq(batch_apply(b, &stale, 0, 0), MODEL_APPLY_STALE); /* seq 40: nothing owed */
+  ck_assert_int_eq(batch_apply(b, &stale, 0, mem_at(0)), MODEL_APPLY_STALE); /* seq 40: nothing owed */
   ck_assert_uint_eq(batch_seq(b), 41);
   ck_assert_uint_eq(batch_durable_seq(b), 20);
 
-  writer_job_t *job = batch_flush_begin(b, 0); /* from a00: the floor's worth, oldest first */
+  writer_job_t *job = batch_flush_begin(b, mem_at(0)); /* from a00: the floor's worth, oldest first */
   ck_assert_uint_eq(job->nitems, BATCH_FLUSH_FLOOR);
   apply(b, "a03", "s2", "e1", 1); /* seq 41: a03 dirty again while in flight */
   ck_assert_uint_eq(batch_durable_seq(b), 20); /* the flight holds seq 20 */
   mem_set(&s, &s.fail_next, 1);
   writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_RETRY);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_RETRY);
   ck_assert_uint_eq(batch_durable_seq(b), 20);
   ck_assert_uint_eq(batch_dirty_count(b), 20);
 
-  job = batch_flush_begin(b, 0); /* the same again, in the same order, before the rest */
+  job = batch_flush_begin(b, mem_at(0)); /* the same again, in the same order, before the rest */
   ck_assert_uint_eq(job->nitems, BATCH_FLUSH_FLOOR);
   for (size_t i = 0; i < job->nitems; i++) {
     snprintf(a, sizeof a, "a%02d", (int)i);
@@ -463,18 +463,18 @@ START_TEST(durable_seq_follows_the_oldest_change) {
   mem_put(&s, other); /* another writer: a01 conflicts */
   model_aggregate_destroy(other);
   writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_PARTIAL);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_PARTIAL);
   ck_assert_uint_eq(batch_durable_seq(b), 21); /* a01's seq 21 is owed again; a00's 20 landed */
   /* the 20 - BATCH_FLUSH_FLOOR not taken yet, and a01 (a03's seq 41 went with the flush) */
   ck_assert_uint_eq(batch_dirty_count(b), 20 - BATCH_FLUSH_FLOOR + 1);
 
-  job = batch_flush_begin(b, 0);
+  job = batch_flush_begin(b, mem_at(0));
   ck_assert_str_eq(model_aggregate_key(job->items[0].agg, NULL), "t1/a01"); /* the oldest again */
   for (;;) {
     writer_execute(&sink, job);
-    ck_assert_int_eq(batch_flush_end(b, job, NULL), BATCH_DONE);
+    ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
     if (!batch_dirty(b)) break;
-    job = batch_flush_begin(b, 0);
+    job = batch_flush_begin(b, mem_at(0));
   }
   ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
   ck_assert_int_eq(assigned(&s, "t1/a01"), 3); /* s1, s1b and the other writer's s9 */
@@ -541,10 +541,10 @@ START_TEST(destroy_within_abandons_a_stuck_flush) {
   s.hold = true;
   sink_t sink = mem_sink(&s);
   batch_t *b = new_batch();
-  flusher_t *f = flusher_new(b, &sink, 0);
+  flusher_t *f = flusher_new(b, &sink, 0, clock_system());
   apply(b, "a1", "s1", "c1", 1);
   apply(b, "a2", "s1", "c2", 1);
-  ck_assert(flusher_step(f, 0, 0, false).started);
+  ck_assert(flusher_step(f, mem_at(0), 0, false).started);
   ck_assert(mem_wait_held(&s, 1)); /* the write waits at the gate: the loads are done */
   double t0 = clock_mono_s();
   ck_assert(!flusher_destroy_within(f, 200));
@@ -568,24 +568,43 @@ START_TEST(destroy_within_waits_for_a_flush_that_lands) {
   s.latency_ms = 50;
   sink_t sink = mem_sink(&s);
   batch_t *b = new_batch();
-  flusher_t *f = flusher_new(b, &sink, 0);
+  flusher_t *f = flusher_new(b, &sink, 0, clock_system());
   apply(b, "a1", "s1", "c1", 1);
-  ck_assert(flusher_step(f, 0, 0, false).started);
+  ck_assert(flusher_step(f, mem_at(0), 0, false).started);
   ck_assert(flusher_destroy_within(f, 60000));
   ck_assert(!batch_in_flight(b));
   ck_assert(!batch_dirty(b));
   ck_assert_int_eq(s.writes, 1);
-  ck_assert(writer_destroy_within(writer_new(&sink, 0), 0));
+  ck_assert(writer_destroy_within(writer_new(&sink, 0, clock_system()), 0));
   batch_destroy(b);
   mem_free(&s);
 }
 END_TEST
 
-/* A flush that runs long says so (issue 16): after FLUSHER_SLOW_LOG_MS in
- * flight, a wait in flusher_step logs "flush still running" with its phase,
- * size and progress, and again every as long while it lasts. stderr (where
- * the log goes) is redirected to a file for the check (this test runs in
- * its own process). */
+/* A flush that runs long says so: once FLUSHER_SLOW_LOG_MS have passed on
+ * the flusher's clock with it in flight, a wait in flusher_step logs "flush
+ * still running" with its phase, size and progress, and again every as
+ * long while it lasts. The clock is moved by hand, so that each line is due
+ * at a known step. stderr (where the log goes) is redirected to a file for
+ * the check (this test runs in its own process). */
+static int slow_flush_lines(const char *path) {
+  fflush(stderr);
+  FILE *in = fopen(path, "r");
+  ck_assert_ptr_nonnull(in);
+  int lines = 0;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, in))
+    if (strstr(buf, "\"msg\":\"flush still running\"")) {
+      lines++;
+      ck_assert_ptr_nonnull(strstr(buf, "\"phase\":\"writing\""));
+      ck_assert_ptr_nonnull(strstr(buf, "\"aggregates\":2"));
+      ck_assert_ptr_nonnull(strstr(buf, "\"commands\":2"));
+      ck_assert_ptr_nonnull(strstr(buf, "\"loads\":2,\"loaded\":2,\"written\":0"));
+    }
+  fclose(in);
+  return lines;
+}
+
 START_TEST(a_long_flush_is_logged) {
   char path[] = "/tmp/test_writer_log_XXXXXX";
   int fd = mkstemp(path);
@@ -598,30 +617,26 @@ START_TEST(a_long_flush_is_logged) {
   s.hold = true;
   sink_t sink = mem_sink(&s);
   batch_t *b = new_batch();
-  flusher_t *f = flusher_new(b, &sink, 0);
+  clock_manual_t clock;
+  clock_manual_init(&clock, 1000, 1788220800000LL);
+  flusher_t *f = flusher_new(b, &sink, 0, &clock.source);
   apply(b, "a1", "s1", "c1", 1);
   apply(b, "a2", "s1", "c2", 1);
-  ck_assert(flusher_step(f, 0, 0, false).started);
+  ck_assert(flusher_step(f, batch_now(&clock.source), 0, false).started);
   ck_assert(mem_wait_held(&s, 1));
-  int lines = 0;
-  char buf[4096];
-  for (int i = 0; i < 60 && lines < 2; i++) { /* each step waits up to 1 s for the flush */
-    ck_assert(!flusher_step(f, 0, 1000, false).finished);
-    fflush(stderr);
-    FILE *in = fopen(path, "r");
-    ck_assert_ptr_nonnull(in);
-    lines = 0;
-    while (fgets(buf, sizeof buf, in))
-      if (strstr(buf, "\"msg\":\"flush still running\"")) {
-        lines++;
-        ck_assert_ptr_nonnull(strstr(buf, "\"phase\":\"writing\""));
-        ck_assert_ptr_nonnull(strstr(buf, "\"aggregates\":2"));
-        ck_assert_ptr_nonnull(strstr(buf, "\"commands\":2"));
-        ck_assert_ptr_nonnull(strstr(buf, "\"loads\":2,\"loaded\":2,\"written\":0"));
-      }
-    fclose(in);
-  }
-  ck_assert_int_ge(lines, 2); /* at about 5 s and 10 s (a third if this machine stalls between reads) */
+  ck_assert(!flusher_step(f, batch_now(&clock.source), 10, false).finished);
+  ck_assert_int_eq(slow_flush_lines(path), 0); /* no time has passed on the clock */
+  clock_manual_advance(&clock, FLUSHER_SLOW_LOG_MS - 1);
+  ck_assert(!flusher_step(f, batch_now(&clock.source), 10, false).finished);
+  ck_assert_int_eq(slow_flush_lines(path), 0);
+  clock_manual_advance(&clock, 1);
+  ck_assert(!flusher_step(f, batch_now(&clock.source), 10, false).finished);
+  ck_assert_int_eq(slow_flush_lines(path), 1);
+  ck_assert(!flusher_step(f, batch_now(&clock.source), 10, false).finished);
+  ck_assert_int_eq(slow_flush_lines(path), 1); /* once per FLUSHER_SLOW_LOG_MS */
+  clock_manual_advance(&clock, FLUSHER_SLOW_LOG_MS);
+  ck_assert(!flusher_step(f, batch_now(&clock.source), 10, false).finished);
+  ck_assert_int_eq(slow_flush_lines(path), 2);
   mem_release(&s);
   flusher_destroy(f);
   ck_assert(!batch_dirty(b));
