@@ -1,14 +1,21 @@
 /* The denormalizer: merges commands into in-memory aggregates and hands the
  * changed ones to the write stage (writer.h) in flushes (SPEC.md sections 3-5).
+ * batch.c orchestrates the parts, each in its own file:
+ *  - batch_cache.h: the table of aggregates and the LRU of clean ones;
+ *  - batch_writeset.h: the dirty list and what each entry changed since its
+ *    last snapshot (partial writes);
+ *  - batch_flushcap.h: how many aggregates a flush takes;
+ *  - batch_latency.h: when commands entered, for their latencies;
+ *  - batch_too_large.h: aggregates whose document the store refuses as too
+ *    large.
  *
  * Aggregates live in one table keyed by "<tenant>/<assignment>". An entry is
  * either *loaded* (its aggregate includes the stored document and `rev` is the
  * stored revision, 0 if absent) or *unloaded* (an overlay holding only the
  * commands seen since it entered memory). Unloaded entries are loaded by the
- * writer as part of the next flush, all misses of a bulk in one store_load
- * (one $in find on MongoDB, a find per key on FerretDB: store.h), the
- * overlay merged into the stored document; so a cache miss never stalls the
- * thread that merges.
+ * writer as part of the next flush, all misses of a bulk in one sink load
+ * (sink.h), the overlay merged into the stored document; so a cache miss
+ * never stalls the thread that merges.
  *
  * A flush (batch_flush_begin) takes a snapshot of the dirty entries, oldest
  * change first and at most batch_flush_cap() of them (a copy of each
@@ -22,9 +29,9 @@
  *  - conflict (another writer got there first): the entry becomes unloaded
  *    and dirty, so the next flush reloads it and merges it again;
  *  - no result (store down) or rejected: dirty again, retried after backoff;
- *  - refused as too large (past the store's 16 MiB document limit): the
+ *  - refused as too large (past the store's document limit, sink.h): the
  *    entry and its unwritten changes are set aside, counted and logged, so
- *    that its partition keeps moving (set_aside in batch.c says why).
+ *    that its partition keeps moving (batch_too_large.h says why).
  * BATCH_DONE means every item of the job landed.
  *
  * What is durable, for offsets: every command gets a sequence number (seq)
@@ -36,37 +43,24 @@
  * seqs to Kafka offsets with checkpoints taken when flushes begin
  * (offsets.h). Two latencies are observed per command, from its Kafka
  * timestamp: durable when the write of its own aggregate lands (each entry
- * keeps its commands' arrival times, run-length coded, with the changes and
- * then with the snapshot that carries them), committable when its seq falls
- * below that bound. With flushes of a few aggregates the second is later by
- * the older changes of other aggregates still being written.
+ * keeps its commands' arrival times with the changes and then with the
+ * snapshot that carries them), committable when its seq falls below that
+ * bound. With flushes of a few aggregates the second is later by the older
+ * changes of other aggregates still being written.
  *
- * The flush cap (issue 15, latency when the worker keeps up). Group commit
- * makes the next flush take everything dirty when one lands; when the store
- * is slow in documents, a long flush lets many aggregates become dirty, so
- * the next one is as long (a convoy), and a command waits for the flush in
- * flight and then for its own, both long. So a flush carries at most what
- * the writer lands in about batch.linger_ms: linger_ms / (smoothed writer
- * seconds per aggregate over the flushes that got an answer, half weight to
- * the newest), with a floor of BATCH_FLUSH_FLOOR (also the cap before any
- * flush has landed, and with linger_ms = 0). A flush then lasts about
- * linger_ms whatever piles up; what it leaves is owed and goes with the next
- * one at once, oldest first, so a command waits for the dirty entries older
- * than its own (about one pass over the dirty list) and its own flush; a
- * flush that took everything dirty would make it wait up to two passes (p99
- * up to 50% higher, measured). The floor was 16 (one FerretDB update
- * command), which on FerretDB (~12 ms per 8 KB document) overrode the cap
- * and made flushes 2 x linger: at 8, p99 at 130,000 commands/s fell from
- * 0.88-1.19 s to 0.59-0.60 s, the same or lower at 2,000 to 65,000/s, with
- * no change in backlog throughput. Under a backlog the cap
- * costs no writes: each dirty aggregate is still written once per pass over
- * the dirty list, however the pass is cut into flushes; what it costs is
- * a fixed overhead per flush (a round trip, a commit, the consumer noticing),
- * small against linger_ms (docs/BENCHMARKS.md, issue 15).
+ * The flush cap (batch_flushcap.h): a flush carries at most what the writer
+ * lands in about batch.linger_ms, so that a slow store does not make each
+ * flush as long as the last (a convoy); what a flush leaves is owed and goes
+ * with the next one at once, oldest first.
  *
  * Dirty and in-flight entries are never evicted; clean loaded entries are
  * kept in an LRU of at most cache.max_aggregates (0 = none kept: every
  * command then costs a read and a write, the naive baseline).
+ *
+ * Time: the caller reads the clocks (batch_now_t) and passes them in; the
+ * batch reads none. Durations (linger) are on the monotonic clock, so that
+ * a step of the wall clock moves no flush; latencies and updatedAt are wall
+ * times.
  *
  * Threads: a batch_t is owned by one thread (the consumer's, or the replay's)
  * and is never touched by the writer; what crosses to the writer is the job,
@@ -79,6 +73,7 @@
 #include <stdint.h>
 
 #include "aggregate.h"
+#include "batch_flushcap.h"
 #include "clock.h"
 #include "sink.h"
 #include "writer.h"
@@ -152,8 +147,8 @@ uint64_t batch_seq(const batch_t *b);
 /* Every command with a seq below this is durable (or was stale). */
 uint64_t batch_durable_seq(const batch_t *b);
 
-/* The most aggregates the next flush takes (see the file comment). */
-#define BATCH_FLUSH_FLOOR 8
+/* The most aggregates the next flush takes (batch_flushcap.h), never below
+ * BATCH_FLUSH_FLOOR. */
 size_t batch_flush_cap(const batch_t *b);
 
 /* Snapshots the oldest dirty entries, at most batch_flush_cap(), into a new

@@ -1,0 +1,79 @@
+/* An aggregate in the batch's memory: the record that the batch's modules
+ * share (batch.c orchestrates them). Internal to the batch: nothing outside
+ * worker/batch*.c includes it.
+ *
+ * Who owns which fields:
+ *  - batch_cache.c: the table (hash_next, hash) and, for clean entries, the
+ *    LRU (prev, next);
+ *  - batch_writeset.c: the dirty list (prev, next while dirty), pend_seq,
+ *    and what changed since the last snapshot (touched*);
+ *  - batch.c: agg, rev, loaded, inflight, flight_seq, mem and the arrival
+ *    times (batch_latency.h) of the commands the changes carry.
+ * An entry is in at most one list at a time: the dirty list while dirty,
+ * the LRU while clean and loaded, none while only in flight. */
+#ifndef BATCH_ENTRY_H
+#define BATCH_ENTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "aggregate.h"
+#include "batch_latency.h"
+#include "buf.h"
+
+typedef struct batch_entry {
+  struct batch_entry *hash_next;
+  struct batch_entry *prev, *next; /* in the dirty list or the clean LRU, or both NULL */
+  model_aggregate_t *agg;
+  int64_t rev;
+  size_t mem;          /* bytes counted in pending_bytes while dirty or in flight */
+  uint64_t pend_seq;   /* while dirty: seq of the oldest command not in the store nor in flight */
+  uint64_t flight_seq; /* while in flight: pend_seq when the snapshot was taken */
+  uint32_t hash;
+  bool loaded;
+  bool dirty;    /* changes not in any snapshot: in the dirty list */
+  bool inflight; /* a snapshot of it is in the job in flight */
+  /* What changed since the last snapshot, for partial writes (sink.h):
+   * batch_writeset.h says what is kept and why. */
+  model_buf_t touched;
+  uint32_t ntouched, touched_last; /* ids; offset of the last one */
+  bool touched_header, touched_whole;
+  /* The commands of the changes not in any snapshot, and of the snapshot in
+   * flight (and those stale against it). */
+  batch_latency_t arr_pend, arr_flight;
+} batch_entry_t;
+
+/* Circular lists with a sentinel entry. */
+static inline void batch_entry_list_init(batch_entry_t *s) { s->prev = s->next = s; }
+static inline bool batch_entry_listed(const batch_entry_t *e) { return e->prev != NULL; }
+static inline void batch_entry_list_unlink(batch_entry_t *e) {
+  if (!e->prev) return;
+  e->prev->next = e->next;
+  e->next->prev = e->prev;
+  e->prev = e->next = NULL;
+}
+static inline void batch_entry_list_push_front(batch_entry_t *s, batch_entry_t *e) {
+  e->next = s->next;
+  e->prev = s;
+  s->next->prev = e;
+  s->next = e;
+}
+static inline void batch_entry_list_push_back(batch_entry_t *s, batch_entry_t *e) {
+  e->prev = s->prev;
+  e->next = s;
+  s->prev->next = e;
+  s->prev = e;
+}
+
+/* Frees e and everything it holds; it must be in no list. */
+static inline void batch_entry_free(batch_entry_t *e) {
+  model_aggregate_destroy(e->agg);
+  model_buf_destroy(&e->touched);
+  batch_latency_free(&e->arr_pend);
+  batch_latency_free(&e->arr_flight);
+  free(e);
+}
+
+#endif
