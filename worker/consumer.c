@@ -42,6 +42,7 @@ typedef struct consumer {
   bool fatal;
   bool stopped_at_start; /* SIGTERM while waiting for the brokers at start */
   int64_t last_commit;   /* monotonic ms */
+  int64_t last_tick;     /* monotonic ms: the last once-a-second chores */
   int64_t stop_deadline; /* monotonic ms by which a stop ends (shutdown.timeout_ms); INT64_MAX while running */
   model_command_t cmd;
 } consumer_t;
@@ -324,6 +325,119 @@ static void destroy_clients(consumer_t *c) {
   offsets_destroy(c->offsets);
 }
 
+/* --- the run --------------------------------------------------------------------- */
+
+/* The writer thread and the Kafka clients. False when the run ends here:
+ * *rc is 0 if a stop signal came while waiting for the brokers, else 1. */
+static bool start(consumer_t *c, const sink_t *sink, int *rc) {
+  *rc = 1;
+  c->offsets = offsets_new();
+  c->flusher = flusher_new(c->batch, sink, IDLE_PING_MS, c->clock);
+  if (!c->flusher) {
+    log_error("cannot start the writer thread");
+    return false;
+  }
+  flusher_set_retry(c->flusher, c->cfg->retry_backoff_ms, c->cfg->retry_backoff_max_ms);
+  if (!create_clients(c)) {
+    if (c->stopped_at_start) {
+      log_info("stopped before consuming anything");
+      *rc = 0;
+    }
+    return false;
+  }
+  log_info("worker started", "group", LOG_STR, c->cfg->kafka_group, "topics", LOG_STR, c->cfg->kafka_topics);
+  return true;
+}
+
+/* Polls until the next thing to do (at most 100 ms), then handles what
+ * librdkafka has queued in one burst: the rest of a turn (clocks, the flush
+ * check, the dead-letter producer's poll) is paid once per burst instead of
+ * once per message, where clock reads alone would be a large share of the
+ * worker's CPU. A burst is a few milliseconds of merging at most. Returns
+ * the time of the burst. */
+static batch_now_t consume_burst(consumer_t *c) {
+  int64_t now = clock_mono(c->clock);
+  int64_t wake = now + 100;
+  int64_t due = flusher_wake_ms(c->flusher);
+  if (due < wake) wake = due;
+  /* The writer does not wake the poll: a flush in flight is looked for
+   * every few ms (under load the poll returns at once anyway). */
+  if (flusher_in_flight(c->flusher) && now + FLIGHT_POLL_MS < wake) wake = now + FLIGHT_POLL_MS;
+  rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, (int)(wake > now ? wake - now : 0));
+  batch_now_t burst = batch_now(c->clock);
+  for (int k = 0; m;) {
+    handle_message(c, m, burst);
+    rd_kafka_message_destroy(m);
+    if (++k == CONSUME_BURST || c->fatal || signals_stop_count()) break;
+    m = rd_kafka_consumer_poll(c->rk, 0);
+  }
+  return burst;
+}
+
+/* One turn of the main loop: a burst, then flushing, commits, the memory
+ * bound, the once-a-second chores and a reload if asked. */
+static void turn(consumer_t *c, const consumer_reload_t *rl) {
+  batch_now_t burst = consume_burst(c);
+  int64_t now = burst.mono_ms;
+  deadletter_poll(c->dlq, 0);
+
+  bool landed = flush_step(c, burst, 0, false);
+  if (landed || (!batch_dirty(c->batch) && now - c->last_commit >= 1000)) {
+    commit(c, NULL, false);
+    c->last_commit = now;
+  }
+
+  /* In-flight snapshots count: they are memory held for unwritten changes. */
+  uint64_t pending = batch_pending_bytes(c->batch) + deadletter_bytes(c->dlq);
+  if (!c->paused && pending > (uint64_t)c->cfg->batch_max_pending_bytes) set_paused(c, true);
+  else if (c->paused && pending <= (uint64_t)c->cfg->batch_max_pending_bytes / 2) set_paused(c, false);
+
+  if (now - c->last_tick >= 1000) {
+    c->last_tick = now;
+    metrics_heartbeat();
+    report_lag(c);
+    update_gauges(c);
+  }
+  if (signals_take_reload()) reload(c, rl);
+}
+
+/* Bounded (SPEC.md section 5): writes and commits what is held until
+ * shutdown.timeout_ms, a flush or load in progress included; a second
+ * signal gives up at once. What is not durable then stays uncommitted (the
+ * next owner reads it again); what is, is committed either way. Returns the
+ * run's exit code. */
+static int stop(consumer_t *c) {
+  const config_t *cfg = c->cfg;
+  c->stop_deadline = clock_mono(c->clock) + cfg->shutdown_timeout_ms;
+  log_info("stopping: writing and committing what is held", "timeout_ms", LOG_INT, cfg->shutdown_timeout_ms,
+           "dirty_aggregates", LOG_INT, (int64_t)batch_dirty_count(c->batch), "flush_in_flight", LOG_INT,
+           (int64_t)flusher_in_flight(c->flusher));
+  bool drained = drain(c, c->stop_deadline);
+  commit(c, NULL, true);
+  rd_kafka_consumer_close(c->rk); /* leaves the group; its revocation's drain ends at stop_deadline too */
+  const batch_stats_t *s = batch_stats(c->batch);
+  if (drained && !c->fatal) {
+    log_info("stopped", "applied", LOG_INT, (int64_t)s->applied, "stale", LOG_INT, (int64_t)s->stale, "writes",
+             LOG_INT, (int64_t)s->writes_ok, "conflicts", LOG_INT, (int64_t)s->conflicts);
+    return 0;
+  }
+  log_error("stopped before everything was durable; those offsets stay uncommitted", "timeout_ms", LOG_INT,
+            cfg->shutdown_timeout_ms, "dirty_aggregates", LOG_INT, (int64_t)batch_dirty_count(c->batch),
+            "flush_in_flight", LOG_INT, (int64_t)flusher_in_flight(c->flusher));
+  return 1;
+}
+
+/* Stops the writer thread and destroys the clients. A flush still in the
+ * store now is not waited for past the deadline: the writer thread is
+ * abandoned with it (cli_run then leaves the store alone). */
+static void finish(consumer_t *c) {
+  int64_t left =
+      c->stop_deadline == INT64_MAX ? c->cfg->shutdown_timeout_ms : c->stop_deadline - clock_mono(c->clock);
+  if (!flusher_destroy_within(c->flusher, left > 0 ? left : 0))
+    log_warn("exiting with a store call in progress; its flush is not committed");
+  destroy_clients(c);
+}
+
 int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const clock_source_t *clock,
                  const consumer_reload_t *rl) {
   consumer_t *c = oom_calloc(1, sizeof *c);
@@ -331,101 +445,15 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const clock_
   c->batch = batch;
   c->clock = clock;
   c->stop_deadline = INT64_MAX;
-  srand((unsigned)clock_wall_ms() ^ (unsigned)getpid());
+  srand((unsigned)clock_wall_ms() ^ (unsigned)getpid()); /* the retry jitter's seed: any value differing per run */
   signals_install(SIGNALS_STOP | SIGNALS_RELOAD | SIGNALS_IGNORE_PIPE);
   metrics_set_assigned(false);
-  int rc = 1;
-  c->offsets = offsets_new();
-  c->flusher = flusher_new(batch, sink, IDLE_PING_MS, clock);
-  if (!c->flusher) {
-    log_error("cannot start the writer thread");
-    goto out;
+  int rc;
+  if (start(c, sink, &rc)) {
+    while (!signals_stop_count() && !c->fatal) turn(c, rl);
+    if (!c->fatal) rc = stop(c);
   }
-  flusher_set_retry(c->flusher, cfg->retry_backoff_ms, cfg->retry_backoff_max_ms);
-  if (!create_clients(c)) {
-    if (c->stopped_at_start) {
-      log_info("stopped before consuming anything");
-      rc = 0;
-    }
-    goto out;
-  }
-  log_info("worker started", "group", LOG_STR, cfg->kafka_group, "topics", LOG_STR, cfg->kafka_topics);
-
-  int64_t last_tick = 0;
-  while (!signals_stop_count() && !c->fatal) {
-    int64_t now = clock_mono(clock);
-    int64_t wake = now + 100;
-    int64_t due = flusher_wake_ms(c->flusher);
-    if (due < wake) wake = due;
-    /* The writer does not wake the poll: a flush in flight is looked for
-     * every few ms (under load the poll returns at once anyway). */
-    if (flusher_in_flight(c->flusher) && now + FLIGHT_POLL_MS < wake) wake = now + FLIGHT_POLL_MS;
-    rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, (int)(wake > now ? wake - now : 0));
-    batch_now_t burst = batch_now(clock);
-    now = burst.mono_ms;
-    /* What librdkafka has queued already is taken in one burst: the rest of
-     * this loop (clocks, the flush check, the dead-letter producer's poll)
-     * is paid once per burst instead of once per message, where it was 13%
-     * of the worker's CPU in a profile of W2 (clock_gettime alone). A burst
-     * is a few milliseconds of merging at most. */
-    for (int k = 0; m;) {
-      handle_message(c, m, burst);
-      rd_kafka_message_destroy(m);
-      if (++k == CONSUME_BURST || c->fatal || signals_stop_count()) break;
-      m = rd_kafka_consumer_poll(c->rk, 0);
-    }
-    deadletter_poll(c->dlq, 0);
-
-    bool landed = flush_step(c, burst, 0, false);
-    if (landed || (!batch_dirty(batch) && now - c->last_commit >= 1000)) {
-      commit(c, NULL, false);
-      c->last_commit = now;
-    }
-
-    /* In-flight snapshots count: they are memory held for unwritten changes. */
-    uint64_t pending = batch_pending_bytes(batch) + deadletter_bytes(c->dlq);
-    if (!c->paused && pending > (uint64_t)cfg->batch_max_pending_bytes) set_paused(c, true);
-    else if (c->paused && pending <= (uint64_t)cfg->batch_max_pending_bytes / 2) set_paused(c, false);
-
-    if (now - last_tick >= 1000) {
-      last_tick = now;
-      metrics_heartbeat();
-      report_lag(c);
-      update_gauges(c);
-    }
-    if (signals_take_reload()) reload(c, rl);
-  }
-
-  if (!c->fatal) {
-    /* Bounded (SPEC.md section 5): write and commit what is held until
-     * shutdown.timeout_ms, a flush or load in progress included; a second
-     * signal gives up at once. What is not durable then stays uncommitted
-     * (the next owner reads it again); what is, is committed either way. */
-    c->stop_deadline = clock_mono(clock) + cfg->shutdown_timeout_ms;
-    log_info("stopping: writing and committing what is held", "timeout_ms", LOG_INT, cfg->shutdown_timeout_ms,
-             "dirty_aggregates", LOG_INT, (int64_t)batch_dirty_count(batch), "flush_in_flight", LOG_INT,
-             (int64_t)flusher_in_flight(c->flusher));
-    bool drained = drain(c, c->stop_deadline);
-    commit(c, NULL, true);
-    rd_kafka_consumer_close(c->rk); /* leaves the group; its revocation's drain ends at stop_deadline too */
-    const batch_stats_t *s = batch_stats(batch);
-    if (drained && !c->fatal) {
-      rc = 0;
-      log_info("stopped", "applied", LOG_INT, (int64_t)s->applied, "stale", LOG_INT, (int64_t)s->stale, "writes",
-               LOG_INT, (int64_t)s->writes_ok, "conflicts", LOG_INT, (int64_t)s->conflicts);
-    } else {
-      log_error("stopped before everything was durable; those offsets stay uncommitted", "timeout_ms", LOG_INT,
-                cfg->shutdown_timeout_ms, "dirty_aggregates", LOG_INT, (int64_t)batch_dirty_count(batch),
-                "flush_in_flight", LOG_INT, (int64_t)flusher_in_flight(c->flusher));
-    }
-  }
-out:;
-  /* A flush still in the store now is not waited for past the deadline: the
-   * writer thread is abandoned with it (cli_run then leaves the store alone). */
-  int64_t left = c->stop_deadline == INT64_MAX ? cfg->shutdown_timeout_ms : c->stop_deadline - clock_mono(clock);
-  if (!flusher_destroy_within(c->flusher, left > 0 ? left : 0))
-    log_warn("exiting with a store call in progress; its flush is not committed");
-  destroy_clients(c);
+  finish(c);
   free(c);
   return rc;
 }
