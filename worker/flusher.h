@@ -5,22 +5,29 @@
  * Group commit: one flush in flight at a time. When one finishes, the next
  * begins as soon as batch_flush_due says so: under load the linger deadline
  * of the commands merged meanwhile has passed, so it begins at once with
- * everything dirty at that moment; when the worker keeps up, batch.linger_ms,
- * batch.max_commands and batch.max_aggregates bound latency and bulk size as
- * before. A flush that failed (store down, items rejected) begins again
- * after capped full-jitter backoff (retry.h); one with conflicts only begins
- * again at once, and after 8 such in a row backs off too (two writers
- * racing on one hot document must not spin).
+ * everything dirty at that moment (up to the flush cap, batch.h); when the
+ * worker keeps up, batch.linger_ms, batch.max_commands and
+ * batch.max_aggregates bound latency and bulk size. A flush that failed
+ * (store down, items rejected) begins again after capped full-jitter backoff
+ * (retry.h); one with conflicts only begins again at once, and after 8 such
+ * in a row backs off too (two writers racing on one hot document must not
+ * spin).
  *
- * A flush that runs long says so: every FLUSHER_SLOW_LOG_MS while one is in
- * flight, flusher_step (and a wait in it) logs a warning with how long it
- * has run, how many aggregates and commands it carries, how many loads it
- * had to do and how far the loads and writes have got (issue 16: an operator
- * must not face a silent process).
+ * A flush that runs long says so: every FLUSHER_SLOW_LOG_MS (or what
+ * flusher_set_slow_log says) while one is in flight, flusher_step (and a
+ * wait in it) logs a warning with how long it has run, how many aggregates
+ * and commands it carries, how many loads it had to do and how far the
+ * loads and writes have got, so that an operator never faces a silent
+ * process.
+ *
+ * Time: every duration (backoff, waits, how long a flush has run) is read
+ * from the monotonic side of the clock given to flusher_new, so that a step
+ * of the wall clock moves none of them and a test can drive them by hand.
  *
  * Threads: a flusher_t, like the batch it borrows, belongs to one thread;
  * the writer thread it starts owns the sink's connection until
- * flusher_destroy returns. */
+ * flusher_destroy returns (writer.h describes the hand-over of each job). The
+ * clock is read from both threads. */
 #ifndef FLUSHER_H
 #define FLUSHER_H
 

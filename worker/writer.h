@@ -1,6 +1,6 @@
 /* The write stage: a thread that owns the store connection and runs one
  * flush at a time, so that the consumer thread keeps polling, decoding and
- * merging while a flush is in flight (issue 15; SPEC.md sections 4 and 5).
+ * merging while a flush is in flight (SPEC.md sections 4 and 5).
  *
  * A flush is a writer_job_t: snapshots of the dirty aggregates, each a
  * private copy (model_aggregate_clone: one contiguous block, so one malloc
@@ -26,6 +26,11 @@
  *    to the job before its reader.
  *  - the sink's ctx (a store connection) is used only by the writer thread from
  *    writer_new until writer_destroy returns.
+ *  - the job's progress counters (done_loads, done_writes) are atomics: the
+ *    writer stores, the consumer thread may load them while it is in flight.
+ *  - the clock given to writer_new is shared: the writer thread reads it
+ *    (idle pings), and so may the caller's; clock_system() and
+ *    clock_manual_t are safe to read from both.
  *  - metrics (metrics.h) are thread-safe; the writer records only the
  *    store's answers to idle pings there.
  * writer_execute runs a job on the calling thread instead (tests, and any

@@ -530,7 +530,7 @@ START_TEST(offsets_follow_checkpoints) {
 }
 END_TEST
 
-/* A bounded stop (issue 16): a flush stuck in the store is waited for at
+/* A bounded stop: a flush stuck in the store is waited for at
  * most the time given; then the writer thread is abandoned with it (it frees
  * itself once the call returns), the batch still has it in flight (so the
  * caller keeps the store), and nothing of it was acknowledged. Progress is
@@ -561,7 +561,7 @@ START_TEST(destroy_within_abandons_a_stuck_flush) {
 END_TEST
 
 /* Within the bound, a flush that finishes is waited for and ended as
- * before; an idle writer stops at once. */
+ * flusher_destroy does; an idle writer stops at once. */
 START_TEST(destroy_within_waits_for_a_flush_that_lands) {
   mem_store_t s;
   mem_init(&s);
