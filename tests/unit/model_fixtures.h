@@ -1,6 +1,7 @@
-/* Builders of validated commands for the model tests (test_aggregate,
- * test_codec, test_merge_laws). They fill model_command_t directly, as the
- * decoder would after validation, so that these tests do not depend on it. */
+/* Builders of validated commands for the tests of the model and of the
+ * batch (test_aggregate, test_codec, test_merge_laws, test_batch,
+ * test_writer). They fill model_command_t directly, as the decoder would
+ * after validation, so that these tests do not depend on it. */
 #ifndef MODEL_FIXTURES_H
 #define MODEL_FIXTURES_H
 

@@ -12,21 +12,13 @@
 #include "clock.h"
 #include "codec.h"
 #include "mem_store.h"
+#include "model_fixtures.h"
 #include "metrics.h"
 
+/* A roster command of tenant t1 (model_fixtures.h). */
 static model_command_t roster(const char *assignment, const char *student, const char *id, uint64_t v, bool on) {
   model_command_t c;
-  memset(&c, 0, sizeof c);
-  c.type = on ? MODEL_CMD_ROSTER_ASSIGNED : MODEL_CMD_ROSTER_UNASSIGNED;
-  c.version = v;
-  c.id_len = (uint8_t)strlen(id);
-  memcpy(c.id, id, c.id_len);
-  c.tenant_len = 2;
-  memcpy(c.tenant, "t1", 2);
-  c.assignment_len = (uint8_t)strlen(assignment);
-  memcpy(c.assignment, assignment, c.assignment_len);
-  c.student_len = (uint8_t)strlen(student);
-  memcpy(c.student, student, c.student_len);
+  fx_roster(&c, "t1", assignment, student, v, id, on);
   return c;
 }
 
