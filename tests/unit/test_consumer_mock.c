@@ -379,121 +379,125 @@ static void assert_dlq_headers(const scenario_t *s) {
   rd_kafka_destroy(rk);
 }
 
+/* What every test starts from: a scenario in fresh topics, an empty store
+ * and a watcher with nothing seen yet. */
+typedef struct fixture {
+  scenario_t s;
+  mem_store_t *mem; /* on the heap: the worker's threads hold on to it */
+  watcher_t w;
+} fixture_t;
+
+static void fixture_up(fixture_t *f, double invalid_rate) {
+  scenario_setup(&f->s, invalid_rate);
+  f->mem = calloc(1, sizeof *f->mem);
+  ck_assert_ptr_nonnull(f->mem);
+  mem_init(f->mem);
+  memset(&f->w, 0, sizeof f->w);
+}
+
+static void fixture_down(fixture_t *f) {
+  mem_free(f->mem);
+  free(f->mem);
+  scenario_teardown(&f->s);
+}
+
+/* The worker ran until the group had committed everything, and exited 0. */
+static void assert_ran_to_the_end(const run_result_t *r) {
+  ck_assert_msg(!r->timed_out, "the group never committed up to the end:%s", r->seen);
+  ck_assert_int_eq(r->rc, 0);
+}
+
+/* The group's offsets are at the end of every partition. */
+static void assert_committed_to_the_end(const scenario_t *s) {
+  int64_t c[PARTS];
+  committed(s, c);
+  for (int p = 0; p < PARTS; p++) ck_assert_int_eq(c[p] < 0 ? 0 : c[p], s->ends[p]);
+}
+
 /* --- tests -------------------------------------------------------------------- */
 
 START_TEST(commits_everything_once_durable) {
-  scenario_t s;
-  scenario_setup(&s, 0.05);
-  ck_assert_uint_gt(s.invalid, 0);
-  mem_store_t *mem = calloc(1, sizeof *mem);
-  mem_init(mem);
-  run_result_t r = run_worker(&s, mem, true);
-  ck_assert_msg(!r.timed_out, "the group never committed up to the end:%s", r.seen);
-  ck_assert_int_eq(r.rc, 0);
-  int64_t c[PARTS];
-  committed(&s, c);
-  for (int p = 0; p < PARTS; p++) ck_assert_int_eq(c[p] < 0 ? 0 : c[p], s.ends[p]);
-  assert_documents(&s, mem);
-  ck_assert_int_eq(dlq_count(&s), (int64_t)s.invalid);
-  assert_dlq_headers(&s);
+  fixture_t f;
+  fixture_up(&f, 0.05);
+  ck_assert_uint_gt(f.s.invalid, 0);
+  run_result_t r = run_worker(&f.s, f.mem, true);
+  assert_ran_to_the_end(&r);
+  assert_committed_to_the_end(&f.s);
+  assert_documents(&f.s, f.mem);
+  ck_assert_int_eq(dlq_count(&f.s), (int64_t)f.s.invalid);
+  assert_dlq_headers(&f.s);
   /* More than one flush: the first is due once 40 commands are pending
    * (batch.max_commands) and the stream is far longer. How many follow is
    * the machine's business: while a flush is in flight the consumer merges
    * everything it reads, and the next flush takes all of it (group commit),
    * so on a busy machine two flushes can be all there is. */
-  ck_assert_uint_gt(s.valid + s.invalid, 40 * 4);
-  ck_assert_int_ge(mem->writes, 2);
-  mem_free(mem);
-  free(mem);
-  scenario_teardown(&s);
+  ck_assert_uint_gt(f.s.valid + f.s.invalid, 40 * 4);
+  ck_assert_int_ge(f.mem->writes, 2);
+  fixture_down(&f);
 }
 END_TEST
 
 START_TEST(retries_store_and_commit_errors) {
-  scenario_t s;
-  scenario_setup(&s, 0);
-  mem_store_t *mem = calloc(1, sizeof *mem);
-  mem_init(mem);
-  mem->fail_next = 5; /* the first five loads/writes answer RETRY */
+  fixture_t f;
+  fixture_up(&f, 0);
+  f.mem->fail_next = 5; /* the first five loads/writes answer RETRY */
   /* ... and the first two offset commits fail with an error that librdkafka
    * hands to the application instead of retrying it itself. */
   rd_kafka_mock_push_request_errors(g_mc, API_OFFSET_COMMIT, 2, RD_KAFKA_RESP_ERR_OFFSET_METADATA_TOO_LARGE,
                                     RD_KAFKA_RESP_ERR_OFFSET_METADATA_TOO_LARGE);
-  run_result_t r = run_worker(&s, mem, true);
-  ck_assert_msg(!r.timed_out, "the group never committed up to the end:%s", r.seen);
-  ck_assert_int_eq(r.rc, 0);
-  ck_assert_int_eq(mem->fail_next, 0);
-  assert_documents(&s, mem);
-  mem_free(mem);
-  free(mem);
-  scenario_teardown(&s);
+  run_result_t r = run_worker(&f.s, f.mem, true);
+  assert_ran_to_the_end(&r);
+  ck_assert_int_eq(f.mem->fail_next, 0);
+  assert_documents(&f.s, f.mem);
+  fixture_down(&f);
 }
 END_TEST
 
 START_TEST(fatal_store_error_commits_nothing) {
-  scenario_t s;
-  scenario_setup(&s, 0);
-  mem_store_t *mem = calloc(1, sizeof *mem);
-  mem_init(mem);
-  mem->fail_fatal = true;
-  run_result_t r = run_worker(&s, mem, false); /* stops by itself */
+  fixture_t f;
+  fixture_up(&f, 0);
+  f.mem->fail_fatal = true;
+  run_result_t r = run_worker(&f.s, f.mem, false); /* stops by itself */
   ck_assert_int_eq(r.rc, 1);
-  ck_assert_int_eq(mem->n, 0);
-  mem_free(mem);
+  ck_assert_int_eq(f.mem->n, 0);
   int64_t c[PARTS];
-  committed(&s, c);
+  committed(&f.s, c);
   for (int p = 0; p < PARTS; p++) ck_assert_msg(c[p] < 0, "partition %d committed %lld with nothing durable", p,
                                                 (long long)c[p]);
-  free(mem);
-  scenario_teardown(&s);
+  fixture_down(&f);
 }
 END_TEST
 
 START_TEST(keeps_consuming_during_a_slow_flush) {
-  scenario_t s;
-  scenario_setup(&s, 0.05);
-  mem_store_t *mem = calloc(1, sizeof *mem);
-  mem_init(mem);
-  mem->hold = true;
+  fixture_t f;
+  fixture_up(&f, 0.05);
+  f.mem->hold = true;
   g_base = commands_seen();
-  watcher_t w;
-  memset(&w, 0, sizeof w);
-  run_result_t r = run_worker_with(&s, mem, consume_while_held, &w);
-  ck_assert_msg(!w.failed, "%s", w.failed);
-  ck_assert_uint_eq(w.consumed_while_held, s.valid + s.invalid);
-  ck_assert_int_eq(w.held_after, 1); /* it was still the first write */
+  run_result_t r = run_worker_with(&f.s, f.mem, consume_while_held, &f.w);
+  ck_assert_msg(!f.w.failed, "%s", f.w.failed);
+  ck_assert_uint_eq(f.w.consumed_while_held, f.s.valid + f.s.invalid);
+  ck_assert_int_eq(f.w.held_after, 1); /* it was still the first write */
   for (int p = 0; p < PARTS; p++)
-    ck_assert_msg(w.committed_while_held[p] < 0, "partition %d committed %lld before anything was durable", p,
-                  (long long)w.committed_while_held[p]);
-  ck_assert_msg(!r.timed_out, "the group never committed up to the end:%s", r.seen);
-  ck_assert_int_eq(r.rc, 0);
-  assert_documents(&s, mem);
-  mem_free(mem);
-  free(mem);
-  scenario_teardown(&s);
+    ck_assert_msg(f.w.committed_while_held[p] < 0, "partition %d committed %lld before anything was durable", p,
+                  (long long)f.w.committed_while_held[p]);
+  assert_ran_to_the_end(&r);
+  assert_documents(&f.s, f.mem);
+  fixture_down(&f);
 }
 END_TEST
 
 START_TEST(sigterm_during_a_flush) {
-  scenario_t s;
-  scenario_setup(&s, 0);
-  mem_store_t *mem = calloc(1, sizeof *mem);
-  mem_init(mem);
-  mem->hold = true;
+  fixture_t f;
+  fixture_up(&f, 0);
+  f.mem->hold = true;
   g_base = commands_seen();
-  watcher_t w;
-  memset(&w, 0, sizeof w);
-  run_result_t r = run_worker_with(&s, mem, sigterm_while_held, &w);
-  ck_assert_msg(!w.failed, "%s", w.failed);
-  ck_assert_int_eq(w.held_after, 1);
+  run_result_t r = run_worker_with(&f.s, f.mem, sigterm_while_held, &f.w);
+  ck_assert_msg(!f.w.failed, "%s", f.w.failed);
+  ck_assert_int_eq(f.w.held_after, 1);
   ck_assert_int_eq(r.rc, 0);
-  int64_t c[PARTS];
-  committed(&s, c);
-  for (int p = 0; p < PARTS; p++) ck_assert_int_eq(c[p] < 0 ? 0 : c[p], s.ends[p]);
-  assert_documents(&s, mem);
-  mem_free(mem);
-  free(mem);
-  scenario_teardown(&s);
+  assert_committed_to_the_end(&f.s);
+  assert_documents(&f.s, f.mem);
+  fixture_down(&f);
 }
 END_TEST
 
@@ -544,11 +548,9 @@ static void *watch_dead_letter_failing(void *arg) {
  * ready meanwhile, produces the rejects again, and once they are delivered
  * commits everything and is no longer failing. */
 START_TEST(dead_letter_failures_then_recovery) {
-  scenario_t s;
-  scenario_setup(&s, 0.05);
-  ck_assert_uint_gt(s.invalid, 0);
-  mem_store_t *mem = calloc(1, sizeof *mem);
-  mem_init(mem);
+  fixture_t f;
+  fixture_up(&f, 0.05);
+  ck_assert_uint_gt(f.s.invalid, 0);
   g_dlq_errors_base = metric_sample(DLQ_ERRORS);
   g_dlq_expect_errors = true;
   double ok_base = metric_sample(DLQ_OK);
@@ -557,25 +559,18 @@ START_TEST(dead_letter_failures_then_recovery) {
                                     RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
                                     RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
   metrics_set_assigned(false);
-  watcher_t w;
-  memset(&w, 0, sizeof w);
-  run_result_t r = run_worker_with(&s, mem, watch_dead_letter_failing, &w);
-  ck_assert_msg(!w.failed, "%s", w.failed);
-  ck_assert_msg(!r.timed_out, "the group never committed up to the end:%s", r.seen);
-  ck_assert_int_eq(r.rc, 0);
+  run_result_t r = run_worker_with(&f.s, f.mem, watch_dead_letter_failing, &f.w);
+  ck_assert_msg(!f.w.failed, "%s", f.w.failed);
+  assert_ran_to_the_end(&r);
   ck_assert(metric_sample(DLQ_ERRORS) > g_dlq_errors_base);
-  ck_assert(metric_sample(DLQ_OK) >= ok_base + (double)s.invalid);
+  ck_assert(metric_sample(DLQ_OK) >= ok_base + (double)f.s.invalid);
   char reason[128];
   metrics_ready(reason, sizeof reason);
   ck_assert_str_ne(reason, "dead-letter delivery failing");
-  int64_t c[PARTS];
-  committed(&s, c);
-  for (int p = 0; p < PARTS; p++) ck_assert_int_eq(c[p] < 0 ? 0 : c[p], s.ends[p]);
-  ck_assert_int_ge(dlq_count(&s), (int64_t)s.invalid);
-  assert_documents(&s, mem);
-  mem_free(mem);
-  free(mem);
-  scenario_teardown(&s);
+  assert_committed_to_the_end(&f.s);
+  ck_assert_int_ge(dlq_count(&f.s), (int64_t)f.s.invalid);
+  assert_documents(&f.s, f.mem);
+  fixture_down(&f);
 }
 END_TEST
 
@@ -584,32 +579,25 @@ END_TEST
  * ready) meanwhile, although librdkafka reports no error; then delivered,
  * committed, and working again. */
 START_TEST(dead_letter_stall_is_failing) {
-  scenario_t s;
-  scenario_setup(&s, 0.05);
-  ck_assert_uint_gt(s.invalid, 0);
-  mem_store_t *mem = calloc(1, sizeof *mem);
-  mem_init(mem);
+  fixture_t f;
+  fixture_up(&f, 0.05);
+  ck_assert_uint_gt(f.s.invalid, 0);
   g_dlq_errors_base = metric_sample(DLQ_ERRORS);
   g_dlq_expect_errors = false;
   ck_assert_int_eq(rd_kafka_mock_broker_push_request_error_rtts(g_mc, 1, 0 /* Produce */, 1,
                                                                 RD_KAFKA_RESP_ERR_NO_ERROR, DEADLETTER_STALL_MS + 2000),
                    RD_KAFKA_RESP_ERR_NO_ERROR);
   metrics_set_assigned(false);
-  watcher_t w;
-  memset(&w, 0, sizeof w);
-  run_result_t r = run_worker_with(&s, mem, watch_dead_letter_failing, &w);
-  ck_assert_msg(!w.failed, "%s", w.failed);
-  ck_assert_msg(!r.timed_out, "the group never committed up to the end:%s", r.seen);
-  ck_assert_int_eq(r.rc, 0);
+  run_result_t r = run_worker_with(&f.s, f.mem, watch_dead_letter_failing, &f.w);
+  ck_assert_msg(!f.w.failed, "%s", f.w.failed);
+  assert_ran_to_the_end(&r);
   ck_assert_double_eq(metric_sample(DLQ_ERRORS), g_dlq_errors_base); /* nothing failed: it was slow */
   char reason[128];
   metrics_ready(reason, sizeof reason);
   ck_assert_str_ne(reason, "dead-letter delivery failing");
-  ck_assert_int_ge(dlq_count(&s), (int64_t)s.invalid);
-  assert_documents(&s, mem);
-  mem_free(mem);
-  free(mem);
-  scenario_teardown(&s);
+  ck_assert_int_ge(dlq_count(&f.s), (int64_t)f.s.invalid);
+  assert_documents(&f.s, f.mem);
+  fixture_down(&f);
 }
 END_TEST
 
