@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "keys.h"
 #include "metrics.h"
 #include "oom.h"
 
@@ -78,9 +79,10 @@ typedef struct load_ctx {
   size_t n;
 } load_ctx_t;
 
-static int cmp_item_key(const void *x, const void *y) {
-  return strcmp(model_aggregate_key((*(writer_item_t *const *)x)->agg, NULL),
-                model_aggregate_key((*(writer_item_t *const *)y)->agg, NULL));
+/* key_of (keys.h) for an array of item pointers. */
+static const char *item_key(const void *elem, void *ctx) {
+  (void)ctx;
+  return model_aggregate_key((*(writer_item_t *const *)elem)->agg, NULL);
 }
 
 /* Before an overlay (the commands the batch saw since the aggregate entered
@@ -120,29 +122,19 @@ static void plan_loaded(writer_item_t *it, const model_aggregate_t *stored) {
  * the item's aggregate. */
 static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
   load_ctx_t *lc = ctx;
-  const char *key = model_aggregate_key(stored, NULL);
-  size_t lo = 0, hi = lc->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(model_aggregate_key(lc->items[mid]->agg, NULL), key);
-    if (c == 0) {
-      writer_item_t *it = lc->items[mid];
-      if (it->loaded) break; /* a duplicate answer: the first counts */
-      if (rev > 0) plan_loaded(it, stored);
-      bool changed = model_aggregate_merge(stored, it->agg);
-      model_aggregate_destroy(it->agg);
-      it->agg = stored;
-      it->rev = rev;
-      it->loaded = true;
-      if (!changed) it->result = WRITER_ITEM_UNCHANGED;
-      return;
-    }
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
+  size_t at = model_keys_find(lc->items, lc->n, sizeof *lc->items, item_key, NULL, model_aggregate_key(stored, NULL));
+  writer_item_t *it = at < lc->n ? lc->items[at] : NULL;
+  if (!it || it->loaded) { /* not asked for, or a duplicate answer: the first counts */
+    model_aggregate_destroy(stored);
+    return;
   }
-  model_aggregate_destroy(stored); /* not asked for */
+  if (rev > 0) plan_loaded(it, stored);
+  bool changed = model_aggregate_merge(stored, it->agg);
+  model_aggregate_destroy(it->agg);
+  it->agg = stored;
+  it->rev = rev;
+  it->loaded = true;
+  if (!changed) it->result = WRITER_ITEM_UNCHANGED;
 }
 
 static sink_status_t load_items(const sink_t *sink, writer_job_t *job, writer_item_t **scratch,
@@ -153,7 +145,7 @@ static sink_status_t load_items(const sink_t *sink, writer_job_t *job, writer_it
   for (size_t start = 0; start < n; start += job->chunk) {
     size_t k = n - start < job->chunk ? n - start : job->chunk;
     load_ctx_t lc = {scratch + start, k};
-    qsort(lc.items, k, sizeof *lc.items, cmp_item_key);
+    model_keys_sort(lc.items, k, sizeof *lc.items, item_key, NULL);
     for (size_t i = 0; i < k; i++) keys[i] = model_aggregate_key(lc.items[i]->agg, NULL);
     sink_status_t st = sink->load(sink->ctx, keys, k, on_found, &lc, &job->err);
     job->loads++;
