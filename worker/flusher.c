@@ -114,48 +114,48 @@ static void sleep_ms(int64_t ms) {
   nanosleep(&ts, NULL); /* a signal ends it early: the caller looks at its flags */
 }
 
-flusher_event_t flusher_step(flusher_t *f, batch_now_t now, int64_t wait_ms, bool force) {
-  flusher_event_t ev;
-  memset(&ev, 0, sizeof ev);
-  if (batch_in_flight(f->batch)) {
-    int64_t left = wait_ms;
-    writer_job_t *job = take(f, &left);
-    if (!job) return ev;
-    ev.finished = true;
-    ev.seconds = job->seconds;
-    ev.items = job->nitems;
-    batch_now_t back = batch_now(f->clock); /* the take may have waited: the flush's latencies end now */
-    ev.status = batch_flush_end(f->batch, job, back, &ev.err);
-    int64_t mono = back.mono_ms;
-    if (ev.status == BATCH_DONE || ev.status == BATCH_PARTIAL) {
-      metrics_store_answered();
-      f->attempt = 0;
-      f->retry_at = 0;
-      f->partial_rounds = ev.status == BATCH_PARTIAL ? f->partial_rounds + 1 : 0;
-      if (f->partial_rounds >= PARTIAL_ROUNDS) {
-        ev.retry_in_ms = retry_backoff_ms(f->backoff_ms, f->backoff_max_ms, f->partial_rounds - PARTIAL_ROUNDS);
-        f->retry_at = mono + ev.retry_in_ms;
-      }
-    } else {
-      metrics_store_failed();
-      ev.retry_in_ms = retry_backoff_ms(f->backoff_ms, f->backoff_max_ms, f->attempt++);
-      f->retry_at = mono + ev.retry_in_ms;
+/* Takes back the flush in flight, waiting up to wait_ms, and sets the
+ * backoff its result calls for. False when none came back. */
+static bool end_flight(flusher_t *f, int64_t wait_ms, flusher_event_t *ev) {
+  writer_job_t *job = take(f, &wait_ms);
+  if (!job) return false;
+  ev->finished = true;
+  ev->seconds = job->seconds;
+  ev->items = job->nitems;
+  batch_now_t back = batch_now(f->clock); /* the take may have waited: the flush's latencies end now */
+  ev->status = batch_flush_end(f->batch, job, back, &ev->err);
+  if (ev->status == BATCH_DONE || ev->status == BATCH_PARTIAL) {
+    metrics_store_answered();
+    f->attempt = 0;
+    f->retry_at = 0;
+    f->partial_rounds = ev->status == BATCH_PARTIAL ? f->partial_rounds + 1 : 0;
+    if (f->partial_rounds >= PARTIAL_ROUNDS) {
+      ev->retry_in_ms = retry_backoff_ms(f->backoff_ms, f->backoff_max_ms, f->partial_rounds - PARTIAL_ROUNDS);
+      f->retry_at = back.mono_ms + ev->retry_in_ms;
     }
-    ev.attempt = f->attempt;
-    if (ev.status == BATCH_FATAL) return ev;
-    wait_ms = 0; /* it waited already */
+  } else {
+    metrics_store_failed();
+    ev->retry_in_ms = retry_backoff_ms(f->backoff_ms, f->backoff_max_ms, f->attempt++);
+    f->retry_at = back.mono_ms + ev->retry_in_ms;
   }
+  ev->attempt = f->attempt;
+  return true;
+}
+
+/* Begins the next flush if one is wanted and no backoff is pending (with
+ * wait_ms > 0, after sleeping out at most that much of the backoff). */
+static void begin_flight(flusher_t *f, batch_now_t now, int64_t wait_ms, bool force, flusher_event_t *ev) {
   bool want = force ? batch_dirty(f->batch) || batch_flush_due(f->batch, INT64_MAX)
                     : batch_flush_due(f->batch, now.mono_ms);
-  if (!want) return ev;
-  int64_t mono = clock_mono(f->clock); /* the backoff is read afresh: a step may have waited above */
+  if (!want) return;
+  int64_t mono = clock_mono(f->clock); /* the backoff is read afresh: the step may have waited for a flush */
   if (f->retry_at > mono) {
-    if (wait_ms <= 0) return ev;
+    if (wait_ms <= 0) return;
     sleep_ms(f->retry_at - mono < wait_ms ? f->retry_at - mono : wait_ms);
-    if (f->retry_at > clock_mono(f->clock)) return ev;
+    if (f->retry_at > clock_mono(f->clock)) return;
   }
   writer_job_t *job = batch_flush_begin(f->batch, now);
-  if (!job) return ev; /* nothing dirty: everything applied is durable */
+  if (!job) return; /* nothing dirty: everything applied is durable */
   f->flight = job;
   f->flight_start = f->flight_logged = clock_mono(f->clock);
   f->flight_items = job->nitems;
@@ -163,7 +163,17 @@ flusher_event_t flusher_step(flusher_t *f, batch_now_t now, int64_t wait_ms, boo
   for (size_t i = 0; i < job->nitems; i++) f->flight_loads += job->items[i].load;
   f->flight_commands = job->commands;
   if (!writer_submit(f->writer, job)) abort(); /* one in flight, and it was taken back: cannot happen */
-  ev.started = true;
+  ev->started = true;
+}
+
+flusher_event_t flusher_step(flusher_t *f, batch_now_t now, int64_t wait_ms, bool force) {
+  flusher_event_t ev;
+  memset(&ev, 0, sizeof ev);
+  if (batch_in_flight(f->batch)) {
+    if (!end_flight(f, wait_ms, &ev) || ev.status == BATCH_FATAL) return ev;
+    wait_ms = 0; /* it waited already */
+  }
+  begin_flight(f, now, wait_ms, force, &ev);
   return ev;
 }
 

@@ -161,6 +161,29 @@ static sink_status_t load_items(const sink_t *sink, writer_job_t *job, writer_it
   return SINK_OK;
 }
 
+/* The sink's answer for one item of a bulk, into the item and the job's counts. */
+static void record_result(writer_job_t *job, writer_item_t *it, const sink_write_item_t *si) {
+  switch (si->result) {
+  case SINK_ITEM_OK:
+    it->rev++;
+    it->result = WRITER_ITEM_WRITTEN;
+    it->bytes = si->bytes;
+    job->written++;
+    job->bytes_written += si->bytes;
+    break;
+  case SINK_ITEM_CONFLICT:
+    it->result = WRITER_ITEM_CONFLICT;
+    job->conflicts++;
+    break;
+  default:
+    it->result = WRITER_ITEM_ERROR;
+    it->error_code = si->error_code;
+    it->bytes = si->bytes;
+    job->errors++;
+    break;
+  }
+}
+
 void writer_execute(const sink_t *sink, writer_job_t *job) {
   double t0 = clock_mono_s(); /* see writer_job_t.seconds */
   memset(&job->err, 0, sizeof job->err);
@@ -194,28 +217,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
     st = sink->write(sink->ctx, items, k, job->now_ms, &job->err);
     if (st != SINK_OK) break;
     atomic_fetch_add_explicit(&job->done_writes, k, memory_order_relaxed);
-    for (size_t i = 0; i < k; i++) {
-      writer_item_t *it = ents[i];
-      switch (items[i].result) {
-      case SINK_ITEM_OK:
-        it->rev++;
-        it->result = WRITER_ITEM_WRITTEN;
-        it->bytes = items[i].bytes;
-        job->written++;
-        job->bytes_written += items[i].bytes;
-        break;
-      case SINK_ITEM_CONFLICT:
-        it->result = WRITER_ITEM_CONFLICT;
-        job->conflicts++;
-        break;
-      default:
-        it->result = WRITER_ITEM_ERROR;
-        it->error_code = items[i].error_code;
-        it->bytes = items[i].bytes;
-        job->errors++;
-        break;
-      }
-    }
+    for (size_t i = 0; i < k; i++) record_result(job, ents[i], &items[i]);
   }
   for (size_t i = 0; i < job->nitems; i++)
     if (job->items[i].result == WRITER_ITEM_UNCHANGED) job->unchanged++;
@@ -232,7 +234,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
 struct writer {
   sink_t sink;
   int64_t idle_ping_ms;
-  const clock_source_t *clock; /* read by the writer thread only */
+  const clock_source_t *clock; /* borrowed; this writer reads it on its thread (idle pings) */
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t cond; /* signalled on submit, on finish and on stop */

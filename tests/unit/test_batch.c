@@ -33,8 +33,8 @@ static batch_t *new_batch(int64_t cache) {
  * only their aggregates: many small aggregates (a backfill of a million
  * assignments) are mostly bookkeeping. The heap that 20,000 dirty
  * aggregates of one student take (glibc's count of bytes in use, chunk
- * headers included) must be within 25% of what batch_pending_bytes says;
- * counting the aggregates alone said 2.4 times too little. */
+ * headers included) must be within 25% of what batch_pending_bytes says,
+ * which counting the aggregates alone falls far short of. */
 START_TEST(pending_bytes_count_what_dirty_entries_hold) {
   struct mallinfo2 before = mallinfo2();
   batch_t *b = new_batch(0);
