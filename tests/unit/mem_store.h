@@ -52,7 +52,11 @@ typedef struct mem_store {
 static inline void mem_init(mem_store_t *s) {
   memset(s, 0, sizeof *s);
   pthread_mutex_init(&s->lock, NULL);
-  pthread_cond_init(&s->cond, NULL);
+  pthread_condattr_t ca; /* timed waits on the monotonic clock: a step of the wall clock moves none */
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&s->cond, &ca);
+  pthread_condattr_destroy(&ca);
 }
 
 static inline void mem_lock(mem_store_t *s) { pthread_mutex_lock(&s->lock); }
@@ -202,7 +206,7 @@ static inline sink_status_t mem_write(void *ctx, sink_write_item_t *items, size_
 /* Waits (up to 30 s) until n writes wait at the gate; false on timeout. */
 static inline bool mem_wait_held(mem_store_t *s, int n) {
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  clock_gettime(CLOCK_MONOTONIC, &ts);
   ts.tv_sec += 30;
   mem_lock(s);
   int rc = 0;
