@@ -1,4 +1,4 @@
-/* The aggregate of one assignment and its merge (SPEC.md section 3).
+/* The aggregate of one assignment and its merge.
  *
  * An aggregate holds entity slots, each (stamp, value) with
  * stamp = (version, command id): the header, and per student a member,
@@ -7,9 +7,9 @@
  * everything above this layer (batching, retries, reloads) may re-apply
  * freely.
  *
- * The representation is private to aggregate.c so that it can be made as
- * compact as the memory budget needs; the codecs (codec.h) and tests use the
- * accessors below. */
+ * The representation is private (aggregate.c keeps the rules, table.h the
+ * storage, record.h the encoding) so that it can be as compact as the memory
+ * budget needs; the codecs (codec.h) and tests use the accessors below. */
 #ifndef MODEL_AGGREGATE_H
 #define MODEL_AGGREGATE_H
 
@@ -72,7 +72,7 @@ model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg);
 /* Derived counters, recomputed from the slots. */
 model_counts_t model_aggregate_counts(const model_aggregate_t *agg);
 
-/* Bytes of heap this aggregate owns (for memory bounds and benchmarks). */
+/* Bytes of heap this aggregate owns (for memory bounds). */
 size_t model_aggregate_memory(const model_aggregate_t *agg);
 
 /* --- read access for the codecs ------------------------------------------ */
@@ -83,8 +83,7 @@ typedef struct model_stamp {
   size_t id_len;
 } model_stamp_t;
 
-/* The order of stamps (SPEC.md section 3): by version, then by command id
- * bytewise (strcmp). <0, 0 or >0 as a is less than, equal to or greater
+/* The order of stamps: by version, then by command id bytewise (strcmp). <0, 0 or >0 as a is less than, equal to or greater
  * than b. */
 int model_stamp_compare(const model_stamp_t *a, const model_stamp_t *b);
 

@@ -1,5 +1,5 @@
-/* The stored document (SPEC.md section 4) in its two forms: BSON for
- * MongoDB and JSON lines for file output.
+/* The stored document (one per aggregate, _id "tenant/assignment") in its
+ * two forms: BSON for MongoDB and JSON lines for file output.
  *
  * Both encoders take the revision and write time from the caller: `rev` and
  * `updatedAt` belong to the write, not to the merge. */

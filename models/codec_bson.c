@@ -1,8 +1,10 @@
-/* The stored document as BSON (SPEC.md section 4).
+/* The stored document as BSON.
  *
- * Encoding writes keys in the order of the spec's example, students in
- * ascending id order, every slot field present (null where the value is
- * null), so that encode -> decode -> encode is byte-identical.
+ * Encoding writes keys in one fixed order (_id, tenant, assignment, header,
+ * students, counts, rev, updatedAt; each slot's fields in a fixed order
+ * too), students in ascending id order, every slot field present (null
+ * where the value is null), so that encode -> decode -> encode is
+ * byte-identical.
  *
  * Decoding validates the shape strictly enough that whatever it accepts can
  * be merged and encoded again (ids, command ids, string lengths and UTF-8,

@@ -1,9 +1,9 @@
-/* The stored document as one JSON line (SPEC.md section 4, file output).
+/* The stored document as one JSON line (the file output).
  *
- * Same document as the BSON form, same key order (the spec's example),
- * compact (no spaces). Dates are "YYYY-MM-DDTHH:MM:SS.mmmZ" strings; v, rev
- * and counts are JSON integers; points are the shortest decimal that reads
- * back as the same double (model_codec_json_double). */
+ * Same document as the BSON form, same key order, compact (no spaces).
+ * Dates are "YYYY-MM-DDTHH:MM:SS.mmmZ" strings; v, rev and counts are JSON
+ * integers; points are the shortest decimal that reads back as the same
+ * double (model_codec_json_double). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

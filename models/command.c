@@ -1,19 +1,19 @@
-/* Command decoding and validation (SPEC.md section 2).
+/* Command decoding and validation.
  *
  * Two phases. The strict scanner (json_scan.c) validates the whole text and
  * records where the envelope's and data's known fields are; it owns the
  * global rules (invalid_utf8, invalid_json, duplicate_key, U+0000). Then this
  * file checks the fields. Each field has at most one fault (the first of
  * missing / wrong type / its value rule), and the reported fault is the one
- * with the lowest code in the spec's order, the earlier field winning a tie:
- * this is the spec's "codes in order, fields in order" without a pass per
- * code. Details are formatted only when a fault becomes the best so far, so
+ * with the lowest code in the order of rejection codes, the earlier field
+ * winning a tie: the rule "codes in order, fields in order" without a pass
+ * per code. Details are formatted only when a fault becomes the best so far, so
  * the success path never touches snprintf.
  *
  * Fields the type ignores (student for assignment.*, data for
  * assignment.deleted and roster.*) are never looked at beyond the global
  * rules; in the output they are zeroed (empty strings, has_ flags false),
- * without clearing the 6 KiB struct. */
+ * without clearing the whole struct (its strings are inline arrays). */
 #include "command.h"
 
 #include <math.h>
@@ -105,7 +105,7 @@ typedef struct {
 static void fault(check_t *c, model_reject_code_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Place of a field fault in the spec's order. MODEL_REJ_INVALID_VALUE sits
+/* Place of a field fault in the order of rejection codes. MODEL_REJ_INVALID_VALUE sits
  * early in the enum for the global U+0000 rule; as a field fault it is the
  * last code of all. */
 static inline int rank(model_reject_code_t code) {

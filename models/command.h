@@ -1,13 +1,13 @@
 /* Update commands: decoding and validation of one Kafka message value
- * (SPEC.md section 2).
+ * (UTF-8 JSON, one object).
  *
  * model_command_decode() is the only way a command enters the system: it
  * either fills a fully validated model_command_t or reports the first
- * rejection code in the spec's order, with a one-line detail. It does no
+ * rejection code in the order below, with a one-line detail. It does no
  * I/O and no allocation except for objects of more than 256 keys (freed
  * before it returns, so that hostile input stays linear); a model_command_t
- * (about 6 KiB) is meant to be
- * reused from one message to the next. */
+ * holds its strings inline, so it is large and meant to be reused from one
+ * message to the next. */
 #ifndef MODEL_COMMAND_H
 #define MODEL_COMMAND_H
 
@@ -37,7 +37,8 @@ const char *model_cmd_type_name(model_cmd_type_t t);
 /* True for the types that carry a student (submission, grade, roster). */
 bool model_cmd_type_has_student(model_cmd_type_t t);
 
-/* Rejection codes, in the order the spec checks them. MODEL_REJ_INVALID_VALUE
+/* Rejection codes, in the order they are checked: the first that applies
+ * is reported. MODEL_REJ_INVALID_VALUE
  * covers both the U+0000 rule and the final "anything else out of range" rule;
  * the decoder applies each at its place in the order. */
 typedef enum {

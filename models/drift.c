@@ -1,9 +1,9 @@
 /* Drift between a rebuilt aggregate and its stored document: see drift.h.
  *
  * Both aggregates list their students in ascending id order, so one merge
- * walk pairs them; stored students no command touched are skipped (they are
- * not compared, by the spec's rule). Values are compared field by field on
- * the read views, the same fields the codecs write: two slots with equal
+ * walk pairs them; stored students no command touched are skipped (only
+ * slots that some command read touches are compared). Values are compared
+ * field by field on the read views, the same fields the codecs write: two slots with equal
  * stamps and equal fields encode to the same stored document. */
 #include "drift.h"
 

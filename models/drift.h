@@ -1,9 +1,9 @@
-/* Drift between a rebuilt aggregate and its stored document (SPEC.md
- * section 6, `aggregator verify`): pure, no I/O.
+/* Drift between a rebuilt aggregate and its stored document (`aggregator
+ * verify`): pure, no I/O.
  *
  * The rebuilt aggregate holds exactly the slots that the commands read
- * touched, so comparing its slots (and no others) is the spec's "only slots
- * that some command read touches are compared". Each such slot is, against
+ * touched, so comparing its slots (and no others) keeps the rule "only
+ * slots that some command read touches are compared". Each such slot is, against
  * the stored one:
  *   - store_behind: the rebuilt stamp is greater, or the stored slot is
  *     absent (a write was lost);
@@ -25,8 +25,8 @@
 #include "aggregate.h"
 #include "buf.h"
 
-/* In the order of precedence of SPEC.md section 6: a document that drifts in
- * several ways is reported as the first kind that applies. */
+/* In the order of precedence: a document that drifts in several ways is
+ * reported as the first kind that applies. */
 typedef enum {
   MODEL_DRIFT_NONE = 0,
   MODEL_DRIFT_MISSING,

@@ -5,7 +5,8 @@
  *   instead of recursion: no depth-dependent C stack use and no per-value
  *   function calls on the hot path.
  * - Raw UTF-8 is validated over the whole buffer before scanning because an
- *   invalid byte anywhere outranks a syntax error anywhere (SPEC.md order);
+ *   invalid byte anywhere outranks a syntax error anywhere (invalid_utf8
+ *   comes before invalid_json in the order of rejection codes);
  *   ASCII goes 8 bytes at a time, and the scanner can then treat bytes >=
  *   0x80 inside strings as opaque.
  * - Strings are skipped 8 bytes at a time (SWAR search for '"', '\' and

@@ -1,10 +1,10 @@
 /* model_json: a strict, single-pass, allocation-free JSON scanner with
- * schema-directed extraction (RFC 8259, plus the global rules of SPEC.md
- * section 2).
+ * schema-directed extraction (RFC 8259, plus the global rules of a command:
+ * UTF-8, no duplicate keys, no U+0000).
  *
- * Why not a DOM parser: decoding must run at well over a million commands a
- * second on one core, and none of the common libraries enforce every rule the
- * spec needs (duplicate keys compared after unescaping, lone surrogates, the
+ * Why not a DOM parser: decoding is the worker's hot path, a tree per
+ * command is work thrown away, and none of the common libraries enforce every
+ * rule a command needs (duplicate keys compared after unescaping, lone surrogates, the
  * order of error codes). The scanner validates the whole text and, instead of
  * building a tree, records where the values of a few known keys are: keys of
  * the top-level object, and keys of one object nested under a chosen

@@ -3,7 +3,7 @@
  *
  * Why abort rather than report: every aggregate the worker holds is either
  * durable in the store or re-read from Kafka after a restart (offsets are
- * committed only once their effect is durable, SPEC.md section 5), so dying
+ * committed only once their effect is durable), so dying
  * loses nothing a restart does not rebuild, while an error path per malloc
  * would be hundreds of branches that no test exercises. On Linux a failed
  * malloc is rare (overcommit hands out address space and the OOM killer ends

@@ -53,8 +53,7 @@ static void dir_put(table_t *a, size_t c, const dir_t *d) {
  * glibc's 8-byte chunk header, so that the malloc chunk is used whole.
  * Classes matter more than slack: thousands of aggregates grow in step, and
  * a block freed by one aggregate's realloc is reused by the next aggregate
- * that grows through the same class (docs/BENCHMARKS.md compares classes
- * and slack). */
+ * that grows through the same class. */
 static uint32_t grow_cap(size_t need) {
   size_t c = (need + 8 + 127) / 128 * 128 - 8;
   if (c > UINT32_MAX) abort();

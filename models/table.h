@@ -41,7 +41,9 @@
  * splits, inserts a directory entry: O(n / run size) small stores, which
  * updates of existing students (almost all commands) do not pay. Blocks
  * grow in 128-byte size classes, so that a stream of growing updates does
- * not realloc on every command.
+ * not realloc on every command. scripts/bench-models measures speed and
+ * memory by assignment size (docs/BENCHMARKS.md, "Large assignments: the
+ * models").
  *
  * Ownership: the table owns its main block and its chunk blocks; the
  * handle is embedded by value in its owner (the aggregate), which calls

@@ -1,4 +1,4 @@
-/* RFC 3339 UTC timestamps as SPEC.md section 2 defines them:
+/* RFC 3339 UTC timestamps as commands carry them:
  * YYYY-MM-DDTHH:MM:SS[.F]Z, year 0001..9999, F 1..9 digits, no leap second.
  * Values are milliseconds since the Unix epoch (finer fractions truncate),
  * the precision of a BSON date. */
