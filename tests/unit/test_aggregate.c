@@ -1,5 +1,5 @@
 /* The aggregate: slots, stamps, counters, merge, equal, clone and direct
- * puts (SPEC.md section 3). */
+ * puts (a slot is replaced iff the offered stamp is greater). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -466,7 +466,7 @@ START_TEST(test_large_class_lookup_and_merge) {
 }
 END_TEST
 
-/* Fills every slot of n students, as the benchmark does. */
+/* Fills every slot of n students. */
 static void fill_full(model_aggregate_t *a, int n) {
   char sid[24];
   for (int k = 0; k < n; k++) {

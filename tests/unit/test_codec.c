@@ -1,4 +1,4 @@
-/* The stored document in BSON and JSON (SPEC.md section 4). */
+/* The stored document in BSON and JSON: encode, decode, round trips. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>

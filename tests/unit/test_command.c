@@ -1,4 +1,4 @@
-/* Command decoding and validation against SPEC.md section 2.
+/* Command decoding and validation: every rule and the order of rejection codes.
  *
  * Two tables: `cases` builds commands field by field from per-type defaults
  * (single quotes in the table stand for double quotes, to keep the JSON

@@ -1,9 +1,9 @@
-/* Property tests of the merge laws (SPEC.md section 3): the final
+/* Property tests of the merge laws: the final
  * aggregates depend only on the SET of valid commands, not on their order,
  * duplicates or batching.
  *
  * Each iteration draws a pool of distinct commands (unique command ids, as
- * the spec requires) over a few keys and students, with versions from a
+ * commands have) over a few keys and students, with versions from a
  * tiny range so that equal versions with different ids are frequent. Then:
  *  - two streams, each a random permutation of the pool with random
  *    duplicates, applied one at a time, give byte-identical BSON (fixed rev
