@@ -1,6 +1,6 @@
 /* Drift between a rebuilt aggregate and a stored one (models/drift.h):
- * each kind, its path, the precedence of kinds, the
- * counts check, and that only the slots the rebuild touched are compared. */
+ * each kind, its path, the precedence of kinds, the counts check, and that
+ * only the slots the rebuild touched are compared. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
