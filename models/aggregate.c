@@ -30,6 +30,8 @@
 struct model_aggregate {
   model_table_t t;
 };
+/* The smallest glibc chunk (32 bytes) holds the handle. */
+_Static_assert(sizeof(struct model_aggregate) <= 24, "aggregate handle grew");
 
 /* ---- offering one slot -------------------------------------------------------- */
 
