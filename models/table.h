@@ -116,7 +116,10 @@ static inline size_t model_table_count(const model_table_t *t) { return t->n; }
 
 /* Where a student is, or would be inserted; valid until t next changes. */
 typedef struct model_table_pos {
-  uint8_t *rec; /* its record when found, else NULL */
+  /* Its record when found, else NULL. The caller may rewrite bytes of it
+   * in place, its id excepted (the order and the fingerprints depend on
+   * it); a change of length goes through model_table_splice. */
+  uint8_t *rec;
   size_t rec_len;
   /* private to table.c: */
   size_t chunk, index; /* its run (0 when inline) and its index in the run */
