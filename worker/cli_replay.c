@@ -1,9 +1,9 @@
-/* aggregator replay (SPEC.md section 6).
+/* aggregator replay (replay.h).
  *
- * With both --input and --output the replay is the file mode
- * (replay_file.c): no broker, no store, no config file needed, although -c
- * and --set are honoured (limits.max_command_bytes applies). Otherwise the
- * topics and/or the store are involved (replay.c).
+ * With both --input and --output the replay is the file replay: no broker,
+ * no store, no config file needed, although -c and --set are honoured
+ * (limits.max_command_bytes applies), and no log set up: it has nothing to
+ * log. Otherwise the topics and/or the store are involved.
  *
  * Usage errors (exit 2): --rejects without --input (rejects of topics go to
  * the dead-letter topic), --from/--until with --input (they select topic
@@ -14,7 +14,6 @@
 #include "config.h"
 #include "log.h"
 #include "replay.h"
-#include "replay_file.h"
 
 static void print_summary(const replay_stats_t *s) {
   fprintf(stderr, "replay: read=%llu applied=%llu stale=%llu rejected=%llu aggregates=%llu seconds=%.3f\n",
@@ -41,14 +40,10 @@ int cli_replay(const cli_options_t *o) {
   int rc;
   config_t *cfg = cli_load_config(o, &rc);
   if (!cfg) return rc;
+  if (!(o->input && o->output)) log_setup(cfg->log_level, cfg->log_format);
+  replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .output = o->output, .rejects = o->rejects};
   replay_stats_t st;
-  if (o->input && o->output) {
-    rc = replay_file_run(cfg, o->input, o->output, o->rejects, &st);
-  } else {
-    log_setup(cfg->log_level, cfg->log_format);
-    replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .output = o->output, .rejects = o->rejects};
-    rc = replay_run(cfg, &ro, &st);
-  }
+  rc = replay_run(cfg, &ro, &st);
   if (rc == 0) print_summary(&st);
   config_destroy(cfg);
   return rc;

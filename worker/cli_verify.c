@@ -1,4 +1,4 @@
-/* aggregator verify (SPEC.md section 6): the store audited against the log
+/* aggregator verify: the store audited against the log
  * (verify.c). The report goes to stdout, the summary line to stderr.
  *
  * Usage errors (exit 2): --from/--until with --input (they select topic

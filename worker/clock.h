@@ -35,6 +35,13 @@ static inline double clock_mono_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Sleeps ms (a duration: the monotonic clock's), or less when a signal
+ * arrives: the caller then looks at its flags (signals.h). */
+static inline void clock_sleep_ms(int64_t ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+}
+
 /* A pair of clocks to read: monotonic and wall, in milliseconds. */
 typedef struct clock_source {
   int64_t (*mono_ms)(void *ctx);

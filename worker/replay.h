@@ -1,21 +1,50 @@
-/* `aggregator replay` from the topics and/or into the store (SPEC.md
- * section 6); the file-to-file mode is replay_file.c.
+/* `aggregator replay`: one pipeline for every mode.
  *
- * Sources: the configured topics, whose partitions the replay assigns itself
- * (no group join, no offset commit: the live group's offsets never move),
- * from --from (beginning, or the first offset at or after a time) to --until
- * (the high watermarks read at start, or the first offset at or after a
- * time, exclusive); or --input, a file of commands one per line.
- * Sinks: the configured store, through the same batch, writer thread and
- * conditional writer as `run`; or --output, JSON lines of the final documents, sorted by _id.
+ *   source (replay_source.h: the lines of --input, or the configured topics
+ *   from --from to --until) -> decode -> merge (a batch, batch.h) -> sink:
+ *   - the configured store, through the same batch, writer thread and
+ *     conditional writer as `run` (flusher.h);
+ *   - --output: JSON lines of the final documents (model_codec_to_json),
+ *     sorted by _id bytewise, each with rev 1 and updatedAt = the time of
+ *     the write (one clock reading for the whole output);
+ *   - verify's rebuild: the batch itself, handed to the caller.
  *
- * Rejected commands are counted (the live worker dead-letters them; a replay
- * of the topics would only duplicate them there). */
+ * With both --input and --output (the file replay) it contacts no broker
+ * and no store: the merge on a laptop, in one process. Its files are all
+ * opened before anything is read, so that a bad path costs no work; a
+ * replay of the topics opens --output only once the topics are read, so
+ * that a replay that stops early leaves an earlier output whole.
+ *
+ * Rejects: with --input and --rejects, one line per rejected input line,
+ * {"line":N,"code":"...","detail":"..."} (lines count from 1); otherwise
+ * they are only counted (the live worker dead-letters rejected messages; a
+ * replay of the topics would only duplicate them there). "-" means
+ * standard input / output for every file; in the file replay, output and
+ * rejects cannot both be "-", and no output file may be the input file.
+ *
+ * Signals: a replay that reads topics, writes a store or rebuilds for
+ * verify stops on SIGINT/SIGTERM (signals.h) and exits 1; the file replay
+ * holds nothing that needs a clean stop and keeps the default disposition. */
 #ifndef REPLAY_H
 #define REPLAY_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aggregate.h"
 #include "config.h"
-#include "replay_file.h"
+#include "replay_source.h"
+
+struct batch;
+
+typedef struct replay_stats {
+  uint64_t read;       /* commands (lines, messages) read */
+  uint64_t applied;    /* valid commands that changed a slot */
+  uint64_t stale;      /* valid commands that changed nothing */
+  uint64_t rejected;   /* invalid commands */
+  uint64_t aggregates; /* documents written (rebuilt, for verify) */
+  double seconds;      /* duration of the whole replay (monotonic clock) */
+} replay_stats_t;
 
 /* What to replay from and to (the command line's, without depending on it). */
 typedef struct replay_options {
@@ -31,14 +60,15 @@ typedef struct replay_options {
   const char *label; /* the progress line's "<label>: ", NULL = "replay" */
 } replay_options_t;
 
-/* Parses a --from/--until bound: NULL or `word` ("beginning", "end") sets
- * *special; otherwise an RFC 3339 UTC time into *ms. False when it is
- * neither (a usage error: the CLI checks before contacting anything). */
-bool replay_parse_bound(const char *s, const char *word, int64_t *ms, bool *special);
-
-/* Returns the exit status (0 when everything up to the end is written) and
- * fills *stats. Into the store, writes go through the writer thread
- * (flusher.h), as for `run`. */
+/* Returns the exit status and fills *stats (also on failure, with what was
+ * done): 0 when everything up to the end is written, 1 a runtime failure
+ * (a file that cannot be opened, read or written, the broker, the store,
+ * interrupted), 2 a usage or configuration error (conflicting files, a bad
+ * store URI). Errors go to stderr as one line, or to the log. */
 int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *stats);
+
+/* Every aggregate in b, sorted by key (model_keys_sort): a new array the
+ * caller frees; the aggregates stay b's. *n is their number. */
+const model_aggregate_t **replay_sorted(const struct batch *b, size_t *n);
 
 #endif

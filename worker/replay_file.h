@@ -1,42 +1,52 @@
-/* `aggregator replay --input FILE|- --output FILE|- [--rejects FILE]`
- * (SPEC.md section 6): the merge on a laptop, in one process, with no
- * broker, no store and no config file.
+/* The files of a replay: its --input, --output and --rejects.
  *
- * Input: commands one per line. A line is the bytes before a "\n" (a "\r"
- * before it stays part of the line, where JSON treats it as whitespace); the
- * "\n" that ends the last line starts no empty line; a last line without
- * "\n" still counts. Lines count from 1. Any length works (getline).
+ * "-" means standard input (for reading) or standard output (for writing).
+ * Every failure prints one line to stderr that names the file as `shown`
+ * says (the caller's choice of words, kept with the file), and makes the
+ * call return false.
  *
- * Output: one JSON line per aggregate (model_codec_to_json), sorted by _id
- * bytewise, each with rev 1 and updatedAt = the time of the write (one clock
- * reading for the whole output).
- *
- * Rejects: with `rejects` set, one line per rejected input line,
- * {"line":N,"code":"...","detail":"..."}; without it they are only counted.
- * "-" means standard input / output for every file; output and rejects
- * cannot both be "-", and no output file may be the input file. */
+ * Writes are buffered in memory and handed to stdio in large pieces, so
+ * that a stream of short lines costs few stdio calls. */
 #ifndef REPLAY_FILE_H
 #define REPLAY_FILE_H
 
-#include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
 
-#include "config.h"
+#include "buf.h"
 
-typedef struct replay_stats {
-  uint64_t read;     /* lines read */
-  uint64_t applied;  /* valid commands that changed a slot */
-  uint64_t stale;    /* valid commands that changed nothing */
-  uint64_t rejected; /* invalid lines */
-  uint64_t aggregates; /* documents written */
-  double seconds;      /* wall time of the whole replay */
-} replay_stats_t;
+typedef struct replay_file {
+  FILE *f;            /* NULL: not open */
+  const char *shown;  /* how messages name it (borrowed) */
+  bool quote;         /* shown goes between single quotes */
+  bool report_each;   /* a failed write is reported when it happens, and again
+                         at close; otherwise once, at close */
+  bool failed;        /* a write failed */
+  model_buf_t buf;    /* written, not yet handed to stdio */
+} replay_file_t;
 
-/* Runs the replay; fills *stats (also on failure, with what was done).
- * Only cfg->limits_max_command_bytes is used. Errors are printed to stderr
- * as one line. Returns the exit status: 0 success, 1 I/O failure (cannot
- * open, read or write a file; out of memory), 2 usage error (conflicting
- * files). */
-int replay_file_run(const config_t *cfg, const char *input, const char *output, const char *rejects,
-                    replay_stats_t *stats);
+/* Opens path for reading (mode "r") or writing ("w"); "-" is the standard
+ * stream, never closed. False with a message naming path as given.
+ * *file must be zeroed or closed; shown, quote and report_each are kept. */
+bool replay_file_open(replay_file_t *file, const char *path, const char *mode);
+
+/* Appends len bytes; hands the buffer to stdio once it is large. */
+bool replay_file_write(replay_file_t *file, const char *data, size_t len);
+
+/* Hands what is buffered to stdio. */
+bool replay_file_drain(replay_file_t *file);
+
+/* Drains, then closes (a standard stream is only flushed); false when
+ * anything written was lost. Closing a file never opened is true. Frees
+ * the buffer; the file may be opened again. */
+bool replay_file_close(replay_file_t *file);
+
+/* Closes a file opened for reading. */
+void replay_file_close_input(replay_file_t *file);
+
+/* True when a and b are the same regular file, or equal paths of which one
+ * does not exist yet: writing one would destroy the other. "-" and NULL are
+ * never the same as anything (devices such as /dev/null are fine). */
+bool replay_file_same(const char *a, const char *b);
 
 #endif

@@ -1,11 +1,11 @@
-/* Process signals of the long-running commands (`run`, `replay` from
- * topics): SIGTERM and SIGINT ask to stop, SIGHUP to reload the
+/* Process signals of the long-running commands (`run`, `replay` and
+ * `verify`): SIGTERM and SIGINT ask to stop, SIGHUP to reload the
  * configuration. The handlers only count into sig_atomic_t flags; the main
  * loop of the command polls them (signals_stop_count, signals_take_reload)
  * and does the work itself, so nothing but an assignment runs in a handler.
  *
  * Why counting stop signals: `run` stops gracefully on the first and gives
- * up waiting for the store on the second (SPEC.md section 5).
+ * up waiting for the store on the second.
  *
  * Threads: the flags are process-wide. Install and read them from the one
  * thread that runs the command's main loop; other threads (librdkafka's, the

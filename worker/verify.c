@@ -15,27 +15,21 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "batch.h"
 #include "buf.h"
 #include "clock.h"
+#include "keys.h"
 #include "oom.h"
 #include "replay.h"
 #include "retry.h"
+#include "signals.h"
 #include "sink.h"
 #include "store.h"
 #include "writer.h"
-
-static volatile sig_atomic_t g_stop;
-static void on_signal(int sig) {
-  (void)sig;
-  g_stop = 1;
-}
 
 /* Repairs that keep conflicting are given up after this many rounds of
  * conflicts: each conflict is another writer's progress, so reaching it
@@ -62,49 +56,24 @@ typedef struct chunk {
   size_t n;
 } chunk_t;
 
-static void sleep_ms(int64_t ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-/* --- the rebuilt documents, sorted ------------------------------------------------ */
-
-typedef struct collect {
-  const model_aggregate_t **v;
-  size_t n;
-} collect_t;
-
-static void collect_one(void *ctx, const model_aggregate_t *agg, int64_t rev) {
-  (void)rev;
-  collect_t *c = ctx;
-  c->v[c->n++] = agg;
-}
-
-static int cmp_key(const void *x, const void *y) {
-  return strcmp(model_aggregate_key(*(const model_aggregate_t *const *)x, NULL),
-                model_aggregate_key(*(const model_aggregate_t *const *)y, NULL));
-}
-
 /* --- loading a chunk ----------------------------------------------------------------- */
 
+static const char *key_of_entry(const void *elem, void *ctx) {
+  (void)ctx;
+  return model_aggregate_key(((const entry_t *)elem)->rebuilt, NULL);
+}
+
+/* The chunk is sorted by key; a duplicate answer is dropped: the first counts. */
 static void on_found(void *ctx, model_aggregate_t *agg, int64_t rev, const model_counts_t *counts) {
   chunk_t *c = ctx;
-  const char *key = model_aggregate_key(agg, NULL);
-  size_t lo = 0, hi = c->n; /* the chunk is sorted by key */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int cmp = strcmp(model_aggregate_key(c->v[mid].rebuilt, NULL), key);
-    if (cmp == 0) {
-      if (c->v[mid].stored) break; /* a duplicate answer: the first counts */
-      c->v[mid].stored = agg;
-      c->v[mid].rev = rev;
-      c->v[mid].counts = *counts;
-      return;
-    }
-    if (cmp < 0) lo = mid + 1;
-    else hi = mid;
+  size_t i = model_keys_find(c->v, c->n, sizeof *c->v, key_of_entry, NULL, model_aggregate_key(agg, NULL));
+  if (i == c->n || c->v[i].stored) {
+    model_aggregate_destroy(agg);
+    return;
   }
-  model_aggregate_destroy(agg);
+  c->v[i].stored = agg;
+  c->v[i].rev = rev;
+  c->v[i].counts = *counts;
 }
 
 /* Loads the chunk's stored documents, waiting out a store outage with
@@ -121,9 +90,9 @@ static bool load_chunk(store_t *store, const config_t *cfg, chunk_t *c, const ch
     }
     if (attempt == 0 || attempt % 10 == 9)
       fprintf(stderr, "aggregator: verify: store read failed, retrying: %s\n", err.message);
-    if (g_stop) return false;
-    sleep_ms(retry_backoff_ms(cfg->retry_backoff_ms, cfg->retry_backoff_max_ms, attempt));
-    if (g_stop) return false;
+    if (signals_stop_count()) return false;
+    clock_sleep_ms(retry_backoff_ms(cfg->retry_backoff_ms, cfg->retry_backoff_max_ms, attempt));
+    if (signals_stop_count()) return false;
   }
 }
 
@@ -177,12 +146,12 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
     } else if (job->status == SINK_RETRY && todo) {
       if (backoff == 0 || backoff % 10 == 9)
         fprintf(stderr, "aggregator: verify: repair write failed, retrying: %s\n", job->err.message);
-      sleep_ms(retry_backoff_ms(cfg->retry_backoff_ms, cfg->retry_backoff_max_ms, backoff++));
+      clock_sleep_ms(retry_backoff_ms(cfg->retry_backoff_ms, cfg->retry_backoff_max_ms, backoff++));
     } else if (todo) {
       conflict_rounds++;
     }
     writer_job_destroy(job);
-    if (g_stop) ok = ok && !todo;
+    if (signals_stop_count()) ok = ok && !todo;
     if (conflict_rounds >= VERIFY_REPAIR_ROUNDS) break; /* reported as failed below; the verify goes on */
   }
   for (size_t i = 0; i < c->n; i++) {
@@ -190,7 +159,7 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
     if (repairable(e->drift.kind) && e->repair == REPAIR_NONE) {
       e->repair = REPAIR_FAILED;
       snprintf(e->error, sizeof e->error, "%s",
-               g_stop ? "interrupted" : ok ? "gave up after repeated conflicts with another writer" : "store failure");
+               signals_stop_count() ? "interrupted" : ok ? "gave up after repeated conflicts with another writer" : "store failure");
     }
   }
   return ok;
@@ -238,100 +207,109 @@ static void progress(bool tty, double *last, size_t done, size_t total, uint64_t
 
 /* --- the verify -------------------------------------------------------------------------- */
 
+typedef struct verify {
+  const config_t *cfg;
+  const verify_options_t *o;
+  verify_stats_t *st;
+  store_t *store;
+  sink_t sink;
+  entry_t *entries; /* one chunk */
+  const char **keys;
+  model_buf_t out; /* the chunk's report lines */
+  FILE *report;
+} verify_t;
+
+/* Compares (and repairs) the chunk of rebuilt documents rebuilt[0..n)
+ * and writes its report lines; false on a store or report failure. */
+static bool verify_chunk(verify_t *v, const model_aggregate_t *const *rebuilt, size_t n) {
+  chunk_t c = {v->entries, n};
+  memset(c.v, 0, n * sizeof *c.v);
+  for (size_t i = 0; i < n; i++) c.v[i].rebuilt = rebuilt[i];
+  bool ok = load_chunk(v->store, v->cfg, &c, v->keys);
+  size_t drifted = 0;
+  for (size_t i = 0; i < n && ok; i++) {
+    entry_t *e = &c.v[i];
+    if (model_drift_compare(e->rebuilt, e->stored, e->stored ? &e->counts : NULL, &e->drift) != MODEL_DRIFT_NONE)
+      drifted++;
+  }
+  /* The stored documents are no longer needed (a repair loads afresh:
+   * it must merge into what is stored at the time of its write). */
+  for (size_t i = 0; i < n; i++) {
+    model_aggregate_destroy(c.v[i].stored);
+    c.v[i].stored = NULL;
+  }
+  if (ok && drifted && v->o->repair) ok = repair_chunk(&v->sink, v->cfg, &c);
+  for (size_t i = 0; i < n && drifted; i++) {
+    entry_t *e = &c.v[i];
+    if (e->drift.kind == MODEL_DRIFT_NONE) continue;
+    v->st->drifted++;
+    v->st->kinds[e->drift.kind]++;
+    v->st->repaired += e->repair == REPAIR_WRITTEN;
+    v->st->unchanged += e->repair == REPAIR_UNCHANGED;
+    v->st->failed += e->repair == REPAIR_FAILED;
+    report_line(&v->out, e);
+  }
+  if (v->out.len && fwrite(v->out.data, 1, v->out.len, v->report) != v->out.len) {
+    fprintf(stderr, "aggregator: verify: cannot write the report: %s\n", strerror(errno));
+    ok = false;
+  }
+  model_buf_clear(&v->out);
+  return ok;
+}
+
+/* The rebuilt documents, in _id order, in chunks of batch.max_aggregates. */
+static bool verify_compare(verify_t *v, const batch_t *rebuilt) {
+  size_t n, per = v->cfg->batch_max_aggregates > 0 ? (size_t)v->cfg->batch_max_aggregates : 1000;
+  const model_aggregate_t **all = replay_sorted(rebuilt, &n);
+  v->entries = oom_malloc(per * sizeof *v->entries);
+  v->keys = oom_malloc(per * sizeof *v->keys);
+  bool tty = isatty(2), ok = true;
+  double last = clock_mono_s();
+  for (size_t off = 0; off < n && ok && !signals_stop_count(); off += per) {
+    ok = verify_chunk(v, all + off, n - off < per ? n - off : per);
+    progress(tty, &last, off + (n - off < per ? n - off : per), n, v->st->drifted, false);
+  }
+  if (ok && signals_stop_count()) {
+    fputs("aggregator: verify: interrupted\n", stderr);
+    ok = false;
+  }
+  if (fflush(v->report) != 0 && ok) {
+    fprintf(stderr, "aggregator: verify: cannot write the report: %s\n", strerror(errno));
+    ok = false;
+  }
+  if (tty) progress(tty, &last, n, n, v->st->drifted, true);
+  model_buf_destroy(&v->out);
+  free(v->keys);
+  free(v->entries);
+  free(all);
+  return ok;
+}
+
 int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, verify_stats_t *stats) {
   double t0 = clock_mono_s();
   memset(stats, 0, sizeof *stats);
+  verify_t v = {.cfg = cfg, .o = o, .st = stats, .out = MODEL_BUF_INIT, .report = report};
   /* The store first: a bad URI is a configuration error, found before a
    * rebuild that can take minutes (mongoc connects lazily: only the URI and
    * options are checked here). */
   sink_error_t serr;
-  store_t *store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &serr);
-  if (!store) {
+  v.store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &serr);
+  if (!v.store) {
     fprintf(stderr, "aggregator: verify: store: %s\n", serr.message);
     return 2;
   }
+  v.sink = store_sink(v.store);
+  /* The rebuild stops on SIGINT/SIGTERM (replay.h); its handlers stay for
+   * the audit. */
   batch_t *rebuilt = NULL;
   replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .rebuilt = &rebuilt,
                          .label = "verify"};
   int rc = replay_run(cfg, &ro, &stats->rebuild);
-  if (rc != 0 || !rebuilt) {
-    batch_destroy(rebuilt);
-    store_destroy(store);
-    stats->seconds = clock_mono_s() - t0;
-    return rc ? rc : 1;
-  }
-  /* replay_run installed its own handlers; from here on, ours. */
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-
-  sink_t sink = store_sink(store);
-
-  size_t total = batch_dirty_count(rebuilt) + batch_cached_count(rebuilt);
-  collect_t all = {oom_malloc((total + 1) * sizeof *all.v), 0};
-  batch_foreach(rebuilt, collect_one, &all);
-  qsort(all.v, all.n, sizeof *all.v, cmp_key);
-
-  size_t per = cfg->batch_max_aggregates > 0 ? (size_t)cfg->batch_max_aggregates : 1000;
-  entry_t *entries = oom_malloc(per * sizeof *entries);
-  const char **keys = oom_malloc(per * sizeof *keys);
-  model_buf_t out = MODEL_BUF_INIT;
-  bool tty = isatty(2), ok = true;
-  double last = clock_mono_s();
-  for (size_t off = 0; off < all.n && ok && !g_stop; off += per) {
-    chunk_t c = {entries, all.n - off < per ? all.n - off : per};
-    memset(entries, 0, c.n * sizeof *entries);
-    for (size_t i = 0; i < c.n; i++) entries[i].rebuilt = all.v[off + i];
-    ok = load_chunk(store, cfg, &c, keys);
-    size_t drifted = 0;
-    for (size_t i = 0; i < c.n && ok; i++) {
-      entry_t *e = &entries[i];
-      if (model_drift_compare(e->rebuilt, e->stored, e->stored ? &e->counts : NULL, &e->drift) != MODEL_DRIFT_NONE)
-        drifted++;
-    }
-    /* The stored documents are no longer needed (a repair loads afresh:
-     * it must merge into what is stored at the time of its write). */
-    for (size_t i = 0; i < c.n; i++) {
-      model_aggregate_destroy(entries[i].stored);
-      entries[i].stored = NULL;
-    }
-    if (ok && drifted && o->repair) ok = repair_chunk(&sink, cfg, &c);
-    for (size_t i = 0; i < c.n && drifted; i++) {
-      entry_t *e = &entries[i];
-      if (e->drift.kind == MODEL_DRIFT_NONE) continue;
-      stats->drifted++;
-      stats->kinds[e->drift.kind]++;
-      stats->repaired += e->repair == REPAIR_WRITTEN;
-      stats->unchanged += e->repair == REPAIR_UNCHANGED;
-      stats->failed += e->repair == REPAIR_FAILED;
-      report_line(&out, e);
-    }
-    if (out.len && fwrite(out.data, 1, out.len, report) != out.len) {
-      fprintf(stderr, "aggregator: verify: cannot write the report: %s\n", strerror(errno));
-      ok = false;
-    }
-    model_buf_clear(&out);
-    progress(tty, &last, off + c.n, all.n, stats->drifted, false);
-  }
-  if (ok && g_stop) {
-    fputs("aggregator: verify: interrupted\n", stderr);
-    ok = false;
-  }
-  if (fflush(report) != 0 && ok) {
-    fprintf(stderr, "aggregator: verify: cannot write the report: %s\n", strerror(errno));
-    ok = false;
-  }
-  if (tty) progress(tty, &last, all.n, all.n, stats->drifted, true);
-  model_buf_destroy(&out);
-  free(keys);
-  free(entries);
-  free(all.v);
-  batch_destroy(rebuilt);
-  store_destroy(store);
-  stats->seconds = clock_mono_s() - t0;
+  if (rc == 0 && !rebuilt) rc = 1;
   /* A repair that did not land is a failure of what was asked for. */
-  if (!ok || stats->failed) return 1;
-  return stats->drifted ? 3 : 0;
+  if (rc == 0) rc = !verify_compare(&v, rebuilt) || stats->failed ? 1 : stats->drifted ? 3 : 0;
+  batch_destroy(rebuilt);
+  store_destroy(v.store);
+  stats->seconds = clock_mono_s() - t0;
+  return rc;
 }

@@ -1,9 +1,10 @@
-/* `aggregator verify` (SPEC.md section 6): the store audited against the log.
+/* `aggregator verify`: the store audited against the log.
  *
- * 1. Rebuild: the replay's source (the configured topics from --from to
- *    --until with the replay's own never-committing consumer, or --input)
- *    merged in memory, exactly as `replay --output` does (replay.h); so the
- *    memory is the replay's: every rebuilt aggregate is held at once.
+ * 1. Rebuild: the replay's pipeline (replay.h) with its source (the
+ *    configured topics from --from to --until with the replay's own
+ *    never-committing consumer, or --input) merged in memory, exactly as
+ *    `replay --output` does; so the memory is the replay's: every rebuilt
+ *    aggregate is held at once.
  * 2. Compare: the rebuilt documents, sorted by _id, in chunks of
  *    batch.max_aggregates; each chunk's stored documents are loaded
  *    (store_load_counts, the worker's own load path), compared
@@ -32,7 +33,7 @@
 
 #include "config.h"
 #include "drift.h"
-#include "replay_file.h"
+#include "replay.h"
 
 typedef struct verify_options {
   const char *from;  /* --from: NULL or "beginning", or an RFC 3339 time */

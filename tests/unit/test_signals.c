@@ -1,4 +1,4 @@
-/* The one signal module (worker/signals.h) that `run` and `replay` share:
+/* The one signal module (worker/signals.h) that `run`, `replay` and `verify` share:
  * stop signals are counted, SIGHUP is taken once, installing clears what
  * came before, and a signal left out of the set keeps its disposition. */
 #include <check.h>

@@ -1,0 +1,310 @@
+/* The sources of a replay: see replay_source.h. */
+#include "replay_source.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "kafka.h"
+#include "log.h"
+#include "oom.h"
+#include "redact.h"
+#include "signals.h"
+#include "timestamp.h"
+
+/* --- progress ------------------------------------------------------------------ */
+
+/* On a terminal the line redraws in place; otherwise a plain line every
+ * 10 s keeps logs readable. Rates and ETA are durations: monotonic clock. */
+typedef struct progress {
+  bool tty;
+  double start, last;
+  uint64_t total; /* 0 = unknown (file input) */
+  const char *label;
+} progress_t;
+
+static progress_t progress_start(uint64_t total, const char *label) {
+  double now = clock_mono_s();
+  return (progress_t){isatty(2), now, now, total, label};
+}
+
+static void progress_show(progress_t *p, uint64_t done, bool final) {
+  if (!p->label) return;
+  double now = clock_mono_s();
+  if (!final && now - p->last < (p->tty ? 0.2 : 10.0)) return;
+  p->last = now;
+  double el = now - p->start, rate = el > 0 ? (double)done / el : 0;
+  char line[160];
+  if (p->total) {
+    double eta = rate > 0 && p->total > done ? (double)(p->total - done) / rate : 0;
+    snprintf(line, sizeof line, "%s: %" PRIu64 " of %" PRIu64 " commands (%.0f%%), %.0f/s, ETA %.0f s", p->label,
+             done, p->total, 100.0 * (double)done / (double)p->total, rate, eta);
+  } else {
+    snprintf(line, sizeof line, "%s: %" PRIu64 " commands, %.0f/s", p->label, done, rate);
+  }
+  if (p->tty)
+    fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
+  else
+    fprintf(stderr, "%s\n", line);
+}
+
+/* --- lines ------------------------------------------------------------------------- */
+
+bool replay_source_lines(FILE *in, const char *shown, const replay_feed_t *feed) {
+  progress_t pr = progress_start(0, feed->label);
+  uint64_t done = 0;
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  bool ok = true;
+  while (ok && !signals_stop_count() && (n = getline(&line, &cap, in)) >= 0) {
+    size_t len = (size_t)n;
+    if (len && line[len - 1] == '\n') len--;
+    ok = feed->message(feed->ctx, line, len, 0);
+    progress_show(&pr, ++done, false);
+  }
+  if (ok && ferror(in)) {
+    fprintf(stderr, "aggregator: replay: cannot read '%s': %s\n", shown, strerror(errno));
+    ok = false;
+  }
+  progress_show(&pr, done, true);
+  free(line);
+  return ok && !signals_stop_count();
+}
+
+/* --- topics: the plan --------------------------------------------------------------- */
+
+bool replay_parse_bound(const char *s, const char *word, int64_t *ms, bool *special) {
+  *special = !s || !strcmp(s, word);
+  if (*special) return true;
+  return model_timestamp_parse(s, strlen(s), ms);
+}
+
+/* The offsets [start, end) of one partition that the replay reads. */
+typedef struct range {
+  char *topic;
+  int32_t partition;
+  int64_t start, end;
+} range_t;
+
+typedef struct plan {
+  range_t *ranges;
+  size_t n;
+  uint64_t total; /* messages in all ranges */
+} plan_t;
+
+static void plan_destroy(plan_t *p) {
+  for (size_t i = 0; i < p->n; i++) free(p->ranges[i].topic);
+  free(p->ranges);
+}
+
+/* Every partition of the configured topics into *all. */
+static bool list_partitions(rd_kafka_t *rk, const config_t *cfg, rd_kafka_topic_partition_list_t *all) {
+  rd_kafka_topic_partition_list_t *topics = kafka_topic_list(cfg);
+  bool ok = true;
+  for (int i = 0; i < topics->cnt && ok; i++) {
+    const rd_kafka_metadata_t *md;
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topics->elems[i].topic, NULL);
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, 30000);
+    if (e || md->topic_cnt != 1 || md->topics[0].err) {
+      log_error("replay: cannot read topic metadata", "topic", LOG_STR, topics->elems[i].topic, "error", LOG_STR,
+                rd_kafka_err2str(e ? e : md->topics[0].err));
+      ok = false;
+    } else {
+      for (int p = 0; p < md->topics[0].partition_cnt; p++)
+        rd_kafka_topic_partition_list_add(all, topics->elems[i].topic, md->topics[0].partitions[p].id);
+    }
+    if (!e) rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(t);
+  }
+  rd_kafka_topic_partition_list_destroy(topics);
+  return ok;
+}
+
+/* A copy of all with each partition's offset for the time ms, looked up
+ * in one request; with `special` (beginning/end) no lookup is made. */
+static rd_kafka_topic_partition_list_t *offsets_at(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *all,
+                                                   int64_t ms, bool special, bool *ok) {
+  rd_kafka_topic_partition_list_t *at = rd_kafka_topic_partition_list_copy(all);
+  for (int i = 0; i < at->cnt; i++) at->elems[i].offset = ms;
+  if (*ok && !special && rd_kafka_offsets_for_times(rk, at, 30000)) *ok = false;
+  return at;
+}
+
+/* Fills p->ranges from the watermarks and the offsets of the two bounds. */
+static bool plan_fill(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *all,
+                      const rd_kafka_topic_partition_list_t *from, bool from_begin,
+                      const rd_kafka_topic_partition_list_t *until, bool until_end, plan_t *p) {
+  for (int i = 0; i < all->cnt; i++) {
+    int64_t lo, hi;
+    rd_kafka_resp_err_t e =
+        rd_kafka_query_watermark_offsets(rk, all->elems[i].topic, all->elems[i].partition, &lo, &hi, 30000);
+    if (e) {
+      log_error("replay: cannot read watermarks", "error", LOG_STR, rd_kafka_err2str(e));
+      return false;
+    }
+    range_t *r = &p->ranges[i];
+    r->topic = oom_strdup(all->elems[i].topic);
+    r->partition = all->elems[i].partition;
+    /* offsets_for_times answers -1 (end) when no message is that late. */
+    r->start = from_begin ? lo : from->elems[i].offset < 0 ? hi : from->elems[i].offset;
+    r->end = until_end ? hi : until->elems[i].offset < 0 ? hi : until->elems[i].offset;
+    if (r->start < lo) r->start = lo;
+    if (r->end < r->start) r->end = r->start;
+    p->total += (uint64_t)(r->end - r->start);
+  }
+  return true;
+}
+
+static bool plan_ranges(rd_kafka_t *rk, const config_t *cfg, const char *from_s, const char *until_s, plan_t *p) {
+  int64_t from_ms = 0, until_ms = 0;
+  bool from_begin, until_end;
+  if (!replay_parse_bound(from_s, "beginning", &from_ms, &from_begin) ||
+      !replay_parse_bound(until_s, "end", &until_ms, &until_end)) { /* the CLI checked: exit 2 there */
+    fprintf(stderr, "aggregator: replay: --from and --until take beginning/end or an RFC 3339 UTC time\n");
+    return false;
+  }
+  rd_kafka_topic_partition_list_t *all = rd_kafka_topic_partition_list_new(16);
+  bool ok = list_partitions(rk, cfg, all);
+  p->ranges = oom_calloc((size_t)all->cnt + 1, sizeof *p->ranges);
+  p->n = (size_t)all->cnt;
+  rd_kafka_topic_partition_list_t *from = offsets_at(rk, all, from_ms, from_begin, &ok),
+                                  *until = offsets_at(rk, all, until_ms, until_end, &ok);
+  if (!ok) fprintf(stderr, "aggregator: replay: cannot look up offsets\n");
+  if (ok) ok = plan_fill(rk, all, from, from_begin, until, until_end, p);
+  rd_kafka_topic_partition_list_destroy(from);
+  rd_kafka_topic_partition_list_destroy(until);
+  rd_kafka_topic_partition_list_destroy(all);
+  return ok;
+}
+
+/* Assigns the non-empty ranges at their start; returns how many. */
+static size_t plan_assign(rd_kafka_t *rk, const plan_t *p) {
+  size_t remaining = 0;
+  rd_kafka_topic_partition_list_t *assign = rd_kafka_topic_partition_list_new((int)p->n + 1);
+  for (size_t i = 0; i < p->n; i++) {
+    if (p->ranges[i].end <= p->ranges[i].start) continue;
+    rd_kafka_topic_partition_list_add(assign, p->ranges[i].topic, p->ranges[i].partition)->offset = p->ranges[i].start;
+    remaining++;
+  }
+  if (remaining) rd_kafka_assign(rk, assign);
+  rd_kafka_topic_partition_list_destroy(assign);
+  return remaining;
+}
+
+/* --- topics: the consumer ------------------------------------------------------------ */
+
+static bool check_tick(void *ctx) {
+  (void)ctx;
+  return !signals_stop_count();
+}
+
+/* A consumer of the configured topics, which must exist (the dead-letter
+ * topic is not the replay's business); NULL with a message. */
+static rd_kafka_t *consumer_new(const config_t *cfg) {
+  char errstr[512], group[64];
+  /* A group id of its own, never committed to: the live group's offsets do
+   * not move, and nothing is left behind on the broker. */
+  snprintf(group, sizeof group, "aggregator-replay-%d", (int)getpid());
+  const char *forced[] = {"group.id", group, "enable.auto.commit", "false", "enable.auto.offset.store", "false",
+                          NULL};
+  rd_kafka_conf_t *conf = kafka_conf_new(cfg, KAFKA_REPLAY_CONSUMER, forced, errstr, sizeof errstr);
+  rd_kafka_t *rk = conf ? rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr) : NULL;
+  if (!rk) {
+    if (conf) rd_kafka_conf_destroy(conf); /* rd_kafka_new takes it on success only */
+    /* librdkafka's words may quote a property's value: scrubbed like every
+     * log line (redact.h). */
+    redact_set_scrub_str(redact_global(), errstr, sizeof errstr);
+    fprintf(stderr, "aggregator: replay: %s\n", errstr);
+    return NULL;
+  }
+  kafka_check_t chk = kafka_check_topics(rk, cfg, false, check_tick, NULL, errstr, sizeof errstr);
+  if (chk != KAFKA_CHECK_OK) {
+    if (chk != KAFKA_CHECK_STOPPED) fprintf(stderr, "aggregator: replay: %s\n", errstr);
+    rd_kafka_destroy(rk);
+    return NULL;
+  }
+  return rk;
+}
+
+typedef struct reading {
+  rd_kafka_t *rk;
+  plan_t plan;
+  size_t remaining; /* ranges not read to their end */
+  uint64_t done;    /* messages fed */
+  const replay_feed_t *feed;
+} reading_t;
+
+static range_t *range_of(const plan_t *p, const rd_kafka_message_t *m) {
+  for (size_t i = 0; i < p->n; i++)
+    if (p->ranges[i].partition == m->partition && !strcmp(p->ranges[i].topic, rd_kafka_topic_name(m->rkt)))
+      return &p->ranges[i];
+  return NULL;
+}
+
+/* Feeds one message if it is in its range; false when the feed says stop. */
+static bool take(reading_t *rd, const rd_kafka_message_t *m) {
+  if (m->err) {
+    if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+      log_warn("replay: consumer error", "error", LOG_STR, rd_kafka_message_errstr(m));
+    return true;
+  }
+  range_t *rg = range_of(&rd->plan, m);
+  /* A batch can hold messages fetched before the partition was paused:
+   * the offset check drops those past --until. */
+  if (!rg || m->offset >= rg->end) return true;
+  rd_kafka_timestamp_type_t tt;
+  bool ok = rd->feed->message(rd->feed->ctx, m->payload, m->len, rd_kafka_message_timestamp(m, &tt));
+  rd->done++;
+  if (m->offset + 1 >= rg->end) {
+    rd->remaining--;
+    /* Stop fetching it: later messages are past --until. */
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, rg->topic, rg->partition);
+    rd_kafka_pause_partitions(rd->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+  }
+  return ok;
+}
+
+/* Reads until every range is done, the feed says stop, or a stop signal. */
+static bool consume(reading_t *rd, progress_t *pr) {
+  /* Messages are taken from the consumer queue in batches: one queue lock
+   * and one wake-up per batch instead of per message. The wait returns early
+   * once the batch is full, so a steady stream never waits for the timeout. */
+  enum { REPLAY_BATCH = 4096 };
+  rd_kafka_message_t **msgs = oom_malloc(REPLAY_BATCH * sizeof *msgs);
+  rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rd->rk);
+  bool ok = true;
+  while (ok && rd->remaining && !signals_stop_count()) {
+    ssize_t got = rd_kafka_consume_batch_queue(q, 200, msgs, REPLAY_BATCH);
+    if (got <= 0 && rd->feed->idle) ok = rd->feed->idle(rd->feed->ctx);
+    for (ssize_t k = 0; k < got; k++) {
+      /* Once stopping, the rest of the batch is only released. */
+      if (ok && !signals_stop_count()) ok = take(rd, msgs[k]);
+      rd_kafka_message_destroy(msgs[k]);
+    }
+    progress_show(pr, rd->done, false);
+  }
+  rd_kafka_queue_destroy(q);
+  free(msgs);
+  return ok;
+}
+
+bool replay_source_topics(const config_t *cfg, const char *from, const char *until, const replay_feed_t *feed) {
+  reading_t rd = {.rk = consumer_new(cfg), .feed = feed};
+  if (!rd.rk) return false;
+  bool ok = plan_ranges(rd.rk, cfg, from, until, &rd.plan);
+  if (ok) rd.remaining = plan_assign(rd.rk, &rd.plan);
+  progress_t pr = progress_start(rd.plan.total, feed->label);
+  if (ok) ok = consume(&rd, &pr);
+  progress_show(&pr, rd.done, true);
+  plan_destroy(&rd.plan);
+  rd_kafka_consumer_close(rd.rk);
+  rd_kafka_destroy(rd.rk);
+  return ok && !signals_stop_count();
+}

@@ -1,0 +1,58 @@
+/* Where a replay's commands come from: the lines of a file, or the messages
+ * of the configured topics. A source hands each command's bytes to the
+ * caller's feed (replay.c decodes and merges them) and says whether it got
+ * to the end.
+ *
+ * Lines: a line is the bytes before a "\n" (a "\r" before it stays part of
+ * the line, where JSON treats it as whitespace); the "\n" that ends the last
+ * line starts no empty line; a last line without "\n" still counts. Any
+ * length works (getline).
+ *
+ * Topics: the replay assigns itself the configured topics' partitions (no
+ * group join, no offset commit: the live group's offsets never move), from
+ * --from (beginning, or the first offset at or after a time) to --until (the
+ * high watermarks read at start, or the first offset at or after a time,
+ * exclusive).
+ *
+ * Both stop early, returning false, once a stop signal has come
+ * (signals.h); a source never installs handlers itself. */
+#ifndef REPLAY_SOURCE_H
+#define REPLAY_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+
+typedef struct replay_feed {
+  /* One command's bytes (data may be NULL when len is 0) and when it
+   * entered the system (ms since the epoch, 0 = unknown). False stops the
+   * source: the feed has said why. */
+  bool (*message)(void *ctx, const char *data, size_t len, int64_t event_ms);
+  /* The topics gave nothing for a moment: time for work that must not wait
+   * for the next message. NULL = nothing to do; false stops the source. */
+  bool (*idle)(void *ctx);
+  void *ctx;
+  /* The progress line's "<label>: " on stderr (redrawn in place on a
+   * terminal, otherwise a line every few seconds and a last one at the
+   * end); NULL = no progress line. */
+  const char *label;
+} replay_feed_t;
+
+/* Parses a --from/--until bound: NULL or `word` ("beginning", "end") sets
+ * *special; otherwise an RFC 3339 UTC time into *ms. False when it is
+ * neither (a usage error: the CLI checks before contacting anything). */
+bool replay_parse_bound(const char *s, const char *word, int64_t *ms, bool *special);
+
+/* Feeds every line of in (borrowed; `shown` names it in a read error).
+ * True when the end of the file was reached. */
+bool replay_source_lines(FILE *in, const char *shown, const replay_feed_t *feed);
+
+/* Feeds the configured topics' messages from `from` to `until` (as
+ * replay_parse_bound takes them). True when every partition was read up to
+ * its end. Errors go to stderr or the log. */
+bool replay_source_topics(const config_t *cfg, const char *from, const char *until, const replay_feed_t *feed);
+
+#endif
