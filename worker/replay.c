@@ -228,28 +228,28 @@ static bool replay_read(replay_t *r) {
   return ok;
 }
 
-/* The sink's end: the store written, the output file written, or the
- * batch handed to verify. */
+/* The sink's end: the store written or the output file written (verify
+ * takes the batch at close). */
 static bool replay_finish(replay_t *r) {
   if (!replay_file_drain(&r->rejects)) return false;
   if (r->flusher) return store_drain(r);
-  if (r->o->rebuilt) {
-    r->st->aggregates = batch_dirty_count(r->batch) + batch_cached_count(r->batch);
-    *r->o->rebuilt = r->batch;
-    r->batch = NULL;
-    return true;
-  }
-  return write_output(r);
+  return r->o->rebuilt || write_output(r);
 }
 
-/* Releases everything; false when a file's last writes were lost. */
-static bool replay_close(replay_t *r) {
+/* Releases everything, handing the batch to verify after a rebuild that
+ * got to the end; false when a file's last writes were lost. */
+static bool replay_close(replay_t *r, bool done) {
   flusher_destroy(r->flusher);
   if (r->batch) {
     const batch_stats_t *bs = batch_stats(r->batch);
     r->st->applied = bs->applied;
     r->st->stale = bs->stale;
     if (r->to_store) r->st->aggregates = bs->writes_ok;
+  }
+  if (done && r->o->rebuilt) {
+    r->st->aggregates = batch_dirty_count(r->batch) + batch_cached_count(r->batch);
+    *r->o->rebuilt = r->batch;
+    r->batch = NULL;
   }
   batch_destroy(r->batch);
   store_destroy(r->store);
@@ -274,7 +274,7 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
   name_files(r);
   int rc = replay_open(r);
   if (rc == 0 && !(replay_read(r) && replay_finish(r))) rc = 1;
-  if (!replay_close(r) && rc == 0) rc = 1;
+  if (!replay_close(r, rc == 0) && rc == 0) rc = 1;
   free(r);
   stats->seconds = clock_mono_s() - t0;
   return rc;

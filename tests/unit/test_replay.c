@@ -1,0 +1,154 @@
+/* The replay pipeline without a broker or a store (worker/replay.h): the
+ * line source's splitting, the files' write and close, and a rebuild from a
+ * file handed over sorted by key, as verify takes it. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "config.h"
+#include "replay.h"
+#include "replay_file.h"
+#include "replay_source.h"
+
+/* --- the line source ------------------------------------------------------------ */
+
+typedef struct seen {
+  char lines[8][16];
+  size_t n;
+  size_t stop_after; /* 0 = never */
+} seen_t;
+
+static bool record(void *ctx, const char *data, size_t len, int64_t event_ms) {
+  seen_t *s = ctx;
+  ck_assert_int_eq(event_ms, 0); /* a file has no event times */
+  ck_assert_uint_lt(s->n, 8);
+  ck_assert_uint_lt(len, sizeof s->lines[0]);
+  memcpy(s->lines[s->n], data, len);
+  s->lines[s->n][len] = 0;
+  s->n++;
+  return s->n != s->stop_after;
+}
+
+static bool lines_of(const char *text, seen_t *s) {
+  FILE *in = fmemopen((void *)text, strlen(text), "r");
+  ck_assert_ptr_nonnull(in);
+  replay_feed_t feed = {record, NULL, s, NULL};
+  bool ok = replay_source_lines(in, "mem", &feed);
+  fclose(in);
+  return ok;
+}
+
+START_TEST(lines_split_at_newlines) {
+  seen_t s = {0};
+  ck_assert(lines_of("a\n\nb", &s)); /* the last line needs no "\n" */
+  ck_assert_uint_eq(s.n, 3);
+  ck_assert_str_eq(s.lines[0], "a");
+  ck_assert_str_eq(s.lines[1], "");
+  ck_assert_str_eq(s.lines[2], "b");
+  seen_t t = {0};
+  ck_assert(lines_of("x\r\ny\n", &t)); /* the "\n" that ends the last line starts no empty line */
+  ck_assert_uint_eq(t.n, 2);
+  ck_assert_str_eq(t.lines[0], "x\r"); /* "\r" stays: JSON whitespace */
+  seen_t u = {0};
+  ck_assert(lines_of("", &u));
+  ck_assert_uint_eq(u.n, 0);
+}
+END_TEST
+
+START_TEST(a_feed_that_fails_stops_the_source) {
+  seen_t s = {.stop_after = 2};
+  ck_assert(!lines_of("1\n2\n3\n4\n", &s));
+  ck_assert_uint_eq(s.n, 2);
+}
+END_TEST
+
+/* --- files ------------------------------------------------------------------------- */
+
+START_TEST(a_file_holds_what_was_written) {
+  char path[] = "/tmp/test_replay_XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  replay_file_t f = {.shown = path, .quote = true, .report_each = true};
+  ck_assert(replay_file_open(&f, path, "w"));
+  for (int i = 0; i < 20000; i++) ck_assert(replay_file_write(&f, "0123456789\n", 11)); /* past one drain */
+  ck_assert(replay_file_close(&f));
+  FILE *in = fopen(path, "r");
+  fseek(in, 0, SEEK_END);
+  ck_assert_int_eq(ftell(in), 220000);
+  fclose(in);
+  ck_assert(replay_file_same(path, path));
+  ck_assert(!replay_file_same(path, "/dev/null"));
+  ck_assert(!replay_file_same("-", "-"));
+  ck_assert(!replay_file_same(path, NULL));
+  unlink(path);
+  ck_assert(replay_file_same(path, path)); /* not there yet: equal paths are one file */
+}
+END_TEST
+
+START_TEST(a_lost_write_fails_the_close) {
+  if (access("/dev/full", W_OK) != 0) return;
+  replay_file_t f = {.shown = "/dev/full", .quote = true};
+  ck_assert(replay_file_open(&f, "/dev/full", "w"));
+  ck_assert(replay_file_write(&f, "{}\n", 3));
+  ck_assert(!replay_file_close(&f));
+  ck_assert_ptr_null(f.f);
+  ck_assert(replay_file_close(&f)); /* closed: nothing more to lose */
+  replay_file_t g = {0};
+  ck_assert(!replay_file_open(&g, "/nonexistent-dir/x", "w"));
+}
+END_TEST
+
+/* --- a rebuild ------------------------------------------------------------------------ */
+
+START_TEST(a_rebuild_is_handed_over_sorted) {
+  char path[] = "/tmp/test_replay_XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  const char *text =
+      "{\"id\":\"c1\",\"type\":\"roster.assigned\",\"tenant\":\"t\",\"assignment\":\"b\",\"student\":\"s1\","
+      "\"version\":1,\"ts\":\"2026-09-01T08:00:00Z\"}\n"
+      "not json\n"
+      "{\"id\":\"c2\",\"type\":\"roster.assigned\",\"tenant\":\"t\",\"assignment\":\"a\",\"student\":\"s1\","
+      "\"version\":1,\"ts\":\"2026-09-01T08:00:00Z\"}\n"
+      "{\"id\":\"c2\",\"type\":\"roster.assigned\",\"tenant\":\"t\",\"assignment\":\"a\",\"student\":\"s1\","
+      "\"version\":1,\"ts\":\"2026-09-01T08:00:00Z\"}\n";
+  ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  config_t *cfg = config_new();
+  batch_t *rebuilt = NULL;
+  replay_options_t o = {.input = path, .rebuilt = &rebuilt, .label = "test"};
+  replay_stats_t st;
+  ck_assert_int_eq(replay_run(cfg, &o, &st), 0);
+  ck_assert_uint_eq(st.read, 4);
+  ck_assert_uint_eq(st.rejected, 1);
+  ck_assert_uint_eq(st.applied, 2);
+  ck_assert_uint_eq(st.stale, 1);
+  ck_assert_uint_eq(st.aggregates, 2);
+  ck_assert_ptr_nonnull(rebuilt);
+  size_t n;
+  const model_aggregate_t **all = replay_sorted(rebuilt, &n);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(model_aggregate_key(all[0], NULL), "t/a");
+  ck_assert_str_eq(model_aggregate_key(all[1], NULL), "t/b");
+  free(all);
+  batch_destroy(rebuilt);
+  config_destroy(cfg);
+  unlink(path);
+}
+END_TEST
+
+Suite *test_suite(void) {
+  Suite *s = suite_create("replay");
+  TCase *tc = tcase_create("replay");
+  tcase_add_test(tc, lines_split_at_newlines);
+  tcase_add_test(tc, a_feed_that_fails_stops_the_source);
+  tcase_add_test(tc, a_file_holds_what_was_written);
+  tcase_add_test(tc, a_lost_write_fails_the_close);
+  tcase_add_test(tc, a_rebuild_is_handed_over_sorted);
+  suite_add_tcase(s, tc);
+  return s;
+}
