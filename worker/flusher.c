@@ -109,11 +109,6 @@ void flusher_set_retry(flusher_t *f, int64_t backoff_ms, int64_t backoff_max_ms)
 
 void flusher_set_slow_log(flusher_t *f, int64_t every_ms) { f->slow_log_ms = every_ms; }
 
-static void sleep_ms(int64_t ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL); /* a signal ends it early: the caller looks at its flags */
-}
-
 /* Takes back the flush in flight, waiting up to wait_ms, and sets the
  * backoff its result calls for. False when none came back. */
 static bool end_flight(flusher_t *f, int64_t wait_ms, flusher_event_t *ev) {
@@ -151,7 +146,7 @@ static void begin_flight(flusher_t *f, batch_now_t now, int64_t wait_ms, bool fo
   int64_t mono = clock_mono(f->clock); /* the backoff is read afresh: the step may have waited for a flush */
   if (f->retry_at > mono) {
     if (wait_ms <= 0) return;
-    sleep_ms(f->retry_at - mono < wait_ms ? f->retry_at - mono : wait_ms);
+    clock_sleep_ms(f->retry_at - mono < wait_ms ? f->retry_at - mono : wait_ms);
     if (f->retry_at > clock_mono(f->clock)) return;
   }
   writer_job_t *job = batch_flush_begin(f->batch, now);
