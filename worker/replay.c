@@ -142,8 +142,11 @@ static bool feed_idle(void *ctx) {
 
 /* --- files ----------------------------------------------------------------------------- */
 
-/* The file replay names the standard streams in its messages in words;
- * the other modes name every file as given. */
+/* How the messages name the files and when they report a lost write.
+ * The file replay names a standard stream "(standard stream)" and reports
+ * each failed write of its output as it happens, then at close; the other
+ * modes name a file as given ("-" included), call the rejects file "the
+ * rejects file", and report a lost output once, at close. */
 static void name_files(replay_t *r) {
   const replay_options_t *o = r->o;
   const char *std = "(standard stream)";
@@ -263,8 +266,10 @@ static bool replay_close(replay_t *r, bool done) {
 int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *stats) {
   double t0 = clock_mono_s();
   memset(stats, 0, sizeof *stats);
-  replay_t *r = oom_calloc(1, sizeof *r);
-  *r = (replay_t){.cfg = cfg, .o = o, .st = stats, .line = MODEL_BUF_INIT};
+  replay_t *r = oom_calloc(1, sizeof *r); /* the line buffer and the files start empty: all zero */
+  r->cfg = cfg;
+  r->o = o;
+  r->st = stats;
   r->file_mode = o->input && o->output && !o->rebuilt;
   r->to_store = !o->output && !o->rebuilt;
   if (!r->file_mode) {

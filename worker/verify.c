@@ -100,6 +100,46 @@ static bool load_chunk(store_t *store, const config_t *cfg, chunk_t *c, const ch
 
 static bool repairable(model_drift_kind_t k) { return k == MODEL_DRIFT_MISSING || k == MODEL_DRIFT_STORE_BEHIND; }
 
+/* One round's job: every repairable entry not yet done, merged into what
+ * is stored at the time of the write. */
+static writer_job_t *repair_job(const config_t *cfg, const chunk_t *c, size_t todo) {
+  writer_job_t *job = writer_job_new(todo);
+  job->chunk = (size_t)cfg->batch_max_aggregates;
+  job->now_ms = clock_wall_ms();
+  for (size_t i = 0; i < c->n; i++) {
+    entry_t *e = &c->v[i];
+    if (repairable(e->drift.kind) && e->repair == REPAIR_NONE)
+      writer_job_add(job, model_aggregate_clone(e->rebuilt), 0, true, e);
+  }
+  return job;
+}
+
+/* Records the job's results in its entries; returns how many go again. */
+static size_t repair_results(const writer_job_t *job) {
+  size_t again = 0;
+  for (size_t k = 0; k < job->nitems; k++) {
+    const writer_item_t *it = &job->items[k];
+    entry_t *e = it->tag;
+    switch (it->result) {
+    case WRITER_ITEM_WRITTEN:
+      e->repair = REPAIR_WRITTEN;
+      e->new_rev = it->rev;
+      break;
+    case WRITER_ITEM_UNCHANGED:
+      e->repair = REPAIR_UNCHANGED;
+      break;
+    case WRITER_ITEM_ERROR:
+      e->repair = REPAIR_FAILED;
+      snprintf(e->error, sizeof e->error, "the store rejected the write (code %" PRIu32 ")", it->error_code);
+      break;
+    default: /* conflict, or no result yet: load and merge again */
+      again++;
+      break;
+    }
+  }
+  return again;
+}
+
 /* Writes the chunk's missing and store_behind documents through the write
  * stage until each is written, found whole, or fails. False on a fatal store
  * error or an interruption (the entries not done are marked failed). */
@@ -109,37 +149,9 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
   bool ok = true;
   unsigned backoff = 0, conflict_rounds = 0;
   while (todo && ok) {
-    writer_job_t *job = writer_job_new(todo);
-    job->chunk = (size_t)cfg->batch_max_aggregates;
-    job->now_ms = clock_wall_ms();
-    for (size_t i = 0; i < c->n; i++) {
-      entry_t *e = &c->v[i];
-      if (repairable(e->drift.kind) && e->repair == REPAIR_NONE) {
-        writer_job_add(job, model_aggregate_clone(e->rebuilt), 0, true, e);
-      }
-    }
+    writer_job_t *job = repair_job(cfg, c, todo);
     writer_execute(sink, job);
-    todo = 0;
-    for (size_t k = 0; k < job->nitems; k++) {
-      writer_item_t *it = &job->items[k];
-      entry_t *e = it->tag;
-      switch (it->result) {
-      case WRITER_ITEM_WRITTEN:
-        e->repair = REPAIR_WRITTEN;
-        e->new_rev = it->rev;
-        break;
-      case WRITER_ITEM_UNCHANGED:
-        e->repair = REPAIR_UNCHANGED;
-        break;
-      case WRITER_ITEM_ERROR:
-        e->repair = REPAIR_FAILED;
-        snprintf(e->error, sizeof e->error, "the store rejected the write (code %" PRIu32 ")", it->error_code);
-        break;
-      default: /* conflict, or no result yet: load and merge again */
-        todo++;
-        break;
-      }
-    }
+    todo = repair_results(job);
     if (job->status == SINK_FATAL) {
       fprintf(stderr, "aggregator: verify: repair: store: %s\n", job->err.message);
       ok = false;
@@ -154,12 +166,14 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
     if (signals_stop_count()) ok = ok && !todo;
     if (conflict_rounds >= VERIFY_REPAIR_ROUNDS) break; /* reported as failed below; the verify goes on */
   }
+  const char *why = signals_stop_count() ? "interrupted"
+                    : ok                 ? "gave up after repeated conflicts with another writer"
+                                         : "store failure";
   for (size_t i = 0; i < c->n; i++) {
     entry_t *e = &c->v[i];
     if (repairable(e->drift.kind) && e->repair == REPAIR_NONE) {
       e->repair = REPAIR_FAILED;
-      snprintf(e->error, sizeof e->error, "%s",
-               signals_stop_count() ? "interrupted" : ok ? "gave up after repeated conflicts with another writer" : "store failure");
+      snprintf(e->error, sizeof e->error, "%s", why);
     }
   }
   return ok;
