@@ -41,7 +41,8 @@ int cli_replay(const cli_options_t *o) {
   config_t *cfg = cli_load_config(o, &rc);
   if (!cfg) return rc;
   if (!(o->input && o->output)) log_setup(cfg->log_level, cfg->log_format);
-  replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .output = o->output, .rejects = o->rejects};
+  replay_options_t ro = {
+      .from = o->from, .until = o->until, .input = o->input, .output = o->output, .rejects = o->rejects};
   replay_stats_t st;
   rc = replay_run(cfg, &ro, &st);
   if (rc == 0) print_summary(&st);
