@@ -14,9 +14,12 @@ the host tools, without a container engine or a cluster.
   user, port, healthcheck, entrypoint, and COPY sources present in the build
   context that .dockerignore leaves;
 - healthcheck.sh against a throwaway HTTP server (200, 503, nothing listening);
-- k8s/*.yaml: object shapes, probes, security context, resources against the
-  configured memory bound, ConfigMap INI accepted by `config check` with the
-  Secret's files, KEDA trigger consistent with the config and the partitions;
+- k8s/*.yaml: object shapes, probes, security context, the memory request
+  and limit against the peak RSS measured for the ConfigMap's settings,
+  ConfigMap INI accepted by `config check` with the Secret's files, the
+  references between the objects (Service and PodMonitor to the pods and
+  their port, ConfigMap and Secret names and keys, KEDA to the Deployment),
+  replicas owned by KEDA alone, the config checksum annotation current;
 - aggregator.service: required settings, `systemd-analyze verify` and an
   exposure score of at most 2.0 from `systemd-analyze security`.
 
@@ -27,6 +30,7 @@ Environment: AGG_SOURCE_DIR (repository), AGGREGATOR (built binary).
 """
 
 import configparser
+import hashlib
 import http.server
 import os
 import re
@@ -604,9 +608,7 @@ def test_k8s_deployment():
     check(k8s_cpu(res["requests"]["cpu"]) <= k8s_cpu(res["limits"]["cpu"]), "cpu request > limit")
     mem_limit = k8s_memory(res["limits"]["memory"])
     check(k8s_memory(res["requests"]["memory"]) <= mem_limit, "memory request > limit")
-    pending = parse_size(cfg["batch.max_pending_bytes"])
-    check(mem_limit >= 2 * pending,
-          "memory limit %d must leave room beyond batch.max_pending_bytes %d" % (mem_limit, pending))
+    check_memory_sizing(cfg, k8s_memory(res["requests"]["memory"]), mem_limit)
 
     psc, csc = pod.get("securityContext", {}), c.get("securityContext", {})
     check(psc.get("runAsNonRoot") or csc.get("runAsNonRoot"), "runAsNonRoot")
@@ -624,6 +626,172 @@ def test_k8s_deployment():
     check_shutdown_bound(cfg, pod.get("terminationGracePeriodSeconds", 30), "terminationGracePeriodSeconds")
     ru = spec.get("strategy", {}).get("rollingUpdate", {})
     check(ru.get("maxSurge") == 0, "a surged pod can be left without partitions (never ready) and stall the rollout")
+
+
+# The worker's peak RSS as measured (docs/BENCHMARKS.md), in the terms of deployment.yaml's rule: the request is
+# the live peak plus 15%, the limit the worst case plus 25%; both within one 64 MiB step of that, so a figure
+# left behind by a smaller configuration fails too.
+RSS_LIVE_PEAK_MIB = 111  # a live backlog on 6 partitions at the default prefetch: 104-111 MiB
+RSS_BASE_MIB = 115  # code, buffers and librdkafka's prefetch at its default (queued.min.messages 150,000)
+RSS_PER_PENDING_BYTE = 1.1  # RSS per byte of batch.max_pending_bytes with unwritten changes at the bound
+RSS_PER_CACHED_KIB = 2.5  # a cached aggregate of 30 students
+REQUEST_HEADROOM, LIMIT_HEADROOM, SIZING_SLACK_MIB = 1.15, 1.25, 64
+PREFETCH_KEYS = ("kafka.rdkafka.queued.min.messages", "kafka.rdkafka.queued.max.messages.kbytes",
+                 "kafka.rdkafka.fetch.max.bytes", "kafka.rdkafka.max.partition.fetch.bytes")
+
+
+def worst_rss_mib(cfg):
+    return (RSS_BASE_MIB + RSS_PER_PENDING_BYTE * parse_size(cfg["batch.max_pending_bytes"]) / (1 << 20)
+            + RSS_PER_CACHED_KIB * int(cfg["cache.max_aggregates"]) / 1024)
+
+
+def check_memory_sizing(cfg, request, limit):
+    changed = [k for k in PREFETCH_KEYS if k in cfg]
+    check(not changed, "the ConfigMap sets %s: the memory figures were measured at librdkafka's prefetch defaults, "
+          "measure again" % changed)
+    want_req = RSS_LIVE_PEAK_MIB * REQUEST_HEADROOM
+    want_lim = worst_rss_mib(cfg) * LIMIT_HEADROOM
+    mib = lambda b: b / (1 << 20)  # noqa: E731
+    check(want_req <= mib(request) <= want_req + SIZING_SLACK_MIB,
+          "memory request %.0f MiB, the rule gives %.0f MiB (live peak %d MiB + 15%%)"
+          % (mib(request), want_req, RSS_LIVE_PEAK_MIB))
+    check(want_lim <= mib(limit) <= want_lim + SIZING_SLACK_MIB,
+          "memory limit %.0f MiB, the rule gives %.0f MiB (worst case %.0f MiB for cache.max_aggregates %s and "
+          "batch.max_pending_bytes %s, + 25%%)" % (mib(limit), want_lim, worst_rss_mib(cfg),
+                                                   cfg["cache.max_aggregates"], cfg["batch.max_pending_bytes"]))
+
+
+def test_memory_sizing_rule():
+    """The rule itself: the worst case of the ConfigMap's settings is the 235 MiB deployment.yaml derives, and a
+    larger cache or a smaller limit fails."""
+    cfg = {"batch.max_pending_bytes": "64MiB", "cache.max_aggregates": "20000"}
+    check(abs(worst_rss_mib(cfg) - 235) < 2, "worst case of the measured settings: %.1f MiB" % worst_rss_mib(cfg))
+    check_memory_sizing(cfg, 128 << 20, 320 << 20)
+    for bad, what in ((dict(cfg, **{"cache.max_aggregates": "100000"}), "a cache of 100,000"),
+                      (dict(cfg, **{"kafka.rdkafka.queued.min.messages": "500000"}), "a larger prefetch")):
+        try:
+            check_memory_sizing(bad, 128 << 20, 320 << 20)
+        except Fail:
+            continue
+        raise Fail("320Mi passed for %s" % what)
+    for req, lim in ((64 << 20, 320 << 20), (128 << 20, 256 << 20), (128 << 20, 1 << 30)):
+        try:
+            check_memory_sizing(cfg, req, lim)
+        except Fail:
+            continue
+        raise Fail("request %d MiB, limit %d MiB passed" % (req >> 20, lim >> 20))
+
+
+def container_ports(dep):
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    return {p.get("name"): p["containerPort"] for p in c["ports"]}
+
+
+def selects(selector, labels):
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def test_k8s_service():
+    objs = k8s_objects()
+    svc, dep = one(objs, "Service"), one(objs, "Deployment")
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    spec = svc["spec"]
+    check(selects(spec.get("selector"), pod_labels), "the Service's selector %s does not select the worker pods %s"
+          % (spec.get("selector"), pod_labels))
+    ports = container_ports(dep)
+    cfg, _ = k8s_config(objs)
+    metrics_port = listen_port(cfg["metrics.listen"])
+    check(len(spec["ports"]) == 1, "one port, the metrics port")
+    p = spec["ports"][0]
+    target = p.get("targetPort", p["port"])
+    check(ports.get(target, target) == metrics_port, "targetPort %s is not the container's metrics port %d"
+          % (target, metrics_port))
+    check(p.get("name") == "metrics", "the Service's port is named %r, not metrics" % p.get("name"))
+    # Headless and publishing not-ready pods: the scrapers need every pod, a worker that is not ready above all.
+    check(spec.get("clusterIP") == "None", "the Service should be headless (clusterIP: None)")
+    check(spec.get("publishNotReadyAddresses") is True, "publishNotReadyAddresses: a worker that is not ready is "
+          "the one to scrape")
+
+
+def test_k8s_podmonitor():
+    objs = k8s_objects()
+    pm, dep, svc = one(objs, "PodMonitor"), one(objs, "Deployment"), one(objs, "Service")
+    check(pm["apiVersion"] == "monitoring.coreos.com/v1", "PodMonitor apiVersion %s" % pm["apiVersion"])
+    spec = pm["spec"]
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    sel = spec.get("selector", {})
+    check(set(sel) == {"matchLabels"}, "PodMonitor selector: matchLabels only, got %s" % sorted(sel))
+    check(selects(sel["matchLabels"], pod_labels), "the PodMonitor does not select the worker pods")
+    check(selects(sel["matchLabels"], svc["spec"]["selector"]) and selects(svc["spec"]["selector"],
+                                                                             sel["matchLabels"]),
+          "the PodMonitor and the Service select different pods")
+    check("namespaceSelector" not in spec, "the PodMonitor scrapes its own namespace, the Deployment's")
+    ports = container_ports(dep)
+    cfg, _ = k8s_config(objs)
+    eps = spec.get("podMetricsEndpoints") or []
+    check(len(eps) == 1, "one metrics endpoint")
+    ep = eps[0]
+    check(ep.get("port") in ports, "podMetricsEndpoints port %r names no container port (%s)"
+          % (ep.get("port"), sorted(ports)))
+    check(ports[ep["port"]] == listen_port(cfg["metrics.listen"]), "the PodMonitor's port is not metrics.listen's")
+    check(ep["port"] == svc["spec"]["ports"][0]["name"], "the PodMonitor and the Service name different ports")
+    check(ep.get("path", "/metrics") == "/metrics", "path %s" % ep.get("path"))
+    interval = int(ep.get("interval", "30s").rstrip("s"))
+    timeout = int(ep.get("scrapeTimeout", "10s").rstrip("s"))
+    check(timeout <= interval, "scrapeTimeout %ds above the interval %ds" % (timeout, interval))
+    # The job is named by a pod label; the alert rules select that job.
+    job = pod_labels.get(spec.get("jobLabel"))
+    check(job, "jobLabel %r is not a label of the pods" % spec.get("jobLabel"))
+    alerts = os.path.join(DOCKER, "prometheus", "alerts.yaml")
+    if os.path.exists(alerts):
+        with open(alerts) as f:
+            jobs = set(re.findall(r'job="([^"]+)"', f.read()))
+        check(jobs == {job}, "the alert rules select job %s, the PodMonitor's job is %s" % (sorted(jobs), job))
+
+
+def test_k8s_references():
+    """Every ConfigMap and Secret the pods use exists, with the keys they name; nothing scrapes by annotation
+    beside the PodMonitor (one target twice)."""
+    objs = k8s_objects()
+    dep = one(objs, "Deployment")
+    pod = dep["spec"]["template"]["spec"]
+    for v in pod.get("volumes", []):
+        for kind, field, key in (("ConfigMap", "configMap", "name"), ("Secret", "secret", "secretName")):
+            if field not in v:
+                continue
+            obj = objs.get((kind, v[field][key]))
+            check(obj, "volume %s: no %s %s" % (v["name"], kind, v[field][key]))
+            keys = set(obj.get("data") or {}) | set(obj.get("stringData") or {})
+            for item in v[field].get("items", []):
+                check(item["key"] in keys, "volume %s: %s %s has no key %s" % (v["name"], kind, obj["metadata"]["name"],
+                                                                               item["key"]))
+    for c in pod["containers"]:
+        for e in c.get("env", []):
+            for ref, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+                r = (e.get("valueFrom") or {}).get(ref)
+                if r:
+                    obj = objs.get((kind, r["name"]))
+                    check(obj and r["key"] in (set(obj.get("data") or {}) | set(obj.get("stringData") or {})),
+                          "env %s: no %s %s with key %s" % (e["name"], kind, r["name"], r["key"]))
+        for e in c.get("envFrom", []):
+            for ref, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+                if ref in e:
+                    check((kind, e[ref]["name"]) in objs, "envFrom: no %s %s" % (kind, e[ref]["name"]))
+    annotations = dep["spec"]["template"]["metadata"].get("annotations") or {}
+    check(not [k for k in annotations if k.startswith("prometheus.io/")],
+          "prometheus.io/* annotations beside the PodMonitor: a Prometheus with both would scrape each pod twice")
+
+
+def test_k8s_config_checksum():
+    """The pod template carries the sha256 of configmap.yaml as committed: a configuration change rolls the pods."""
+    dep = one(k8s_objects(), "Deployment")
+    annotations = dep["spec"]["template"]["metadata"].get("annotations") or {}
+    with open(os.path.join(DOCKER, "k8s", "configmap.yaml"), "rb") as f:
+        want = hashlib.sha256(f.read()).hexdigest()
+    got = annotations.get("checksum/config")
+    check(got, "the pod template has no checksum/config annotation")
+    check(got == want, "checksum/config is %s, configmap.yaml's sha256 is %s: put the new one in deployment.yaml"
+          % (got, want))
 
 
 def test_k8s_secret_and_config():
@@ -668,8 +836,11 @@ def test_k8s_keda():
     parts = compose_partitions(compose())
     check(spec["maxReplicaCount"] == parts,
           "maxReplicaCount %s should equal the partitions (%d)" % (spec["maxReplicaCount"], parts))
-    check(1 <= spec["minReplicaCount"] <= dep["spec"]["replicas"] <= spec["maxReplicaCount"],
-          "min <= replicas <= max")
+    check(1 <= spec["minReplicaCount"] <= spec["maxReplicaCount"], "1 <= minReplicaCount <= maxReplicaCount")
+    # KEDA owns the replica count: a `replicas` in the Deployment would be put back by every apply.
+    check("replicas" not in dep["spec"], "the Deployment sets replicas: %s beside KEDA's %d-%d; one owner only"
+          % (dep["spec"].get("replicas"), spec["minReplicaCount"], spec["maxReplicaCount"]))
+    check(spec["scaleTargetRef"].get("kind", "Deployment") == "Deployment", "scaleTargetRef kind")
     auth = objs.get(("TriggerAuthentication", trig[0]["authenticationRef"]["name"]))
     check(auth, "authenticationRef names no TriggerAuthentication")
     sec = one(objs, "Secret")
@@ -763,8 +934,9 @@ def main():
     for fn in (test_yaml_parses, test_compose_structure, test_compose_worker_config, test_compose_cli,
                test_dockerfile, test_dockerfile_runtime_libraries, test_dockerfile_build_packages, test_build_context,
                test_healthcheck_script,
-               test_k8s_deployment, test_k8s_secret_and_config, test_k8s_pdb, test_k8s_keda, test_systemd_unit,
-               test_systemd_analyze):
+               test_k8s_deployment, test_memory_sizing_rule, test_k8s_service, test_k8s_podmonitor,
+               test_k8s_references, test_k8s_config_checksum, test_k8s_secret_and_config, test_k8s_pdb, test_k8s_keda,
+               test_systemd_unit, test_systemd_analyze):
         case(fn)
     shutil.rmtree(TMP, ignore_errors=True)
     return report()
