@@ -20,6 +20,7 @@ the host tools, without a container engine or a cluster.
   references between the objects (Service and PodMonitor to the pods and
   their port, ConfigMap and Secret names and keys, KEDA to the Deployment),
   replicas owned by KEDA alone, the config checksum annotation current;
+- images: every base and service image pinned to a version;
 - aggregator.service: required settings, `systemd-analyze verify` and an
   exposure score of at most 2.0 from `systemd-analyze security`.
 
@@ -283,6 +284,10 @@ def test_compose_structure():
     check(w.get("read_only") is True, "worker should run with a read-only root filesystem")
     grace = str(w.get("stop_grace_period", "10s"))
     check(re.fullmatch(r"\d+s", grace) and int(grace[:-1]) >= 30, "worker stop_grace_period %s < 30s" % grace)
+    # Restarts are bounded: a configuration error (exit 2) restarts too (compose cannot exempt an exit code),
+    # and must end.
+    check(re.fullmatch(r"on-failure:\d+", str(w.get("restart", ""))), "worker restart %r: want on-failure:N"
+          % w.get("restart"))
 
     env = svcs["kafka"]["environment"]
     roles = set(env["KAFKA_PROCESS_ROLES"].split(","))
@@ -349,8 +354,18 @@ def test_compose_cli():
 def test_dockerfile():
     stages = dockerfile_stages()
     check(len(stages) >= 2, "want a multi-stage build")
-    check(re.fullmatch(r"debian:bookworm\s+AS\s+build", stages[0][0], re.I), "build stage: %s" % stages[0][0])
-    check(stages[-1][0] == "debian:bookworm-slim", "runtime stage: %s" % stages[-1][0])
+    # One Debian point release for both stages, of the hosts' major release (the runtime packages are checked
+    # against this host's: test_dockerfile_runtime_libraries).
+    build_from = re.fullmatch(r"debian:(\d+)\.(\d+)\s+AS\s+build", stages[0][0], re.I)
+    runtime_from = re.fullmatch(r"debian:(\d+)\.(\d+)-slim", stages[-1][0])
+    check(build_from, "build stage: %s, want debian:MAJOR.POINT AS build" % stages[0][0])
+    check(runtime_from, "runtime stage: %s, want debian:MAJOR.POINT-slim" % stages[-1][0])
+    check(build_from.groups() == runtime_from.groups(), "the stages name different Debian releases: %s, %s"
+          % (stages[0][0], stages[-1][0]))
+    with open("/etc/debian_version") as f:
+        host_major = f.read().strip().split(".")[0]
+    check(build_from.group(1) == host_major, "the image is Debian %s, this host Debian %s: the runtime package "
+          "names are checked against this host's" % (build_from.group(1), host_major))
     build, runtime = stages[0][1], stages[-1][1]
     rt_pkgs, build_pkgs = apt_installs(runtime), apt_installs(build)
     check(RUNTIME_LIBS <= rt_pkgs, "runtime stage misses %s" % (RUNTIME_LIBS - rt_pkgs))
@@ -794,6 +809,53 @@ def test_k8s_config_checksum():
           % (got, want))
 
 
+# ---- images pinned ----------------------------------------------------------
+
+def pinned(image):
+    """A version tag (7.0.28, 12.11-slim, v2.5.0) or a digest; not a release name, a bare major or latest."""
+    if re.search(r"@sha256:[0-9a-f]{64}$", image):
+        return True
+    name, _, tag = image.rpartition(":")
+    return bool(name) and "/" not in tag and re.fullmatch(r"v?\d+\.\d+(\.\d+)*([-_][\w.-]+)?", tag) is not None
+
+
+def test_images_pinned():
+    for good in ("mongo:7.0.28", "debian:12.11-slim", "apache/kafka:4.1.1", "x@sha256:" + "0" * 64):
+        check(pinned(good), "pinned() refuses %s" % good)
+    for bad in ("mongo:7", "mongo", "debian:bookworm", "debian:bookworm-slim", "x:latest", "localhost:5000/x"):
+        check(not pinned(bad), "pinned() takes %s" % bad)
+    stages = dockerfile_stages()
+    names = set()
+    for from_line, _ in stages:
+        parts = from_line.split()
+        image = parts[0]
+        if image not in names:  # FROM <earlier stage> is not a pull
+            check(pinned(image), "Dockerfile: FROM %s is not pinned to a version" % image)
+        if len(parts) == 3 and parts[1].upper() == "AS":
+            names.add(parts[2])
+    with open(os.path.join(DOCKER, "Dockerfile")) as f:
+        syntax = re.search(r"^#\s*syntax=(\S+)", f.read(), re.M)
+    check(not syntax or pinned(syntax.group(1)), "the Dockerfile frontend %s is not pinned" % (syntax and syntax.group(1)))
+    c = compose()
+    for name, svc in c["services"].items():
+        if "build" in svc:
+            continue  # built here; `image` is the name it is tagged with
+        check(pinned(svc["image"]), "compose service %s: image %s is not pinned to a version" % (name, svc["image"]))
+    kafka = {svc["image"] for svc in c["services"].values() if svc.get("image", "").startswith("apache/kafka:")}
+    check(kafka == {"apache/kafka:%s" % kafka_version()}, "compose's Kafka images %s, the local stack runs %s"
+          % (sorted(kafka), kafka_version()))
+    for (kind, name), obj in k8s_objects().items():
+        for c in ((obj.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers", []):
+            check(pinned(c["image"]), "%s %s: image %s is not pinned to a version" % (kind, name, c["image"]))
+
+
+def kafka_version():
+    with open(os.path.join(SRC, "scripts", "kafka", "pom.xml")) as f:
+        m = re.search(r"<kafka.version>([^<]+)</kafka.version>", f.read())
+    check(m, "no kafka.version in scripts/kafka/pom.xml")
+    return m.group(1)
+
+
 def test_k8s_secret_and_config():
     objs = k8s_objects()
     sec = one(objs, "Secret")
@@ -936,7 +998,7 @@ def main():
                test_healthcheck_script,
                test_k8s_deployment, test_memory_sizing_rule, test_k8s_service, test_k8s_podmonitor,
                test_k8s_references, test_k8s_config_checksum, test_k8s_secret_and_config, test_k8s_pdb, test_k8s_keda,
-               test_systemd_unit, test_systemd_analyze):
+               test_images_pinned, test_systemd_unit, test_systemd_analyze):
         case(fn)
     shutil.rmtree(TMP, ignore_errors=True)
     return report()
