@@ -21,11 +21,19 @@ the host tools, without a container engine or a cluster.
   their port, ConfigMap and Secret names and keys, KEDA to the Deployment),
   replicas owned by KEDA alone, the config checksum annotation current;
 - images: every base and service image pinned to a version;
+- schemas, with what the validators ship (nothing is fetched): the
+  Kubernetes objects against the Kubernetes schemas of kubernetes-validate
+  (strict: unknown fields fail), compose.yaml against the Compose
+  specification vendored in check-jsonschema. Neither ships a schema for
+  KEDA's ScaledObject or the Prometheus Operator's PodMonitor: those are
+  checked structurally only. Each validator is first shown a broken copy it
+  must reject. Without the tool, its check says so and is skipped;
 - aggregator.service: required settings, `systemd-analyze verify` and an
   exposure score of at most 2.0 from `systemd-analyze security`.
 
-Uses the Debian python3 (/usr/bin/python3) with python3-yaml, and systemd's
-systemd-analyze: scripts/bootstrap installs both.
+Uses the Debian python3 (/usr/bin/python3) with python3-yaml, systemd's
+systemd-analyze, and the two validators, found on PATH or in
+$AGG_CACHE_DIR/pytools/bin: scripts/bootstrap installs them all.
 
 Environment: AGG_SOURCE_DIR (repository), AGGREGATOR (built binary).
 """
@@ -856,6 +864,70 @@ def kafka_version():
     return m.group(1)
 
 
+# ---- schemas shipped by the validators --------------------------------------
+
+def find_tool(name):
+    """A validator on PATH, or where scripts/bootstrap installs it."""
+    cache = os.environ.get("AGG_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "aggregator")
+    local = os.path.join(cache, "pytools", "bin", name)
+    return shutil.which(name) or (local if os.access(local, os.X_OK) else None)
+
+
+def skip(what, tool):
+    print("skip - %s: %s is not installed (scripts/bootstrap installs it), so no schema check" % (what, tool))
+
+
+def test_schema_k8s():
+    tool = find_tool("kubernetes-validate")
+    if not tool:
+        return skip("test_schema_k8s", "kubernetes-validate")
+    # First a Deployment it must refuse: valid but for a misspelt field (strict mode).
+    bad = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "broken"},
+           "spec": {"replica": 2, "selector": {"matchLabels": {"a": "b"}},
+                    "template": {"metadata": {"labels": {"a": "b"}},
+                                 "spec": {"containers": [{"name": "c", "image": "c:1.0"}]}}}}
+    bad_path = os.path.join(TMP, "broken-deployment.yaml")
+    with open(bad_path, "w") as f:
+        yaml.safe_dump(bad, f)
+    r = run([tool, "--strict", bad_path])
+    check(r.returncode != 0 and "replica" in r.stdout + r.stderr,
+          "kubernetes-validate took a Deployment with an unknown field: %s" % (r.stdout + r.stderr).strip())
+    files = sorted(os.path.join(DOCKER, "k8s", p) for p in os.listdir(os.path.join(DOCKER, "k8s"))
+                   if p.endswith((".yaml", ".yml")))
+    r = run([tool, "--strict"] + files)
+    out = r.stdout + r.stderr
+    check(r.returncode == 0, "kubernetes-validate: %s" % "; ".join(l for l in out.splitlines() if "ERROR" in l))
+    passed = {m.lower() for m in re.findall(r"passed for resource (\S+)", out)}
+    unschema = set(re.findall(r"Couldn't find schema for kind (\w+)", out))
+    for (kind, name) in k8s_objects():
+        if kind in unschema:
+            continue
+        check("%s/%s" % (kind, name) in {p for p in passed} or "%s/%s" % (kind.lower(), name) in passed,
+              "kubernetes-validate did not pass %s %s: %s" % (kind, name, out.strip()))
+    check(unschema <= {"ScaledObject", "TriggerAuthentication", "PodMonitor"},
+          "no schema for %s" % sorted(unschema))
+    ver = run([tool, "--version"]).stdout.strip()
+    print("note: kubernetes-validate %s: %d objects against its Kubernetes schemas; %s checked structurally only "
+          "(no schema shipped)" % (ver, len(passed), ", ".join(sorted(unschema))))
+
+
+def test_schema_compose():
+    tool = find_tool("check-jsonschema")
+    if not tool:
+        return skip("test_schema_compose", "check-jsonschema")
+    c = compose()
+    bad = dict(c, services=dict(c["services"], worker=dict(c["services"]["worker"], restart_policy="on-failure")))
+    bad_path = os.path.join(TMP, "broken-compose.yaml")
+    with open(bad_path, "w") as f:
+        yaml.safe_dump(bad, f)
+    args = [tool, "--builtin-schema", "vendor.compose-spec"]
+    r = run(args + [bad_path])
+    check(r.returncode != 0 and "restart_policy" in r.stdout + r.stderr,
+          "check-jsonschema took a compose file with an unknown key: %s" % (r.stdout + r.stderr).strip())
+    r = run(args + [os.path.join(DOCKER, "compose.yaml")])
+    check(r.returncode == 0, "compose.yaml against the Compose specification: %s" % (r.stdout + r.stderr).strip())
+
+
 def test_k8s_secret_and_config():
     objs = k8s_objects()
     sec = one(objs, "Secret")
@@ -998,7 +1070,7 @@ def main():
                test_healthcheck_script,
                test_k8s_deployment, test_memory_sizing_rule, test_k8s_service, test_k8s_podmonitor,
                test_k8s_references, test_k8s_config_checksum, test_k8s_secret_and_config, test_k8s_pdb, test_k8s_keda,
-               test_images_pinned, test_systemd_unit, test_systemd_analyze):
+               test_images_pinned, test_schema_k8s, test_schema_compose, test_systemd_unit, test_systemd_analyze):
         case(fn)
     shutil.rmtree(TMP, ignore_errors=True)
     return report()
