@@ -15,6 +15,12 @@ struct offsets_checkpoint {
   int64_t next;
 };
 
+/* From offset to the next mark's: ts is the earliest message timestamp. */
+struct offsets_mark {
+  int64_t offset;
+  int64_t ts;
+};
+
 struct offsets {
   offsets_part_t *parts;
   size_t n, cap;
@@ -28,6 +34,7 @@ void offsets_destroy(offsets_t *o) {
     free(o->parts[i].topic);
     free(o->parts[i].rejects);
     free(o->parts[i].cps);
+    free(o->parts[i].marks);
   }
   free(o->parts);
   free(o);
@@ -51,7 +58,7 @@ void offsets_add(offsets_t *o, const char *topic, int32_t partition) {
   }
   char *t = oom_strdup(topic);
   o->parts[o->n++] = (offsets_part_t){.topic = t, .partition = partition, .next = -1, .durable = -1,
-                                      .committed = -1};
+                                      .committed = -1, .first = -1};
 }
 
 void offsets_remove(offsets_t *o, const char *topic, int32_t partition) {
@@ -60,8 +67,59 @@ void offsets_remove(offsets_t *o, const char *topic, int32_t partition) {
   free(p->topic);
   free(p->rejects);
   free(p->cps);
+  free(p->marks);
   *p = o->parts[--o->n];
 }
+
+static struct offsets_mark *mark_at(const offsets_part_t *p, size_t i) {
+  return &p->marks[(p->mk_head + i) % p->mk_cap];
+}
+
+void offsets_consumed(offsets_part_t *p, int64_t offset, int64_t ts_ms) {
+  if (p->first < 0) p->first = offset;
+  p->next = offset + 1;
+  if (p->mk_len) {
+    struct offsets_mark *last = mark_at(p, p->mk_len - 1);
+    /* Within the newest mark's span (or no room for another): it keeps the
+     * earliest time, so an older timestamp arriving late still counts. */
+    if (ts_ms < last->ts + OFFSETS_MARK_MS || p->mk_len == OFFSETS_MARKS_MAX) {
+      if (ts_ms < last->ts) last->ts = ts_ms;
+      return;
+    }
+  }
+  if (p->mk_len == p->mk_cap) {
+    size_t cap = p->mk_cap ? p->mk_cap * 2 : 16;
+    struct offsets_mark *n = oom_malloc(cap * sizeof *n);
+    for (size_t k = 0; k < p->mk_len; k++) n[k] = *mark_at(p, k);
+    free(p->marks);
+    p->marks = n;
+    p->mk_cap = cap;
+    p->mk_head = 0;
+  }
+  *mark_at(p, p->mk_len++) = (struct offsets_mark){offset, ts_ms};
+}
+
+/* The group committed up to p->committed: the marks whose whole span lies
+ * below it go; the one it falls in stays. */
+static void drop_committed_marks(offsets_part_t *p) {
+  if (p->committed >= p->next) {
+    p->mk_len = 0;
+    return;
+  }
+  while (p->mk_len >= 2 && mark_at(p, 1)->offset <= p->committed) {
+    p->mk_head = (p->mk_head + 1) % p->mk_cap;
+    p->mk_len--;
+  }
+}
+
+int64_t offsets_oldest_uncommitted(const offsets_part_t *p) {
+  int64_t oldest = 0;
+  for (size_t k = 0; k < p->mk_len; k++)
+    if (!oldest || mark_at(p, k)->ts < oldest) oldest = mark_at(p, k)->ts;
+  return oldest;
+}
+
+int64_t offsets_commit_base(const offsets_part_t *p) { return p->committed >= 0 ? p->committed : p->first; }
 
 void offsets_reject_pending(offsets_part_t *p, int64_t offset) {
   if (p->len == p->cap) {
@@ -169,6 +227,9 @@ rd_kafka_topic_partition_list_t *offsets_committable(offsets_t *o, const rd_kafk
 void offsets_confirmed(offsets_t *o, const rd_kafka_topic_partition_list_t *l) {
   for (int i = 0; i < l->cnt; i++) {
     offsets_part_t *p = offsets_find(o, l->elems[i].topic, l->elems[i].partition);
-    if (p && !l->elems[i].err && l->elems[i].offset > p->committed) p->committed = l->elems[i].offset;
+    if (p && !l->elems[i].err && l->elems[i].offset > p->committed) {
+      p->committed = l->elems[i].offset;
+      drop_committed_marks(p);
+    }
   }
 }

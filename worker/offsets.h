@@ -22,7 +22,14 @@
  *    (offsets_reject_pending, offsets_reject_done) and hold the commit below
  *    them until then;
  *  - `committed`: what the group confirmed; only a confirmed commit counts,
- *    so a lost or failed one is sent again.
+ *    so a lost or failed one is sent again;
+ *  - marks (offsets_consumed): pairs (offset, time) of the messages consumed
+ *    and not yet committed, one per OFFSETS_MARK_MS of message time, each
+ *    holding the earliest timestamp of the messages from its offset to the
+ *    next mark's. They give the age of the oldest uncommitted command, which
+ *    is what the topic's retention is measured against, without keeping a
+ *    time per message. A partition keeps at most OFFSETS_MARKS_MAX; past
+ *    that the newest mark's span grows (the age is then never understated).
  *
  * Threads: an offsets_t belongs to the consumer thread; librdkafka's
  * callbacks that update it (rebalance, offset commit, delivery reports) run
@@ -37,6 +44,7 @@
 
 typedef struct offsets_reject offsets_reject_t;
 struct offsets_checkpoint;
+struct offsets_mark;
 
 typedef struct offsets_part {
   char *topic; /* owned */
@@ -46,6 +54,9 @@ typedef struct offsets_part {
   struct offsets_checkpoint *cps; /* a ring, oldest first */
   size_t cp_head, cp_len, cp_cap;
   int64_t committed; /* last offset the group confirmed, -1 none */
+  int64_t first;     /* the first offset consumed since the assignment, -1 none */
+  struct offsets_mark *marks; /* a ring, oldest first */
+  size_t mk_head, mk_len, mk_cap;
   offsets_reject_t *rejects; /* awaiting the dead-letter ack, a ring in offset order */
   size_t head, len, cap;
 } offsets_part_t;
@@ -65,6 +76,22 @@ void offsets_remove(offsets_t *o, const char *topic, int32_t partition);
 offsets_part_t *offsets_find(offsets_t *o, const char *topic, int32_t partition);
 size_t offsets_count(const offsets_t *o);
 offsets_part_t *offsets_at(offsets_t *o, size_t i);
+
+/* A message at offset, produced at ts_ms (wall ms), was consumed from p:
+ * moves p->next past it and marks its time (aborts when out of memory, as
+ * offsets_add). */
+#define OFFSETS_MARK_MS 1000
+#define OFFSETS_MARKS_MAX 4096
+void offsets_consumed(offsets_part_t *p, int64_t offset, int64_t ts_ms);
+/* The timestamp (wall ms) of the oldest message consumed from p and not yet
+ * committed, to within one mark (never later than it); 0 when every message
+ * consumed is committed. */
+int64_t offsets_oldest_uncommitted(const offsets_part_t *p);
+/* Where the group's committed offset stands, as far as this worker knows:
+ * its last confirmed commit or, before it, the offset fetching began at
+ * (the group's committed offset when the partition was assigned, or where
+ * auto.offset.reset put it); -1 before the first message. */
+int64_t offsets_commit_base(const offsets_part_t *p);
 
 /* A rejected message at offset awaits its dead-letter ack / got it. */
 void offsets_reject_pending(offsets_part_t *p, int64_t offset);
