@@ -162,11 +162,13 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
       rd_kafka_error_destroy(e);
     }
     if (c->paused) rd_kafka_pause_partitions(rk, parts);
+    metrics_rebalance(METRICS_REBALANCE_ASSIGNED);
     char names[512];
     log_info("partitions assigned", "count", LOG_INT, (int64_t)parts->cnt, "total", LOG_INT,
              (int64_t)offsets_count(c->offsets), "partitions", LOG_STR, partition_names(parts, names, sizeof names));
   } else {
     bool lost = rd_kafka_assignment_lost(rk);
+    metrics_rebalance(lost ? METRICS_REBALANCE_LOST : METRICS_REBALANCE_REVOKED);
     if (!lost) {
       /* Hand the partitions over with their work done: write what we hold
        * and commit it, so the next owner starts where we are. */
@@ -188,6 +190,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
              partition_names(parts, names, sizeof names));
   }
   metrics_set_assigned(offsets_count(c->offsets) > 0);
+  metrics_set_assigned_partitions(offsets_count(c->offsets));
 }
 
 /* --- main loop ----------------------------------------------------------------------- */
@@ -200,7 +203,9 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
   }
   offsets_part_t *p = offsets_find(c->offsets, rd_kafka_topic_name(m->rkt), m->partition);
   if (!p) return; /* from a partition given up meanwhile */
-  p->next = m->offset + 1;
+  rd_kafka_timestamp_type_t tstype;
+  int64_t ts = rd_kafka_message_timestamp(m, &tstype);
+  offsets_consumed(p, m->offset, ts > 0 ? ts : now.wall_ms);
   model_reject_t rej;
   if (!model_command_decode(m->payload ? m->payload : "", m->len, (size_t)c->cfg->limits_max_command_bytes, &c->cmd,
                             &rej)) {
@@ -211,8 +216,6 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
     if (!deadletter_reject(c->dlq, p, m, &rej)) c->fatal = true;
     return;
   }
-  rd_kafka_timestamp_type_t tstype;
-  int64_t ts = rd_kafka_message_timestamp(m, &tstype);
   model_apply_result_t r = batch_apply(c->batch, &c->cmd, ts > 0 ? ts : now.wall_ms, now);
   metrics_command(c->cmd.type, r == MODEL_APPLY_APPLIED ? METRICS_APPLIED : METRICS_STALE, 1);
 }
@@ -228,18 +231,25 @@ static void set_paused(consumer_t *c, bool pause) {
     rd_kafka_topic_partition_list_destroy(l);
   }
   c->paused = pause;
+  metrics_set_fetch_paused(pause);
   log_info(pause ? "fetching paused: unwritten changes at the memory bound" : "fetching resumed", "pending_bytes",
            LOG_INT, (int64_t)(batch_pending_bytes(c->batch) + deadletter_bytes(c->dlq)));
 }
 
+/* Per partition: the lag from the position and from the committed offset,
+ * against the high watermark of the last fetch, and the oldest uncommitted
+ * command's time. */
 static void report_lag(consumer_t *c) {
   for (size_t i = 0; i < offsets_count(c->offsets); i++) {
     offsets_part_t *p = offsets_at(c->offsets, i);
-    int64_t lo, hi;
+    metrics_set_oldest_uncommitted(p->topic, p->partition, offsets_oldest_uncommitted(p));
+    int64_t lo, hi, base = offsets_commit_base(p);
     if (p->next < 0) continue;
     if (rd_kafka_get_watermark_offsets(c->rk, p->topic, p->partition, &lo, &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-        hi >= 0)
+        hi >= 0) {
       metrics_set_lag(p->topic, p->partition, hi > p->next ? hi - p->next : 0);
+      metrics_set_committed_lag(p->topic, p->partition, hi > base ? hi - base : 0);
+    }
   }
 }
 
@@ -256,6 +266,7 @@ static void reload(consumer_t *c, const consumer_reload_t *rl) {
   config_destroy(next);
   batch_limits_t limits = batch_limits_from_config(c->cfg);
   batch_set_limits(c->batch, &limits);
+  metrics_set_bounds((uint64_t)c->cfg->batch_max_pending_bytes, (uint64_t)c->cfg->cache_max_aggregates);
   flusher_set_retry(c->flusher, c->cfg->retry_backoff_ms, c->cfg->retry_backoff_max_ms);
   log_setup(c->cfg->log_level, c->cfg->log_format);
   log_info("configuration reloaded");
@@ -332,6 +343,7 @@ static void destroy_clients(consumer_t *c) {
 static bool start(consumer_t *c, const sink_t *sink, int *rc) {
   *rc = 1;
   c->offsets = offsets_new();
+  metrics_set_bounds((uint64_t)c->cfg->batch_max_pending_bytes, (uint64_t)c->cfg->cache_max_aggregates);
   c->flusher = flusher_new(c->batch, sink, IDLE_PING_MS, c->clock);
   if (!c->flusher) {
     log_error("cannot start the writer thread");

@@ -130,6 +130,7 @@ static bool end_flight(flusher_t *f, int64_t wait_ms, flusher_event_t *ev) {
     }
   } else {
     metrics_store_failed();
+    if (ev->status == BATCH_RETRY) metrics_store_retry();
     ev->retry_in_ms = retry_backoff_ms(f->backoff_ms, f->backoff_max_ms, f->attempt++);
     f->retry_at = back.mono_ms + ev->retry_in_ms;
   }

@@ -1,5 +1,5 @@
 /* The recorders: what the pipeline calls to count, set and observe, writing
- * into the storage of the metrics table (metrics_table.h); the consumer-lag
+ * into the storage of the metrics table (metrics_table.h); the per-partition
  * series, whose labels are known only at run time; and the process-wide
  * readiness state the readiness inputs feed (readiness.h decides). */
 #include "metrics.h"
@@ -20,6 +20,9 @@
 #define SET(var, v) atomic_store_explicit(&(var), (v), memory_order_relaxed)
 
 static readiness_t g_readiness = READINESS_INIT;
+/* What the oldest-uncommitted age is read against (NULL: the process's
+ * clocks); the same clock as readiness's. */
+static _Atomic(const clock_source_t *) g_clock;
 
 /* The i-th series of a row: its label combinations in order, the first
  * label outermost (metrics_table.h). */
@@ -54,9 +57,24 @@ void metrics_dead_letter(metrics_dead_letter_result_t r, uint64_t n) {
   ADD(*slot(METRICS_ROW_DEAD_LETTERS, r), n);
 }
 
+void metrics_store_retry(void) { ADD(*slot(METRICS_ROW_STORE_RETRIES, 0), 1); }
+
+void metrics_rebalance(metrics_rebalance_t e) {
+  if ((unsigned)e > METRICS_REBALANCE_LOST) return;
+  ADD(*slot(METRICS_ROW_REBALANCES, e), 1);
+}
+
 void metrics_set_dirty(uint64_t n) { SET(*slot(METRICS_ROW_DIRTY, 0), n); }
 void metrics_set_cached(uint64_t n) { SET(*slot(METRICS_ROW_CACHED, 0), n); }
 void metrics_set_pending_bytes(uint64_t n) { SET(*slot(METRICS_ROW_PENDING_BYTES, 0), n); }
+
+void metrics_set_bounds(uint64_t max_pending_bytes, uint64_t cache_max_aggregates) {
+  SET(*slot(METRICS_ROW_PENDING_BYTES_LIMIT, 0), max_pending_bytes);
+  SET(*slot(METRICS_ROW_CACHED_LIMIT, 0), cache_max_aggregates);
+}
+
+void metrics_set_fetch_paused(bool paused) { SET(*slot(METRICS_ROW_FETCH_PAUSED, 0), paused ? 1 : 0); }
+void metrics_set_assigned_partitions(uint64_t n) { SET(*slot(METRICS_ROW_ASSIGNED_PARTITIONS, 0), n); }
 
 /* ---- histograms ---- */
 
@@ -84,36 +102,60 @@ void metrics_committable_latency(double seconds, uint64_t commands) {
   observe(METRICS_ROW_COMMITTABLE_LATENCY, seconds, commands);
 }
 
-/* ---- consumer lag ---- */
+/* ---- per-partition series ---- */
 
-typedef struct lag_entry {
+/* One assigned partition's values; a value not yet reported is left out. */
+typedef struct part_entry {
   char *topic;
   int32_t partition;
-  int64_t lag;
-} lag_entry_t;
+  bool have_lag, have_committed_lag, have_oldest;
+  int64_t lag, committed_lag;
+  int64_t oldest_ms; /* wall ms of the oldest uncommitted command, 0 none */
+} part_entry_t;
 
-/* The lag table changes at statistics-callback rate and a scrape walks it
- * once, so one mutex guards it. */
+/* The table changes once a second per partition and a scrape walks it once
+ * per family, so one mutex guards it. */
 static pthread_mutex_t g_lag_lock = PTHREAD_MUTEX_INITIALIZER;
-static lag_entry_t *g_lags;
+static part_entry_t *g_lags;
 static size_t g_nlags, g_caplags;
 
-void metrics_set_lag(const char *topic, int32_t partition, int64_t lag) {
-  if (!topic) return;
-  pthread_mutex_lock(&g_lag_lock);
-  for (size_t i = 0; i < g_nlags; i++) {
-    if (g_lags[i].partition == partition && !strcmp(g_lags[i].topic, topic)) {
-      g_lags[i].lag = lag;
-      pthread_mutex_unlock(&g_lag_lock);
-      return;
-    }
-  }
+/* The entry of (topic, partition), added if new. Called with the lock held. */
+static part_entry_t *part_entry(const char *topic, int32_t partition) {
+  for (size_t i = 0; i < g_nlags; i++)
+    if (g_lags[i].partition == partition && !strcmp(g_lags[i].topic, topic)) return &g_lags[i];
   if (g_nlags == g_caplags) {
     size_t cap = g_caplags ? g_caplags * 2 : 16;
     g_lags = oom_realloc(g_lags, cap * sizeof *g_lags);
     g_caplags = cap;
   }
-  g_lags[g_nlags++] = (lag_entry_t){oom_strdup(topic), partition, lag};
+  g_lags[g_nlags] = (part_entry_t){.topic = oom_strdup(topic), .partition = partition};
+  return &g_lags[g_nlags++];
+}
+
+void metrics_set_lag(const char *topic, int32_t partition, int64_t lag) {
+  if (!topic) return;
+  pthread_mutex_lock(&g_lag_lock);
+  part_entry_t *e = part_entry(topic, partition);
+  e->lag = lag;
+  e->have_lag = true;
+  pthread_mutex_unlock(&g_lag_lock);
+}
+
+void metrics_set_committed_lag(const char *topic, int32_t partition, int64_t lag) {
+  if (!topic) return;
+  pthread_mutex_lock(&g_lag_lock);
+  part_entry_t *e = part_entry(topic, partition);
+  e->committed_lag = lag;
+  e->have_committed_lag = true;
+  pthread_mutex_unlock(&g_lag_lock);
+}
+
+void metrics_set_oldest_uncommitted(const char *topic, int32_t partition, int64_t wall_ms) {
+  if (!topic) return;
+  pthread_mutex_lock(&g_lag_lock);
+  part_entry_t *e = part_entry(topic, partition);
+  e->oldest_ms = wall_ms > 0 ? wall_ms : 0;
+  e->have_oldest = true;
   pthread_mutex_unlock(&g_lag_lock);
 }
 
@@ -130,16 +172,37 @@ void metrics_clear_lag(const char *topic, int32_t partition) {
   pthread_mutex_unlock(&g_lag_lock);
 }
 
-void metrics_lag_each(metrics_emit_fn emit, void *ctx) {
+typedef enum { PART_LAG, PART_COMMITTED_LAG, PART_OLDEST } part_value_t;
+
+static void part_each(part_value_t which, metrics_emit_fn emit, void *ctx) {
+  const clock_source_t *clock = atomic_load(&g_clock);
+  int64_t now = clock ? clock_wall(clock) : clock_wall_ms();
   pthread_mutex_lock(&g_lag_lock);
   for (size_t i = 0; i < g_nlags; i++) {
+    const part_entry_t *e = &g_lags[i];
+    metrics_sample_t v;
+    if (which == PART_LAG && e->have_lag) {
+      v = (metrics_sample_t){.kind = METRICS_I64, .v.i = e->lag};
+    } else if (which == PART_COMMITTED_LAG && e->have_committed_lag) {
+      v = (metrics_sample_t){.kind = METRICS_I64, .v.i = e->committed_lag};
+    } else if (which == PART_OLDEST && e->have_oldest) {
+      /* A producer's clock ahead of ours gives a timestamp in the future: age 0. */
+      int64_t age = e->oldest_ms && now > e->oldest_ms ? now - e->oldest_ms : 0;
+      v = (metrics_sample_t){.kind = METRICS_F64, .v.f = (double)age / 1e3};
+    } else {
+      continue;
+    }
     char partition[16];
-    snprintf(partition, sizeof partition, "%d", (int)g_lags[i].partition);
-    const char *values[] = {g_lags[i].topic, partition};
-    emit(ctx, values, (metrics_sample_t){.kind = METRICS_I64, .v.i = g_lags[i].lag});
+    snprintf(partition, sizeof partition, "%d", (int)e->partition);
+    const char *values[] = {e->topic, partition};
+    emit(ctx, values, v);
   }
   pthread_mutex_unlock(&g_lag_lock);
 }
+
+void metrics_lag_each(metrics_emit_fn emit, void *ctx) { part_each(PART_LAG, emit, ctx); }
+void metrics_committed_lag_each(metrics_emit_fn emit, void *ctx) { part_each(PART_COMMITTED_LAG, emit, ctx); }
+void metrics_oldest_uncommitted_each(metrics_emit_fn emit, void *ctx) { part_each(PART_OLDEST, emit, ctx); }
 
 void metrics_lag_release(void) {
   pthread_mutex_lock(&g_lag_lock);
@@ -168,4 +231,7 @@ void metrics_set_windows(double ready_store_s, double health_heartbeat_s) {
   readiness_set_windows_ms(&g_readiness, window_ms(ready_store_s), window_ms(health_heartbeat_s));
 }
 
-void metrics_set_clock(const clock_source_t *clock) { readiness_set_clock(&g_readiness, clock); }
+void metrics_set_clock(const clock_source_t *clock) {
+  atomic_store(&g_clock, clock);
+  readiness_set_clock(&g_readiness, clock);
+}

@@ -5,8 +5,8 @@
  * their names, labels and meaning, are rows of the metrics table
  * (metrics_table.c; docs/METRICS.md lists them for operators). Recording
  * never blocks on a scrape: counters and gauges are atomics; a histogram
- * or the consumer-lag table takes a short lock, once per flush or per
- * statistics callback, not per message.
+ * or the per-partition table takes a short lock, once per flush or once a
+ * second per partition, not per message.
  *
  * Every recording function works whether or not the server runs: with
  * metrics.listen = "" the counters still feed the replay summary and tests.
@@ -77,11 +77,38 @@ void metrics_latency(double seconds, uint64_t commands);
  * few aggregates, up to a pass over the dirty list; see batch.h). */
 void metrics_committable_latency(double seconds, uint64_t commands);
 
+/* Adds 1 to aggregator_store_retries_total: a flush the store failed, to be
+ * attempted again after a backoff. */
+void metrics_store_retry(void);
+
+typedef enum { METRICS_REBALANCE_ASSIGNED, METRICS_REBALANCE_REVOKED, METRICS_REBALANCE_LOST } metrics_rebalance_t;
+/* Adds 1 to aggregator_rebalances_total{event}: partitions given to this
+ * worker, taken back in an orderly way, or lost (the group moved on without
+ * it, as after a missed session timeout). */
+void metrics_rebalance(metrics_rebalance_t e);
+
 void metrics_set_dirty(uint64_t n);
 void metrics_set_cached(uint64_t n);
 void metrics_set_pending_bytes(uint64_t n);
-/* Consumer lag per assigned partition; clear it when the partition is revoked. */
+/* The configured bounds: batch.max_pending_bytes and cache.max_aggregates,
+ * as they apply now (set at start and after a reload). */
+void metrics_set_bounds(uint64_t max_pending_bytes, uint64_t cache_max_aggregates);
+/* Whether fetching is paused at the pending-bytes bound. */
+void metrics_set_fetch_paused(bool paused);
+/* The number of partitions this worker holds. */
+void metrics_set_assigned_partitions(uint64_t n);
+
+/* Per assigned partition, from the consumer: the lag from the position
+ * (high watermark - next offset to fetch), the lag from the committed
+ * offset (high watermark - committed offset, what an autoscaler reading the
+ * group's offsets sees), and the timestamp (wall ms) of the oldest command
+ * consumed and not yet committed, 0 when there is none: its age is read
+ * against the clock when /metrics is scraped, so it keeps growing even if
+ * the consumer stops reporting. metrics_clear_lag forgets all three when
+ * the partition is revoked. */
 void metrics_set_lag(const char *topic, int32_t partition, int64_t lag);
+void metrics_set_committed_lag(const char *topic, int32_t partition, int64_t lag);
+void metrics_set_oldest_uncommitted(const char *topic, int32_t partition, int64_t wall_ms);
 void metrics_clear_lag(const char *topic, int32_t partition);
 
 /* Readiness inputs: ready = has an assignment AND dead-letter delivery is
@@ -101,10 +128,10 @@ bool metrics_healthy(char *reason, size_t reasonsz);
 /* Overrides the two windows (seconds, > 0, rounded up to whole
  * milliseconds); a value <= 0 leaves that window as it is. */
 void metrics_set_windows(double ready_store_s, double health_heartbeat_s);
-/* The clock the windows read (NULL: the process's clocks), for tests that
- * move time by hand. Set it before anything records: times already
- * recorded were read from the previous clock. The clock must outlive its
- * use here. */
+/* The clock the windows and the oldest-uncommitted age read (NULL: the
+ * process's clocks), for tests that move time by hand. Set it before
+ * anything records: times already recorded were read from the previous
+ * clock. The clock must outlive its use here. */
 void metrics_set_clock(const clock_source_t *clock);
 
 /* Appends the Prometheus text exposition of every metric to out. */

@@ -20,6 +20,7 @@
 static const char *const cmd_results[] = {"applied", "stale", "rejected"};
 static const char *const write_results[] = {"ok", "conflict", "error"};
 static const char *const dead_letter_results[] = {"ok", "error"};
+static const char *const rebalance_events[] = {"assigned", "revoked", "lost"};
 static const char *const versions[] = {AGG_VERSION};
 
 /* The command types, then "invalid" for a rejected command whose type is unknown. */
@@ -42,7 +43,10 @@ static _Atomic uint64_t rejects[MODEL_REJ_COUNT];
 static _Atomic uint64_t store_writes[NB(write_results)];
 static _Atomic uint64_t store_write_bytes[1], store_too_large[1];
 static _Atomic uint64_t dead_letters[NB(dead_letter_results)];
+static _Atomic uint64_t store_retries[1];
 static _Atomic uint64_t dirty[1], cached[1], pending_bytes[1];
+static _Atomic uint64_t cached_limit[1], pending_bytes_limit[1], fetch_paused[1];
+static _Atomic uint64_t assigned_partitions[1], rebalances[NB(rebalance_events)];
 static _Atomic uint64_t build_info[1] = {1};
 
 static metrics_hist_t flush_seconds = HIST_INIT, flush_aggregates = HIST_INIT;
@@ -134,20 +138,43 @@ const metrics_def_t metrics_table[METRICS_ROW_COUNT] = {
                                       "attempts that failed and are retried (error); a reject's offset commits only "
                                       "once it is acknowledged."),
                                   .nlabels = 1, .labels = {LABEL("result", dead_letter_results)}, SLOTS(dead_letters)},
+    [METRICS_ROW_STORE_RETRIES] = {ROW("aggregator_store_retries_total", METRICS_COUNTER,
+                                       "Flushes the store failed (unreachable, timed out, refused items), attempted "
+                                       "again after a backoff."),
+                                   SLOTS(store_retries)},
     [METRICS_ROW_DIRTY] = {ROW("aggregator_dirty_aggregates", METRICS_GAUGE,
                                "Aggregates changed in memory and not yet written."),
                            SLOTS(dirty)},
     [METRICS_ROW_CACHED] = {ROW("aggregator_cached_aggregates", METRICS_GAUGE,
                                 "Clean aggregates kept in memory (LRU cache)."),
                             SLOTS(cached)},
+    [METRICS_ROW_CACHED_LIMIT] = {ROW("aggregator_cached_aggregates_limit", METRICS_GAUGE,
+                                      "The configured cache.max_aggregates: the most clean aggregates the cache "
+                                      "keeps."),
+                                  SLOTS(cached_limit)},
     [METRICS_ROW_PENDING_BYTES] = {ROW("aggregator_pending_bytes", METRICS_GAUGE,
                                        "Memory held by unwritten changes; fetching pauses past "
                                        "batch.max_pending_bytes."),
                                    SLOTS(pending_bytes)},
+    [METRICS_ROW_PENDING_BYTES_LIMIT] = {ROW("aggregator_pending_bytes_limit", METRICS_GAUGE,
+                                             "The configured batch.max_pending_bytes: past it fetching pauses."),
+                                         SLOTS(pending_bytes_limit)},
+    [METRICS_ROW_FETCH_PAUSED] = {ROW("aggregator_fetch_paused", METRICS_GAUGE,
+                                      "1 while fetching is paused because unwritten changes reached "
+                                      "batch.max_pending_bytes."),
+                                  SLOTS(fetch_paused)},
     [METRICS_ROW_READY] = {ROW("aggregator_ready", METRICS_GAUGE,
                                "1 when /readyz answers 200 (assigned partitions, dead-letter delivery working, store "
                                "answering)."),
                            .read = read_ready},
+    [METRICS_ROW_ASSIGNED_PARTITIONS] = {ROW("aggregator_assigned_partitions", METRICS_GAUGE,
+                                             "Partitions this worker holds in its consumer group."),
+                                         SLOTS(assigned_partitions)},
+    [METRICS_ROW_REBALANCES] = {ROW("aggregator_rebalances_total", METRICS_COUNTER,
+                                    "Consumer group rebalances seen by this worker, by event (assigned: partitions "
+                                    "given to it; revoked: taken back after it wrote and committed them; lost: "
+                                    "taken without a hand-over)."),
+                                .nlabels = 1, .labels = {LABEL("event", rebalance_events)}, SLOTS(rebalances)},
     [METRICS_ROW_BUILD_INFO] = {ROW("aggregator_build_info", METRICS_GAUGE, "Always 1; the labels tell the build."),
                                 .nlabels = 1,
                                 .labels = {{.name = "version", .count = 1, .values = versions,
@@ -159,6 +186,21 @@ const metrics_def_t metrics_table[METRICS_ROW_COUNT] = {
                                   .labels = {{.name = "topic", .scrub = true, .doc = "an assigned topic"},
                                              {.name = "partition", .doc = "an assigned partition of it"}},
                                   .each = metrics_lag_each},
+    [METRICS_ROW_COMMITTED_LAG] = {ROW("aggregator_consumer_committed_lag", METRICS_GAUGE,
+                                       "Messages between the group's committed offset and the high watermark (what "
+                                       "an autoscaler reading the group's offsets sees)."),
+                                   .nlabels = 2,
+                                   .labels = {{.name = "topic", .scrub = true, .doc = "an assigned topic"},
+                                              {.name = "partition", .doc = "an assigned partition of it"}},
+                                   .each = metrics_committed_lag_each},
+    [METRICS_ROW_OLDEST_UNCOMMITTED_AGE] = {ROW("aggregator_oldest_uncommitted_age_seconds", METRICS_GAUGE,
+                                                "Age, from its Kafka timestamp, of the oldest command consumed and "
+                                                "not yet committed; 0 when every command consumed is committed. "
+                                                "The topic's retention runs against the same timestamp."),
+                                            .nlabels = 2,
+                                            .labels = {{.name = "topic", .scrub = true, .doc = "an assigned topic"},
+                                                       {.name = "partition", .doc = "an assigned partition of it"}},
+                                            .each = metrics_oldest_uncommitted_each},
     [METRICS_ROW_FLUSH_SECONDS] = {ROW("aggregator_flush_duration_seconds", METRICS_HISTOGRAM,
                                        "Time to write one batch of aggregates to the store, retries included."),
                                    .hist = &flush_seconds, BOUNDS(flush_seconds_bounds)},

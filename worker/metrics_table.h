@@ -8,8 +8,8 @@
  * walk the rows; adding a metric is adding a row, its storage and its
  * recorder.
  *
- * Why fixed label values: every label set except the consumer-lag one is
- * known when the worker is built, so each series is one slot, rendered even
+ * Why fixed label values: every label set except the per-partition ones
+ * (topic, partition) is known when the worker is built, so each series is one slot, rendered even
  * at zero: a series that appears only after its first event makes rate()
  * and alerts blind to the first increment.
  *
@@ -37,12 +37,20 @@ typedef enum {
   METRICS_ROW_STORE_WRITE_BYTES,
   METRICS_ROW_STORE_TOO_LARGE,
   METRICS_ROW_DEAD_LETTERS,
+  METRICS_ROW_STORE_RETRIES,
   METRICS_ROW_DIRTY,
   METRICS_ROW_CACHED,
+  METRICS_ROW_CACHED_LIMIT,
   METRICS_ROW_PENDING_BYTES,
+  METRICS_ROW_PENDING_BYTES_LIMIT,
+  METRICS_ROW_FETCH_PAUSED,
   METRICS_ROW_READY,
+  METRICS_ROW_ASSIGNED_PARTITIONS,
+  METRICS_ROW_REBALANCES,
   METRICS_ROW_BUILD_INFO,
   METRICS_ROW_CONSUMER_LAG,
+  METRICS_ROW_COMMITTED_LAG,
+  METRICS_ROW_OLDEST_UNCOMMITTED_AGE,
   METRICS_ROW_FLUSH_SECONDS,
   METRICS_ROW_FLUSH_AGGREGATES,
   METRICS_ROW_DURABLE_LATENCY,
@@ -129,9 +137,13 @@ const char *metrics_label_value(const metrics_label_t *l, size_t i);
  * label outermost. */
 void metrics_slot_labels(const metrics_def_t *m, size_t k, size_t value_index[METRICS_MAX_LABELS]);
 
-/* The registry's consumer-lag series (metrics.c): each reports them, under
- * the lag table's lock; release frees the table. */
+/* The registry's per-partition series (metrics.c): the lag from the
+ * position, the lag from the committed offset and the oldest uncommitted
+ * command's age, each reported under the partition table's lock; release
+ * frees the table. */
 void metrics_lag_each(metrics_emit_fn emit, void *ctx);
+void metrics_committed_lag_each(metrics_emit_fn emit, void *ctx);
+void metrics_oldest_uncommitted_each(metrics_emit_fn emit, void *ctx);
 void metrics_lag_release(void);
 
 #endif

@@ -167,6 +167,21 @@ START_TEST(test_exposition_golden) {
   metrics_set_lag("commands", 0, 7);
   metrics_set_lag("commands", 11, 0);
   metrics_set_lag("we\"ird\\\ntopic", 2, -1);
+  metrics_store_retry();
+  metrics_store_retry();
+  metrics_rebalance(METRICS_REBALANCE_ASSIGNED);
+  metrics_rebalance(METRICS_REBALANCE_ASSIGNED);
+  metrics_rebalance(METRICS_REBALANCE_REVOKED);
+  metrics_rebalance((metrics_rebalance_t)9); /* out of range: ignored */
+  metrics_set_bounds(268435456, 100000);
+  metrics_set_fetch_paused(true);
+  metrics_set_assigned_partitions(3);
+  metrics_set_committed_lag("commands", 0, 1207);
+  metrics_set_committed_lag("we\"ird\\\ntopic", 2, 0);
+  int64_t now = clock_wall(&g_clock.source);
+  metrics_set_oldest_uncommitted("commands", 0, now - 90500);
+  metrics_set_oldest_uncommitted("commands", 11, 0);                   /* nothing uncommitted */
+  metrics_set_oldest_uncommitted("we\"ird\\\ntopic", 2, now + 5000); /* a producer's clock ahead: 0 */
   metrics_flush(0.001, 1);
   metrics_flush(0.0031, 7);
   metrics_flush(0.5, 100);
@@ -212,6 +227,8 @@ START_TEST(test_exposition_golden) {
   metrics_clear_lag("commands", 0);
   metrics_clear_lag("commands", 11);
   metrics_clear_lag("we\"ird\\\ntopic", 2);
+  metrics_set_fetch_paused(false);
+  metrics_set_assigned_partitions(0);
 }
 END_TEST
 
@@ -374,6 +391,98 @@ START_TEST(test_consumer_lag) {
   metrics_clear_lag("we\"ird\\", 2);
   t = render();
   ck_assert_ptr_null(strstr(t, "aggregator_consumer_lag{"));
+  free(t);
+}
+END_TEST
+
+START_TEST(test_retries_and_rebalances) {
+  double retries = value("aggregator_store_retries_total");
+  double assigned = value("aggregator_rebalances_total{event=\"assigned\"}");
+  double revoked = value("aggregator_rebalances_total{event=\"revoked\"}");
+  double lost = value("aggregator_rebalances_total{event=\"lost\"}");
+  ck_assert(!isnan(retries) && !isnan(assigned) && !isnan(revoked) && !isnan(lost)); /* rendered at zero too */
+  metrics_store_retry();
+  metrics_rebalance(METRICS_REBALANCE_ASSIGNED);
+  metrics_rebalance(METRICS_REBALANCE_LOST);
+  metrics_rebalance(METRICS_REBALANCE_LOST);
+  metrics_rebalance((metrics_rebalance_t)3); /* out of range: ignored */
+  char *t = render();
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_store_retries_total counter\n"));
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_rebalances_total counter\n"));
+  ck_assert_double_eq(value_in(t, "aggregator_store_retries_total"), retries + 1);
+  ck_assert_double_eq(value_in(t, "aggregator_rebalances_total{event=\"assigned\"}"), assigned + 1);
+  ck_assert_double_eq(value_in(t, "aggregator_rebalances_total{event=\"revoked\"}"), revoked);
+  ck_assert_double_eq(value_in(t, "aggregator_rebalances_total{event=\"lost\"}"), lost + 2);
+  free(t);
+}
+END_TEST
+
+START_TEST(test_bounds_paused_assigned) {
+  metrics_set_bounds(64ull << 20, 5000);
+  metrics_set_fetch_paused(true);
+  metrics_set_assigned_partitions(12);
+  char *t = render();
+  ck_assert_double_eq(value_in(t, "aggregator_pending_bytes_limit"), 64 << 20);
+  ck_assert_double_eq(value_in(t, "aggregator_cached_aggregates_limit"), 5000);
+  ck_assert_double_eq(value_in(t, "aggregator_fetch_paused"), 1);
+  ck_assert_double_eq(value_in(t, "aggregator_assigned_partitions"), 12);
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_pending_bytes_limit gauge\n"));
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_fetch_paused gauge\n"));
+  free(t);
+  metrics_set_bounds(16ull << 30, 0); /* a reload: set, not added */
+  metrics_set_fetch_paused(false);
+  metrics_set_assigned_partitions(0);
+  t = render();
+  ck_assert_double_eq(value_in(t, "aggregator_pending_bytes_limit"), (double)(16ull << 30));
+  ck_assert_double_eq(value_in(t, "aggregator_cached_aggregates_limit"), 0);
+  ck_assert_double_eq(value_in(t, "aggregator_fetch_paused"), 0);
+  ck_assert_double_eq(value_in(t, "aggregator_assigned_partitions"), 0);
+  free(t);
+}
+END_TEST
+
+/* The committed-offset lag and the oldest uncommitted command's age live
+ * beside the position lag, per partition; the age is read against the
+ * clock at scrape time, so it grows while nothing reports. */
+START_TEST(test_partition_series) {
+  const char *lag = "aggregator_consumer_lag{topic=\"t\",partition=\"4\"}";
+  const char *committed = "aggregator_consumer_committed_lag{topic=\"t\",partition=\"4\"}";
+  const char *age = "aggregator_oldest_uncommitted_age_seconds{topic=\"t\",partition=\"4\"}";
+  const char *age5 = "aggregator_oldest_uncommitted_age_seconds{topic=\"t\",partition=\"5\"}";
+  int64_t now = clock_wall(&g_clock.source);
+  metrics_set_oldest_uncommitted("t", 5, 0); /* assigned, nothing consumed yet: age 0, no lag yet */
+  metrics_set_lag("t", 4, 10);
+  metrics_set_committed_lag("t", 4, 250);
+  metrics_set_oldest_uncommitted("t", 4, now - 2000);
+  char *t = render();
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_consumer_committed_lag gauge\n"));
+  ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_oldest_uncommitted_age_seconds gauge\n"));
+  ck_assert_double_eq(value_in(t, lag), 10);
+  ck_assert_double_eq(value_in(t, committed), 250);
+  ck_assert_double_eq(value_in(t, age), 2);
+  ck_assert_double_eq(value_in(t, age5), 0);
+  ck_assert(isnan(value_in(t, "aggregator_consumer_lag{topic=\"t\",partition=\"5\"}")));
+  ck_assert(isnan(value_in(t, "aggregator_consumer_committed_lag{topic=\"t\",partition=\"5\"}")));
+  free(t);
+
+  clock_manual_advance(&g_clock, 60250); /* nothing reported meanwhile: the age still grows */
+  ck_assert_double_eq(value(age), 62.25);
+  ck_assert_double_eq(value(age5), 0);
+  clock_manual_step_wall(&g_clock, 3600000); /* the age is a wall-clock difference, like Kafka's retention */
+  ck_assert_double_eq(value(age), 3662.25);
+
+  metrics_set_oldest_uncommitted("t", 4, 0); /* committed up to what was consumed */
+  metrics_set_committed_lag("t", 4, 0);
+  ck_assert_double_eq(value(age), 0);
+  ck_assert_double_eq(value(committed), 0);
+  ck_assert_double_eq(value(lag), 10);
+
+  metrics_clear_lag("t", 4); /* revoked: every series of the partition goes */
+  metrics_clear_lag("t", 5);
+  t = render();
+  ck_assert(isnan(value_in(t, lag)) && isnan(value_in(t, committed)) && isnan(value_in(t, age)));
+  ck_assert_ptr_null(strstr(t, "aggregator_oldest_uncommitted_age_seconds{"));
+  ck_assert_ptr_null(strstr(t, "aggregator_consumer_committed_lag{"));
   free(t);
 }
 END_TEST
@@ -818,6 +927,8 @@ static void *hammer(void *arg) {
     metrics_command(MODEL_CMD_ROSTER_UNASSIGNED, METRICS_STALE, 1);
     metrics_store_write(METRICS_WRITE_CONFLICT, 1);
     metrics_set_lag("hammer", i % 4, i);
+    metrics_set_committed_lag("hammer", (i + 2) % 4, i);
+    metrics_set_oldest_uncommitted("hammer", (i + 3) % 4, 1700000000000 + i);
     if (i % 3 == 0) metrics_clear_lag("hammer", (i + 1) % 4);
     if (i % 100 == 0) metrics_flush(0.01, 10);
     metrics_set_pending_bytes((uint64_t)i);
@@ -862,6 +973,9 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_store_write_counters);
   tcase_add_test(tc, test_gauges);
   tcase_add_test(tc, test_consumer_lag);
+  tcase_add_test(tc, test_retries_and_rebalances);
+  tcase_add_test(tc, test_bounds_paused_assigned);
+  tcase_add_test(tc, test_partition_series);
   tcase_add_test(tc, test_histograms);
   tcase_add_test(tc, test_readiness_transitions);
   tcase_add_test(tc, test_liveness);
