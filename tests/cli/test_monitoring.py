@@ -6,8 +6,9 @@ Prometheus or a Grafana server:
 - `promtool check rules` on the rules, and `promtool test rules` on
   docker/prometheus/alerts_test.yaml (each alert fires where it should, not
   before its `for:`, and nothing fires on a healthy fleet); every alert has a
-  test that makes it fire, a `for:`, a severity, a summary and a description
-  that links a section docs/OPERATIONS.md has;
+  test that makes it fire, a `for:`, a severity, a summary, a description
+  that names a section docs/OPERATIONS.md has, and a runbook_url to a section
+  of its own under docs/OPERATIONS.md's "Alerts and what to do";
 - the dashboard: JSON a current Grafana imports (schemaVersion, unique panel
   ids, a grid that fits), the data source a template variable used by every
   panel and query, every query parsed by promtool (as a recording rule, with
@@ -157,14 +158,35 @@ def test_promtool_test_rules():
     check(r.returncode == 0, "promtool test rules:\n%s%s" % (r.stdout, r.stderr))
 
 
+def anchor(heading):
+    """The anchor a Markdown renderer (GitHub's) gives a heading: lower case,
+    punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def runbook_anchors():
+    """The anchors of the subsections of docs/OPERATIONS.md's "Alerts and what to do"."""
+    with open(OPERATIONS) as f:
+        text = f.read()
+    m = re.search(r"^## Alerts and what to do\s*$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    check(m, 'docs/OPERATIONS.md has no section "Alerts and what to do"')
+    return {anchor(h) for h in re.findall(r"^###\s+(.+?)\s*$", m.group(1), re.M)}
+
+
 def test_rules_shape():
     with open(OPERATIONS) as f:
         sections = set(re.findall(r"^#+\s+(.+?)\s*$", f.read(), re.M))
     names = [a["alert"] for a in alerts()]
     check(len(names) == len(set(names)), "duplicate alert names: %s" % names)
     for want in ("up", "aggregator_ready", "aggregator_consumer_lag", "aggregator_rejects_total",
-                 'result="error"', 'result="conflict"', "aggregator_flush_duration_seconds_bucket"):
+                 'result="error"', 'result="conflict"', "aggregator_flush_duration_seconds_bucket",
+                 "aggregator_store_too_large_total", "aggregator_oldest_uncommitted_age_seconds",
+                 "aggregator:topic_retention_seconds"):
         check(any(want in a["expr"] for a in alerts()), "no alert on %s" % want)
+    records = [r for g in rules_doc()["groups"] for r in g["rules"] if "record" in r]
+    check([r["record"] for r in records] == ["aggregator:topic_retention_seconds"],
+          "the one recorded series is the retention parameter: %s" % records)
+    runbooks, anchors = {}, runbook_anchors()
     for a in alerts():
         n = a["alert"]
         check(re.fullmatch(r"Aggregator[A-Z]\w+", n), "%s: alert names start with Aggregator" % n)
@@ -176,6 +198,13 @@ def test_rules_shape():
         check(links, "%s: the description must name a docs/OPERATIONS.md section (\"...\")" % n)
         for s in links:
             check(s in sections, "%s: docs/OPERATIONS.md has no section %r" % (n, s))
+        url = ann.get("runbook_url") or ""
+        m = re.fullmatch(r"docs/OPERATIONS\.md#([\w-]+)", url)
+        check(m, "%s: runbook_url %r is not docs/OPERATIONS.md#<anchor>" % (n, url))
+        check(m.group(1) in anchors, "%s: runbook_url %s: no such subsection of \"Alerts and what to do\"" % (n, url))
+        check(m.group(1) not in runbooks, "%s and %s share the runbook section %s" % (runbooks.get(m.group(1)), n,
+                                                                                    url))
+        runbooks[m.group(1)] = n
 
 
 def test_rules_tests_cover_every_alert():
@@ -285,7 +314,8 @@ def test_misspellings_are_caught():
     # A partition's lag, as a worker with an assignment renders it: without
     # a sample the lag series' labels are unknown here and only the live test
     # checks them; with one, the mutations of its labels must be caught.
-    series = refs.exposition(text + 'aggregator_consumer_lag{topic="t",partition="0"} 5\n')
+    series = refs.exposition(text + 'aggregator_consumer_lag{topic="t",partition="0"} 5\n'
+                             'aggregator_oldest_uncommitted_age_seconds{topic="t",partition="0"} 2\n')
     with open(RULES) as f:
         rules = f.read()
     d = dashboard()
@@ -320,6 +350,14 @@ def test_misspellings_are_caught():
         (rules_problems, "sum by (job, instance)", "sum by (job, instanse)", "instanse"),
         (rules_problems, "$labels.partition", "$labels.partiton", "partiton"),
         (rules_problems, "histogram_quantile(", "histogram_quantil(", "histogram_quantil"),
+        (rules_problems, "(aggregator_store_too_large_total[7d])", "(aggregator_store_to_large_total[7d])",
+         "aggregator_store_to_large_total"),
+        (rules_problems, "(aggregator_oldest_uncommitted_age_seconds) > 600",
+         "(aggregator_oldest_uncommited_age_seconds) > 600", "aggregator_oldest_uncommited_age_seconds"),
+        (rules_problems, "group_left () aggregator:topic_retention_seconds",
+         "group_left () aggregator:topic_retention_second", "aggregator:topic_retention_second"),
+        (rules_problems, "group_left () aggregator:topic_retention_seconds",
+         'group_left () aggregator:topic_retention_seconds{topic="t"}', "topic"),
         (dash_problems, "aggregator_pending_bytes{", "aggregator_pending_byte{", "aggregator_pending_byte"),
         (dash_problems, "process_resident_memory_bytes", "process_resident_memory", "process_resident_memory"),
         (dash_problems, 'result="applied"', 'result="aplied"', "aplied"),

@@ -11,8 +11,9 @@ misspelt in an expression (`aggregator_consumer_lagg`, `result="eror"`,
 `by (partiton)`) is not an error to Prometheus or Grafana, it selects nothing,
 and an alert on nothing never fires. So every identifier must be accounted
 for: a PromQL function or keyword, a label in a grouping clause, or a metric
-the worker exports (or `up`, which Prometheus writes). An identifier that is
-none of these is reported, never skipped.
+the worker exports (or `up`, which Prometheus writes, or a series a recording
+rule of the same files defines). An identifier that is none of these is
+reported, never skipped.
 """
 import difflib
 import json
@@ -70,6 +71,7 @@ class Expr:
         self.grouping = set()  # labels in by/without/on/ignoring/group_* clauses
         self.label_of = []  # [(metric, label)]: Grafana label_values(metric, label)
         self.problems = []  # syntax this tokenizer cannot account for
+        self.record = None  # the series a recording rule defines with this expression
 
 
 def _unquote(s):
@@ -174,7 +176,9 @@ def rule_exprs(text, name="alerts.yaml"):
             tmpl = " ".join(str(v) for v in list((r.get("labels") or {}).values())
                             + list((r.get("annotations") or {}).values()))
             labels = re.findall(r"\$labels\.(\w+)", tmpl)
-            out.append(parse(Expr("%s: %s" % (name, what), str(r["expr"]), labels)))
+            e = parse(Expr("%s: %s" % (name, what), str(r["expr"]), labels))
+            e.record = r.get("record")
+            out.append(e)
     return out
 
 
@@ -304,6 +308,10 @@ def check(exprs, series, live):
     unknown and left unchecked."""
     problems = []
     exported = sorted(series)
+    # Series the rules themselves record (a parameter such as the topics'
+    # retention): their labels are those of their expression, which names
+    # none here, so a matcher on one is reported like one on `up`.
+    recorded = {e.record for e in exprs if e.record}
     for e in exprs:
         bad = lambda msg: problems.append("%s: %s" % (e.where, msg))
         for p in e.problems:
@@ -315,6 +323,10 @@ def check(exprs, series, live):
                 for lab, _, _ in matchers:
                     if lab not in TARGET_LABELS:
                         bad("%s has only the target labels %s, not %r" % (metric, sorted(TARGET_LABELS), lab))
+                continue
+            if metric in recorded:
+                for lab, _, _ in matchers:
+                    bad("%s is recorded without labels, it has no %r" % (metric, lab))
                 continue
             s = series.get(metric)
             if s is None:
