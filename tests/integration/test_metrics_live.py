@@ -3,8 +3,11 @@
 what was sent (applied, stale, rejected, as replay --input counts them on the
 same stream into an empty store), every series the alerting rules and the
 Grafana dashboard in docker/ use has samples in it (histograms: _bucket, _sum
-and _count) with the labels and label values they select, and /readyz turns
-not-ready while the store is stopped and ready again after it is back."""
+and _count) with the labels and label values they select, the worker's own
+view of its commits and bounds is what it was given and did (committed lag
+and oldest uncommitted age at 0 per partition once the group caught up, the
+configured bounds, the assignment), and /readyz turns not-ready while the
+store is stopped and ready again after it is back."""
 import os
 import re
 import shutil
@@ -17,6 +20,7 @@ sys.path.insert(0, os.path.join(h.SRC, "tests", "tools"))
 import monitoring_refs  # noqa: E402
 
 STACK = os.path.join(h.SRC, "scripts", "stack")
+PARTITIONS = 6
 
 
 free_port = h.free_port
@@ -49,14 +53,50 @@ def check_monitoring(text):
     assert r.returncode == 0, "promtool check metrics: %s%s" % (r.stdout, r.stderr)
 
 
-def scenario(s):
+def samples(text, family):
+    """{(topic, partition): value} of a per-partition family in an exposition."""
+    return {(t, int(p)): float(v) for t, p, v in
+            re.findall(r'^%s\{topic="([^"]*)",partition="(\d+)"\} (\S+)$' % family, text, re.M)}
+
+
+def single(text, series):
+    m = re.search(r"^%s (\S+)$" % re.escape(series), text, re.M)
+    assert m, "no sample of %s" % series
+    return float(m.group(1))
+
+
+def check_commit_view(s, port, partitions):
+    """Once the group has committed everything: every assigned partition has a
+    committed lag and an oldest uncommitted age, both 0 (sampled once a
+    second, so they may trail the commit); the bounds are the configured ones
+    and the worker holds every partition, unpaused."""
+    def caught_up():
+        text = get(port, "/metrics")[1]
+        lag = samples(text, "aggregator_consumer_committed_lag")
+        age = samples(text, "aggregator_oldest_uncommitted_age_seconds")
+        return len(lag) == partitions and len(age) == partitions and not any(lag.values()) and not any(age.values())
+    h.wait_until(caught_up, 30, lambda: "committed lag or oldest uncommitted age not 0 on every partition: %s" % [
+        l for l in get(port, "/metrics")[1].splitlines() if "committed" in l and not l.startswith("#")])
+    text = get(port, "/metrics")[1]
+    assert {t for t, _ in samples(text, "aggregator_oldest_uncommitted_age_seconds")} == {s.topic}
+    assert single(text, "aggregator_pending_bytes_limit") == 48 << 20
+    assert single(text, "aggregator_cached_aggregates_limit") == 777
+    assert single(text, "aggregator_assigned_partitions") == partitions
+    assert single(text, "aggregator_fetch_paused") == 0
+    assert single(text, 'aggregator_rebalances_total{event="assigned"}') >= 1
+    assert single(text, "aggregator_store_retries_total") >= 0
+
+
+def observe(s):
+    """The live run up to the outage: returns the worker and its metrics port."""
     stream = s.generate("--seed", "77", "--count", "6000", "--assignments", "40", "--students", "30",
                         "--invalid-rate", "0.02", "--duplicate-rate", "0.1", "--order", "shuffle")
     out = subprocess.run([h.AGGREGATOR, "replay", "--input", stream, "--output", os.devnull], capture_output=True,
                          text=True, check=True).stderr
     want = dict(re.findall(r"(applied|stale|rejected)=(\d+)", out))
     port = free_port()
-    w = s.start_worker("g1", [("metrics.listen", f"127.0.0.1:{port}")])
+    w = s.start_worker("g1", [("metrics.listen", f"127.0.0.1:{port}"), ("batch.max_pending_bytes", "48MiB"),
+                              ("cache.max_aggregates", "777")])
     wait_status(port, "/healthz", 200, 30)
     wait_status(port, "/readyz", 200, 60)
     s.produce(stream)
@@ -72,7 +112,12 @@ def scenario(s):
     assert "aggregator_consumer_lag{" in text
     assert re.search(r"^process_resident_memory_bytes \d", text, re.M)
     check_monitoring(text)
+    check_commit_view(s, port, PARTITIONS)
+    return w, port
 
+
+def scenario(s):
+    w, port = observe(s)
     subprocess.run([STACK, "mongo-stop"], check=True)
     try:
         wait_status(port, "/readyz", 503, 40)
@@ -84,4 +129,4 @@ def scenario(s):
 
 
 if __name__ == "__main__":
-    h.main(scenario, "metrics")
+    h.main(scenario, "metrics", PARTITIONS)
