@@ -87,6 +87,36 @@ def check_commit_view(s, port, partitions):
     assert single(text, "aggregator_store_retries_total") >= 0
 
 
+def check_stalled_commits(s):
+    """A second group reads the same topic with its store unreachable (its own
+    store.uri on a closed port; the shared store is untouched): it reads
+    everything and commits nothing. Its lag from the position falls to 0
+    while its lag from the committed offset stays at the whole partition, and
+    the oldest uncommitted command's age grows with the clock; each failed
+    flush counts as a store retry."""
+    end = s.end_offsets()
+    port = free_port()
+    w = s.start_worker("g-stalled", [("metrics.listen", f"127.0.0.1:{port}"), ("store.uri", "mongodb://127.0.0.1:1")])
+    try:
+        def read_all():
+            text = get(port, "/metrics")[1]
+            lag, committed = samples(text, "aggregator_consumer_lag"), samples(text, "aggregator_consumer_committed_lag")
+            return (len(lag) == len(end) and not any(lag.values())
+                    and all(committed.get((s.topic, p)) == n for p, n in end.items()))
+        h.wait_until(read_all, 60, lambda: "position lag not 0 or committed lag not the whole partition: %s" % [
+            l for l in get(port, "/metrics")[1].splitlines() if "_lag{" in l])
+        first = samples(get(port, "/metrics")[1], "aggregator_oldest_uncommitted_age_seconds")
+        assert len(first) == len(end) and all(v > 0 for v in first.values()), first
+        h.wait_until(lambda: all(v >= first[k] + 1 for k, v in
+                                 samples(get(port, "/metrics")[1], "aggregator_oldest_uncommitted_age_seconds").items()),
+                     30, "the oldest uncommitted age does not grow while nothing commits")
+        h.wait_until(lambda: single(get(port, "/metrics")[1], "aggregator_store_retries_total") >= 1, 60,
+                     "no store retry counted while the store is unreachable")
+    finally:
+        w.kill()  # its unwritten changes are meant to be lost: nothing of it is committed
+        w.wait()
+
+
 def observe(s):
     """The live run up to the outage: returns the worker and its metrics port."""
     stream = s.generate("--seed", "77", "--count", "6000", "--assignments", "40", "--students", "30",
@@ -113,6 +143,7 @@ def observe(s):
     assert re.search(r"^process_resident_memory_bytes \d", text, re.M)
     check_monitoring(text)
     check_commit_view(s, port, PARTITIONS)
+    check_stalled_commits(s)
     return w, port
 
 
