@@ -203,9 +203,8 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
   }
   offsets_part_t *p = offsets_find(c->offsets, rd_kafka_topic_name(m->rkt), m->partition);
   if (!p) return; /* from a partition given up meanwhile */
-  rd_kafka_timestamp_type_t tstype;
-  int64_t ts = rd_kafka_message_timestamp(m, &tstype);
-  offsets_consumed(p, m->offset, ts > 0 ? ts : now.wall_ms);
+  int64_t produced = rd_kafka_message_timestamp(m, NULL);
+  offsets_consumed(p, m->offset, produced > 0 ? produced : now.wall_ms);
   model_reject_t rej;
   if (!model_command_decode(m->payload ? m->payload : "", m->len, (size_t)c->cfg->limits_max_command_bytes, &c->cmd,
                             &rej)) {
@@ -216,6 +215,8 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
     if (!deadletter_reject(c->dlq, p, m, &rej)) c->fatal = true;
     return;
   }
+  rd_kafka_timestamp_type_t tstype;
+  int64_t ts = rd_kafka_message_timestamp(m, &tstype);
   model_apply_result_t r = batch_apply(c->batch, &c->cmd, ts > 0 ? ts : now.wall_ms, now);
   metrics_command(c->cmd.type, r == MODEL_APPLY_APPLIED ? METRICS_APPLIED : METRICS_STALE, 1);
 }
