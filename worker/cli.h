@@ -1,7 +1,7 @@
-/* Subcommands of the aggregator executable. main.c parses the command line
- * into cli_options_t; each subcommand lives in its own file and returns the
- * process exit status: 0 success, 1 runtime failure, 2 usage/configuration,
- * 3 drift found (verify). */
+/* Subcommands of the aggregator executable. The command table
+ * (cli_table.h) parses the command line into cli_options_t; each subcommand
+ * lives in its own file and returns the process exit status: 0 success,
+ * 1 runtime failure, 2 usage/configuration, 3 drift found (verify). */
 #ifndef CLI_H
 #define CLI_H
 

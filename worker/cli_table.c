@@ -1,0 +1,161 @@
+/* The command table and the parser that walks it. See cli_table.h. */
+#include "cli_table.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define OFF(field) offsetof(cli_options_t, field)
+
+const cli_cmd_t cli_cmds[] = {
+    {"run", CLI_RUN, "", "consume the command topics and keep the aggregates in the store up to date",
+     "Joins the consumer group kafka.group, merges the commands of kafka.topics into one document per\n"
+     "assignment and writes them to the store; a message's offset is committed once its command is durable.\n"
+     "Rejected commands go to kafka.dlq_topic. SIGTERM or SIGINT stops it within shutdown.timeout_ms;\n"
+     "SIGHUP reloads the configuration file.\n",
+     cli_run},
+    {"replay", CLI_REPLAY, "", "rebuild aggregates from the topics or a file, into the store or a file",
+     "Reads the configured topics from --from to --until, or with --input a file of commands one per line,\n"
+     "and writes the merged aggregates to the configured store, or with --output as JSON lines sorted by\n"
+     "_id. It exits 0 once everything up to the end is written, with a summary line on stderr (commands\n"
+     "read, applied, stale, rejected, aggregates written, seconds). It never moves the live consumer\n"
+     "group's offsets. With both --input and --output it contacts no broker and no store and needs no\n"
+     "configuration file.\n",
+     cli_replay},
+    {"verify", CLI_VERIFY, "", "compare the store with the aggregates rebuilt from the topics or a file",
+     "Rebuilds the aggregates in memory from the configured topics (--from, --until) or from --input, reads\n"
+     "the same documents from the store and prints one JSON line per drifted document on stdout:\n"
+     "{\"_id\", \"drift\", \"path\", \"detail\"}, drift being missing, store_behind, store_ahead or differs.\n"
+     "The summary line goes to stderr. Exit 0 when nothing drifted, 3 when something did. It never moves\n"
+     "any group's offsets.\n",
+     cli_verify},
+    {"config", 0, "check|show|describe", "check, show or describe the configuration",
+     "Precedence, lowest first: built-in defaults, the -c file, environment variables\n"
+     "AGGREGATOR_<SECTION>_<KEY> (upper case, dots as underscores), --set.\n",
+     NULL},
+    {"config check", CLI_CHECK, "", "validate the configuration",
+     "Loads the configuration as run would and prints \"configuration OK\", or exits 2 with the first\n"
+     "error on stderr: FILE:LINE (or the variable, or --set), the key and the problem.\n",
+     cli_config},
+    {"config show", CLI_SHOW, "", "print the effective configuration, secrets masked",
+     "Prints every key with the value it takes after all sources are merged, as an INI file that loads\n"
+     "back as the same configuration. Secrets (the password and credential options of store.uri,\n"
+     "librdkafka's sensitive properties, every value read through a _file key) are shown as ***.\n",
+     cli_config},
+    {"config describe", CLI_DESCRIBE, "", "print every key with its type, default, range and meaning",
+     "The reference docs/CONFIG.md is generated from the same table. It reads no configuration: -c and\n"
+     "--set are accepted, as for check and show, and not read.\n",
+     cli_config},
+    {"help", 0, "[COMMAND]", "explain a command, or list them all",
+     "Without a COMMAND, lists the commands and every option; with one (\"replay\", \"config show\"),\n"
+     "explains it and each of its options. `COMMAND --help` prints the same.\n",
+     NULL},
+};
+const size_t cli_cmds_count = sizeof cli_cmds / sizeof cli_cmds[0];
+
+const cli_opt_t cli_opts[] = {
+    {"--config", "-c", "FILE", CLI_OPT_VALUE, CLI_RUN | CLI_REPLAY | CLI_VERIFY | CLI_CONFIG_ACTIONS,
+     OFF(config_path), "read the configuration from FILE (INI); at most once"},
+    {"--set", NULL, "SECTION.KEY=VALUE", CLI_OPT_LIST, CLI_RUN | CLI_REPLAY | CLI_VERIFY | CLI_CONFIG_ACTIONS, 0,
+     "set one key, over the file and the environment; repeatable"},
+    {"--from", NULL, "TIME", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY, OFF(from),
+     "start at the first message whose Kafka timestamp is >= TIME (RFC 3339 UTC); default beginning"},
+    {"--until", NULL, "TIME", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY, OFF(until),
+     "stop before the first message whose Kafka timestamp is >= TIME; default end (offsets at start)"},
+    {"--input", NULL, "FILE|-", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY, OFF(input),
+     "read commands from FILE (- for standard input), one JSON object per line, not the topics"},
+    {"--output", NULL, "FILE|-", CLI_OPT_VALUE, CLI_REPLAY, OFF(output),
+     "write the aggregates to FILE (- for standard output) as JSON lines, not to the store"},
+    {"--rejects", NULL, "FILE", CLI_OPT_VALUE, CLI_REPLAY, OFF(rejects),
+     "with --input: write rejected lines to FILE as JSON lines {line, code, detail}"},
+    {"--repair", NULL, NULL, CLI_OPT_FLAG, CLI_VERIFY, OFF(repair),
+     "fix missing and store_behind drift: write the merge of stored and rebuilt documents"},
+};
+const size_t cli_opts_count = sizeof cli_opts / sizeof cli_opts[0];
+
+const cli_cmd_t *cli_cmd_find(const char *name) {
+  for (size_t i = 0; i < cli_cmds_count; i++)
+    if (!strcmp(cli_cmds[i].name, name)) return &cli_cmds[i];
+  return NULL;
+}
+
+static const cli_opt_t *opt_find(const char *a) {
+  for (size_t i = 0; i < cli_opts_count; i++)
+    if (!strcmp(a, cli_opts[i].name) || (cli_opts[i].alias && !strcmp(a, cli_opts[i].alias))) return &cli_opts[i];
+  return NULL;
+}
+
+static bool is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
+
+static cli_parse_result_t usage(cli_usage_error_t *err, const char *fmt, const char *a, const char *b)
+    __attribute__((format(printf, 2, 0)));
+static cli_parse_result_t usage(cli_usage_error_t *err, const char *fmt, const char *a, const char *b) {
+  snprintf(err->message, sizeof err->message, fmt, a, b);
+  return CLI_PARSE_USAGE;
+}
+
+/* `help`, `help run`, `help config`, `help config show`. */
+static cli_parse_result_t parse_help(int argc, char **argv, const cli_cmd_t **cmd, cli_usage_error_t *err) {
+  bool flag = argc > 2 && is_help(argv[argc - 1]);
+  if (flag) argc--; /* `help replay --help` is `help replay` */
+  if (argc == 2) {
+    if (flag) *cmd = cli_cmd_find("help"); /* `help --help`: help's own */
+    return CLI_PARSE_HELP;
+  }
+  char name[128];
+  if (argc > 4) return usage(err, "help takes one command, not '%s %s ...'", argv[2], argv[3]);
+  snprintf(name, sizeof name, "%s%s%s", argv[2], argc == 4 ? " " : "", argc == 4 ? argv[3] : "");
+  const cli_cmd_t *c = strchr(argv[2], ' ') ? NULL : cli_cmd_find(name);
+  if (!c) return usage(err, "help: unknown command '%s'%s", name, "");
+  *cmd = c;
+  return CLI_PARSE_HELP;
+}
+
+cli_parse_result_t cli_parse(int argc, char **argv, cli_options_t *o, const cli_cmd_t **cmd, cli_usage_error_t *err) {
+  *cmd = NULL;
+  err->message[0] = '\0';
+  if (argc < 2) return usage(err, "missing command%s%s", "", "");
+  const char *a = argv[1];
+  if (is_help(a)) return CLI_PARSE_HELP;
+  if (!strcmp(a, "--version")) return CLI_PARSE_VERSION;
+  if (!strcmp(a, "help")) return parse_help(argc, argv, cmd, err);
+  const cli_cmd_t *c = strchr(a, ' ') ? NULL : cli_cmd_find(a);
+  if (!c) return usage(err, "unknown command '%s'%s", a, "");
+  *cmd = c;
+  int i = 2;
+  if (!c->main) { /* config: the action comes first */
+    if (i >= argc) return usage(err, "%s needs an action: %s", c->name, c->args);
+    if (is_help(argv[i])) return CLI_PARSE_HELP;
+    char name[128];
+    snprintf(name, sizeof name, "%s %s", c->name, argv[i]);
+    const cli_cmd_t *action = strchr(argv[i], ' ') ? NULL : cli_cmd_find(name);
+    if (!action) return usage(err, "unknown config action '%s' (expected %s)", argv[i], "check, show or describe");
+    o->action = argv[i++];
+    *cmd = c = action;
+  }
+  for (; i < argc; i++) {
+    a = argv[i];
+    if (is_help(a)) return CLI_PARSE_HELP;
+    const cli_opt_t *p = opt_find(a);
+    if (!p && a[0] != '-') return usage(err, "unexpected argument '%s'%s", a, "");
+    if (!p) return usage(err, "unknown option '%s'%s", a, "");
+    if (!(p->commands & c->bit)) return usage(err, "%s does not take %s", c->name, a);
+    if (p->kind == CLI_OPT_FLAG) {
+      *(bool *)((char *)o + p->offset) = true;
+      continue;
+    }
+    if (i + 1 >= argc) return usage(err, "%s needs a value (%s)", a, p->arg);
+    const char *v = argv[++i];
+    if (p->kind == CLI_OPT_LIST) {
+      o->sets[o->nsets++] = (char *)v;
+      continue;
+    }
+    const char **slot = (const char **)((char *)o + p->offset);
+    if (*slot) {
+      char names[64];
+      snprintf(names, sizeof names, "%s%s%s", p->alias ? p->alias : "", p->alias ? "/" : "", p->name);
+      return usage(err, "%s given twice: it takes one %s", names, p->arg);
+    }
+    *slot = v;
+  }
+  return CLI_PARSE_RUN;
+}
