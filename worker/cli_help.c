@@ -112,7 +112,8 @@ static void help_program(model_buf_t *b) {
   for (size_t i = 0; i < cli_cmds_count; i++) all |= cli_cmds[i].bit;
   options_of(all, true, b);
   model_buf_puts(b, "\nEvery command takes -h or --help: its own help.\n"
-                    "`aggregator --version` prints the version.\n");
+                    "`aggregator --version` prints the version, the commit it was built from and the versions of\n"
+                    "librdkafka, libmongoc and libbson it runs with.\n");
   model_buf_puts(b, "\n");
   model_buf_puts(b, help_notes);
   model_buf_puts(b, "\n`aggregator help COMMAND` (or `COMMAND --help`) explains one command and its options.\n");

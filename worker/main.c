@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "cli_help.h"
 #include "cli_table.h"
+#include "cli_version.h"
 
 int main(int argc, char **argv) {
   /* --set values point into argv; only the array is ours. */
@@ -17,7 +18,7 @@ int main(int argc, char **argv) {
     cli_help(cmd, stdout);
     return fflush(stdout) || ferror(stdout) ? 1 : 0;
   case CLI_PARSE_VERSION:
-    printf("aggregator %s\n", AGG_VERSION);
+    cli_version(stdout);
     return fflush(stdout) || ferror(stdout) ? 1 : 0;
   case CLI_PARSE_USAGE: {
     /* One line: what is wrong, and where the help for it is. */

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `aggregator --version` names the build: the version, the commit it was
+# built from, and the librdkafka, libmongoc and libbson versions it runs with.
+# Env: AGGREGATOR (the binary), AGG_SOURCE_DIR.
+set -u
+BIN="${AGGREGATOR:?AGGREGATOR must name the aggregator binary}"
+SRC="${AGG_SOURCE_DIR:?AGG_SOURCE_DIR must name the source tree}"
+T="$(mktemp -d)"
+trap 'rm -rf "$T"' EXIT
+
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+"$BIN" --version >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" = 0 ] || fail "--version exited $rc"
+[ -s "$T/err" ] && fail "--version wrote to stderr: $(cat "$T/err")"
+[ "$(sed -n 's/^\([a-z]*\) .*/\1/p' "$T/out" | tr '\n' ' ')" = "aggregator commit librdkafka libmongoc libbson " ] \
+  || fail "--version lines are not aggregator, commit, librdkafka, libmongoc, libbson: $(cat "$T/out")"
+field() { sed -n "s/^$1 //p" "$T/out"; }
+
+version="$(sed -n 's/^project(aggregator VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")"
+[ "$(field aggregator)" = "$version" ] || fail "version '$(field aggregator)', CMakeLists.txt says '$version'"
+
+# The commit: "unknown" only when the sources are not a git checkout;
+# otherwise git describe's, naming a commit of this repository.
+commit="$(field commit)"
+if [ -e "$SRC/.git" ] && command -v git >/dev/null; then
+  hash="$(printf '%s' "$commit" | sed -E 's/-dirty$//; s/^.*-g([0-9a-f]+)$/\1/')"
+  if ! printf '%s' "$hash" | grep -qE '^[0-9a-f]{7,40}$' && ! git -C "$SRC" rev-parse -q --verify "refs/tags/$hash" >/dev/null; then
+    fail "commit '$commit' is not git describe's"
+  elif ! git -C "$SRC" cat-file -e "$hash^{commit}" 2>/dev/null; then
+    fail "commit '$commit' names no commit of $SRC"
+  fi
+else
+  [ "$commit" = unknown ] || fail "outside git the commit is '$commit', expected unknown"
+fi
+
+# The libraries: what they say at run time, which is what pkg-config built
+# against unless one was upgraded since.
+for lib in librdkafka:rdkafka libmongoc:libmongoc-1.0 libbson:libbson-1.0; do
+  name="${lib%%:*}" pc="${lib#*:}"
+  v="$(field "$name")"
+  printf '%s' "$v" | grep -qE '^[0-9]+\.[0-9]+\.[0-9]+' || fail "$name version '$v' is not a version"
+  if command -v pkg-config >/dev/null && built="$(pkg-config --modversion "$pc" 2>/dev/null)"; then
+    [ "$v" = "$built" ] || fail "$name runs as $v, built against $built"
+  fi
+done
+
+if [ "$fails" -ne 0 ]; then
+  echo "$fails failure(s)" >&2
+  exit 1
+fi
+echo "--version: all checks passed"
