@@ -19,6 +19,7 @@ typedef struct cli_options {
   const char *rejects; /* replay --rejects FILE */
   const char *action;  /* config: "check", "show" or "describe" */
   bool repair;         /* verify --repair */
+  bool origin;         /* config show --origin */
 } cli_options_t;
 
 /* The configuration of -c and --set (with the environment between them).

@@ -37,6 +37,8 @@ int cli_config(const cli_options_t *o) {
   if (!cfg) return rc;
   if (!strcmp(o->action, "check"))
     printf("configuration OK\n");
+  else if (o->origin)
+    config_show_origin(cfg, stdout);
   else
     config_show(cfg, stdout);
   config_destroy(cfg);

@@ -39,7 +39,8 @@ const cli_cmd_t cli_cmds[] = {
     {"config show", CLI_SHOW, "", "print the effective configuration, secrets masked",
      "Prints every key with the value it takes after all sources are merged, as an INI file that loads\n"
      "back as the same configuration. Secrets (the password and credential options of store.uri,\n"
-     "librdkafka's sensitive properties, every value read through a _file key) are shown as ***.\n",
+     "librdkafka's sensitive properties, every value read through a _file key) are shown as ***.\n"
+     "With --origin, a comment above each key names the source its value came from.\n",
      cli_config},
     {"config describe", CLI_DESCRIBE, "", "print every key with its type, default, range and meaning",
      "The reference docs/CONFIG.md is generated from the same table. It reads no configuration: -c and\n"
@@ -69,6 +70,8 @@ const cli_opt_t cli_opts[] = {
      "with --input: write rejected lines to FILE as JSON lines {line, code, detail}"},
     {"--repair", NULL, NULL, CLI_OPT_FLAG, CLI_VERIFY, OFF(repair),
      "fix missing and store_behind drift: write the merge of stored and rebuilt documents"},
+    {"--origin", NULL, NULL, CLI_OPT_FLAG, CLI_SHOW, OFF(origin),
+     "name above each key where its value came from: default, FILE:LINE, environment VARIABLE, --set"},
 };
 const size_t cli_opts_count = sizeof cli_opts / sizeof cli_opts[0];
 

@@ -53,6 +53,7 @@ static void rdkafka_free(config_t *cfg) {
   for (size_t i = 0; i < cfg->rdkafka_count; i++) {
     free(cfg->rdkafka[i].name);
     free(cfg->rdkafka[i].value);
+    free(cfg->rdkafka[i].origin.value_file);
   }
   free(cfg->rdkafka);
   cfg->rdkafka = NULL;
@@ -63,6 +64,7 @@ void config_destroy(config_t *cfg) {
   if (!cfg) return;
   for (size_t i = 0; i < config_props_count; i++) config_prop_free(&config_props[i], cfg);
   rdkafka_free(cfg);
+  for (size_t i = 0; i < config_props_count; i++) free(cfg->origins[i].value_file);
   free(cfg->source_file);
   free(cfg);
 }
@@ -288,6 +290,7 @@ static bool assign_rdkafka(loader_t *L, const origin_t *in, const char *prop, bo
     kv[i].name = oom_strdup(prop);
     kv[i].value = oom_strdup("");
     kv[i].from_file = false;
+    memset(&kv[i].origin, 0, sizeof kv[i].origin);
     memset(&o[i], 0, sizeof o[i]);
     cfg->rdkafka_count++;
   } else if (L->rk[i].kind == in->kind) {
@@ -631,6 +634,18 @@ static bool check_rdkafka(loader_t *L) {
 
 /* ---- load ---------------------------------------------------------------- */
 
+/* Keeps where the winning value came from, for `config show --origin`. */
+static void export_origin(config_origin_t *dst, const origin_t *o) {
+  free(dst->value_file);
+  dst->kind = o->kind == ORIGIN_FILE  ? CONFIG_ORIGIN_FILE
+              : o->kind == ORIGIN_ENV ? CONFIG_ORIGIN_ENV
+              : o->kind == ORIGIN_SET ? CONFIG_ORIGIN_SET
+                                      : CONFIG_ORIGIN_DEFAULT;
+  dst->line = o->line;
+  snprintf(dst->env, sizeof dst->env, "%s", o->env);
+  dst->value_file = o->path ? oom_strdup(o->path) : NULL;
+}
+
 bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nsets, config_error_t *err) {
   config_error_t dummy;
   loader_t L = {.cfg = cfg, .file = path, .err = err ? err : &dummy};
@@ -644,6 +659,10 @@ bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nset
   }
   bool ok = (!path || load_file(&L, path)) && load_env(&L) && load_sets(&L, sets, nsets) && resolve_files(&L) &&
             check_cross(&L) && check_rdkafka(&L);
+  if (ok) {
+    for (size_t i = 0; i < config_props_count; i++) export_origin(&cfg->origins[i], &L.props[i]);
+    for (size_t i = 0; i < cfg->rdkafka_count; i++) export_origin(&cfg->rdkafka[i].origin, &L.rk[i]);
+  }
   for (size_t i = 0; i < config_props_count; i++) free(L.props[i].path);
   for (size_t i = 0; i < cfg->rdkafka_count; i++) free(L.rk[i].path);
   free(L.props);
@@ -685,7 +704,31 @@ void config_collect_secrets(const config_t *cfg, redact_set_t *set) {
     if (rdkafka_is_secret(&cfg->rdkafka[i])) redact_set_add(set, cfg->rdkafka[i].value);
 }
 
-void config_show(const config_t *cfg, FILE *out) {
+void config_origin_format(const config_t *cfg, const config_origin_t *o, model_buf_t *out) {
+  switch (o->kind) {
+  case CONFIG_ORIGIN_DEFAULT: model_buf_puts(out, "default"); break;
+  case CONFIG_ORIGIN_FILE: model_buf_printf(out, "%s:%d", cfg->source_file ? cfg->source_file : "?", o->line); break;
+  case CONFIG_ORIGIN_ENV: model_buf_printf(out, "environment %s", o->env); break;
+  case CONFIG_ORIGIN_SET: model_buf_puts(out, "--set"); break;
+  }
+  /* The path of a secret's file is not the secret: it says where to look. */
+  if (o->value_file) model_buf_printf(out, ", read from %s", o->value_file);
+}
+
+/* "# origin: ..." above a key. A file name or a variable's name may hold
+ * any byte; a control character would end the comment and start a line
+ * of configuration, so each is shown as '?'. */
+static void origin_comment(const config_t *cfg, const config_origin_t *o, model_buf_t *b) {
+  model_buf_t t = MODEL_BUF_INIT;
+  config_origin_format(cfg, o, &t);
+  model_buf_puts(b, "# origin: ");
+  for (size_t i = 0; i < t.len; i++)
+    model_buf_putc(b, (unsigned char)t.data[i] < 0x20 || t.data[i] == 0x7f ? '?' : t.data[i]);
+  model_buf_putc(b, '\n');
+  model_buf_destroy(&t);
+}
+
+static void show(const config_t *cfg, bool origins, FILE *out) {
   model_buf_t b = MODEL_BUF_INIT;
   model_buf_puts(&b, "# Effective configuration: defaults < file < environment < --set.\n"
                      "# Secrets are shown as ***.\n");
@@ -696,6 +739,7 @@ void config_show(const config_t *cfg, FILE *out) {
     for (size_t i = 0; i < config_props_count; i++) {
       const config_prop_t *p = &config_props[i];
       if (strcmp(p->section, section)) continue;
+      if (origins) origin_comment(cfg, &cfg->origins[i], &b);
       model_buf_printf(&b, "%s =", p->key);
       model_buf_t v = MODEL_BUF_INIT;
       config_prop_format(p, cfg, &v);
@@ -715,6 +759,7 @@ void config_show(const config_t *cfg, FILE *out) {
     if (strcmp(section, "kafka")) continue;
     for (size_t i = 0; i < cfg->rdkafka_count; i++) {
       const config_kv_t *kv = &cfg->rdkafka[i];
+      if (origins) origin_comment(cfg, &kv->origin, &b);
       if (rdkafka_is_secret(kv))
         model_buf_printf(&b, "rdkafka.%s = %s\n", kv->name, REDACT_MASK);
       else if (has_control(kv->value)) /* e.g. a PEM read from a file: not representable in INI */
@@ -726,6 +771,9 @@ void config_show(const config_t *cfg, FILE *out) {
   fwrite(b.data, 1, b.len, out);
   model_buf_destroy(&b);
 }
+
+void config_show(const config_t *cfg, FILE *out) { show(cfg, false, out); }
+void config_show_origin(const config_t *cfg, FILE *out) { show(cfg, true, out); }
 
 /* ---- describe ------------------------------------------------------------ */
 
@@ -792,6 +840,9 @@ bool config_apply_live(config_t *cur, const config_t *next, char *restart_keys, 
     if (config_prop_equal(p, cur, next)) continue;
     if (p->flags & CONFIG_LIVE) {
       config_prop_copy(p, cur, next);
+      free(cur->origins[i].value_file);
+      cur->origins[i] = next->origins[i];
+      cur->origins[i].value_file = next->origins[i].value_file ? oom_strdup(next->origins[i].value_file) : NULL;
       uint32_t bit = UINT32_C(1) << i;
       cur->from_file = (cur->from_file & ~bit) | (next->from_file & bit);
     } else {

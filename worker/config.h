@@ -15,11 +15,23 @@
 
 #include "log.h"
 
+/* Where a value came from, for `config show --origin`: the source that won
+ * (defaults < file < environment < --set). */
+typedef enum { CONFIG_ORIGIN_DEFAULT, CONFIG_ORIGIN_FILE, CONFIG_ORIGIN_ENV, CONFIG_ORIGIN_SET } config_origin_kind_t;
+
+typedef struct config_origin {
+  config_origin_kind_t kind;
+  int line;         /* FILE: the line in config_t.source_file */
+  char env[160];    /* ENV: the variable's name */
+  char *value_file; /* given as key_file: the file the value was read from (owned), else NULL */
+} config_origin_t;
+
 /* A librdkafka property passed through from `[kafka] rdkafka.<name> = value`. */
 typedef struct config_kv {
   char *name;  /* without the "rdkafka." prefix */
   char *value;
   bool from_file; /* read through rdkafka.<name>_file: a secret */
+  config_origin_t origin;
 } config_kv_t;
 
 typedef struct config {
@@ -56,6 +68,7 @@ typedef struct config {
 
   char *source_file; /* the file loaded, or NULL; owned */
   uint32_t from_file; /* bit i: config_props[i] was read through its _file key */
+  config_origin_t origins[32]; /* [i]: where config_props[i]'s value came from (config_table.c asserts the size) */
 } config_t;
 
 typedef struct config_error {
@@ -88,6 +101,14 @@ void config_collect_secrets(const config_t *cfg, struct redact_set *set);
 /* Prints the effective configuration as INI, secrets redacted (the URI
  * through redact_uri, every other secret as ***). */
 void config_show(const config_t *cfg, FILE *out);
+/* The same with, above each key, a comment naming where its value came
+ * from: "default", "FILE:LINE", "environment VARIABLE" or "--set", and the
+ * file a key_file value was read from. The output still loads as the same
+ * configuration. */
+void config_show_origin(const config_t *cfg, FILE *out);
+/* Appends where o says a value of cfg came from, as config_show_origin names it. */
+struct model_buf;
+void config_origin_format(const config_t *cfg, const config_origin_t *o, struct model_buf *out);
 /* Prints every key with type, default, range, live-reloadable, meaning. */
 void config_describe(FILE *out);
 

@@ -263,6 +263,9 @@ const config_prop_t config_props[] = {
 };
 const size_t config_props_count = sizeof config_props / sizeof config_props[0];
 _Static_assert(sizeof config_props / sizeof config_props[0] <= 32, "config_t.from_file has a bit per key");
+_Static_assert(sizeof config_props / sizeof config_props[0] <= sizeof((config_t *)0)->origins /
+                                                                  sizeof((config_t *)0)->origins[0],
+               "config_t.origins has an entry per key");
 
 const config_prop_t *config_prop_find(const char *section, const char *key) {
   for (size_t i = 0; i < config_props_count; i++)

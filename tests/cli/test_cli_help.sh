@@ -66,9 +66,9 @@ done <<'EOF'
 run|--config --set --help
 replay|--config --set --from --until --input --output --rejects --help
 verify|--config --set --from --until --input --repair --help
-config|--config --set --help
+config|--config --set --origin --help
 config check|--config --set --help
-config show|--config --set --help
+config show|--config --set --origin --help
 config describe|--config --set --help
 help|--help
 EOF
@@ -78,6 +78,8 @@ run 0 help run
 grep -qE -- "--(from|until|input|output|rejects|repair)" "$T/out" && fail "help run names options run does not take"
 run 0 help verify
 grep -qE -- "--(output|rejects) " "$T/out" && fail "help verify names replay's options"
+run 0 help config check
+grep -qF -- "--origin" "$T/out" && fail "help config check names --origin (show's only)"
 run 0 help config
 for action in check show describe; do grep -qE "^  $action  " "$T/out" || fail "help config does not list $action"; done
 

@@ -91,6 +91,27 @@ stdout_has "max_aggregates = 12"
 stdout_has "max_pending_bytes = 64MiB"
 stdout_has "# file: $T/p.ini"
 
+# --- show --origin: where each value came from ------------------------------
+# stdout_pair COMMENT LINE: LINE is in stdout right below COMMENT.
+stdout_pair() { grep -qxF -- "$2" <(grep -A1 -xF -- "$1" "$T/out") || fail "stdout lacks '$1' above '$2'"; }
+printf '[batch]\nlinger_ms = 10\nmax_commands = 11\nmax_aggregates = 12\n[store]\nuri_file = %s\n' "$T/mongodb-uri" >"$T/o.ini"
+AGGREGATOR_BATCH_LINGER_MS=20 AGGREGATOR_BATCH_MAX_COMMANDS=21 \
+  run 0 config show --origin -c "$T/o.ini" --set batch.linger_ms=30 --set kafka.rdkafka.sasl.password=kafka-s3cret
+stdout_pair "# origin: --set" "linger_ms = 30"
+stdout_pair "# origin: environment AGGREGATOR_BATCH_MAX_COMMANDS" "max_commands = 21"
+stdout_pair "# origin: $T/o.ini:4" "max_aggregates = 12"
+stdout_pair "# origin: default" "max_pending_bytes = 64MiB"
+stdout_pair "# origin: $T/o.ini:6, read from $T/mongodb-uri" "uri = mongodb://aggregator:***@mongo-0:27017/?tls=true&replicaSet=rs0"
+stdout_pair "# origin: --set" "rdkafka.sasl.password = ***"
+stdout_lacks "s3cret"
+[ "$(grep -c '^# origin: ' "$T/out")" = "$(grep -c '^[a-z_.]* =' "$T/out")" ] || fail "show --origin: not one origin per key"
+# Without --origin, no origin comments.
+run 0 config show -c "$T/o.ini"
+stdout_lacks "# origin:"
+# Only show takes --origin.
+run 2 config check --origin
+grep -qF "config check does not take --origin (see 'aggregator help config check')" "$T/err" || fail "check --origin: $(cat "$T/err")"
+
 # show's output is itself a valid configuration file.
 run 0 config show -c "$SRC/config/development.ini"
 cp "$T/out" "$T/shown.ini"

@@ -628,6 +628,100 @@ START_TEST(env_outside_sections_ignored) {
 }
 END_TEST
 
+/* ---- where values came from ---------------------------------------------- */
+
+static const config_origin_t *origin_of(const config_t *c, const char *section, const char *key) {
+  const config_prop_t *p = config_prop_find(section, key);
+  ck_assert_ptr_nonnull(p);
+  return &c->origins[p - config_props];
+}
+
+static char *show_origin(const config_t *cfg) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  config_show_origin(cfg, f);
+  fclose(f);
+  return text;
+}
+
+/* Each source names itself: default, FILE:LINE, the variable, --set, and the
+ * file a key_file value was read from; the show keeps secrets masked and
+ * loads back as the same configuration. */
+START_TEST(origins) {
+  const char *uri = write_ini("mongodb://app:s3cr3t@db1:27017/?tls=true\n");
+  char ini[600];
+  snprintf(ini, sizeof ini,
+           "[batch]\nlinger_ms = 10\nmax_commands = 11\n[store]\nuri_file = %s\n[kafka]\nrdkafka.client.id = c1\n",
+           uri);
+  const char *path = write_ini(ini);
+  setenv("AGGREGATOR_BATCH_LINGER_MS", "20", 1);
+  setenv("AGGREGATOR_KAFKA_GROUP", "g-env", 1);
+  char *sets[] = {"batch.linger_ms=30", "kafka.rdkafka.sasl.password=kafka-s3cret"};
+  config_t *c = load_ok(path, sets, 2);
+
+  ck_assert_int_eq(origin_of(c, "batch", "linger_ms")->kind, CONFIG_ORIGIN_SET);
+  ck_assert_int_eq(origin_of(c, "batch", "max_commands")->kind, CONFIG_ORIGIN_FILE);
+  ck_assert_int_eq(origin_of(c, "batch", "max_commands")->line, 3);
+  ck_assert_int_eq(origin_of(c, "kafka", "group")->kind, CONFIG_ORIGIN_ENV);
+  ck_assert_str_eq(origin_of(c, "kafka", "group")->env, "AGGREGATOR_KAFKA_GROUP");
+  ck_assert_int_eq(origin_of(c, "store", "uri")->kind, CONFIG_ORIGIN_FILE);
+  ck_assert_str_eq(origin_of(c, "store", "uri")->value_file, uri);
+  ck_assert_int_eq(origin_of(c, "log", "level")->kind, CONFIG_ORIGIN_DEFAULT);
+  ck_assert_ptr_null(origin_of(c, "log", "level")->value_file);
+  ck_assert_uint_eq(c->rdkafka_count, 2);
+  ck_assert_int_eq(c->rdkafka[0].origin.kind, CONFIG_ORIGIN_FILE);
+  ck_assert_int_eq(c->rdkafka[0].origin.line, 7);
+  ck_assert_int_eq(c->rdkafka[1].origin.kind, CONFIG_ORIGIN_SET);
+
+  char *text = show_origin(c);
+  char want[800];
+  const char *const lines[] = {
+      "# origin: --set\nlinger_ms = 30\n",
+      "# origin: {FILE}:3\nmax_commands = 11\n",
+      "# origin: environment AGGREGATOR_KAFKA_GROUP\ngroup = g-env\n",
+      "# origin: {FILE}:5, read from {AUX}\nuri = mongodb://app:***@db1:27017/?tls=true\n",
+      "# origin: default\nlevel = info\n",
+      "# origin: {FILE}:7\nrdkafka.client.id = c1\n",
+      "# origin: --set\nrdkafka.sasl.password = ***\n",
+  };
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+    expand(want, sizeof want, lines[i], path, uri);
+    ck_assert_msg(strstr(text, want), "show --origin lacks\n%s\nin\n%s", want, text);
+  }
+  ck_assert_ptr_null(strstr(text, "s3cr3t"));
+  ck_assert_ptr_null(strstr(text, "kafka-s3cret"));
+
+  /* The comments change nothing: the output loads back as the
+   * configuration it shows (masked secrets stay masked). */
+  clear_env();
+  char *plain = show(c);
+  config_t *back = load_ok(write_ini(text), NULL, 0);
+  char *plain_back = show(back);
+  ck_assert_str_eq(strstr(plain_back, "\n["), strstr(plain, "\n["));
+  free(plain_back);
+  config_destroy(back);
+  free(plain);
+  free(text);
+  config_destroy(c);
+}
+END_TEST
+
+/* SIGHUP: a live key takes the new value's origin with it. */
+START_TEST(origins_follow_live_reload) {
+  char *a[] = {"batch.linger_ms=30"};
+  config_t *cur = load_ok(NULL, a, 1);
+  setenv("AGGREGATOR_BATCH_LINGER_MS", "40", 1);
+  config_t *next = load_ok(NULL, NULL, 0);
+  ck_assert(config_apply_live(cur, next, NULL, 0));
+  ck_assert_int_eq(cur->batch_linger_ms, 40);
+  ck_assert_int_eq(origin_of(cur, "batch", "linger_ms")->kind, CONFIG_ORIGIN_ENV);
+  ck_assert_str_eq(origin_of(cur, "batch", "linger_ms")->env, "AGGREGATOR_BATCH_LINGER_MS");
+  config_destroy(next);
+  config_destroy(cur);
+}
+END_TEST
+
 /* ---- _file values --------------------------------------------------------- */
 
 START_TEST(value_files) {
@@ -900,6 +994,8 @@ Suite *test_suite(void) {
   tcase_add_test(tc, long_key);
   tcase_add_test(tc, precedence);
   tcase_add_test(tc, env_outside_sections_ignored);
+  tcase_add_test(tc, origins);
+  tcase_add_test(tc, origins_follow_live_reload);
   tcase_add_test(tc, value_files);
   tcase_add_test(tc, show_redacts_secrets);
   tcase_add_test(tc, show_redacts_file_strings);
