@@ -21,6 +21,9 @@ config_t *cli_load_config(const cli_options_t *o, int *rc) {
     *rc = 2;
     return NULL;
   }
+  /* Before any log line: the variable that was meant to set a key and set
+   * none explains the value the key still has. */
+  for (size_t i = 0; i < cfg->warnings_count; i++) fprintf(stderr, "aggregator: warning: %s\n", cfg->warnings[i]);
   /* From here on libraries see the secrets: every log line is scrubbed of
    * them (log.h). */
   config_collect_secrets(cfg, redact_global());

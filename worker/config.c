@@ -60,11 +60,19 @@ static void rdkafka_free(config_t *cfg) {
   cfg->rdkafka_count = 0;
 }
 
+static void warnings_free(config_t *cfg) {
+  for (size_t i = 0; i < cfg->warnings_count; i++) free(cfg->warnings[i]);
+  free(cfg->warnings);
+  cfg->warnings = NULL;
+  cfg->warnings_count = 0;
+}
+
 void config_destroy(config_t *cfg) {
   if (!cfg) return;
   for (size_t i = 0; i < config_props_count; i++) config_prop_free(&config_props[i], cfg);
   rdkafka_free(cfg);
   for (size_t i = 0; i < config_props_count; i++) free(cfg->origins[i].value_file);
+  warnings_free(cfg);
   free(cfg->source_file);
   free(cfg);
 }
@@ -429,10 +437,82 @@ static bool load_file(loader_t *L, const char *path) {
 
 /* ---- the environment ----------------------------------------------------- */
 
-/* AGGREGATOR_<SECTION>_<KEY>[_FILE]. Variables whose section part names no
- * section are ignored: Kubernetes, for one, injects AGGREGATOR_SERVICE_HOST
- * and AGGREGATOR_PORT for a Service named "aggregator". Within a known
- * section an unknown name is an error, like a typo in the file. */
+/* The variables Kubernetes injects for a Service named "aggregator"
+ * (AGGREGATOR_SERVICE_HOST, AGGREGATOR_SERVICE_PORT[_NAME], AGGREGATOR_PORT,
+ * AGGREGATOR_PORT_9464_TCP[_PROTO|_PORT|_ADDR]): known not to be ours, so
+ * not worth a warning at every start. */
+static bool kubernetes_service_variable(const char *name, size_t n) {
+  if (n == 23 && !strncmp(name, "AGGREGATOR_SERVICE_HOST", 23)) return true;
+  if (n >= 23 && !strncmp(name, "AGGREGATOR_SERVICE_PORT", 23) && (n == 23 || name[23] == '_')) return true;
+  if (n < 15 || strncmp(name, "AGGREGATOR_PORT", 15)) return false;
+  if (n == 15) return true;
+  const char *p = name + 15, *end = name + n;
+  if (*p++ != '_' || p >= end || !isdigit((unsigned char)*p)) return false;
+  while (p < end && isdigit((unsigned char)*p)) p++;
+  static const char *const protos[] = {"_TCP", "_UDP", "_SCTP"};
+  size_t k = 0;
+  while (k < 3 && ((size_t)(end - p) < strlen(protos[k]) || strncmp(p, protos[k], strlen(protos[k])))) k++;
+  if (k == 3) return false;
+  p += strlen(protos[k]);
+  return p == end || ((size_t)(end - p) == 6 && (!strncmp(p, "_PROTO", 6))) ||
+         ((size_t)(end - p) == 5 && (!strncmp(p, "_PORT", 5) || !strncmp(p, "_ADDR", 5)));
+}
+
+/* The variable of a key closest to name (upper-cased, _FILE kept), into
+ * out; false when none is close. */
+static bool suggest_env(const char *name, size_t n, char *out, size_t out_size) {
+  char upper[256];
+  if (n >= sizeof upper) return false;
+  for (size_t i = 0; i < n; i++) upper[i] = (char)toupper((unsigned char)name[i]);
+  upper[n] = '\0';
+  bool file = n > 5 && !strcmp(upper + n - 5, "_FILE");
+  if (file) upper[n - 5] = '\0';
+  const config_prop_t *best = NULL;
+  size_t best_d = close_enough(upper + 11) + 1;
+  for (size_t i = 0; i < config_props_count; i++) {
+    char cand[128];
+    config_prop_env_name(&config_props[i], cand, sizeof cand);
+    size_t d = levenshtein(upper, cand);
+    if (d < best_d) best_d = d, best = &config_props[i];
+  }
+  if (best) {
+    char cand[128];
+    config_prop_env_name(best, cand, sizeof cand);
+    snprintf(out, out_size, "%s%s", cand, file ? "_FILE" : "");
+    return true;
+  }
+  /* AGGREGATOR_KAFAK_RDKAFKA_...: the pass-through with its section misspelt. */
+  const char *rk = strstr(upper, "_RDKAFKA_");
+  if (rk && rk[9]) {
+    char section[64];
+    snprintf(section, sizeof section, "%.*s", (int)(rk - upper), upper);
+    if (levenshtein(section, "AGGREGATOR_KAFKA") <= 2) {
+      snprintf(out, out_size, "AGGREGATOR_KAFKA%s%s", rk, file ? "_FILE" : "");
+      return true;
+    }
+  }
+  return false;
+}
+
+static void warn_unknown_env(loader_t *L, const char *name, size_t n) {
+  char hint[300] = "", spelt[300], line[800];
+  snprintf(spelt, sizeof spelt, "%.*s", (int)n, name);
+  char shown[300];
+  one_line(spelt, shown, sizeof shown); /* a name may hold any byte but '=' */
+  if (suggest_env(name, n, hint, sizeof hint))
+    snprintf(line, sizeof line, "environment %s names no configuration key (did you mean %s?); ignored", shown, hint);
+  else
+    snprintf(line, sizeof line, "environment %s names no configuration key; ignored", shown);
+  config_t *cfg = L->cfg;
+  cfg->warnings = oom_realloc(cfg->warnings, (cfg->warnings_count + 1) * sizeof *cfg->warnings);
+  cfg->warnings[cfg->warnings_count++] = oom_strdup(line);
+}
+
+/* AGGREGATOR_<SECTION>_<KEY>[_FILE]. A variable whose section part names no
+ * section is a warning, not an error: a wrapper may use the prefix for its
+ * own variables (Kubernetes' own for a Service named "aggregator" pass
+ * silently). Within a known section an unknown name is an error, like a
+ * typo in the file. */
 static bool load_env(loader_t *L) {
   for (char **e = environ; *e; e++) {
     if (strncmp(*e, "AGGREGATOR_", 11)) continue;
@@ -448,7 +528,11 @@ static bool load_env(loader_t *L) {
       for (size_t j = 0; j <= n; j++) upper[j] = (char)toupper((unsigned char)config_sections[i].name[j]);
       if (!strncmp(rest, upper, n) && rest[n] == '_' && rest + n + 1 < eq) section = config_sections[i].name;
     }
-    if (!section) continue;
+    if (!section) {
+      size_t n = (size_t)(eq - *e);
+      if (!kubernetes_service_variable(*e, n)) warn_unknown_env(L, *e, n);
+      continue;
+    }
     const char *r = rest + strlen(section) + 1;
     size_t rlen = (size_t)(eq - r);
     char *key = oom_malloc(rlen + sizeof "rdkafka.");
@@ -653,6 +737,7 @@ bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nset
   L.props = oom_calloc(config_props_count, sizeof *L.props);
   L.rk = oom_calloc(cfg->rdkafka_count + 1, sizeof *L.rk);
   cfg->from_file = 0;
+  warnings_free(cfg);
   if (path) {
     free(cfg->source_file);
     cfg->source_file = oom_strdup(path);

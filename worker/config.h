@@ -69,6 +69,12 @@ typedef struct config {
   char *source_file; /* the file loaded, or NULL; owned */
   uint32_t from_file; /* bit i: config_props[i] was read through its _file key */
   config_origin_t origins[32]; /* [i]: where config_props[i]'s value came from (config_table.c asserts the size) */
+
+  /* Set by config_load: one line per AGGREGATOR_ variable that names no
+   * section (so no key), for the caller to print. Not errors: a wrapper
+   * script may have variables of its own under the same prefix. */
+  char **warnings;
+  size_t warnings_count;
 } config_t;
 
 typedef struct config_error {

@@ -81,6 +81,18 @@ stderr_is "aggregator: --set batch.linger_ms: 'soon' is not an integer"
 AGGREGATOR_LOG_LEVEL=loud run 2 config check
 stderr_is "aggregator: environment AGGREGATOR_LOG_LEVEL: log.level: 'loud' is not one of error, warn, info, debug"
 
+# --- an AGGREGATOR_ variable that names no key: one warning line, no error ---
+AGGREGATOR_BACTH_MAX_COMMANDS=5 run 0 config check
+stdout_has "configuration OK"
+stderr_is "aggregator: warning: environment AGGREGATOR_BACTH_MAX_COMMANDS names no configuration key (did you mean AGGREGATOR_BATCH_MAX_COMMANDS?); ignored"
+AGGREGATOR_MY_WRAPPER_OPTION=1 run 0 config show
+stderr_is "aggregator: warning: environment AGGREGATOR_MY_WRAPPER_OPTION names no configuration key; ignored"
+stdout_has "max_commands = 20000"
+# Kubernetes' variables for a Service named "aggregator" are not ours to judge.
+AGGREGATOR_SERVICE_HOST=10.0.0.1 AGGREGATOR_SERVICE_PORT=9464 AGGREGATOR_PORT=tcp://10.0.0.1:9464 \
+  AGGREGATOR_PORT_9464_TCP_ADDR=10.0.0.1 run 0 config check
+[ -s "$T/err" ] && fail "Kubernetes service variables warned: $(cat "$T/err")"
+
 # --- show: precedence defaults < file < environment < --set ---------------
 printf '[batch]\nlinger_ms = 10\nmax_commands = 11\nmax_aggregates = 12\n' >"$T/p.ini"
 AGGREGATOR_BATCH_LINGER_MS=20 AGGREGATOR_BATCH_MAX_COMMANDS=21 \

@@ -38,6 +38,10 @@ static const char *const env_used[] = {
     "AGGREGATOR_STORE_URI",       "AGGREGATOR_STORE_URI_FILE", "AGGREGATOR_KAFKA_RDKAFKA_CLIENT_ID",
     "AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE", "AGGREGATOR_SERVICE_HOST", "AGGREGATOR_METRICS_LISTEN",
     "AGGREGATOR_KAFKA_RDKAFKA_SOCKET_TIMEOUT_MS", "AGGREGATOR_batch_linger_ms", "AGGREGATOR_KAFKA_GROUP",
+    "AGGREGATOR_BACTH_MAX_COMMANDS", "AGGREGATOR_WRAPPER_HOME", "AGGREGATOR_STOR_URI_FILE",
+    "AGGREGATOR_KAFAK_RDKAFKA_CLIENT_ID", "AGGREGATOR_SERVICE_PORT", "AGGREGATOR_SERVICE_PORT_METRICS",
+    "AGGREGATOR_PORT", "AGGREGATOR_PORT_9464_TCP", "AGGREGATOR_PORT_9464_TCP_PROTO", "AGGREGATOR_PORT_9464_TCP_PORT",
+    "AGGREGATOR_PORT_9464_TCP_ADDR", "AGGREGATOR_PORT_X", "AGGREGATOR_SERVICE_HOSTS",
 };
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof env_used / sizeof env_used[0]; i++) unsetenv(env_used[i]);
@@ -722,6 +726,64 @@ START_TEST(origins_follow_live_reload) {
 }
 END_TEST
 
+/* A variable under the prefix that names no section warns, naming the
+ * closest key's variable when one is close; it sets nothing and is no
+ * error. Kubernetes' variables for a Service named "aggregator" pass
+ * silently; names that only resemble them warn. */
+START_TEST(env_unknown_warns) {
+  static const struct {
+    const char *name, *warning; /* warning NULL: none */
+  } cases[] = {
+      {"AGGREGATOR_BACTH_MAX_COMMANDS",
+       "environment AGGREGATOR_BACTH_MAX_COMMANDS names no configuration key (did you mean "
+       "AGGREGATOR_BATCH_MAX_COMMANDS?); ignored"},
+      {"AGGREGATOR_STOR_URI_FILE",
+       "environment AGGREGATOR_STOR_URI_FILE names no configuration key (did you mean AGGREGATOR_STORE_URI_FILE?); "
+       "ignored"},
+      {"AGGREGATOR_batch_linger_ms",
+       "environment AGGREGATOR_batch_linger_ms names no configuration key (did you mean "
+       "AGGREGATOR_BATCH_LINGER_MS?); ignored"},
+      {"AGGREGATOR_KAFAK_RDKAFKA_CLIENT_ID",
+       "environment AGGREGATOR_KAFAK_RDKAFKA_CLIENT_ID names no configuration key (did you mean "
+       "AGGREGATOR_KAFKA_RDKAFKA_CLIENT_ID?); ignored"},
+      {"AGGREGATOR_WRAPPER_HOME", "environment AGGREGATOR_WRAPPER_HOME names no configuration key; ignored"},
+      {"AGGREGATOR_PORT_X", "environment AGGREGATOR_PORT_X names no configuration key; ignored"},
+      {"AGGREGATOR_SERVICE_HOSTS", "environment AGGREGATOR_SERVICE_HOSTS names no configuration key; ignored"},
+      {"AGGREGATOR_SERVICE_HOST", NULL},
+      {"AGGREGATOR_SERVICE_PORT", NULL},
+      {"AGGREGATOR_SERVICE_PORT_METRICS", NULL},
+      {"AGGREGATOR_PORT", NULL},
+      {"AGGREGATOR_PORT_9464_TCP", NULL},
+      {"AGGREGATOR_PORT_9464_TCP_PROTO", NULL},
+      {"AGGREGATOR_PORT_9464_TCP_PORT", NULL},
+      {"AGGREGATOR_PORT_9464_TCP_ADDR", NULL},
+      {"AGGREGATOR_BATCH_LINGER_MS", NULL}, /* a key: no warning */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    clear_env();
+    setenv(cases[i].name, "5", 1);
+    config_t *c = load_ok(NULL, NULL, 0);
+    if (!cases[i].warning) {
+      ck_assert_msg(c->warnings_count == 0, "%s: %s", cases[i].name, c->warnings_count ? c->warnings[0] : "");
+    } else {
+      ck_assert_uint_eq(c->warnings_count, 1);
+      ck_assert_str_eq(c->warnings[0], cases[i].warning);
+      ck_assert_int_eq(c->batch_max_commands, 20000); /* set nothing */
+    }
+    config_destroy(c);
+  }
+  /* Every such variable warns once, and a second load starts afresh. */
+  clear_env();
+  setenv("AGGREGATOR_BACTH_MAX_COMMANDS", "5", 1);
+  setenv("AGGREGATOR_WRAPPER_HOME", "/x", 1);
+  config_t *c = load_ok(NULL, NULL, 0);
+  ck_assert_uint_eq(c->warnings_count, 2);
+  ck_assert(config_load(c, NULL, NULL, 0, NULL));
+  ck_assert_uint_eq(c->warnings_count, 2);
+  config_destroy(c);
+}
+END_TEST
+
 /* ---- _file values --------------------------------------------------------- */
 
 START_TEST(value_files) {
@@ -994,6 +1056,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, long_key);
   tcase_add_test(tc, precedence);
   tcase_add_test(tc, env_outside_sections_ignored);
+  tcase_add_test(tc, env_unknown_warns);
   tcase_add_test(tc, origins);
   tcase_add_test(tc, origins_follow_live_reload);
   tcase_add_test(tc, value_files);
