@@ -96,6 +96,7 @@ typedef struct loader {
   origin_t *rk;     /* one per cfg->rdkafka entry */
   config_error_t *err;
   const char *pending; /* a secret value being checked, not yet in cfg: errors are scrubbed of it too */
+  bool pending_uri;    /* pending is a URI given as it is: only its password and secret options are secrets */
 } loader_t;
 
 static void origin_prefix(const loader_t *L, const origin_t *o, model_buf_t *b) {
@@ -159,7 +160,9 @@ static bool fail(loader_t *L, const origin_t *o, const char *name, const char *f
   redact_set_t *secrets = redact_set_new();
   config_collect_secrets(L->cfg, secrets);
   if (L->pending) {
-    redact_set_add(secrets, L->pending);
+    /* A URI's other parts (hosts, option values such as tls=maybe) are
+     * what the user needs to see to fix it. */
+    if (!L->pending_uri) redact_set_add(secrets, L->pending);
     redact_set_add_uri(secrets, L->pending);
   }
   redact_set_scrub(secrets, msg, strlen(msg), &b);
@@ -176,7 +179,7 @@ static long origin_rank(const origin_t *o) { return (long)o->kind * 10000000L + 
 
 /* ---- "did you mean" ------------------------------------------------------ */
 
-static size_t levenshtein(const char *a, const char *b) {
+size_t config_edit_distance(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   if (la > 200 || lb > 200) return SIZE_MAX;
   size_t row[201];
@@ -205,7 +208,7 @@ static const char *suggest_section(const char *section) {
   const char *best = NULL;
   size_t best_d = close_enough(section) + 1;
   for (size_t i = 0; i < config_sections_count; i++) {
-    size_t d = levenshtein(section, config_sections[i].name);
+    size_t d = config_edit_distance(section, config_sections[i].name);
     if (d < best_d) best_d = d, best = config_sections[i].name;
   }
   return best;
@@ -223,8 +226,8 @@ static bool suggest_key(const char *section, const char *key, char *out, size_t 
     const config_prop_t *p = &config_props[i];
     char cand[128];
     snprintf(cand, sizeof cand, "%s.%s", p->section, p->key);
-    size_t d = levenshtein(full, cand);
-    size_t dk = levenshtein(key, p->key);
+    size_t d = config_edit_distance(full, cand);
+    size_t dk = config_edit_distance(key, p->key);
     if (dk != SIZE_MAX && dk + (strcmp(section, p->section) != 0) < d) d = dk + (strcmp(section, p->section) != 0);
     if (d < best_d) best_d = d, best = p;
   }
@@ -233,7 +236,7 @@ static bool suggest_key(const char *section, const char *key, char *out, size_t 
   if (dot && dot[1]) {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%.*s", (int)(dot - key), key);
-    if (levenshtein(prefix, "rdkafka") <= 2 && (strcmp(prefix, "rdkafka") || strcmp(section, "kafka"))) {
+    if (config_edit_distance(prefix, "rdkafka") <= 2 && (strcmp(prefix, "rdkafka") || strcmp(section, "kafka"))) {
       snprintf(out, out_size, "kafka.rdkafka.%s", dot + 1);
       return true;
     }
@@ -350,8 +353,10 @@ static bool assign(loader_t *L, const origin_t *in, const char *section, const c
   } else {
     char why[400];
     L->pending = p->flags & CONFIG_SECRET ? value : NULL;
+    L->pending_uri = !strcmp(p->type_name, "uri");
     bool ok = config_prop_set(p, L->cfg, value, false, why, sizeof why) || fail(L, in, name, "%s", why);
     L->pending = NULL;
+    L->pending_uri = false;
     if (!ok) return false;
     L->cfg->from_file &= ~(UINT32_C(1) << (p - config_props));
   }
@@ -472,7 +477,7 @@ static bool suggest_env(const char *name, size_t n, char *out, size_t out_size) 
   for (size_t i = 0; i < config_props_count; i++) {
     char cand[128];
     config_prop_env_name(&config_props[i], cand, sizeof cand);
-    size_t d = levenshtein(upper, cand);
+    size_t d = config_edit_distance(upper, cand);
     if (d < best_d) best_d = d, best = &config_props[i];
   }
   if (best) {
@@ -486,7 +491,7 @@ static bool suggest_env(const char *name, size_t n, char *out, size_t out_size) 
   if (rk && rk[9]) {
     char section[64];
     snprintf(section, sizeof section, "%.*s", (int)(rk - upper), upper);
-    if (levenshtein(section, "AGGREGATOR_KAFKA") <= 2) {
+    if (config_edit_distance(section, "AGGREGATOR_KAFKA") <= 2) {
       snprintf(out, out_size, "AGGREGATOR_KAFKA%s%s", rk, file ? "_FILE" : "");
       return true;
     }

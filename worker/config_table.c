@@ -109,8 +109,85 @@ static char *check_nonempty(const char *v, bool secret, char *why, size_t n) {
   return dup_or_die(v, strlen(v));
 }
 
+/* The options libmongoc applies by name rather than by type; every other
+ * option it knows answers mongoc_uri_option_is_int32, _int64, _bool or
+ * _utf8. An option it does not know it only logs and drops, so a misspelt
+ * `replicaSett=rs0` would quietly change how the worker connects. */
+static const char *const uri_options_by_name[] = {
+    MONGOC_URI_AUTHMECHANISM, MONGOC_URI_AUTHMECHANISMPROPERTIES, MONGOC_URI_AUTHSOURCE,
+    MONGOC_URI_COMPRESSORS,   MONGOC_URI_GSSAPISERVICENAME,        MONGOC_URI_READCONCERNLEVEL,
+    MONGOC_URI_READPREFERENCETAGS, MONGOC_URI_W,
+};
+
+/* Every current option name of libmongoc's header, for "did you mean". */
+static const char *const uri_option_names[] = {
+    MONGOC_URI_APPNAME, MONGOC_URI_AUTHMECHANISM, MONGOC_URI_AUTHMECHANISMPROPERTIES, MONGOC_URI_AUTHSOURCE,
+    MONGOC_URI_CANONICALIZEHOSTNAME, MONGOC_URI_CONNECTTIMEOUTMS, MONGOC_URI_COMPRESSORS,
+    MONGOC_URI_DIRECTCONNECTION, MONGOC_URI_GSSAPISERVICENAME, MONGOC_URI_HEARTBEATFREQUENCYMS,
+    MONGOC_URI_JOURNAL, MONGOC_URI_LOADBALANCED, MONGOC_URI_LOCALTHRESHOLDMS, MONGOC_URI_MAXIDLETIMEMS,
+    MONGOC_URI_MAXPOOLSIZE, MONGOC_URI_MAXSTALENESSSECONDS, MONGOC_URI_MINPOOLSIZE, MONGOC_URI_READCONCERNLEVEL,
+    MONGOC_URI_READPREFERENCE, MONGOC_URI_READPREFERENCETAGS, MONGOC_URI_REPLICASET, MONGOC_URI_RETRYREADS,
+    MONGOC_URI_RETRYWRITES, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, MONGOC_URI_SERVERSELECTIONTRYONCE,
+    MONGOC_URI_SOCKETCHECKINTERVALMS, MONGOC_URI_SOCKETTIMEOUTMS, MONGOC_URI_SRVSERVICENAME,
+    MONGOC_URI_SRVMAXHOSTS, MONGOC_URI_TLS, MONGOC_URI_TLSCERTIFICATEKEYFILE,
+    MONGOC_URI_TLSCERTIFICATEKEYFILEPASSWORD, MONGOC_URI_TLSCAFILE, MONGOC_URI_TLSALLOWINVALIDCERTIFICATES,
+    MONGOC_URI_TLSALLOWINVALIDHOSTNAMES, MONGOC_URI_TLSINSECURE, MONGOC_URI_TLSDISABLECERTIFICATEREVOCATIONCHECK,
+    MONGOC_URI_TLSDISABLEOCSPENDPOINTCHECK, MONGOC_URI_W, MONGOC_URI_WAITQUEUEMULTIPLE,
+    MONGOC_URI_WAITQUEUETIMEOUTMS, MONGOC_URI_WTIMEOUTMS, MONGOC_URI_ZLIBCOMPRESSIONLEVEL,
+};
+
+bool config_uri_option_known(const char *name) {
+  char lower[128];
+  size_t n = strlen(name);
+  if (n >= sizeof lower) return false;
+  for (size_t i = 0; i <= n; i++) lower[i] = (char)tolower((unsigned char)name[i]);
+  if (mongoc_uri_option_is_int32(lower) || mongoc_uri_option_is_int64(lower) || mongoc_uri_option_is_bool(lower) ||
+      mongoc_uri_option_is_utf8(lower))
+    return true;
+  for (size_t i = 0; i < sizeof uri_options_by_name / sizeof uri_options_by_name[0]; i++)
+    if (!strcmp(lower, uri_options_by_name[i])) return true;
+  return false;
+}
+
+/* The first option of uri (parsed by libmongoc already) that libmongoc does
+ * not know: false with why filled. Options start after the first '?' that
+ * follows the '/' ending the hosts (libmongoc requires that '/'), and are
+ * split at '&', names compared case-insensitively and not percent-decoded,
+ * as libmongoc does. Names are shown, never values. */
+static bool uri_options_known(const char *uri, char *why, size_t n) {
+  const char *s = strstr(uri, "://");
+  const char *slash = s ? strchr(s + 3, '/') : NULL;
+  const char *q = slash ? strchr(slash, '?') : NULL;
+  for (const char *p = q ? q + 1 : NULL; p && *p;) {
+    size_t len = strcspn(p, "&");
+    const char *eq = memchr(p, '=', len);
+    size_t klen = eq ? (size_t)(eq - p) : len;
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(klen < sizeof name ? klen : sizeof name - 1), p);
+    if (klen && !config_uri_option_known(name)) {
+      const char *best = NULL;
+      size_t best_d = strlen(name) / 3 > 2 ? strlen(name) / 3 + 1 : 3;
+      char lower[128];
+      for (size_t i = 0; i <= strlen(name); i++) lower[i] = (char)tolower((unsigned char)name[i]);
+      for (size_t i = 0; i < sizeof uri_option_names / sizeof uri_option_names[0]; i++) {
+        size_t d = config_edit_distance(lower, uri_option_names[i]);
+        if (d < best_d) best_d = d, best = uri_option_names[i];
+      }
+      if (best)
+        snprintf(why, n, "unknown MongoDB URI option '%s' (did you mean %s? names are case-insensitive)", name, best);
+      else
+        snprintf(why, n, "unknown MongoDB URI option '%s'", name);
+      return false;
+    }
+    p += len;
+    if (*p) p++;
+  }
+  return true;
+}
+
 /* Parsed by libmongoc itself, so that `config check` catches what the store
- * would reject at startup. */
+ * would reject at startup, and what libmongoc would only warn about: an
+ * option it does not know. */
 static char *check_uri(const char *v, bool secret, char *why, size_t n) {
   char tmp[SHOWN_MAX];
   if (redact_uri_has_unescaped_at(v)) {
@@ -133,6 +210,7 @@ static char *check_uri(const char *v, bool secret, char *why, size_t n) {
     return NULL;
   }
   mongoc_uri_destroy(uri);
+  if (!uri_options_known(v, why, n)) return NULL;
   return dup_or_die(v, strlen(v));
 }
 
@@ -224,7 +302,8 @@ const config_prop_t config_props[] = {
         0, kafka_dlq_topic, "Dead-letter topic: rejected commands are produced here byte for byte, with x-error-* headers."),
     STR("store", "uri", "uri", "mongodb://localhost:27017", check_uri, "mongodb:// or mongodb+srv:// URI",
         CONFIG_SECRET, store_uri,
-        "MongoDB connection string; TLS and authentication options go here. Its password and credential "
+        "MongoDB connection string; TLS and authentication options go here. An option the MongoDB C driver "
+        "does not know is refused (the driver would ignore it). Its password and credential "
         "options are redacted by `config show`; prefer `uri_file` to keep it out of the file."),
     STR("store", "database", "string", "school", check_database, "a MongoDB database name", 0, store_database,
         "Database of the aggregates collection."),

@@ -80,6 +80,14 @@ bool config_prop_equal(const config_prop_t *p, const config_t *a, const config_t
 void config_prop_copy(const config_prop_t *p, config_t *dst, const config_t *src);
 void config_prop_free(const config_prop_t *p, config_t *cfg);
 
+/* Whether libmongoc knows the MongoDB URI option name (any case): it
+ * refuses bad values of the options it knows, but only logs and drops an
+ * option it does not know. */
+bool config_uri_option_known(const char *name);
+
+/* Levenshtein distance, for "did you mean"; SIZE_MAX past 200 bytes. */
+size_t config_edit_distance(const char *a, const char *b);
+
 /* "AGGREGATOR_BATCH_MAX_COMMANDS" for batch.max_commands. */
 void config_prop_env_name(const config_prop_t *p, char *out, size_t out_size);
 

@@ -72,6 +72,14 @@ one_line_stderr
 grep -q "hunter2" "$T/err" && fail "a secret leaked into the error: $(cat "$T/err")"
 grep -q "^aggregator: $T/uri.ini:2: store.uri: " "$T/err" || fail "uri error: $(cat "$T/err")"
 
+# URI options: one libmongoc does not know is an error (it would drop it);
+# a bad value of one it knows is shown as written (only secrets are masked).
+printf '[store]\nuri = mongodb://u:hunter2@h/?replicaSett=rs0\n' >"$T/uriopt.ini"
+run 2 config check -c "$T/uriopt.ini"
+stderr_is "aggregator: $T/uriopt.ini:2: store.uri: unknown MongoDB URI option 'replicaSett' (did you mean replicaset? names are case-insensitive)"
+run 2 config check --set 'store.uri=mongodb://u:hunter2@h/?tls=maybe'
+stderr_is "aggregator: --set store.uri: the value is not a MongoDB URI: Unsupported value for \"tls\": \"maybe\""
+
 run 2 config check -c "$T/missing.ini"
 stderr_is "aggregator: $T/missing.ini: cannot open: No such file or directory"
 

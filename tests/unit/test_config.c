@@ -391,6 +391,20 @@ static const error_case_t error_cases[] = {
              "'mongodb+srv://'"),
     FILE_ERR("[store]\nuri = mongodb://user:hunter2@h:99999/\n",
              "{FILE}:2: store.uri: the value is not a MongoDB URI: Invalid host string in URI"),
+    /* URI options: one libmongoc does not know (it would only log and drop
+     * it) is an error naming it; a bad value of one it knows is quoted as
+     * written, since only the password and credential options are secrets */
+    FILE_ERR("[store]\nuri = mongodb://app:hunter2@h/?tls=true&replicaSett=rs0\n",
+             "{FILE}:2: store.uri: unknown MongoDB URI option 'replicaSett' (did you mean replicaset? names are "
+             "case-insensitive)"),
+    SET_ERR("store.uri=mongodb://h/?frobnicate=1", "--set store.uri: unknown MongoDB URI option 'frobnicate'"),
+    SET_ERR("store.uri=mongodb://h/?slaveOk=true", "--set store.uri: unknown MongoDB URI option 'slaveOk'"),
+    SET_ERR("store.uri=mongodb://app:hunter2@h/?tls=maybe",
+            "--set store.uri: the value is not a MongoDB URI: Unsupported value for \"tls\": \"maybe\""),
+    /* ... but every value of a URI read from a file is a secret */
+    {.ini = "[store]\nuri_file = {AUX}\n", .aux = "mongodb://h/?tls=maybe\n",
+     .expect = "{FILE}:2: store.uri_file: {AUX}: the value is not a MongoDB URI: Unsupported value for \"tls\": "
+               "\"***\""},
     /* checks across keys name the key set last */
     FILE_ERR("[kafka]\ndlq_topic = assignment-commands\n",
              "{FILE}:2: kafka.dlq_topic: 'assignment-commands' is both a command topic and the dead-letter topic"),
@@ -628,6 +642,64 @@ START_TEST(env_outside_sections_ignored) {
   setenv("AGGREGATOR_batch_linger_ms", "5", 1);
   config_t *c = load_ok(NULL, NULL, 0);
   ck_assert_int_eq(c->batch_linger_ms, 100);
+  config_destroy(c);
+}
+END_TEST
+
+/* ---- URI options: agreement with libmongoc ---------------------------------- */
+
+static int uri_unsupported_logged;
+static void uri_log_capture(mongoc_log_level_t level, const char *domain, const char *message, void *data) {
+  (void)level, (void)domain, (void)data;
+  if (strstr(message, "Unsupported URI option")) uri_unsupported_logged++;
+}
+
+/* config_uri_option_known says what libmongoc does: every option name of
+ * its header, in any case, and names it does not know, parsed by libmongoc
+ * itself; an unknown one is exactly one it logs as unsupported. */
+START_TEST(uri_options_agree_with_libmongoc) {
+  static const char *const names[] = {
+      MONGOC_URI_APPNAME, MONGOC_URI_AUTHMECHANISM, MONGOC_URI_AUTHMECHANISMPROPERTIES, MONGOC_URI_AUTHSOURCE,
+      MONGOC_URI_CANONICALIZEHOSTNAME, MONGOC_URI_CONNECTTIMEOUTMS, MONGOC_URI_COMPRESSORS,
+      MONGOC_URI_DIRECTCONNECTION, MONGOC_URI_GSSAPISERVICENAME, MONGOC_URI_HEARTBEATFREQUENCYMS, MONGOC_URI_JOURNAL,
+      MONGOC_URI_LOADBALANCED, MONGOC_URI_LOCALTHRESHOLDMS, MONGOC_URI_MAXIDLETIMEMS, MONGOC_URI_MAXPOOLSIZE,
+      MONGOC_URI_MAXSTALENESSSECONDS, MONGOC_URI_MINPOOLSIZE, MONGOC_URI_READCONCERNLEVEL, MONGOC_URI_READPREFERENCE,
+      MONGOC_URI_READPREFERENCETAGS, MONGOC_URI_REPLICASET, MONGOC_URI_RETRYREADS, MONGOC_URI_RETRYWRITES,
+      MONGOC_URI_SAFE, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, MONGOC_URI_SERVERSELECTIONTRYONCE, MONGOC_URI_SLAVEOK,
+      MONGOC_URI_SOCKETCHECKINTERVALMS, MONGOC_URI_SOCKETTIMEOUTMS, MONGOC_URI_SRVSERVICENAME,
+      MONGOC_URI_SRVMAXHOSTS, MONGOC_URI_TLS, MONGOC_URI_TLSCERTIFICATEKEYFILE,
+      MONGOC_URI_TLSCERTIFICATEKEYFILEPASSWORD, MONGOC_URI_TLSCAFILE, MONGOC_URI_TLSALLOWINVALIDCERTIFICATES,
+      MONGOC_URI_TLSALLOWINVALIDHOSTNAMES, MONGOC_URI_TLSINSECURE, MONGOC_URI_TLSDISABLECERTIFICATEREVOCATIONCHECK,
+      MONGOC_URI_TLSDISABLEOCSPENDPOINTCHECK, MONGOC_URI_W, MONGOC_URI_WAITQUEUEMULTIPLE,
+      MONGOC_URI_WAITQUEUETIMEOUTMS, MONGOC_URI_WTIMEOUTMS, MONGOC_URI_ZLIBCOMPRESSIONLEVEL, MONGOC_URI_SSL,
+      MONGOC_URI_SSLCLIENTCERTIFICATEKEYFILE, MONGOC_URI_SSLCLIENTCERTIFICATEKEYPASSWORD,
+      MONGOC_URI_SSLCERTIFICATEAUTHORITYFILE, MONGOC_URI_SSLALLOWINVALIDCERTIFICATES,
+      MONGOC_URI_SSLALLOWINVALIDHOSTNAMES, "replicaSet", "REPLICASET", "replicaSett", "frobnicate", "tl",
+      "repl%69caSet", "maxConnecting", "timeoutMS", "proxyHost",
+  };
+  mongoc_log_set_handler(uri_log_capture, NULL);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char uri[300];
+    snprintf(uri, sizeof uri, "mongodb://h/?%s=%s", names[i],
+             mongoc_uri_option_is_bool(names[i]) ? "true" : mongoc_uri_option_is_int32(names[i]) ? "1" : "x");
+    uri_unsupported_logged = 0;
+    mongoc_uri_t *u = mongoc_uri_new_with_error(uri, NULL);
+    mongoc_uri_destroy(u);
+    ck_assert_msg(config_uri_option_known(names[i]) == (uri_unsupported_logged == 0),
+                  "%s: known %d, libmongoc logged it unsupported %d time(s)", names[i],
+                  config_uri_option_known(names[i]), uri_unsupported_logged);
+  }
+  mongoc_log_set_handler(NULL, NULL);
+}
+END_TEST
+
+/* Known options in any case and any number load; the URI keeps them as written. */
+START_TEST(uri_known_options_load) {
+  char *sets[] = {"store.uri=mongodb://app:pw@h1,h2/?replicaSet=rs0&TLS=true&authSource=admin&w=majority"
+                  "&compressors=zlib&appName=agg&readPreference=secondary&readPreferenceTags=dc:ny"
+                  "&authMechanism=SCRAM-SHA-256&readConcernLevel=local&retryWrites=false"};
+  config_t *c = load_ok(NULL, sets, 1);
+  ck_assert_str_eq(c->store_uri, sets[0] + strlen("store.uri="));
   config_destroy(c);
 }
 END_TEST
@@ -1057,6 +1129,8 @@ Suite *test_suite(void) {
   tcase_add_test(tc, precedence);
   tcase_add_test(tc, env_outside_sections_ignored);
   tcase_add_test(tc, env_unknown_warns);
+  tcase_add_test(tc, uri_options_agree_with_libmongoc);
+  tcase_add_test(tc, uri_known_options_load);
   tcase_add_test(tc, origins);
   tcase_add_test(tc, origins_follow_live_reload);
   tcase_add_test(tc, value_files);
