@@ -119,7 +119,8 @@ cli_parse_result_t cli_parse(int argc, char **argv, cli_options_t *o, const cli_
   if (argc < 2) return usage(err, "missing command%s%s", "", "");
   const char *a = argv[1];
   if (is_help(a)) return CLI_PARSE_HELP;
-  if (!strcmp(a, "--version")) return CLI_PARSE_VERSION;
+  if (!strcmp(a, "--version"))
+    return argc == 2 ? CLI_PARSE_VERSION : usage(err, "--version takes no argument, not '%s'%s", argv[2], "");
   if (!strcmp(a, "help")) return parse_help(argc, argv, cmd, err);
   const cli_cmd_t *c = strchr(a, ' ') ? NULL : cli_cmd_find(a);
   if (!c) return usage(err, "unknown command '%s'%s", a, "");

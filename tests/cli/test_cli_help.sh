@@ -102,6 +102,7 @@ usage_error "" "missing command"
 usage_error "" "unknown command 'frobnicate'" frobnicate
 usage_error "" "unknown command 'frobnicate'" help frobnicate
 usage_error "" "help takes one command" help config show extra
+usage_error "" "--version takes no argument, not 'run'" --version run
 usage_error "run" "unknown option '--bogus'" run --bogus
 usage_error "run" "unexpected argument 'extra'" run extra
 usage_error "run" "run does not take --from" run --from beginning
