@@ -19,7 +19,8 @@ static const char help_notes[] =
     "when the topic says so), not by any time inside a command.\n"
     "--rejects FILE keeps the lines of --input that are not valid commands, one JSON object per line with\n"
     "the line number (from 1), the error code and a detail.\n"
-    "Configuration: `aggregator config describe` lists every key; docs/CONFIG.md is the reference.\n"
+    "Configuration, lowest first: defaults, the -c FILE, AGGREGATOR_<SECTION>_<KEY> variables, --set;\n"
+    "`aggregator config describe` lists every key, and docs/CONFIG.md is the reference.\n"
     "Exit status: 0 success, 1 runtime failure, 2 usage or configuration error, 3 drift found (verify).\n";
 
 static void opt_label(const cli_opt_t *p, model_buf_t *b) {

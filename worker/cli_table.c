@@ -71,7 +71,7 @@ const cli_opt_t cli_opts[] = {
     {"--repair", NULL, NULL, CLI_OPT_FLAG, CLI_VERIFY, OFF(repair),
      "fix missing and store_behind drift: write the merge of stored and rebuilt documents"},
     {"--origin", NULL, NULL, CLI_OPT_FLAG, CLI_SHOW, OFF(origin),
-     "name above each key where its value came from: default, FILE:LINE, environment VARIABLE, --set"},
+     "comment each key with its source: default, FILE:LINE, environment VARIABLE or --set"},
 };
 const size_t cli_opts_count = sizeof cli_opts / sizeof cli_opts[0];
 
