@@ -14,6 +14,7 @@ static const char help_intro[] =
     "aggregator: merges the assignment commands of Kafka topics into one MongoDB document per assignment.\n";
 
 static const char help_notes[] =
+    "A value follows its option, or joins it with '=' (--from=2026-01-01T00:00:00Z).\n"
     "A FILE|- argument takes - for standard input (--input) or standard output (--output).\n"
     "--from and --until select messages by their Kafka timestamp (set by the producer, or by the broker\n"
     "when the topic says so), not by any time inside a command.\n"

@@ -139,16 +139,25 @@ cli_parse_result_t cli_parse(int argc, char **argv, cli_options_t *o, const cli_
   for (; i < argc; i++) {
     a = argv[i];
     if (is_help(a)) return CLI_PARSE_HELP;
+    /* --name=VALUE is --name VALUE, as most tools accept it. */
+    char spelt[64];
+    const char *inline_value = NULL, *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
+    if (eq && (size_t)(eq - a) < sizeof spelt) {
+      snprintf(spelt, sizeof spelt, "%.*s", (int)(eq - a), a);
+      inline_value = eq + 1;
+      a = spelt;
+    }
     const cli_opt_t *p = opt_find(a);
     if (!p && a[0] != '-') return usage(err, "unexpected argument '%s'%s", a, "");
     if (!p) return usage(err, "unknown option '%s'%s", a, "");
     if (!(p->commands & c->bit)) return usage(err, "%s does not take %s", c->name, a);
     if (p->kind == CLI_OPT_FLAG) {
+      if (inline_value) return usage(err, "%s takes no value%s", a, "");
       *(bool *)((char *)o + p->offset) = true;
       continue;
     }
-    if (i + 1 >= argc) return usage(err, "%s needs a value (%s)", a, p->arg);
-    const char *v = argv[++i];
+    if (!inline_value && i + 1 >= argc) return usage(err, "%s needs a value (%s)", a, p->arg);
+    const char *v = inline_value ? inline_value : argv[++i];
     if (p->kind == CLI_OPT_LIST) {
       o->sets[o->nsets++] = (char *)v;
       continue;

@@ -67,7 +67,8 @@ typedef struct cli_usage_error {
 } cli_usage_error_t;
 
 /* Parses argv[1..argc) into *o (o->sets must have room for argc strings;
- * values point into argv). `aggregator help [COMMAND]`, `--help` and `-h`
+ * values point into argv; `--name=VALUE` is `--name VALUE`). `aggregator
+ * help [COMMAND]`, `--help` and `-h`
  * anywhere an option may stand ask for help; a value option given twice, an
  * option the command does not take, a missing value and an unknown command
  * or config action are usage errors. */

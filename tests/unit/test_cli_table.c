@@ -73,6 +73,16 @@ START_TEST(parse_fills_options) {
   ck_assert_str_eq(o.from, "2026-01-01T00:00:00Z");
   ck_assert_str_eq(o.until, "end");
 
+  /* --name=VALUE, the value taken whole (it may hold '='). */
+  const char *inline_values[] = {"replay", "--from=beginning", "--set=batch.linger_ms=5", "--input=a=b.jsonl",
+                                 "--output=-", NULL};
+  ck_assert_int_eq(parse(inline_values, &o, sets, &cmd, &err), CLI_PARSE_RUN);
+  ck_assert_str_eq(o.from, "beginning");
+  ck_assert_uint_eq(o.nsets, 1);
+  ck_assert_str_eq(o.sets[0], "batch.linger_ms=5");
+  ck_assert_str_eq(o.input, "a=b.jsonl");
+  ck_assert_str_eq(o.output, "-");
+
   const char *show[] = {"config", "show", "--origin", "--config", "x.ini", NULL};
   ck_assert_int_eq(parse(show, &o, sets, &cmd, &err), CLI_PARSE_RUN);
   ck_assert_str_eq(cmd->name, "config show");
@@ -135,6 +145,10 @@ START_TEST(usage_errors) {
        "see 'aggregator help config check'"},
       {{"config", NULL}, "config needs an action: check|show|describe", "see 'aggregator help config'"},
       {{"verify", "--from", NULL}, "--from needs a value (TIME)", "see 'aggregator help verify'"},
+      {{"verify", "--repair=yes", NULL}, "--repair takes no value", "see 'aggregator help verify'"},
+      {{"run", "--config=a", "-c", "b", NULL}, "-c/--config given twice: it takes one FILE",
+       "see 'aggregator help run'"},
+      {{"run", "--bogus=1", NULL}, "unknown option '--bogus'", "see 'aggregator help run'"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     cli_options_t o;
