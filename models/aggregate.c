@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "docsize.h"
 #include "oom.h"
 #include "record.h"
 #include "table.h"
@@ -33,41 +34,79 @@ struct model_aggregate {
 /* The smallest glibc chunk (32 bytes) holds the handle. */
 _Static_assert(sizeof(struct model_aggregate) <= 24, "aggregate handle grew");
 
+/* ---- the document's size -------------------------------------------------------- */
+
+/* The BSON size of the stored document (docsize.h) is kept in the table's
+ * word and moved by each change of a slot by the difference of its
+ * element's size, so that no command re-encodes the document. A document
+ * of 4 GiB cannot be stored anywhere: reaching it aborts, as running out of
+ * memory does (oom.h). */
+static size_t doc_size(const model_aggregate_t *a) { return model_table_word(&a->t); }
+
+static void set_doc_size(model_aggregate_t *a, size_t n) {
+  if (n > UINT32_MAX) abort();
+  model_table_set_word(&a->t, (uint32_t)n);
+}
+
 /* ---- offering one slot -------------------------------------------------------- */
 
 /* Offers one encoded section (stamp first) for slot `slot` of student sid,
  * with its flag bits: it replaces the student's section iff its stamp is
- * greater, and a student without a record gets one. */
-static bool student_offer(model_aggregate_t *a, const char *sid, size_t sid_len, int slot, uint64_t version,
-                          const char *cid, const uint8_t *sec, size_t sec_len, uint8_t bits) {
+ * greater and the document stays within max_bytes, and a student without a
+ * record gets one. *would_be is the document's size after the change. */
+static model_apply_result_t student_offer(model_aggregate_t *a, const char *sid, size_t sid_len, int slot,
+                                          uint64_t version, const char *cid, const uint8_t *sec, size_t sec_len,
+                                          uint8_t bits, size_t max_bytes, size_t *would_be) {
   model_table_pos_t at;
   if (!model_table_find(&a->t, sid, sid_len, &at)) {
+    size_t n = doc_size(a) + model_docsize_student_frame(sid_len) + model_docsize_slot(slot, bits, sec);
+    *would_be = n;
+    if (n > max_bytes) return MODEL_APPLY_TOO_LARGE;
     uint8_t rec[MODEL_ID_MAX + 2 + MODEL_REC_SECTION_MAX];
-    size_t n = model_rec_put_str(rec, sid, sid_len);
-    rec[n++] = bits;
-    memcpy(rec + n, sec, sec_len);
-    model_table_insert(&a->t, &at, rec, n + sec_len);
-    return true;
+    size_t k = model_rec_put_str(rec, sid, sid_len);
+    rec[k++] = bits;
+    memcpy(rec + k, sec, sec_len);
+    model_table_insert(&a->t, &at, rec, k + sec_len);
+    set_doc_size(a, n);
+    return MODEL_APPLY_APPLIED;
   }
   size_t pos[4];
   size_t flags_off = model_rec_sections(at.rec, sid_len, at.rec_len, pos);
   uint8_t f = at.rec[flags_off];
   uint8_t present = (uint8_t)(MODEL_REC_F_MEMBER << slot);
-  if ((f & present) && !model_rec_stamp_greater(version, cid, at.rec + pos[slot])) return false;
+  if ((f & present) && !model_rec_stamp_greater(version, cid, at.rec + pos[slot])) return MODEL_APPLY_STALE;
+  size_t n = doc_size(a) - model_docsize_slot(slot, f, at.rec + pos[slot]) + model_docsize_slot(slot, bits, sec);
+  *would_be = n;
+  if (n > max_bytes) return MODEL_APPLY_TOO_LARGE;
   size_t old_len = (f & present) ? pos[slot + 1] - pos[slot] : 0;
   /* The flags byte precedes every section: the splice leaves it in place. */
   at.rec[flags_off] = (uint8_t)((f & ~model_rec_slot_bits[slot]) | bits);
   model_table_splice(&a->t, &at, pos[slot], old_len, sec, sec_len);
-  return true;
+  set_doc_size(a, n);
+  return MODEL_APPLY_APPLIED;
 }
 
-/* Offers a whole header record (present, stamp first). */
-static bool header_offer(model_aggregate_t *a, uint64_t version, const char *cid, const uint8_t *rec, size_t len) {
+/* student_offer without a limit: for merges and stored documents, whose
+ * size the store bounded already or the caller checks. */
+static bool student_put(model_aggregate_t *a, const char *sid, size_t sid_len, int slot, uint64_t version,
+                        const char *cid, const uint8_t *sec, size_t sec_len, uint8_t bits) {
+  size_t would_be;
+  return student_offer(a, sid, sid_len, slot, version, cid, sec, sec_len, bits, SIZE_MAX, &would_be) ==
+         MODEL_APPLY_APPLIED;
+}
+
+/* Offers a whole header record (present, stamp first), within max_bytes. */
+static model_apply_result_t header_offer(model_aggregate_t *a, uint64_t version, const char *cid, const uint8_t *rec,
+                                         size_t len, size_t max_bytes, size_t *would_be) {
   size_t cur_len;
   const uint8_t *cur = model_table_header(&a->t, &cur_len);
-  if ((cur[0] & MODEL_REC_H_PRESENT) && !model_rec_stamp_greater(version, cid, cur + 1)) return false;
+  if ((cur[0] & MODEL_REC_H_PRESENT) && !model_rec_stamp_greater(version, cid, cur + 1)) return MODEL_APPLY_STALE;
+  size_t n = doc_size(a) - model_docsize_header(cur) + model_docsize_header(rec);
+  *would_be = n;
+  if (n > max_bytes) return MODEL_APPLY_TOO_LARGE;
   model_table_set_header(&a->t, rec, len);
-  return true;
+  set_doc_size(a, n);
+  return MODEL_APPLY_APPLIED;
 }
 
 /* Offers every slot of one student record, one by one. */
@@ -80,8 +119,8 @@ static bool record_offer(model_aggregate_t *a, const uint8_t *rec, size_t len) {
     if (!(f & (MODEL_REC_F_MEMBER << slot))) continue;
     model_stamp_t st;
     model_rec_get_stamp(rec + pos[slot], &st);
-    changed |= student_offer(a, (const char *)rec, id_len, slot, st.version, st.id, rec + pos[slot],
-                             pos[slot + 1] - pos[slot], (uint8_t)(f & model_rec_slot_bits[slot]));
+    changed |= student_put(a, (const char *)rec, id_len, slot, st.version, st.id, rec + pos[slot],
+                           pos[slot + 1] - pos[slot], (uint8_t)(f & model_rec_slot_bits[slot]));
   }
   return changed;
 }
@@ -131,24 +170,35 @@ static bool merge_linear(model_aggregate_t *dst, const model_aggregate_t *src) {
   const uint8_t *dr = model_table_cursor_next(&kd, &dl), *sr = model_table_cursor_next(&ks, &sl);
   bool src_won = false;
   uint8_t out[MODEL_REC_STUDENT_MAX];
+  size_t students = 0; /* the BSON size of the students built */
   while (dr || sr) {
     int c = !dr ? 1 : !sr ? -1 : strcmp((const char *)dr, (const char *)sr);
     if (c < 0) {
       model_table_builder_add(&b, dr, dl);
+      students += model_docsize_student(dr, dl);
       dr = model_table_cursor_next(&kd, &dl);
     } else if (c > 0) {
       model_table_builder_add(&b, sr, sl);
+      students += model_docsize_student(sr, sl);
       src_won = true;
       sr = model_table_cursor_next(&ks, &sl);
     } else {
-      model_table_builder_add(&b, out, merge_record(dr, dl, sr, sl, out, &src_won));
+      size_t n = merge_record(dr, dl, sr, sl, out, &src_won);
+      model_table_builder_add(&b, out, n);
+      students += model_docsize_student(out, n);
       dr = model_table_cursor_next(&kd, &dl);
       sr = model_table_cursor_next(&ks, &sl);
     }
   }
-  if (src_won) model_table_builder_install(&b, &dst->t);
-  else model_table_builder_discard(&b);
-  return src_won;
+  if (!src_won) {
+    model_table_builder_discard(&b);
+    return false;
+  }
+  model_table_builder_install(&b, &dst->t);
+  size_t hlen;
+  set_doc_size(dst, model_docsize_base(dst->t.tlen, dst->t.alen) +
+                        model_docsize_header(model_table_header(&dst->t, &hlen)) + students);
+  return true;
 }
 
 /* ---- public API ---------------------------------------------------------------- */
@@ -158,6 +208,8 @@ model_aggregate_t *model_aggregate_new(const char *tenant, size_t tenant_len, co
   assert(tenant_len >= 1 && tenant_len <= MODEL_ID_MAX && assignment_len >= 1 && assignment_len <= MODEL_ID_MAX);
   model_aggregate_t *a = oom_malloc(sizeof *a);
   model_table_init(&a->t, tenant, tenant_len, assignment, assignment_len);
+  size_t hlen;
+  set_doc_size(a, model_docsize_base(tenant_len, assignment_len) + model_docsize_header(model_table_header(&a->t, &hlen)));
   return a;
 }
 
@@ -206,6 +258,13 @@ static void header_of(const model_command_t *cmd, model_header_view_t *h) {
 }
 
 model_apply_result_t model_aggregate_apply(model_aggregate_t *agg, const model_command_t *cmd) {
+  size_t would_be;
+  return model_aggregate_apply_within(agg, cmd, SIZE_MAX, &would_be);
+}
+
+model_apply_result_t model_aggregate_apply_within(model_aggregate_t *agg, const model_command_t *cmd,
+                                                  size_t max_bytes, size_t *would_be) {
+  *would_be = doc_size(agg);
   assert(cmd->tenant_len == agg->t.tlen && !memcmp(cmd->tenant, model_table_tenant(&agg->t), agg->t.tlen));
   assert(cmd->assignment_len == agg->t.alen &&
          !memcmp(cmd->assignment, model_table_assignment(&agg->t), agg->t.alen));
@@ -224,7 +283,7 @@ model_apply_result_t model_aggregate_apply(model_aggregate_t *agg, const model_c
     model_header_view_t h;
     header_of(cmd, &h);
     n = model_rec_encode_header(buf, &h);
-    return header_offer(agg, st.version, st.id, buf, n) ? MODEL_APPLY_APPLIED : MODEL_APPLY_STALE;
+    return header_offer(agg, st.version, st.id, buf, n, max_bytes, would_be);
   }
   case MODEL_CMD_ROSTER_ASSIGNED:
   case MODEL_CMD_ROSTER_UNASSIGNED:
@@ -247,8 +306,8 @@ model_apply_result_t model_aggregate_apply(model_aggregate_t *agg, const model_c
     assert(!"unknown command type");
     return MODEL_APPLY_STALE;
   }
-  bool changed = student_offer(agg, cmd->student, cmd->student_len, slot, st.version, st.id, buf, n, bits);
-  return changed ? MODEL_APPLY_APPLIED : MODEL_APPLY_STALE;
+  return student_offer(agg, cmd->student, cmd->student_len, slot, st.version, st.id, buf, n, bits, max_bytes,
+                       would_be);
 }
 
 /* Merging src into dst walks both in order and builds dst's new table
@@ -266,7 +325,8 @@ bool model_aggregate_merge(model_aggregate_t *dst, const model_aggregate_t *src)
   if (h[0] & MODEL_REC_H_PRESENT) {
     model_stamp_t st;
     model_rec_get_stamp(h + 1, &st);
-    changed |= header_offer(dst, st.version, st.id, h, hlen);
+    size_t would_be;
+    changed |= header_offer(dst, st.version, st.id, h, hlen, SIZE_MAX, &would_be) == MODEL_APPLY_APPLIED;
   }
   size_t ns = model_table_count(&src->t);
   if (ns == 0) return changed;
@@ -376,6 +436,8 @@ model_counts_t model_aggregate_counts(const model_aggregate_t *agg) {
   return c;
 }
 
+size_t model_aggregate_doc_size(const model_aggregate_t *agg) { return doc_size(agg); }
+
 size_t model_aggregate_memory(const model_aggregate_t *agg) { return sizeof *agg + model_table_memory(&agg->t); }
 
 /* ---- read access ---------------------------------------------------------------- */
@@ -403,8 +465,8 @@ bool model_aggregate_put_header(model_aggregate_t *agg, const model_header_view_
   if ((cur[0] & MODEL_REC_H_PRESENT) && !model_rec_stamp_greater(h->stamp.version, h->stamp.id, cur + 1))
     return false;
   uint8_t buf[MODEL_REC_SECTION_MAX];
-  size_t n = model_rec_encode_header(buf, h);
-  return header_offer(agg, h->stamp.version, h->stamp.id, buf, n);
+  size_t n = model_rec_encode_header(buf, h), would_be;
+  return header_offer(agg, h->stamp.version, h->stamp.id, buf, n, SIZE_MAX, &would_be) == MODEL_APPLY_APPLIED;
 }
 
 bool model_aggregate_put_student(model_aggregate_t *agg, const model_student_view_t *s) {
@@ -414,20 +476,20 @@ bool model_aggregate_put_student(model_aggregate_t *agg, const model_student_vie
   if (s->has_member) {
     const model_stamp_t *st = &s->member_stamp;
     size_t n = model_rec_encode_member(buf, st, s->assigned, &bits);
-    changed |= student_offer(agg, s->student, s->student_len, MODEL_REC_MEMBER, st->version, st->id, buf, n, bits);
+    changed |= student_put(agg, s->student, s->student_len, MODEL_REC_MEMBER, st->version, st->id, buf, n, bits);
   }
   if (s->has_submission) {
     const model_stamp_t *st = &s->submission_stamp;
     size_t n = model_rec_encode_submission(buf, st, s->submission_status, s->has_submitted_at, s->submitted_at_ms,
                                            s->has_returned_at, s->returned_at_ms, &bits);
-    changed |= student_offer(agg, s->student, s->student_len, MODEL_REC_SUB, st->version, st->id, buf, n, bits);
+    changed |= student_put(agg, s->student, s->student_len, MODEL_REC_SUB, st->version, st->id, buf, n, bits);
   }
   if (s->has_grade) {
     assert(!s->has_feedback || s->feedback_len <= MODEL_FEEDBACK_MAX);
     const model_stamp_t *st = &s->grade_stamp;
     size_t n = model_rec_encode_grade(buf, st, s->has_points, s->points, s->has_feedback, s->feedback,
                                       s->feedback_len, &bits);
-    changed |= student_offer(agg, s->student, s->student_len, MODEL_REC_GRADE, st->version, st->id, buf, n, bits);
+    changed |= student_put(agg, s->student, s->student_len, MODEL_REC_GRADE, st->version, st->id, buf, n, bits);
   }
   return changed;
 }

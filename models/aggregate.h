@@ -21,7 +21,11 @@
 
 typedef struct model_aggregate model_aggregate_t;
 
-typedef enum { MODEL_APPLY_STALE = 0, MODEL_APPLY_APPLIED = 1 } model_apply_result_t;
+/* STALE: the command changed nothing (its slot holds a greater or equal
+ * stamp). APPLIED: it replaced its slot. TOO_LARGE: it would have replaced
+ * its slot, but the document would then pass the size it was given
+ * (model_aggregate_apply_within); nothing changed. */
+typedef enum { MODEL_APPLY_STALE = 0, MODEL_APPLY_APPLIED = 1, MODEL_APPLY_TOO_LARGE = 2 } model_apply_result_t;
 
 typedef struct model_counts {
   int32_t assigned, submitted, returned, graded;
@@ -42,6 +46,20 @@ const char *model_aggregate_assignment(const model_aggregate_t *agg, size_t *len
 /* Applies a validated command whose (tenant, assignment) is agg's key (the
  * caller routes commands; a mismatch is a programming error and asserts). */
 model_apply_result_t model_aggregate_apply(model_aggregate_t *agg, const model_command_t *cmd);
+
+/* The same, but a command that would make the stored document's BSON size
+ * (model_aggregate_doc_size) pass max_bytes changes nothing and returns
+ * MODEL_APPLY_TOO_LARGE: the store refuses a document past its limit, and
+ * the aggregate keeps every change that fits. A stale command is STALE
+ * whatever its size. *would_be is the document's size after the command
+ * (its size now when STALE). */
+model_apply_result_t model_aggregate_apply_within(model_aggregate_t *agg, const model_command_t *cmd,
+                                                  size_t max_bytes, size_t *would_be);
+
+/* The BSON size of the document model_codec_to_bson writes for agg, for any
+ * rev and updatedAt (their sizes are fixed), kept up to date as slots
+ * change (docsize.h): O(1). */
+size_t model_aggregate_doc_size(const model_aggregate_t *agg);
 
 /* Slot-wise join: every slot of src whose stamp is greater than dst's
  * replaces dst's. Returns true if dst changed. Keys must match. */

@@ -121,6 +121,17 @@ bool model_rec_grade_has_points(const uint8_t *p) {
   return (model_rec_skip_stamp(p)[0] & G_POINTS_MASK) != PTS_NULL;
 }
 
+const char *model_rec_grade_feedback(const uint8_t *p, bool *has_points) {
+  p = model_rec_skip_stamp(p);
+  uint8_t gf = *p++;
+  unsigned kind = gf & G_POINTS_MASK;
+  *has_points = kind != PTS_NULL;
+  if (!(gf & G_FEEDBACK)) return NULL;
+  if (kind == PTS_CENTI) p = model_rec_skip_uv(p);
+  else if (kind == PTS_DOUBLE) p += sizeof(double);
+  return (const char *)p;
+}
+
 /* ---- decoders ---------------------------------------------------------------- */
 
 void model_rec_decode_header(const uint8_t *p, model_header_view_t *out) {

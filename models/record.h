@@ -162,6 +162,9 @@ size_t model_rec_encode_grade(uint8_t *p, const model_stamp_t *st, bool has_poin
 
 /* Does the grade section at p hold points (not null)? */
 bool model_rec_grade_has_points(const uint8_t *p);
+/* The feedback of the grade section at p (NUL-terminated, in the record),
+ * or NULL when it is null; *has_points as model_rec_grade_has_points. */
+const char *model_rec_grade_feedback(const uint8_t *p, bool *has_points);
 
 /* ---- views: decoded in place, pointing into the record ----------------------- */
 

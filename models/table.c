@@ -38,7 +38,7 @@ static size_t put_str(uint8_t *p, const char *s, size_t n) {
 /* ---- blocks and runs ----------------------------------------------------------- */
 
 static size_t key_len(const table_t *a) { return (size_t)a->tlen + 1 + a->alen; }
-static size_t hdr_off(const table_t *a) { return key_len(a) + 1 + a->tlen + 1; }
+static size_t hdr_off(const table_t *a) { return model_table_word_off(a) + 4; }
 static size_t tail_off(const table_t *a) { return hdr_off(a) + a->hdr_len; }
 static size_t nchunks(const table_t *a) { return (a->used - tail_off(a)) / sizeof(dir_t); }
 
@@ -322,6 +322,7 @@ void model_table_init(table_t *t, const char *tenant, size_t tenant_len, const c
   memcpy(p + tenant_len + 1, assignment, assignment_len);
   p[key_len(t)] = 0;
   put_str(p + key_len(t) + 1, tenant, tenant_len);
+  memset(p + model_table_word_off(t), 0, 4);
   p[hdr_off(t)] = 0; /* no header */
   t->used = (uint32_t)used;
 }

@@ -19,7 +19,8 @@
  *
  * A table is a small handle plus a main block:
  *
- *   main block = key "tenant/assignment" NUL | tenant NUL | header record
+ *   main block = key "tenant/assignment" NUL | tenant NUL | owner's word
+ *              | header record
  *              | inline: ONE run (every assignment up to MODEL_TABLE_RUN_MAX_N students)
  *              | chunked: a directory of chunks, each a block holding one
  *                run, in student order
@@ -56,6 +57,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "buf.h"
 
@@ -104,10 +106,23 @@ static inline const char *model_table_assignment(const model_table_t *t) {
   return (const char *)t->blk + t->tlen + 1;
 }
 
+/* A 32-bit word the owner keeps with the table, in the main block where
+ * it costs no allocation of its own (the aggregate keeps its stored
+ * document's size there). 0 after init; copied with the table. */
+static inline size_t model_table_word_off(const model_table_t *t) { return model_table_key_len(t) + 1 + t->tlen + 1; }
+static inline uint32_t model_table_word(const model_table_t *t) {
+  uint32_t w;
+  memcpy(&w, t->blk + model_table_word_off(t), sizeof w);
+  return w;
+}
+static inline void model_table_set_word(model_table_t *t, uint32_t w) {
+  memcpy(t->blk + model_table_word_off(t), &w, sizeof w);
+}
+
 /* The header record, *len bytes. */
 static inline const uint8_t *model_table_header(const model_table_t *t, size_t *len) {
   *len = t->hdr_len;
-  return t->blk + model_table_key_len(t) + 1 + t->tlen + 1;
+  return t->blk + model_table_word_off(t) + 4;
 }
 /* Replaces the header record by rec[0..len) (rec outside the table). */
 void model_table_set_header(model_table_t *t, const uint8_t *rec, size_t len);
