@@ -51,9 +51,15 @@ const char *model_reject_code_name(model_reject_code_t code) {
   static const char *const names[MODEL_REJ_COUNT] = {
       "ok",           "too_large",     "invalid_utf8", "invalid_json",   "duplicate_key",
       "invalid_value", "not_object",   "missing_field", "wrong_type",    "invalid_id",
-      "unknown_type", "invalid_version", "invalid_timestamp",
+      "unknown_type", "invalid_version", "invalid_timestamp", "document_too_large",
   };
   return (unsigned)code < MODEL_REJ_COUNT ? names[code] : NULL;
+}
+
+void model_reject_document_too_large(model_reject_t *rej, size_t would_be, size_t limit) {
+  rej->code = MODEL_REJ_DOCUMENT_TOO_LARGE;
+  snprintf(rej->detail, sizeof rej->detail, "the stored document would reach %zu bytes, past its limit of %zu",
+           would_be, limit);
 }
 
 static const char *const assignment_status_names[] = {"draft", "published", "closed"};

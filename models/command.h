@@ -40,7 +40,10 @@ bool model_cmd_type_has_student(model_cmd_type_t t);
 /* Rejection codes, in the order they are checked: the first that applies
  * is reported. MODEL_REJ_INVALID_VALUE
  * covers both the U+0000 rule and the final "anything else out of range" rule;
- * the decoder applies each at its place in the order. */
+ * the decoder applies each at its place in the order. The last,
+ * MODEL_REJ_DOCUMENT_TOO_LARGE, is not the decoder's: a valid command gets
+ * it when applied, if it would make its aggregate's stored document pass
+ * the store's limit (model_aggregate_apply_within). */
 typedef enum {
   MODEL_OK = 0,
   MODEL_REJ_TOO_LARGE,
@@ -55,6 +58,7 @@ typedef enum {
   MODEL_REJ_UNKNOWN_TYPE,
   MODEL_REJ_INVALID_VERSION,
   MODEL_REJ_INVALID_TIMESTAMP,
+  MODEL_REJ_DOCUMENT_TOO_LARGE,
   MODEL_REJ_COUNT
 } model_reject_code_t;
 
@@ -65,6 +69,10 @@ typedef struct model_reject {
   model_reject_code_t code;
   char detail[192]; /* one line, printable ASCII, e.g. "data.title: 0 bytes, expected 1..1024" */
 } model_reject_t;
+
+/* Fills *rej for a command rejected document_too_large: its aggregate's
+ * document would reach would_be bytes, past limit. */
+void model_reject_document_too_large(model_reject_t *rej, size_t would_be, size_t limit);
 
 typedef enum { MODEL_ASSIGNMENT_DRAFT, MODEL_ASSIGNMENT_PUBLISHED, MODEL_ASSIGNMENT_CLOSED } model_assignment_status_t;
 typedef enum {

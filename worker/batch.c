@@ -30,7 +30,7 @@ struct batch {
   uint64_t seq;                 /* the seq of the next command */
   uint64_t flight_seq;          /* the least flight_seq of the job in flight */
   batch_flushcap_t cap;
-  batch_too_large_t too_large; /* aggregates set aside as too large, and logged */
+  batch_too_large_t too_large; /* aggregates the store refused as too large, logged once each */
   batch_stats_t stats;
 };
 
@@ -107,11 +107,19 @@ static void apply_stale(batch_t *b, batch_entry_t *e, int64_t event_ms, batch_no
   if (!e->dirty && !e->inflight && batch_entry_listed(e)) batch_cache_touch(&b->cache, e);
 }
 
-model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, batch_now_t now) {
+model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, batch_now_t now,
+                                 model_reject_t *rej) {
   bool created;
   batch_entry_t *e = batch_cache_get(&b->cache, cmd, &created);
-  size_t before = model_aggregate_student_count(e->agg);
-  model_apply_result_t r = model_aggregate_apply(e->agg, cmd);
+  size_t before = model_aggregate_student_count(e->agg), would_be, limit = sink_document_limit(e->agg);
+  model_apply_result_t r = model_aggregate_apply_within(e->agg, cmd, limit, &would_be);
+  if (r == MODEL_APPLY_TOO_LARGE) {
+    /* Rejected: it changed nothing and takes no seq; the caller dead-letters
+     * it like a command that does not decode. */
+    b->stats.too_large++;
+    if (rej) model_reject_document_too_large(rej, would_be, limit);
+    return r;
+  }
   batch_latency_seq_add(&b->events, b->seq, event_ms);
   uint64_t seq = b->seq++;
   if (r == MODEL_APPLY_APPLIED) {
@@ -232,20 +240,6 @@ static void adopt_base(batch_t *b, batch_entry_t *e, writer_item_t *it, int64_t 
    * already (and the caller re-dirties it from flight_seq if the write failed). */
 }
 
-/* The store refused e's document as too large: e leaves memory with its
- * unwritten changes (batch_too_large.h says why). */
-static void set_aside(batch_t *b, batch_entry_t *e, const writer_item_t *it) {
-  b->stats.too_large++;
-  /* flight_seq is the entry's oldest change not in the store; one that
-   * arrived later is newer, so its time is a safe start for a replay. */
-  batch_too_large_refused(&b->too_large, model_aggregate_key(e->agg, NULL), it->bytes,
-                          batch_latency_seq_time_of(&b->events, e->flight_seq));
-  batch_writeset_unmark(&b->ws, e);
-  e->inflight = false;
-  account(b, e); /* neither dirty nor in flight: out of pending_bytes */
-  batch_cache_remove(&b->cache, e);
-}
-
 /* What the snapshot carried is not in the store: owed again, whole, with
  * its commands back in front of those that arrived since. */
 static void owe_again(batch_t *b, batch_entry_t *e) {
@@ -255,8 +249,8 @@ static void owe_again(batch_t *b, batch_entry_t *e) {
   account(b, e);
 }
 
-/* Settles one item of a finished job; true when it was set aside. */
-static bool settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
+/* Settles one item of a finished job. */
+static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
   batch_entry_t *e = it->tag;
   e->inflight = false;
   switch (it->result) {
@@ -271,25 +265,24 @@ static bool settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
       account(b, e);
     else
       mark_clean(b, e);
-    return false;
+    return;
   case WRITER_ITEM_CONFLICT:
     /* Another writer got there first: reload with the next flush and merge
      * what we hold (a superset of the snapshot) into it. The store's state
      * is unknown: the next write is whole. */
     e->loaded = false;
     owe_again(b, e);
-    return false;
-  default: /* too large (set aside), rejected (kept for retry), or no result: the store failed */
-    if (it->result == WRITER_ITEM_ERROR && it->error_code == SINK_CODE_TOO_LARGE) {
-      set_aside(b, e, it);
-      return true;
-    }
-    if (it->result == WRITER_ITEM_ERROR)
+    return;
+  default: /* rejected (too large included) or no result (the store failed): kept for retry */
+    if (it->result == WRITER_ITEM_ERROR && it->error_code == SINK_CODE_TOO_LARGE)
+      batch_too_large_refused(&b->too_large, model_aggregate_key(e->agg, NULL), it->bytes,
+                              sink_document_limit(e->agg));
+    else if (it->result == WRITER_ITEM_ERROR)
       log_error("store rejected an aggregate", "id", LOG_STR, model_aggregate_key(e->agg, NULL), "code", LOG_INT,
                 (int64_t)it->error_code);
     if (it->loaded) adopt_base(b, e, it, wall_ms); /* the load landed: keep what it taught us */
     owe_again(b, e);
-    return false;
+    return;
   }
 }
 
@@ -328,11 +321,10 @@ static batch_status_t job_status(const writer_job_t *job, uint64_t kept, sink_er
 
 batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, sink_error_t *err) {
   assert(job == b->job);
-  uint64_t set_aside_n = 0;
   for (size_t i = job->nitems; i-- > 0;) /* newest first: see batch_writeset_redirty_old */
-    set_aside_n += settle(b, &job->items[i], now.wall_ms);
+    settle(b, &job->items[i], now.wall_ms);
   count_job(b, job);
-  batch_status_t result = job_status(job, job->errors - set_aside_n, err);
+  batch_status_t result = job_status(job, job->errors, err);
   if (job->status == SINK_OK) batch_flushcap_observe(&b->cap, job->seconds, job->nitems);
   if (result != BATCH_DONE) {
     /* What the job covered is still owed; its commands stay in events until a flush lands them. */

@@ -7,7 +7,7 @@
  *  - batch_flushcap.h: how many aggregates a flush takes;
  *  - batch_latency.h: when commands entered, for their latencies;
  *  - batch_too_large.h: aggregates whose document the store refuses as too
- *    large.
+ *    large although the merge holds them to its limit (a bug).
  *
  * Aggregates live in one table keyed by "<tenant>/<assignment>". An entry is
  * either *loaded* (its aggregate includes the stored document and `rev` is the
@@ -28,11 +28,15 @@
  *    arrived since the snapshot;
  *  - conflict (another writer got there first): the entry becomes unloaded
  *    and dirty, so the next flush reloads it and merges it again;
- *  - no result (store down) or rejected: dirty again, retried after backoff;
- *  - refused as too large (past the store's document limit, sink.h): the
- *    entry and its unwritten changes are set aside, counted and logged, so
- *    that its partition keeps moving (batch_too_large.h says why).
+ *  - no result (store down) or rejected, refused as too large included
+ *    (batch_too_large.h): dirty again, retried after backoff.
  * BATCH_DONE means every item of the job landed.
+ *
+ * The store's size limit: a command that would make its aggregate's stored
+ * document pass sink_document_limit (sink.h) is rejected when applied
+ * (document_too_large), changes nothing and is dead-lettered by the caller;
+ * the aggregate keeps every change that fits, and its document never needs
+ * to be refused.
  *
  * What is durable, for offsets: every command gets a sequence number (seq)
  * when applied, stale ones too. An entry remembers the seq of its oldest
@@ -104,7 +108,7 @@ struct config;
 batch_limits_t batch_limits_from_config(const struct config *cfg);
 
 typedef enum {
-  BATCH_DONE = 0,    /* every item of the flush landed (or was set aside as too large) */
+  BATCH_DONE = 0,    /* every item of the flush landed */
   BATCH_RETRY = 1,   /* the store failed or rejected items: back off, then flush again */
   BATCH_FATAL = 2,   /* retrying cannot help (configuration, auth, an undecodable stored document) */
   BATCH_PARTIAL = 3  /* conflicts: reloaded and merged again by the next flush, due at once */
@@ -112,7 +116,7 @@ typedef enum {
 typedef struct batch_stats {
   uint64_t applied, stale;            /* commands, cumulative */
   uint64_t writes_ok, conflicts, write_errors, loads, flushes;
-  uint64_t too_large;     /* writes refused as too large: their changes were set aside (also write_errors) */
+  uint64_t too_large;     /* commands rejected document_too_large when applied */
   uint64_t bytes_written; /* BSON bytes of the documents written */
 } batch_stats_t;
 
@@ -126,8 +130,12 @@ void batch_set_limits(batch_t *b, const batch_limits_t *limits);
 
 /* Merges a validated command. event_ms is when the command entered the
  * system (its Kafka timestamp, a wall time), for the command-to-durable
- * latency. */
-model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, batch_now_t now);
+ * latency. MODEL_APPLY_TOO_LARGE: the command would make its aggregate's
+ * document pass the store's limit; it changed nothing, took no seq, and
+ * *rej (may be NULL) says so (document_too_large): the caller rejects it as
+ * it rejects a command that does not decode. */
+model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, batch_now_t now,
+                                 model_reject_t *rej);
 
 /* True when a flush should begin: a limit is reached (commands, dirty
  * aggregates or linger since the first command not in any flush), or the

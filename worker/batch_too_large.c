@@ -7,8 +7,6 @@
 #include "log.h"
 #include "metrics.h"
 #include "oom.h"
-#include "sink.h"
-#include "timestamp.h"
 
 void batch_too_large_free(batch_too_large_t *t) {
   for (size_t i = 0; i < t->n; i++) free(t->ids[i]);
@@ -26,12 +24,10 @@ static bool first_time(batch_too_large_t *t, const char *id) {
   return true;
 }
 
-void batch_too_large_refused(batch_too_large_t *t, const char *id, size_t bytes, int64_t oldest_ms) {
+void batch_too_large_refused(batch_too_large_t *t, const char *id, size_t bytes, size_t limit) {
   metrics_store_too_large(1);
   if (!first_time(t, id)) return;
-  char since[MODEL_TIMESTAMP_LEN + 1] = "unknown";
-  if (oldest_ms > 0) model_timestamp_format(oldest_ms, since);
-  log_error("aggregate document past the store's size limit: its unwritten changes are set aside", "id", LOG_STR,
-            id, "bytes", LOG_INT, (int64_t)bytes, "limit", LOG_INT, (int64_t)SINK_MAX_DOCUMENT_BYTES,
-            "oldest_change", LOG_STR, since, NULL);
+  log_error("aggregate document refused by the store as too large: its changes are kept and retried, its "
+            "partitions' commits stop behind it",
+            "id", LOG_STR, id, "bytes", LOG_INT, (int64_t)bytes, "limit", LOG_INT, (int64_t)limit, NULL);
 }

@@ -1,23 +1,18 @@
-/* What the batch does with an aggregate whose document the store refuses as
- * too large (past SINK_MAX_DOCUMENT_BYTES, sink.h): it sets the entry and
- * its unwritten changes aside, counts the refusal and logs it.
+/* What the batch does when the store refuses an aggregate's document as too
+ * large (past sink_document_limit, sink.h), the last line of defence: the
+ * merge rejects every command that would make a document pass that limit
+ * (batch_apply), so a refusal means the merge's size and the store's
+ * disagree, or the document the merge was given (an overlay merged into a
+ * stored document at its first load, which the merge could not see when it
+ * applied the overlay's commands) passed it.
  *
- * Why set aside rather than kept for retry: a retry cannot succeed (the
- * document only grows), so holding the entry would refuse it on every flush
- * forever, and its pending seq would keep every later offset of its
- * partitions uncommitted: the partition wedges, lag grows without bound, and
- * a restart replays into the same wall. Why not dead-letter the commands
- * instead: the batch holds their merged result, not the commands, and which
- * of them "pushed it over" is not defined (the merge is order-free). So the
- * entry leaves memory with its unwritten changes (the store keeps its last
- * document, which is under the limit; later commands for the aggregate are
- * merged into that and written if the result fits), its offsets move on,
- * and nothing is silent: aggregator_store_too_large_total and write errors
- * count every refusal, and the first one per aggregate is logged at error
- * with its _id, the document's size and the time of its oldest change not in
- * the store. The commands themselves stay in the source topic: `aggregator
- * replay` from that time (its merge is idempotent) restores them once the
- * document fits (docs/OPERATIONS.md, "Documents past the store's limit").
+ * The safe behaviour: the entry's changes are kept, owed and retried with
+ * backoff like any rejected write, so that nothing is committed that is not
+ * durable; the partitions' commits stop behind it until an operator acts
+ * (docs/OPERATIONS.md, "Documents past the store's size limit"). Nothing is
+ * silent: aggregator_store_too_large_total counts every refusal, and the
+ * first per aggregate is logged at error with its _id, the document's size
+ * and the limit.
  *
  * Threads: part of the batch, owned by the batch's thread. */
 #ifndef BATCH_TOO_LARGE_H
@@ -27,8 +22,8 @@
 #include <stdint.h>
 
 /* The aggregates refused so far, remembered so that each is logged once;
- * past BATCH_TOO_LARGE_IDS_MAX of them (never expected: each is a document
- * at the store's limit) every refusal is logged. {0} is empty. */
+ * past BATCH_TOO_LARGE_IDS_MAX of them every refusal is logged. {0} is
+ * empty. */
 #define BATCH_TOO_LARGE_IDS_MAX 1024
 typedef struct batch_too_large {
   char **ids;
@@ -37,9 +32,8 @@ typedef struct batch_too_large {
 
 void batch_too_large_free(batch_too_large_t *t);
 
-/* The store refused the document of aggregate id, bytes long; its oldest
- * change not in the store entered the system at oldest_ms (wall ms, 0 if
- * unknown). Counts it, and logs it the first time for id. */
-void batch_too_large_refused(batch_too_large_t *t, const char *id, size_t bytes, int64_t oldest_ms);
+/* The store refused the document of aggregate id, bytes long, past limit.
+ * Counts it, and logs it the first time for id. */
+void batch_too_large_refused(batch_too_large_t *t, const char *id, size_t bytes, size_t limit);
 
 #endif

@@ -195,6 +195,18 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 
 /* --- main loop ----------------------------------------------------------------------- */
 
+/* A rejected message, whether it does not decode or its application would
+ * pass the store's document limit: counted, and dead-lettered byte for
+ * byte; its offset commits once the dead-letter topic acknowledges it. */
+static void reject(consumer_t *c, offsets_part_t *p, const rd_kafka_message_t *m, int type,
+                   const model_reject_t *rej) {
+  metrics_command(type, METRICS_REJECTED, 1);
+  metrics_reject(rej->code);
+  log_debug("command rejected", "code", LOG_STR, model_reject_code_name(rej->code), "detail", LOG_STR, rej->detail,
+            "offset", LOG_INT, m->offset);
+  if (!deadletter_reject(c->dlq, p, m, rej)) c->fatal = true;
+}
+
 static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now) {
   if (m->err) {
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
@@ -208,16 +220,16 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
   model_reject_t rej;
   if (!model_command_decode(m->payload ? m->payload : "", m->len, (size_t)c->cfg->limits_max_command_bytes, &c->cmd,
                             &rej)) {
-    metrics_command(METRICS_TYPE_INVALID, METRICS_REJECTED, 1);
-    metrics_reject(rej.code);
-    log_debug("command rejected", "code", LOG_STR, model_reject_code_name(rej.code), "detail", LOG_STR, rej.detail,
-              "offset", LOG_INT, m->offset);
-    if (!deadletter_reject(c->dlq, p, m, &rej)) c->fatal = true;
+    reject(c, p, m, METRICS_TYPE_INVALID, &rej);
     return;
   }
   rd_kafka_timestamp_type_t tstype;
   int64_t ts = rd_kafka_message_timestamp(m, &tstype);
-  model_apply_result_t r = batch_apply(c->batch, &c->cmd, ts > 0 ? ts : now.wall_ms, now);
+  model_apply_result_t r = batch_apply(c->batch, &c->cmd, ts > 0 ? ts : now.wall_ms, now, &rej);
+  if (r == MODEL_APPLY_TOO_LARGE) {
+    reject(c, p, m, c->cmd.type, &rej);
+    return;
+  }
   metrics_command(c->cmd.type, r == MODEL_APPLY_APPLIED ? METRICS_APPLIED : METRICS_STALE, 1);
 }
 

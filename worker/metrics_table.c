@@ -130,8 +130,10 @@ const metrics_def_t metrics_table[METRICS_ROW_COUNT] = {
                                            "(the size of what flushes ship)."),
                                        SLOTS(store_write_bytes)},
     [METRICS_ROW_STORE_TOO_LARGE] = {ROW("aggregator_store_too_large_total", METRICS_COUNTER,
-                                         "Aggregate writes refused because the document would pass the store's 16 MiB "
-                                         "limit; their unwritten changes were set aside (docs/OPERATIONS.md)."),
+                                         "Aggregate writes the store refused because the document would pass its 16 "
+                                         "MiB limit, which the merge prevents by rejecting the command "
+                                         "(document_too_large): a bug; the changes are kept and retried, their "
+                                         "offsets uncommitted (docs/OPERATIONS.md)."),
                                      SLOTS(store_too_large)},
     [METRICS_ROW_DEAD_LETTERS] = {ROW("aggregator_dead_letter_deliveries_total", METRICS_COUNTER,
                                       "Rejected commands acknowledged by the dead-letter topic (ok), and delivery "

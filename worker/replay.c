@@ -86,10 +86,12 @@ static batch_t *merge_new(const replay_t *r) {
   return batch_new(&limits);
 }
 
-/* event_ms is when the command entered the system (0 = now). */
-static void merge_apply(replay_t *r, int64_t event_ms) {
+/* event_ms is when the command entered the system (0 = now). False when
+ * the command would make its aggregate's document pass the store's limit:
+ * rej says so, and nothing changed. */
+static bool merge_apply(replay_t *r, int64_t event_ms, model_reject_t *rej) {
   batch_now_t now = batch_now(clock_system());
-  batch_apply(r->batch, &r->cmd, event_ms > 0 ? event_ms : now.wall_ms, now);
+  return batch_apply(r->batch, &r->cmd, event_ms > 0 ? event_ms : now.wall_ms, now, rej) != MODEL_APPLY_TOO_LARGE;
 }
 
 typedef struct collect {
@@ -131,7 +133,7 @@ static bool feed_message(void *ctx, const char *data, size_t len, int64_t event_
   model_reject_t rej;
   if (!model_command_decode(data ? data : "", len, (size_t)r->cfg->limits_max_command_bytes, &r->cmd, &rej))
     return reject(r, &rej);
-  merge_apply(r, event_ms);
+  if (!merge_apply(r, event_ms, &rej)) return reject(r, &rej);
   return !r->flusher || store_keep_up(r);
 }
 

@@ -46,6 +46,17 @@ typedef enum {
 #define SINK_MAX_DOCUMENT_BYTES (16 * 1024 * 1024)
 #define SINK_CODE_TOO_LARGE 10334
 
+/* Bytes a write statement adds to its document besides the _id
+ * (store_bulk.c says what they are): the document of an aggregate may hold
+ * sink_document_limit of it, and the merge refuses a command that would
+ * pass that (model_aggregate_apply_within), so that the store never has to. */
+#define SINK_STATEMENT_OVERHEAD 64
+static inline size_t sink_document_limit(const model_aggregate_t *agg) {
+  size_t key_len;
+  model_aggregate_key(agg, &key_len);
+  return SINK_MAX_DOCUMENT_BYTES - SINK_STATEMENT_OVERHEAD - key_len;
+}
+
 typedef struct sink_write_item {
   const model_aggregate_t *agg; /* in: borrowed */
   int64_t rev;                  /* in: the stored rev this write expects (0 = absent) */

@@ -5,16 +5,18 @@
 #include "codec.h"
 #include "log.h"
 
-/* Bytes an update statement {q: {_id, rev}, u: <document>, upsert, multi}
- * adds to its document, besides the _id: the filter's framing and fields
- * (28) and the statement's (28), rounded up. A server may drop the
+/* SINK_STATEMENT_OVERHEAD (sink.h): the bytes an update statement
+ * {q: {_id, rev}, u: <document>, upsert, multi} adds to its document,
+ * besides the _id: the filter's framing and fields (28) and the
+ * statement's (28), rounded up. A server may drop the
  * connection when a statement passes 16 MiB (store_profile.c), which would
  * fail the whole bulk with a stream error, retried for ever. MongoDB takes
  * larger statements; holding the whole statement to the limit costs it at
  * most the margin and the _id's length of document. An insert (a new
  * document) is held to the same bound, though its statement is smaller: a
- * document that could be inserted can always be replaced. */
-#define STORE_STATEMENT_OVERHEAD 64
+ * document that could be inserted can always be replaced. The merge holds
+ * every command to the same bound, so a refusal here is a bug, the last
+ * line of defence (batch_too_large.h). */
 
 /* The server's code for an item the driver refuses before sending it, so
  * that error_code always speaks the server's language. */
@@ -25,9 +27,9 @@
  * statement would pass the limit (store.h). Not logged here: this runs on
  * every attempt, and the caller (batch.c) logs once per aggregate and
  * decides what becomes of its changes. */
-static bool fits(sink_write_item_t *item, bool encoded, size_t doc_len, size_t key_len) {
+static bool fits(sink_write_item_t *item, bool encoded, size_t doc_len) {
   item->bytes = doc_len;
-  if (encoded && doc_len + key_len + STORE_STATEMENT_OVERHEAD <= SINK_MAX_DOCUMENT_BYTES) return true;
+  if (encoded && doc_len <= sink_document_limit(item->agg)) return true;
   item->result = SINK_ITEM_ERROR;
   item->error_code = SINK_CODE_TOO_LARGE;
   return false;
@@ -46,7 +48,7 @@ static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, sink_write_item_t *i
     bool encoded = model_codec_to_bson(item->agg, item->rev + 1, updated_at_ms, &whole);
     size_t len = whole.len;
     bson_destroy(&whole);
-    if (!fits(item, encoded, len, key_len)) return false;
+    if (!fits(item, encoded, len)) return false;
   }
   bson_t update = BSON_INITIALIZER, set;
   bool ok = BSON_APPEND_DOCUMENT_BEGIN(&update, "$set", &set);
@@ -78,7 +80,7 @@ bool store_bulk_add(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int6
   const char *key = model_aggregate_key(item->agg, &key_len);
   bson_t doc = BSON_INITIALIZER;
   bool encoded = model_codec_to_bson(item->agg, item->rev + 1, updated_at_ms, &doc);
-  if (!fits(item, encoded, doc.len, key_len)) {
+  if (!fits(item, encoded, doc.len)) {
     bson_destroy(&doc);
     return false;
   }

@@ -44,7 +44,7 @@ START_TEST(pending_bytes_count_what_dirty_entries_hold) {
     snprintf(a, sizeof a, "a%d", i);
     snprintf(id, sizeof id, "c%d", i);
     model_command_t c = roster(a, "student-1", id, 1, true);
-    ck_assert_int_eq(batch_apply(b, &c, 0, mem_at(0)), MODEL_APPLY_APPLIED);
+    ck_assert_int_eq(batch_apply(b, &c, 0, mem_at(0), NULL), MODEL_APPLY_APPLIED);
   }
   struct mallinfo2 after = mallinfo2();
   size_t pending = batch_pending_bytes(b);
@@ -62,9 +62,9 @@ START_TEST(flush_writes_changed_aggregates_once) {
   mem_init(&s);
   batch_t *b = new_batch(100);
   model_command_t c1 = roster("a1", "s1", "c1", 1, true), c2 = roster("a2", "s1", "c2", 1, true);
-  ck_assert_int_eq(batch_apply(b, &c1, 0, mem_at(0)), MODEL_APPLY_APPLIED);
-  ck_assert_int_eq(batch_apply(b, &c2, 0, mem_at(0)), MODEL_APPLY_APPLIED);
-  ck_assert_int_eq(batch_apply(b, &c1, 0, mem_at(0)), MODEL_APPLY_STALE);
+  ck_assert_int_eq(batch_apply(b, &c1, 0, mem_at(0), NULL), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(batch_apply(b, &c2, 0, mem_at(0), NULL), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(batch_apply(b, &c1, 0, mem_at(0), NULL), MODEL_APPLY_STALE);
   ck_assert_uint_eq(batch_dirty_count(b), 2);
   ck_assert(batch_pending_bytes(b) > 0);
   ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
@@ -76,7 +76,7 @@ START_TEST(flush_writes_changed_aggregates_once) {
   ck_assert_uint_eq(batch_pending_bytes(b), 0);
   ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1);
   /* A stale command for a cached aggregate writes nothing and reads nothing. */
-  ck_assert_int_eq(batch_apply(b, &c1, 0, mem_at(0)), MODEL_APPLY_STALE);
+  ck_assert_int_eq(batch_apply(b, &c1, 0, mem_at(0), NULL), MODEL_APPLY_STALE);
   ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
   ck_assert_int_eq(s.writes, 1);
   ck_assert_int_eq(s.loads, 1);
@@ -90,17 +90,17 @@ START_TEST(miss_merges_into_stored_document) {
   mem_init(&s);
   batch_t *b1 = new_batch(100);
   model_command_t c1 = roster("a1", "s1", "c1", 5, true);
-  batch_apply(b1, &c1, 0, mem_at(0));
+  batch_apply(b1, &c1, 0, mem_at(0), NULL);
   ck_assert_int_eq(mem_flush(b1, &s, mem_at(0)), BATCH_DONE);
   batch_destroy(b1);
   /* A new worker (cold cache) sees an older command for that slot and a new
    * one for another: only the new one changes the stored document. */
   batch_t *b2 = new_batch(100);
   model_command_t old = roster("a1", "s1", "c0", 4, false), other = roster("a1", "s2", "c2", 1, true);
-  batch_apply(b2, &old, 0, mem_at(0));
+  batch_apply(b2, &old, 0, mem_at(0), NULL);
   ck_assert_int_eq(mem_flush(b2, &s, mem_at(0)), BATCH_DONE);
   ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1); /* nothing changed: not written */
-  batch_apply(b2, &other, 0, mem_at(0));
+  batch_apply(b2, &other, 0, mem_at(0), NULL);
   ck_assert_int_eq(mem_flush(b2, &s, mem_at(0)), BATCH_DONE);
   doc_t *d = mem_find(&s, "t1/a1");
   ck_assert_int_eq(d->rev, 2);
@@ -116,14 +116,14 @@ START_TEST(conflict_reloads_and_remerges) {
   mem_init(&s);
   batch_t *w1 = new_batch(100), *w2 = new_batch(100);
   model_command_t a = roster("a1", "s1", "c1", 1, true), b = roster("a1", "s2", "c2", 1, true);
-  batch_apply(w1, &a, 0, mem_at(0));
+  batch_apply(w1, &a, 0, mem_at(0), NULL);
   ck_assert_int_eq(mem_flush(w1, &s, mem_at(0)), BATCH_DONE);
-  batch_apply(w2, &b, 0, mem_at(0));
+  batch_apply(w2, &b, 0, mem_at(0), NULL);
   ck_assert_int_eq(mem_flush(w2, &s, mem_at(0)), BATCH_DONE); /* w2 loads rev 1, writes rev 2 */
   /* w1's cached copy is at rev 1 now stale: its write conflicts, is reloaded
    * and merged, and lands as rev 3 holding all three students. */
   model_command_t c = roster("a1", "s3", "c3", 1, true);
-  batch_apply(w1, &c, 0, mem_at(0));
+  batch_apply(w1, &c, 0, mem_at(0), NULL);
   ck_assert_int_eq(mem_flush(w1, &s, mem_at(0)), BATCH_DONE);
   ck_assert_uint_eq(batch_stats(w1)->conflicts, 1);
   doc_t *d = mem_find(&s, "t1/a1");
@@ -140,7 +140,7 @@ START_TEST(retry_keeps_changes_until_written) {
   mem_init(&s);
   batch_t *b = new_batch(100);
   model_command_t c1 = roster("a1", "s1", "c1", 1, true);
-  batch_apply(b, &c1, 0, mem_at(0));
+  batch_apply(b, &c1, 0, mem_at(0), NULL);
   s.fail_next = 2;
   ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_RETRY); /* load fails */
   ck_assert(batch_dirty(b));
@@ -164,7 +164,7 @@ START_TEST(cache_bound_and_naive_mode) {
     snprintf(a, sizeof a, "a%d", i);
     snprintf(id, sizeof id, "c%d", i);
     model_command_t c = roster(a, "s1", id, 1, true);
-    batch_apply(b, &c, 0, mem_at(0));
+    batch_apply(b, &c, 0, mem_at(0), NULL);
   }
   ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
   ck_assert_uint_eq(batch_cached_count(b), 1);
@@ -172,12 +172,12 @@ START_TEST(cache_bound_and_naive_mode) {
   /* cache 0: every flush reads what it writes. */
   batch_t *n = new_batch(0);
   model_command_t c = roster("a0", "s2", "x1", 1, true);
-  batch_apply(n, &c, 0, mem_at(0));
+  batch_apply(n, &c, 0, mem_at(0), NULL);
   ck_assert_int_eq(mem_flush(n, &s, mem_at(0)), BATCH_DONE);
   ck_assert_uint_eq(batch_cached_count(n), 0);
   int loads = s.loads;
   model_command_t c2 = roster("a0", "s3", "x2", 1, true);
-  batch_apply(n, &c2, 0, mem_at(0));
+  batch_apply(n, &c2, 0, mem_at(0), NULL);
   ck_assert_int_eq(mem_flush(n, &s, mem_at(0)), BATCH_DONE);
   ck_assert_int_eq(s.loads, loads + 1);
   ck_assert_int_eq(mem_find(&s, "t1/a0")->rev, 3);
@@ -199,12 +199,90 @@ static double metric(const char *series) {
   return v;
 }
 
-/* A document past the store's size limit (here: the in-memory store's
- * stand-in limit) must neither stop the batch nor hold its offsets back:
- * its unwritten changes are set aside, counted, and the flush is done; the
- * other aggregates of the flush land; later changes that fit are written on
- * top of the last stored document. */
-START_TEST(too_large_is_set_aside_and_offsets_move) {
+/* A grade of tenant t1 whose feedback is n bytes of 'f'. */
+static model_command_t long_grade(const char *assignment, const char *student, const char *id, uint64_t v,
+                                  size_t n) {
+  static char fb[MODEL_FEEDBACK_MAX + 1];
+  memset(fb, 'f', n);
+  fb[n] = '\0';
+  model_command_t c;
+  fx_grade(&c, "t1", assignment, student, v, id, true, 1, fb);
+  return c;
+}
+
+/* The BSON size of the statement the store would send for agg's document:
+ * what the store holds to SINK_MAX_DOCUMENT_BYTES. */
+static size_t statement_bytes(const model_aggregate_t *agg) {
+  bson_t doc = BSON_INITIALIZER;
+  ck_assert(model_codec_to_bson(agg, 1, 0, &doc));
+  size_t key_len, n = doc.len;
+  model_aggregate_key(agg, &key_len);
+  bson_destroy(&doc);
+  return n + key_len + SINK_STATEMENT_OVERHEAD;
+}
+
+/* A command that would make its aggregate's document pass the store's
+ * limit is rejected when applied (document_too_large) and changes nothing;
+ * it takes no seq, so the offsets of the commands around it move on; the
+ * aggregate keeps every change that fits, and its document is written. */
+START_TEST(a_command_past_the_document_limit_is_rejected) {
+  mem_store_t s;
+  mem_init(&s);
+  batch_t *b = new_batch(100);
+  char st[16], id[16];
+  model_reject_t rej = {0};
+  int i = 0;
+  for (;; i++) { /* about 4,000 students of 4 KiB of feedback: 16 MiB */
+    snprintf(st, sizeof st, "s%d", i);
+    snprintf(id, sizeof id, "g%d", i);
+    model_command_t c = long_grade("big", st, id, 1, MODEL_FEEDBACK_MAX);
+    uint64_t seq = batch_seq(b);
+    model_apply_result_t r = batch_apply(b, &c, 0, mem_at(0), &rej);
+    if (r == MODEL_APPLY_TOO_LARGE) {
+      ck_assert_uint_eq(batch_seq(b), seq);
+      break;
+    }
+    ck_assert_int_eq(r, MODEL_APPLY_APPLIED);
+    ck_assert_int_lt(i, 5000);
+  }
+  ck_assert_int_eq(rej.code, MODEL_REJ_DOCUMENT_TOO_LARGE);
+  ck_assert_str_eq(model_reject_code_name(rej.code), "document_too_large");
+  char limit[64];
+  snprintf(limit, sizeof limit, "%d", SINK_MAX_DOCUMENT_BYTES - SINK_STATEMENT_OVERHEAD - 6); /* "t1/big" */
+  ck_assert_msg(strstr(rej.detail, limit), "detail: %s", rej.detail);
+  ck_assert_uint_eq(batch_stats(b)->too_large, 1);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  const model_aggregate_t *big = mem_find(&s, "t1/big")->agg;
+  ck_assert_uint_eq(model_aggregate_student_count(big), (size_t)i); /* every change that fits */
+  size_t bytes = statement_bytes(big);
+  ck_assert_uint_le(bytes, SINK_MAX_DOCUMENT_BYTES);
+  ck_assert_uint_gt(bytes + MODEL_FEEDBACK_MAX, SINK_MAX_DOCUMENT_BYTES);
+
+  /* A slot that grows past the limit is rejected; one that shrinks fits,
+   * and so does a grade that grows into the room it left. */
+  model_command_t shrink = long_grade("big", "s0", "g0b", 2, 10);
+  ck_assert_int_eq(batch_apply(b, &shrink, 0, mem_at(0), &rej), MODEL_APPLY_APPLIED);
+  model_command_t grow = long_grade("big", "s0", "g0c", 3, MODEL_FEEDBACK_MAX);
+  ck_assert_int_eq(batch_apply(b, &grow, 0, mem_at(0), &rej), MODEL_APPLY_APPLIED);
+  snprintf(st, sizeof st, "s%d", i);
+  model_command_t again = long_grade("big", st, "g-again", 1, MODEL_FEEDBACK_MAX);
+  ck_assert_int_eq(batch_apply(b, &again, 0, mem_at(0), &rej), MODEL_APPLY_TOO_LARGE);
+  ck_assert_uint_eq(batch_stats(b)->too_large, 2);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
+  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
+  ck_assert_uint_le(statement_bytes(mem_find(&s, "t1/big")->agg), SINK_MAX_DOCUMENT_BYTES);
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
+/* The store's own refusal is the last line of defence (the merge holds
+ * every command to the limit): should it fire, the changes are kept and
+ * retried, never committed as durable; every refusal is counted, the first
+ * per aggregate logged. Here the in-memory store's stand-in limit makes it
+ * fire. */
+START_TEST(a_refused_document_is_kept_for_retry) {
   mem_store_t s;
   mem_init(&s);
   batch_t *b = new_batch(100);
@@ -213,56 +291,33 @@ START_TEST(too_large_is_set_aside_and_offsets_move) {
     snprintf(st, sizeof st, "s%d", i);
     snprintf(id, sizeof id, "c%d", i);
     model_command_t c = roster("big", st, id, 1, true);
-    batch_apply(b, &c, 0, mem_at(0));
+    batch_apply(b, &c, 0, mem_at(0), NULL);
   }
   ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
-  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 1);
   s.max_doc_bytes = model_aggregate_memory(mem_find(&s, "t1/big")->agg) + 64; /* room for one more student at most */
 
   double too_large0 = metric("\naggregator_store_too_large_total ");
-  double errors0 = metric("aggregator_store_writes_total{result=\"error\"} ");
-  double bytes0 = metric("\naggregator_store_write_bytes_total ");
-  for (int i = 10; i < 200; i++) { /* pushes t1/big past the limit */
+  uint64_t durable0 = batch_durable_seq(b);
+  for (int i = 10; i < 200; i++) {
     snprintf(st, sizeof st, "s%d", i);
     snprintf(id, sizeof id, "c%d", i);
     model_command_t c = roster("big", st, id, 1, true);
-    batch_apply(b, &c, 0, mem_at(0));
+    batch_apply(b, &c, 0, mem_at(0), NULL);
   }
   model_command_t small = roster("small", "s1", "x1", 1, true);
-  batch_apply(b, &small, 0, mem_at(0));
-  ck_assert_uint_eq(batch_durable_seq(b), 10);
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE); /* not RETRY: retrying could never succeed */
-  ck_assert(!batch_dirty(b));
-  ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b)); /* its offsets move on */
-  ck_assert_uint_eq(batch_pending_bytes(b), 0);
-  ck_assert_int_eq(mem_find(&s, "t1/small")->rev, 1);  /* the rest of the flush landed */
-  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 1);    /* the store keeps the last document that fit */
-  ck_assert_int_eq(stored_assigned(&s, "t1/big"), 10);
-  ck_assert_uint_eq(batch_stats(b)->too_large, 1);
-  ck_assert_uint_eq(batch_stats(b)->write_errors, 1);
-  ck_assert(metric("\naggregator_store_too_large_total ") == too_large0 + 1);
-  ck_assert(metric("aggregator_store_writes_total{result=\"error\"} ") == errors0 + 1);
-  ck_assert(metric("\naggregator_store_write_bytes_total ") > bytes0); /* t1/small */
-
-  /* A later change that fits is merged into the stored document and written. */
-  model_command_t off = roster("big", "s3", "c3b", 2, false);
-  ck_assert_int_eq(batch_apply(b, &off, 0, mem_at(0)), MODEL_APPLY_APPLIED);
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
-  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
-  ck_assert_int_eq(stored_assigned(&s, "t1/big"), 9);
-
-  /* Refused again later (a change that does not fit): counted again, and the
-   * flush is still done. */
-  for (int i = 200; i < 300; i++) {
-    snprintf(st, sizeof st, "s%d", i);
-    snprintf(id, sizeof id, "c%d", i);
-    model_command_t c = roster("big", st, id, 1, true);
-    batch_apply(b, &c, 0, mem_at(0));
+  batch_apply(b, &small, 0, mem_at(0), NULL);
+  for (int k = 1; k <= 2; k++) {
+    ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_RETRY);
+    ck_assert(batch_dirty(b));
+    ck_assert_uint_eq(batch_durable_seq(b), durable0); /* nothing past it is committed */
+    ck_assert(metric("\naggregator_store_too_large_total ") == too_large0 + k);
+    ck_assert_int_eq(mem_find(&s, "t1/small")->rev, 1); /* the rest of the flush landed */
+    ck_assert_int_eq(stored_assigned(&s, "t1/big"), 10);
   }
+  s.max_doc_bytes = 0; /* fixed: everything kept is written */
   ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
-  ck_assert_uint_eq(batch_stats(b)->too_large, 2);
+  ck_assert_int_eq(stored_assigned(&s, "t1/big"), 200);
   ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
-  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
   batch_destroy(b);
   mem_free(&s);
 }
@@ -306,7 +361,7 @@ static void random_partial_run(int64_t cache) {
       /* versions sometimes repeat or go back: stale commands too */
       uint64_t v = version - (rnd_next(&rnd) % 3 == 0 && version > 3 ? 2 : 0);
       model_command_t c = roster(an[a], sid, cid, v, rnd_next(&rnd) % 3 != 0);
-      batch_apply(b, &c, 0, mem_at(0));
+      batch_apply(b, &c, 0, mem_at(0), NULL);
       model_aggregate_apply(want[a], &c);
       version++;
     }
@@ -353,17 +408,17 @@ START_TEST(flush_triggers) {
   ck_assert(!batch_flush_due(b, 0));
   ck_assert_int_eq(batch_deadline(b), INT64_MAX);
   model_command_t c1 = roster("a1", "s1", "c1", 1, true), c2 = roster("a2", "s1", "c2", 1, true);
-  batch_apply(b, &c1, 0, mem_at(100));
+  batch_apply(b, &c1, 0, mem_at(100), NULL);
   ck_assert(!batch_flush_due(b, 100));
   ck_assert(batch_flush_due(b, 150)); /* linger */
   ck_assert_int_eq(batch_deadline(b), 150);
-  batch_apply(b, &c2, 0, mem_at(100));
+  batch_apply(b, &c2, 0, mem_at(100), NULL);
   ck_assert(batch_flush_due(b, 100)); /* max_aggregates = 2 */
   ck_assert_int_eq(mem_flush(b, &s, mem_at(100)), BATCH_DONE);
-  batch_apply(b, &c1, 0, mem_at(200));
-  batch_apply(b, &c1, 0, mem_at(200));
+  batch_apply(b, &c1, 0, mem_at(200), NULL);
+  batch_apply(b, &c1, 0, mem_at(200), NULL);
   ck_assert(!batch_flush_due(b, 200));
-  batch_apply(b, &c1, 0, mem_at(200));
+  batch_apply(b, &c1, 0, mem_at(200), NULL);
   ck_assert(batch_flush_due(b, 200)); /* max_commands = 3, even if all stale */
   batch_destroy(b);
   mem_free(&s);
@@ -391,16 +446,16 @@ START_TEST(latency_durable_per_aggregate_committable_in_order) {
   int64_t t = 1788220800000; /* when every command entered the system (2026-09-01T00:00:00Z) */
   batch_now_t now = {0, t + 20000}; /* every command 20 s old: the bucket (15 s, 30 s] */
   model_command_t first = roster("a0", "s1", "c0", 1, true);
-  batch_apply(b, &first, t, now); /* seq 0 */
+  batch_apply(b, &first, t, now, NULL); /* seq 0 */
   for (int i = 1; i <= BATCH_FLUSH_FLOOR; i++) { /* seqs 1..8: a1..a8, one dirty past the cap */
     char a[16], id[16];
     snprintf(a, sizeof a, "a%d", i);
     snprintf(id, sizeof id, "c%d", i);
     model_command_t c = roster(a, "s1", id, 1, true);
-    batch_apply(b, &c, t, now);
+    batch_apply(b, &c, t, now, NULL);
   }
   model_command_t again = roster("a0", "s2", "c0b", 1, true);
-  ck_assert_int_eq(batch_apply(b, &again, t, now), MODEL_APPLY_APPLIED); /* seq 9, on a0: the oldest entry */
+  ck_assert_int_eq(batch_apply(b, &again, t, now, NULL), MODEL_APPLY_APPLIED); /* seq 9, on a0: the oldest entry */
 
   ck_assert_int_eq(mem_flush(b, &s, now), BATCH_DONE); /* a0..a7; a8 is left for the next flush */
   ck_assert_uint_eq(batch_dirty_count(b), 1);
@@ -414,16 +469,16 @@ START_TEST(latency_durable_per_aggregate_committable_in_order) {
 
   /* Stale against the store: durable at once. */
   double d = metric(DURABLE);
-  ck_assert_int_eq(batch_apply(b, &first, t, now), MODEL_APPLY_STALE);
+  ck_assert_int_eq(batch_apply(b, &first, t, now, NULL), MODEL_APPLY_STALE);
   ck_assert(metric(DURABLE) == d + 1);
 
   /* Stale against the snapshot in flight: durable when it lands. */
   sink_t sink = mem_sink(&s);
   model_command_t third = roster("a0", "s3", "c0c", 1, true);
-  batch_apply(b, &third, t, now);
+  batch_apply(b, &third, t, now, NULL);
   writer_job_t *job = batch_flush_begin(b, now);
   ck_assert_ptr_nonnull(job);
-  ck_assert_int_eq(batch_apply(b, &third, t, now), MODEL_APPLY_STALE);
+  ck_assert_int_eq(batch_apply(b, &third, t, now, NULL), MODEL_APPLY_STALE);
   ck_assert(metric(DURABLE) == d + 1);
   writer_execute(&sink, job);
   ck_assert_int_eq(batch_flush_end(b, job, now, NULL), BATCH_DONE);
@@ -432,16 +487,16 @@ START_TEST(latency_durable_per_aggregate_committable_in_order) {
   /* A conflict: another writer moved a0 on; the change is reloaded, merged
    * and written again, and observed once, when that lands. */
   model_command_t mine = roster("a0", "s4", "c0d", 1, true), theirs = roster("a0", "s5", "x1", 1, true);
-  batch_apply(other, &theirs, t, now);
+  batch_apply(other, &theirs, t, now, NULL);
   ck_assert_int_eq(mem_flush(other, &s, now), BATCH_DONE);
-  batch_apply(b, &mine, t, now);
+  batch_apply(b, &mine, t, now, NULL);
   ck_assert_int_eq(mem_flush(b, &s, now), BATCH_DONE);
   ck_assert_uint_eq(batch_stats(b)->conflicts, 1);
   ck_assert(metric(DURABLE) == d + 5); /* theirs (other's own batch) and mine */
 
   /* A store failure: kept, retried, observed once. */
   model_command_t fifth = roster("a0", "s6", "c0e", 1, true);
-  batch_apply(b, &fifth, t, now);
+  batch_apply(b, &fifth, t, now, NULL);
   s.fail_next = 1;
   ck_assert_int_eq(mem_flush(b, &s, now), BATCH_RETRY);
   ck_assert(metric(DURABLE) == d + 5);
@@ -468,7 +523,8 @@ Suite *test_suite(void) {
   tcase_add_test(tc, retry_keeps_changes_until_written);
   tcase_add_test(tc, cache_bound_and_naive_mode);
   tcase_add_test(tc, flush_triggers);
-  tcase_add_test(tc, too_large_is_set_aside_and_offsets_move);
+  tcase_add_test(tc, a_command_past_the_document_limit_is_rejected);
+  tcase_add_test(tc, a_refused_document_is_kept_for_retry);
   tcase_add_test(tc, latency_durable_per_aggregate_committable_in_order);
   suite_add_tcase(su, tc);
   return su;

@@ -888,7 +888,8 @@ START_TEST(test_names) {
   ck_assert(model_cmd_type_has_student(MODEL_CMD_ROSTER_UNASSIGNED));
   static const char *codes[] = {"ok", "too_large", "invalid_utf8", "invalid_json", "duplicate_key",
                                 "invalid_value", "not_object", "missing_field", "wrong_type",
-                                "invalid_id", "unknown_type", "invalid_version", "invalid_timestamp"};
+                                "invalid_id", "unknown_type", "invalid_version", "invalid_timestamp",
+                                "document_too_large"};
   for (int i = 0; i < MODEL_REJ_COUNT; i++) ck_assert_str_eq(model_reject_code_name(i), codes[i]);
   ck_assert_ptr_null(model_reject_code_name(MODEL_REJ_COUNT));
   ck_assert_str_eq(model_assignment_status_name(MODEL_ASSIGNMENT_DRAFT), "draft");

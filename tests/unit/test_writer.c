@@ -28,7 +28,7 @@ static model_command_t roster(const char *assignment, const char *student, const
 
 static void apply(batch_t *b, const char *assignment, const char *student, const char *id, uint64_t v) {
   model_command_t c = roster(assignment, student, id, v, true);
-  ck_assert_int_eq(batch_apply(b, &c, 0, mem_at(0)), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(batch_apply(b, &c, 0, mem_at(0), NULL), MODEL_APPLY_APPLIED);
 }
 
 static batch_t *new_batch(void) {
@@ -286,7 +286,7 @@ START_TEST(group_commit_takes_everything_dirty) {
     snprintf(st, sizeof st, "s%d", i);
     snprintf(id, sizeof id, "x%d", i);
     model_command_t c = roster(a, st, id, 1, true);
-    batch_apply(b, &c, 0, mem_at(60));
+    batch_apply(b, &c, 0, mem_at(60), NULL);
     flusher_event_t ev = flusher_step(f, mem_at(60 + i), 0, false);
     ck_assert(!ev.started && !ev.finished);
   }
@@ -429,7 +429,7 @@ START_TEST(durable_seq_follows_the_oldest_change) {
     apply(b, a, "s1b", id, 1);
   }
   model_command_t stale = roster("a19", "s1b", "d19", 1, true);
-  ck_assert_int_eq(batch_apply(b, &stale, 0, mem_at(0)), MODEL_APPLY_STALE); /* seq 40: nothing owed */
+  ck_assert_int_eq(batch_apply(b, &stale, 0, mem_at(0), NULL), MODEL_APPLY_STALE); /* seq 40: nothing owed */
   ck_assert_uint_eq(batch_seq(b), 41);
   ck_assert_uint_eq(batch_durable_seq(b), 20);
 
