@@ -8,6 +8,8 @@ rejects are those of `replay --input` on the same stream. Later, a new student t
 rejected too, and a change that fits (a shorter feedback for a stored student) is written."""
 import collections
 import json
+import re
+import subprocess
 
 import harness as h
 
@@ -54,6 +56,15 @@ def scenario(s):
     assert (h.metric(port, "aggregator_store_too_large_total") or 0) == 0
     assert (h.metric(port, "aggregator_store_writes_total", 'result="error"') or 0) == 0
     assert not s.log_events(w, REFUSED)
+
+    # replay from the topic (to a file) counts the same commands as rejected
+    out = s.path("replayed.jsonl")
+    r = subprocess.run([h.AGGREGATOR, "replay", *s.settings("unused"), "--output", out], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    m = re.search(r"rejected=(\d+)", r.stderr)
+    assert m and int(m.group(1)) == len(rejects), r.stderr[-2000:]
+    h.assert_same_documents(expected, h.load_docs(out))
 
     student = sorted(big["students"])[0]
     later = s.path("later.jsonl")
