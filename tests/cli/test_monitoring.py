@@ -180,8 +180,8 @@ def test_rules_shape():
     check(len(names) == len(set(names)), "duplicate alert names: %s" % names)
     for want in ("up", "aggregator_ready", "aggregator_consumer_lag", "aggregator_rejects_total",
                  'result="error"', 'result="conflict"', "aggregator_flush_duration_seconds_bucket",
-                 "aggregator_store_too_large_total", "aggregator_oldest_uncommitted_age_seconds",
-                 "aggregator:topic_retention_seconds"):
+                 "aggregator_store_too_large_total", 'code="document_too_large"',
+                 "aggregator_oldest_uncommitted_age_seconds", "aggregator:topic_retention_seconds"):
         check(any(want in a["expr"] for a in alerts()), "no alert on %s" % want)
     records = [r for g in rules_doc()["groups"] for r in g["rules"] if "record" in r]
     check([r["record"] for r in records] == ["aggregator:topic_retention_seconds"],
@@ -266,7 +266,7 @@ def test_dashboard_shape():
                  "aggregator_consumer_committed_lag", "aggregator_oldest_uncommitted_age_seconds",
                  "aggregator_store_retries_total", "aggregator_store_too_large_total", "aggregator_fetch_paused",
                  "aggregator_assigned_partitions", "aggregator_rebalances_total",
-                 "aggregator_cached_aggregates_limit"):
+                 "aggregator_cached_aggregates_limit", 'code="document_too_large"'):
         check(want in exprs, "no panel queries %s" % want)
     check(any(p["type"] == "heatmap" for p in refs._panels(d["panels"])), "no flush duration heatmap")
     # The bound drawn beside pending bytes is each worker's own, from its
@@ -352,6 +352,7 @@ def test_misspellings_are_caught():
         (rules_problems, "histogram_quantile(", "histogram_quantil(", "histogram_quantil"),
         (rules_problems, "(aggregator_store_too_large_total[7d])", "(aggregator_store_to_large_total[7d])",
          "aggregator_store_to_large_total"),
+        (rules_problems, '{code="document_too_large"}[7d]', '{code="document_too_larg"}[7d]', "document_too_larg"),
         (rules_problems, "(aggregator_oldest_uncommitted_age_seconds) > 600",
          "(aggregator_oldest_uncommited_age_seconds) > 600", "aggregator_oldest_uncommited_age_seconds"),
         (rules_problems, "group_left () aggregator:topic_retention_seconds",
