@@ -1,5 +1,5 @@
 /* The denormalizer: merges commands into in-memory aggregates and hands the
- * changed ones to the write stage (writer.h) in flushes (SPEC.md sections 3-5).
+ * changed ones to the write stage (writer.h) in flushes (docs/DOCUMENT.md and docs/GUARANTEES.md).
  * batch.c orchestrates the parts, each in its own file:
  *  - batch_cache.h: the table of aggregates and the LRU of clean ones;
  *  - batch_writeset.h: the dirty list and what each entry changed since its

@@ -310,7 +310,7 @@ static bool create_clients(consumer_t *c) {
     log_error("kafka consumer", "error", LOG_STR, errstr);
     return false;
   }
-  /* SPEC.md section 5: a missing topic ends the start with one line naming
+  /* docs/GUARANTEES.md: a missing topic ends the start with one line naming
    * it, rather than a worker that never gets a partition or never commits
    * its rejects. The wait for the brokers keeps /healthz alive and yields
    * to SIGTERM. */
@@ -426,7 +426,7 @@ static void turn(consumer_t *c, const consumer_reload_t *rl) {
   if (signals_take_reload()) reload(c, rl);
 }
 
-/* Bounded (SPEC.md section 5): writes and commits what is held until
+/* Bounded (docs/GUARANTEES.md): writes and commits what is held until
  * shutdown.timeout_ms, a flush or load in progress included; a second
  * signal gives up at once. What is not durable then stays uncommitted (the
  * next owner reads it again); what is, is committed either way. Returns the

@@ -1,4 +1,4 @@
-/* The live worker (`aggregator run`, SPEC.md section 5): Kafka consumer in
+/* The live worker (`aggregator run`, docs/GUARANTEES.md): Kafka consumer in
  * the configured group -> decode/validate -> batch (merge) -> writer thread
  * (flusher.h, writer.h: the store) -> offset commit (offsets.h), with the
  * dead-letter producer (deadletter.h) beside it. This file holds the main

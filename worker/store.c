@@ -8,7 +8,7 @@
  * write-concern errors), instead of trying to work out partial outcomes.
  *
  * Three rules keep "acknowledged" meaning "durable with the configured write
- * concern" (SPEC.md section 5):
+ * concern" (docs/GUARANTEES.md):
  *   - a write-concern error fails the whole batch (the writes may be on the
  *     primary only, and could still roll back);
  *   - with w > 1 or "majority", loads use read concern "majority": after a

@@ -1,5 +1,5 @@
 /* The MongoDB sink: batched loads and conditional bulk writes of aggregate
- * documents (SPEC.md sections 4 and 5).
+ * documents (docs/DOCUMENT.md and docs/GUARANTEES.md).
  *
  * Every write is conditional on the revision the worker last saw: an item
  * with expected rev r > 0 is a replace_one with filter {_id, rev: r} and

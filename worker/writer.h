@@ -1,6 +1,6 @@
 /* The write stage: a thread that owns the store connection and runs one
  * flush at a time, so that the consumer thread keeps polling, decoding and
- * merging while a flush is in flight (SPEC.md sections 4 and 5).
+ * merging while a flush is in flight (docs/DOCUMENT.md and docs/GUARANTEES.md).
  *
  * A flush is a writer_job_t: snapshots of the dirty aggregates, each a
  * private copy (model_aggregate_clone: one contiguous block, so one malloc

@@ -553,7 +553,7 @@ def one(objs, kind):
 
 
 def check_shutdown_bound(cfg, grace_s, what):
-    """SPEC section 5: a stop is bounded by shutdown.timeout_ms, below the orchestrator's grace period, with
+    """docs/GUARANTEES.md: a stop is bounded by shutdown.timeout_ms, below the orchestrator's grace period, with
     SHUTDOWN_MARGIN_MS left after it to leave the group and close the clients before a SIGKILL."""
     t = int(cfg["shutdown.timeout_ms"])
     check(0 < t and t + SHUTDOWN_MARGIN_MS <= grace_s * 1000,

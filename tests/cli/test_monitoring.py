@@ -126,7 +126,7 @@ def worker_metrics():
         # Past the point where the worker's own signal handling is in place,
         # so that SIGTERM meets its orderly stop: the consumer client exists
         # (librdkafka's lines about the closed port come from it) and waits
-        # for a broker to check that the topics exist (SPEC section 5); a
+        # for a broker to check that the topics exist (docs/GUARANTEES.md); a
         # SIGTERM then ends that wait with exit 0.
         wait_log('"component":"rdkafka"')
         with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:

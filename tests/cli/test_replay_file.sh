@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# aggregator replay --input/--output/--rejects (SPEC.md section 6) on the
+# aggregator replay --input/--output/--rejects (docs/CLI.md) on the
 # sample stream in models/samples: documents, rejects, summary line, exit
 # statuses, standard streams, line endings, limits from --set and -c.
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # replay on generated streams (tests/tools/gen_commands):
 #  - a shuffled stream with redeliveries and invalid lines gives the same
-#    documents as the clean stream in time order (SPEC 3: the result depends
+#    documents as the clean stream in time order (docs/DOCUMENT.md: the result depends
 #    only on the set of valid commands), and exactly the invalid lines are
 #    rejected;
 #  - the documents equal those of an independent reference merge

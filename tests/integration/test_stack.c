@@ -8,7 +8,7 @@
  *
  * FerretDB (on PostgreSQL, the stack's default, or on SQLite with
  * AGG_STORE_BACKEND=sqlite: both behave the same here, and both backends
- * pass): documents with the BSON types of SPEC section 4 round-trip; the
+ * pass): documents with the BSON types of docs/DOCUMENT.md round-trip; the
  * conflict signal of section 4 (a conditional upsert whose {_id, rev} filter
  * matches nothing while the _id exists fails with duplicate key 11000);
  * what an unordered bulk of such writes reports, with and without a
@@ -401,7 +401,7 @@ static int32_t reply_int(const bson_t *reply, const char *key)
 
 START_TEST(mongo_document_round_trip)
 {
-    /* The BSON types of the stored aggregate (SPEC section 4). */
+    /* The BSON types of the stored aggregate (docs/DOCUMENT.md). */
     const int64_t due_ms = 1788249600123; /* 2026-09-01T08:00:00.123Z */
     bson_t *doc = BCON_NEW(
         "_id", BCON_UTF8("t1/a1"), "tenant", BCON_UTF8("t1"), "assignment", BCON_UTF8("a1"),

@@ -1,4 +1,4 @@
-/* The MongoDB sink against real servers (SPEC.md sections 4 and 5):
+/* The MongoDB sink against real servers (docs/DOCUMENT.md and docs/GUARANTEES.md):
  * conditional bulk upserts, revisions, conflicts, loads, corrupt documents
  * and an unreachable server.
  *

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Reference merge: an independent, deliberately plain model of SPEC.md
-sections 3 and 4 (JSON form), used to cross-check `aggregator replay`.
+"""Reference merge: an independent, deliberately plain model of the merge
+rule and the stored document in its JSON form (docs/DOCUMENT.md), used to
+cross-check `aggregator replay`.
 
     reference_merge.py COMMANDS.jsonl [REJECTS.jsonl] > documents.jsonl
 

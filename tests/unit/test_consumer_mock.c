@@ -1,6 +1,6 @@
 /* The live consumer (worker/consumer.c) against librdkafka's mock cluster
  * and the in-memory store (mem_store.h): fast, deterministic checks of the
- * delivery rules of SPEC.md sections 2 and 5 that need no real service:
+ * delivery rules of docs/COMMANDS.md and docs/GUARANTEES.md that need no real service:
  *  - offsets are committed up to the end only once every effect is durable,
  *    and the documents equal a direct merge of the valid commands;
  *  - transient store errors and failed offset commits are retried;

@@ -606,7 +606,7 @@ START_TEST(test_readiness_transitions) {
   metrics_store_answered(); /* recovered by itself */
   ck_assert(metrics_ready(NULL, 0));
 
-  metrics_set_dead_letter_failing(true); /* SPEC 5: not ready while rejects cannot be delivered */
+  metrics_set_dead_letter_failing(true); /* docs/GUARANTEES.md: not ready while rejects cannot be delivered */
   ck_assert(!metrics_ready(reason, sizeof reason));
   ck_assert_str_eq(reason, "dead-letter delivery failing");
   ck_assert_double_eq(value("aggregator_ready"), 0);

@@ -1,6 +1,6 @@
 /* Store error handling without a server: which failures are retried, which
  * are fatal, and how a bulk-write reply turns into per-item results
- * (SPEC.md sections 4 and 5). Replies are written by hand in the shapes
+ * (docs/DOCUMENT.md and docs/GUARANTEES.md). Replies are written by hand in the shapes
  * MongoDB and libmongoc produce, including the ones a local test server
  * cannot (elections, write-concern errors). */
 #include <check.h>
