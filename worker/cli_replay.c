@@ -7,13 +7,23 @@
  *
  * Usage errors (exit 2): --rejects without --input (rejects of topics go to
  * the dead-letter topic), --from/--until with --input (they select topic
- * offsets, a file has none). */
+ * offsets, a file has none), --input into the store when no store is
+ * configured. */
 #include <stdio.h>
 
 #include "cli.h"
 #include "config.h"
+#include "config_table.h"
 #include "log.h"
 #include "replay.h"
+
+/* A store is configured when store.uri was given (file, environment or
+ * --set): its default names a local server that a laptop replay of a file
+ * almost never means, and writing there would retry for ever. */
+static bool store_configured(const config_t *cfg) {
+  const config_prop_t *p = config_prop_find("store", "uri");
+  return p && cfg->origins[p - config_props].kind != CONFIG_ORIGIN_DEFAULT;
+}
 
 static void print_summary(const replay_stats_t *s) {
   fprintf(stderr, "replay: read=%llu applied=%llu stale=%llu rejected=%llu aggregates=%llu seconds=%.3f\n",
@@ -40,12 +50,22 @@ int cli_replay(const cli_options_t *o) {
   int rc;
   config_t *cfg = cli_load_config(o, &rc);
   if (!cfg) return rc;
+  if (o->input && !o->output && !store_configured(cfg)) {
+    fputs("aggregator: replay: --input without --output writes to the store, and no store is configured "
+          "(store.uri): give --output FILE|- or a configuration (see 'aggregator help replay')\n",
+          stderr);
+    config_destroy(cfg);
+    return 2;
+  }
   if (!(o->input && o->output)) log_setup(cfg->log_level, cfg->log_format);
   replay_options_t ro = {
       .from = o->from, .until = o->until, .input = o->input, .output = o->output, .rejects = o->rejects};
   replay_stats_t st;
   rc = replay_run(cfg, &ro, &st);
   if (rc == 0) print_summary(&st);
+  if (rc == 0 && o->input && !o->rejects && st.rejected)
+    fprintf(stderr, "aggregator: replay: %llu line%s rejected; --rejects FILE writes each with its reason\n",
+            (unsigned long long)st.rejected, st.rejected == 1 ? "" : "s");
   config_destroy(cfg);
   return rc;
 }

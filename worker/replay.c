@@ -115,10 +115,20 @@ const model_aggregate_t **replay_sorted(const batch_t *b, size_t *n) {
 
 /* --- one command ---------------------------------------------------------------------- */
 
+/* Without --rejects, a replay of a file shows its first few rejected lines
+ * on stderr (cli_replay says how to see them all), so that a wrong input is
+ * noticed at once and not only as a count. */
+#define REJECTS_SHOWN 3
+
 /* The line number is the count read so far. */
 static bool reject(replay_t *r, const model_reject_t *rej) {
   r->st->rejected++;
-  if (!r->rejects.f) return true;
+  if (!r->rejects.f) {
+    if (r->o->input && !r->o->rebuilt && r->st->rejected <= REJECTS_SHOWN)
+      fprintf(stderr, "aggregator: replay: line %llu rejected: %s: %s\n", (unsigned long long)r->st->read,
+              model_reject_code_name(rej->code), rej->detail);
+    return true;
+  }
   model_buf_clear(&r->line);
   model_buf_printf(&r->line, "{\"line\":%llu,\"code\":\"%s\",\"detail\":", (unsigned long long)r->st->read,
                    model_reject_code_name(rej->code));

@@ -62,9 +62,12 @@ bool replay_source_lines(FILE *in, const char *shown, const replay_feed_t *feed)
   ssize_t n;
   bool ok = true;
   while (ok && !signals_stop_count() && (n = getline(&line, &cap, in)) >= 0) {
-    size_t len = (size_t)n;
+    size_t len = (size_t)n, skip = 0;
     if (len && line[len - 1] == '\n') len--;
-    ok = feed->message(feed->ctx, line, len, 0);
+    /* A byte order mark before the first line is the editor's, not the
+     * command's: JSON text has none. */
+    if (done == 0 && len >= 3 && !memcmp(line, "\xEF\xBB\xBF", 3)) skip = 3;
+    ok = feed->message(feed->ctx, line + skip, len - skip, 0);
     progress_show(&pr, ++done, false);
   }
   if (ok && ferror(in)) {

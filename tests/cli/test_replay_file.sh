@@ -40,8 +40,11 @@ expect_rc() { # expect_rc NAME RC
   got=$(cat "$TMP/$1.rc")
   if [ "$got" = "$2" ]; then ok; else fail "$1: exit $got, expected $2 ($(head -c 300 "$TMP/$1.err"))"; fi
 }
-expect_err() { # expect_err NAME REGEX: stderr is one line matching REGEX
-  if [ "$(wc -l <"$TMP/$1.err")" -eq 1 ] && grep -Eq "$2" "$TMP/$1.err"; then ok; else
+# the lines a replay without --rejects adds about rejected lines (checked in 16)
+hints() { grep -Ev '^aggregator: replay: (line [0-9]+ rejected: |[0-9]+ lines? rejected; --rejects FILE )' "$1" || true; }
+expect_err() { # expect_err NAME REGEX: stderr, but for those, is one line matching REGEX
+  hints "$TMP/$1.err" >"$TMP/$1.err1"
+  if [ "$(wc -l <"$TMP/$1.err1")" -eq 1 ] && grep -Eq "$2" "$TMP/$1.err1"; then ok; else
     fail "$1: stderr '$(head -c 300 "$TMP/$1.err")' does not match /$2/"
   fi
 }
@@ -186,6 +189,36 @@ if [ -w /dev/full ]; then
   expect_rc full 1
   expect_err full '/dev/full'
 fi
+
+# 15. --input without --output and without a store: a usage error, nothing retried
+run nostore --input "$SAMPLES/commands.jsonl"
+expect_rc nostore 2
+expect_err nostore 'no store is configured \(store\.uri\).*--output'
+
+# 16. without --rejects the first rejected lines are shown, then how to see them all
+run hint --input "$SAMPLES/commands.jsonl" --output /dev/null
+expect_rc hint 0
+if [ "$(grep -c '^aggregator: replay: line [0-9]* rejected: ' "$TMP/hint.err")" = 3 ] &&
+  grep -q '^aggregator: replay: line 6 rejected: invalid_json: ' "$TMP/hint.err" &&
+  grep -Eq "$(summary_re 39 22 3 14 3)" "$TMP/hint.err" &&
+  [ "$(tail -n 1 "$TMP/hint.err")" = "aggregator: replay: 14 lines rejected; --rejects FILE writes each with its reason" ]; then ok; else
+  fail "hint: stderr was: $(head -c 800 "$TMP/hint.err")"
+fi
+# a stream with no invalid line: the summary alone
+bad_lines=$(sed -E 's/^\{"line":([0-9]+),.*/\1/' "$SAMPLES/expected-rejects.jsonl" | paste -sd' ')
+awk -v bad=" $bad_lines " 'index(bad, " " NR " ") == 0' "$SAMPLES/commands.jsonl" >"$TMP/clean.jsonl"
+run nohint --input "$TMP/clean.jsonl" --output /dev/null
+expect_rc nohint 0
+expect_err nohint "$(summary_re 25 22 3 0 3)"
+
+# 17. a byte order mark before the first line is skipped, not a rejected line
+printf '\357\273\277' >"$TMP/bom.jsonl"
+cat "$SAMPLES/commands.jsonl" >>"$TMP/bom.jsonl"
+run bom --input "$TMP/bom.jsonl" --output "$TMP/bom.out" --rejects "$TMP/bom.rej"
+expect_rc bom 0
+expect_err bom "$(summary_re 39 22 3 14 3)"
+cmp -s "$TMP/bom.rej" "$SAMPLES/expected-rejects.jsonl" && ok || fail "bom: rejects differ from the sample's"
+same_docs "$TMP/bom.out" "$SAMPLES/expected.jsonl" bom
 
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]
