@@ -2,10 +2,15 @@
 
 Every scenario runs the real binary against the local stack (scripts/stack):
 Kafka on AGG_KAFKA_BROKERS, FerretDB on AGG_MONGO_URI. Each uses its own
-topics, group and database, so scenarios never see each other's data. The
-oracle is always `aggregator replay --input` on the same stream: the spec
-says the final documents depend only on the set of valid commands.
+topics, consumer groups and database (names carry the scenario's tag), so
+scenarios never see each other's data and ctest runs them side by side. A
+scenario that stops or breaks a service of the stack says so in a line
+"# exclusive: <why>" (CMakeLists.txt runs it alone) and does it through
+stack() or stopped() below. The oracle is always `aggregator replay --input`
+on the same stream: the spec says the final documents depend only on the set
+of valid commands.
 """
+import contextlib
 import json
 import os
 import random
@@ -25,6 +30,10 @@ AGGREGATOR = os.environ.get("AGGREGATOR", os.path.join(BIN, "aggregator"))
 BROKERS = os.environ.get("AGG_KAFKA_BROKERS", "127.0.0.1:19092")
 MONGO = os.environ.get("AGG_MONGO_URI", "mongodb://127.0.0.1:27018")
 COLLECTION = "assignment_aggregates"
+STACK = os.path.join(SRC, "scripts", "stack")
+CACHE = os.environ.get("AGG_CACHE_DIR", os.path.expanduser("~/.cache/aggregator"))
+TOXIPROXY = os.path.join(CACHE, "bin", "toxiproxy-v2.5.0")  # scripts/lib.sh: AGG_TOXIPROXY_VERSION
+STORE_FAILED = "store write failed, retrying"  # the worker's log line for a failed store write
 
 
 def log(*a):
@@ -83,10 +92,190 @@ def run(cmd, **kw):
     return r.stdout
 
 
+def stack(command):
+    """scripts/stack COMMAND (mongo-stop, mongo-start, kafka-stop, kafka-start). Every scenario shares the stack,
+    so only one marked exclusive may call it: scripts/stack refuses these commands to a test that ctest runs
+    beside others (AGG_TEST_SHARED=1, CMakeLists.txt)."""
+    subprocess.run([STACK, command], check=True)
+
+
+@contextlib.contextmanager
+def stopped(service):
+    """The stack's "mongo" (FerretDB) or "kafka" stopped for the body, started again on the same data after it,
+    whatever the body raised."""
+    stack(f"{service}-stop")
+    try:
+        yield
+    finally:
+        stack(f"{service}-start")
+
+
+def topic_exists(name):
+    r = subprocess.run([tool("kafka_tool"), "end-offsets", BROKERS, name], capture_output=True, text=True)
+    return r.returncode == 0 and r.stdout.strip() != ""
+
+
+def renamed_commands(gen_args, prefix):
+    """The lines (with their newline) of gen_commands GEN_ARGS with every command id prefixed: command ids are
+    unique per command, so a second part generated for a scenario gets ids of its own."""
+    out = subprocess.run([tool("gen_commands"), *gen_args], capture_output=True, text=True, check=True).stdout
+    lines = []
+    for line in out.splitlines():
+        cmd = json.loads(line)
+        cmd["id"] = prefix + cmd["id"]
+        lines.append(json.dumps(cmd, separators=(",", ":")) + "\n")
+    return lines
+
+
+def chunks(s, path, n):
+    """n files of path's lines in order, about as long each: the parts of a stream produced in phases."""
+    lines = open(path, "rb").readlines()
+    size = -(-len(lines) // n)
+    out = []
+    for i in range(n):
+        p = s.path(f"chunk-{i}.jsonl")
+        with open(p, "wb") as f:
+            f.writelines(lines[i * size:(i + 1) * size])
+        out.append(p)
+    return out
+
+
+class Toxiproxy:
+    """A toxiproxy server of the scenario's own (built by scripts/bootstrap into the cache) on a free API port:
+    network faults between one scenario's worker and a service, seen by nobody else."""
+
+    def __init__(self, s):
+        assert os.access(TOXIPROXY, os.X_OK), f"{TOXIPROXY} missing: run scripts/bootstrap"
+        self.port = free_port()
+        logf = open(s.path("toxiproxy.log"), "w")
+        p = subprocess.Popen([TOXIPROXY, "-host", "127.0.0.1", "-port", str(self.port)], stdout=logf, stderr=logf)
+        s.procs.append(p)
+        wait_until(lambda: http_get(self.port, "/version")[0] == 200, 60, "toxiproxy did not answer")
+
+    def call(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.read()
+
+    def proxy(self, name, upstream, listen=None):
+        """A proxy to upstream ("host:port") on listen, a free port unless given; returns its "host:port"."""
+        listen = listen or f"127.0.0.1:{free_port()}"
+        self.call("POST", "/proxies", {"name": name, "listen": listen, "upstream": upstream, "enabled": True})
+        return listen
+
+    def store_uri(self, socket_timeout_ms):
+        """The URI of a proxy to the stack's FerretDB, with the socket timeout given."""
+        upstream = MONGO.split("//", 1)[1].split("/", 1)[0].split("?", 1)[0]
+        return f"mongodb://{self.proxy('store', upstream)}/?socketTimeoutMS={socket_timeout_ms}"
+
+    def add(self, proxy, name, kind, stream, **attributes):
+        self.call("POST", f"/proxies/{proxy}/toxics",
+                  {"name": name, "type": kind, "stream": stream, "toxicity": 1.0, "attributes": attributes})
+
+    def remove(self, proxy, name):
+        self.call("DELETE", f"/proxies/{proxy}/toxics/{name}")
+
+
+def stamps(doc):
+    """{slot path: (v, c)} of a stored document."""
+    out = {}
+    if doc.get("header"):
+        out["header"] = (doc["header"]["v"], doc["header"]["c"])
+    for sid, st in (doc.get("students") or {}).items():
+        for slot, val in st.items():
+            out[f"students.{sid}.{slot}"] = (val["v"], val["c"])
+    return out
+
+
+def assert_not_back(prev, cur):
+    """No document of prev is gone from cur, and none went back in time: neither its rev nor any slot's stamp."""
+    for k, d in prev.items():
+        assert k in cur, f"{k} disappeared"
+        assert cur[k]["rev"] >= d["rev"], f"{k}: rev {d['rev']} -> {cur[k]['rev']}"
+        a, b = stamps(d), stamps(cur[k])
+        for slot, st in a.items():
+            assert slot in b and b[slot] >= st, f"{k} {slot}: {st} -> {b.get(slot)}"
+
+
+def fault_phases(s, w, tp, proxy, phases, parts, failures, black_hole_s, group="g1"):
+    """Network faults, one phase each, on toxiproxy tp's proxy between worker w (of group) and a service.
+
+    A phase is (name, [(toxic type, stream, attributes)], breaks). It sets its toxics, produces its part of
+    the stream (parts[i]) and waits for the event it is about: for a slow link (breaks false), the part
+    committed through the fault; for a breaking one, failures() (how many failures w has logged) rising
+    after the fault was set, for the phase named "black hole" within black_hole_s seconds. Then it lifts the
+    fault and waits until the group's commits reach the topic's end; no document may have gone back in time
+    since the phase before. Returns the stored documents after the last phase."""
+    prev = {}
+    for i, (name, toxics, breaks) in enumerate(phases):
+        before = failures()
+        t0 = time.time()
+        for j, (kind, direction, attrs) in enumerate(toxics):
+            tp.add(proxy, f"{name.replace(' ', '-')}-{j}", kind, direction, **attrs)
+        s.produce(parts[i])
+        end = sum(s.end_offsets().values())
+
+        def committed_all():
+            s.assert_alive(w, f"during {name}")
+            c = s.committed_total(group)
+            return c is not None and c >= end
+
+        if breaks:
+            def failed():
+                s.assert_alive(w, f"during {name}")
+                return failures() > before
+
+            wait_until(failed, 180, f"{name}: no failure logged by the worker within 180 s")
+            noticed = time.time() - t0
+            if name == "black hole":
+                assert noticed < black_hole_s, f"black hole noticed after {noticed:.1f}s (bound {black_hole_s}s)"
+        else:
+            wait_until(committed_all, 300, lambda: f"{name}: the part was not committed through the fault: "
+                                                   f"committed {s.committed_total(group)} of {end}")
+        for j in range(len(toxics)):
+            tp.remove(proxy, f"{name.replace(' ', '-')}-{j}")
+        t1 = time.time()
+        wait_until(committed_all, 300, lambda: f"after {name}: the worker did not catch up: committed "
+                                               f"{s.committed_total(group)} of {end}")
+        recovered = time.time() - t1
+        cur = s.stored()
+        assert_not_back(prev, cur)
+        prev = cur
+        log(f"{name}: " + (f"first failure {noticed:.1f}s after the fault, " if breaks else
+                           f"committed through the fault in {t1 - t0:.1f}s, ")
+            + f"caught up {recovered:.1f}s after it was lifted")
+    return prev
+
+
+def start_midstream(s, seed, rate=300, group="g1", extra=(("batch.max_commands", "500"),)):
+    """The opening of an outage scenario: a shuffled stream of 12,000 commands (1% invalid, 5% duplicates), its
+    first quarter produced at rate/s while a worker of group starts, the rest from the moment the worker has
+    committed work of its own; so a fault set right after this call comes mid-stream by construction.
+    Returns (stream, expected documents, expected rejects, worker, producer of the rest)."""
+    stream = s.generate("--seed", str(seed), "--count", "12000", "--assignments", "40", "--students", "30",
+                        "--invalid-rate", "0.01", "--duplicate-rate", "0.05", "--order", "shuffle")
+    expected, rejects = s.expected(stream)
+    head, tail = s.split(stream, 0.25)
+    producer = s.produce_async(head, rate=rate)
+    w = s.start_worker(group, list(extra))
+
+    def worked():
+        s.assert_alive(w, "before the fault")
+        c = s.committed_total(group)
+        return c is not None and c > 0
+
+    wait_until(worked, 120, "the worker committed nothing before the fault")
+    assert producer.wait(120) == 0
+    return stream, expected, rejects, w, s.produce_async(tail, rate=rate)
+
+
 class Scenario:
     def __init__(self, name, partitions=6):
         self.name = name
         tag = f"{name}-{os.getpid()}-{random.randint(0, 99999)}"
+        self.tag = tag
         self.topic = f"cmds-{tag}"
         self.dlq = f"dlq-{tag}"
         self.db = f"it_{name}_{os.getpid()}".replace("-", "_")
@@ -100,6 +289,26 @@ class Scenario:
 
     def path(self, name):
         return os.path.join(self.dir, name)
+
+    def group(self, name):
+        """The consumer group a scenario calls name ("g1"): the helpers take such local names and qualify
+        them with the scenario's tag, so that scenarios running side by side never share a group (a member
+        of another scenario would take part in this one's rebalances)."""
+        return f"{name}-{self.tag}"
+
+    def assert_alive(self, w, when=""):
+        """Fails, with the tail of its log, if worker w has exited."""
+        if w.poll() is not None:
+            raise AssertionError(f"the worker exited {w.returncode}{' ' + when if when else ''}:\n"
+                                 f"{self.worker_log(w)[-3000:]}")
+
+    def wait_joined(self, w, timeout=120):
+        """Waits until worker w holds partitions (its log says so); fails at once if it exits."""
+        def joined():
+            self.assert_alive(w, "before it got partitions")
+            return bool(self.holdings(w))
+
+        wait_until(joined, timeout, lambda: f"the worker never got partitions:\n{self.worker_log(w)[-2000:]}")
 
     def generate(self, *args):
         out = self.path("commands.jsonl")
@@ -138,7 +347,7 @@ class Scenario:
 
     def settings(self, group, extra=()):
         sets = {
-            "kafka.brokers": BROKERS, "kafka.topics": self.topic, "kafka.group": group,
+            "kafka.brokers": BROKERS, "kafka.topics": self.topic, "kafka.group": self.group(group),
             "kafka.dlq_topic": self.dlq, "store.uri": MONGO, "store.database": self.db,
             "store.collection": COLLECTION, "store.write_concern": "1", "batch.linger_ms": "50",
             "retry.backoff_ms": "50", "retry.backoff_max_ms": "1000", "log.format": "json",
@@ -172,7 +381,7 @@ class Scenario:
         return {int(a): int(b) for a, b in (l.split() for l in out.splitlines())}
 
     def committed(self, group, topic=None):
-        out = run([tool("kafka_tool"), "committed", BROKERS, group, topic or self.topic])
+        out = run([tool("kafka_tool"), "committed", BROKERS, self.group(group), topic or self.topic])
         return {int(a): int(b) for a, b in (l.split() for l in out.splitlines())}
 
     def committed_total(self, group, topic=None):

@@ -8,6 +8,7 @@ view of its commits and bounds is what it was given and did (committed lag
 and oldest uncommitted age at 0 per partition once the group caught up, the
 configured bounds, the assignment), and /readyz turns not-ready while the
 store is stopped and ready again after it is back."""
+# exclusive: stops the stack's FerretDB
 import os
 import re
 import shutil
@@ -19,7 +20,6 @@ import harness as h
 sys.path.insert(0, os.path.join(h.SRC, "tests", "tools"))
 import monitoring_refs  # noqa: E402
 
-STACK = os.path.join(h.SRC, "scripts", "stack")
 PARTITIONS = 6
 
 
@@ -149,12 +149,9 @@ def observe(s):
 
 def scenario(s):
     w, port = observe(s)
-    subprocess.run([STACK, "mongo-stop"], check=True)
-    try:
+    with h.stopped("mongo"):
         wait_status(port, "/readyz", 503, 40)
         assert get(port, "/healthz")[0] == 200, "a store outage is not a liveness failure"
-    finally:
-        subprocess.run([STACK, "mongo-start"], check=True)
     wait_status(port, "/readyz", 200, 40)
     s.stop_worker(w)
 

@@ -113,19 +113,12 @@ def scenario(s):
     cut_s = int(time.time()) + 1
     cut = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(cut_s)) + ".000Z"
     second = s.path("second.jsonl")
-    # Command ids are unique per command: give the second part ids of its own.
-    lines = subprocess.run([h.tool("gen_commands"), *SECOND], capture_output=True, text=True, check=True).stdout
-    slices = [[]]
-    for line in lines.splitlines():
-        cmd = json.loads(line)
-        cmd["id"] = "second-" + cmd["id"]
-        if len(slices[-1]) == SLICE:
-            slices.append([])
-        slices[-1].append(json.dumps(cmd, separators=(",", ":")) + "\n")
+    lines = h.renamed_commands(SECOND, "second-")
+    slices = [lines[i:i + SLICE] for i in range(0, len(lines), SLICE)]
     with open(second, "w") as f:
         f.writelines(l for sl in slices for l in sl)
     w = s.start_worker("live")
-    h.wait_until(lambda: s.holdings(w), 120, "the live worker never got partitions")
+    s.wait_joined(w)
     h.wait_until(lambda: time.time() > cut_s + 0.01, 5, "the clock did not pass the cut")
     # A replay is concurrent when the live worker has merged a slice
     # produced after the replay was started and made it durable (its group's

@@ -6,7 +6,6 @@ handshake failing against the plaintext broker with its debug contexts on, and
 a healthy run whose store URI carries a password. Every log line (JSON and
 text) and /metrics are searched for each password and any 3-character piece of
 it. tests/cli/test_secrets.py covers the configuration paths without services."""
-import os
 import re
 import signal
 import urllib.parse

@@ -155,12 +155,8 @@ def scenario(s):
     live = s.db + "_live"
     h.run([h.tool("store_tool"), "drop", h.MONGO, live])
     second = s.path("second.jsonl")
-    gen = subprocess.run([h.tool("gen_commands"), *SECOND], capture_output=True, text=True, check=True).stdout
     with open(second, "w") as f:
-        for line in gen.splitlines():
-            cmd = json.loads(line)
-            cmd["id"] = "second-" + cmd["id"]
-            f.write(json.dumps(cmd, separators=(",", ":")) + "\n")
+        f.writelines(h.renamed_commands(SECOND, "second-"))
     producer = s.produce_async(second, rate=2000)
     w = s.start_worker("live-2", [("store.database", live), ("batch.max_aggregates", "20")])
     concurrent = runs = 0

@@ -9,37 +9,18 @@ Waits are on events: the broker is stopped once the worker has committed work
 of its own while the producer still runs; the outage lasts OUTAGE_S from the
 moment the broker process is gone (the length of the fault); afterwards the
 test waits for the producer to deliver everything and the group to catch up."""
-import os
-import subprocess
+# exclusive: stops the stack's Kafka broker for 20 s
 import time
 
 import harness as h
 
-STACK = os.path.join(h.SRC, "scripts", "stack")
 OUTAGE_S = 20
 
 
 def scenario(s):
-    stream = s.generate("--seed", "99", "--count", "12000", "--assignments", "40", "--students", "30",
-                        "--invalid-rate", "0.01", "--duplicate-rate", "0.05", "--order", "shuffle")
-    expected, rejects = s.expected(stream)
-    # The first quarter before the worker has done durable work, the rest
-    # from then on: so the fault comes mid-stream by construction.
-    head, tail = s.split(stream, 0.25)
-    producer = s.produce_async(head, rate=300)
-    w = s.start_worker("g1", [("batch.max_commands", "500")])
-
-    def worked():
-        assert w.poll() is None, "the worker died"
-        c = s.committed_total("g1")
-        return c is not None and c > 0
-
-    h.wait_until(worked, 120, "the worker committed nothing before the broker stopped")
-    assert producer.wait(120) == 0
-    producer = s.produce_async(tail, rate=300)
+    stream, expected, rejects, w, producer = h.start_midstream(s, 99)
     before = s.committed("g1")
-    subprocess.run([STACK, "kafka-stop"], check=True)
-    try:
+    with h.stopped("kafka"):
         t_down = time.time()
 
         def outage_over():
@@ -48,8 +29,6 @@ def scenario(s):
 
         h.wait_until(outage_over, OUTAGE_S + 60, "the outage outlived its own deadline", interval=1)
         assert producer.poll() is None, "the producer gave up while the broker was down"
-    finally:
-        subprocess.run([STACK, "kafka-start"], check=True)
     t_up = time.time()
     assert producer.wait(300) == 0, "the producer could not deliver everything after the restart"
     s.wait_committed("g1", timeout=300, alive=[w])

@@ -7,17 +7,11 @@ answers /readyz 503 and keeps the rejects' offsets uncommitted. The topic is
 created again: /readyz returns to 200, the recovery is logged, every reject
 reaches the topic with its headers and the offsets commit to the end.
 Every wait is on a condition."""
-import subprocess
 import time
 
 import harness as h
 
 INVALID = 40
-
-
-def topic_exists(name):
-    r = subprocess.run([h.tool("kafka_tool"), "end-offsets", h.BROKERS, name], capture_output=True, text=True)
-    return r.returncode == 0 and r.stdout.strip() != ""
 
 
 def scenario(s):
@@ -42,7 +36,7 @@ def scenario(s):
 
     # The dead-letter topic goes away; invalid commands arrive.
     h.run([h.tool("kafka_tool"), "delete-topic", h.BROKERS, s.dlq])
-    h.wait_until(lambda: alive() and not topic_exists(s.dlq), 60, "the dead-letter topic was not deleted")
+    h.wait_until(lambda: alive() and not h.topic_exists(s.dlq), 60, "the dead-letter topic was not deleted")
     bad = s.path("invalid.jsonl")
     with open(bad, "w") as f:
         for i in range(INVALID):

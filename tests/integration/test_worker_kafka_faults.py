@@ -21,10 +21,8 @@ import json
 import os
 import socket
 import subprocess
-import time
 
 import harness as h
-from test_worker_store_faults import Toxiproxy, assert_not_back, chunks
 
 # kafka.rdkafka.socket.timeout.ms for the worker: how long a request may go
 # unanswered before librdkafka gives up on the connection (its default is
@@ -76,17 +74,11 @@ def scenario(s):
     stream = s.generate("--seed", "161", "--count", "12000", "--assignments", "40", "--students", "30",
                         "--invalid-rate", "0.01", "--duplicate-rate", "0.05", "--order", "shuffle")
     expected = reference(s, stream)
-    tp = Toxiproxy(s)
-    tp.call("POST", "/proxies", {"name": "kafka", "listen": f"127.0.0.1:{advertised}",
-                                 "upstream": f"127.0.0.1:{listener}", "enabled": True})
+    tp = h.Toxiproxy(s)
+    tp.proxy("kafka", f"127.0.0.1:{listener}", listen=f"127.0.0.1:{advertised}")
     w = s.start_worker("g1", [("kafka.brokers", f"127.0.0.1:{advertised}"), ("batch.max_commands", "500"),
                               ("kafka.rdkafka.socket.timeout.ms", str(SOCKET_TIMEOUT_MS))])
-    def joined():
-        assert w.poll() is None, f"the worker exited {w.returncode}:\n{s.worker_log(w)[-2000:]}"
-        return bool(s.holdings(w))
-
-    h.wait_until(joined, 120, lambda: f"the worker never got partitions through the proxy:\n"
-                                                     f"{s.worker_log(w)[-2000:]}")
+    s.wait_joined(w)
 
     phases = [
         ("latency", [("latency", "downstream", {"latency": 300, "jitter": 200}),
@@ -102,54 +94,15 @@ def scenario(s):
         ("reset", [("reset_peer", "downstream", {"timeout": 500})], True),
         ("black hole", [("timeout", "upstream", {"timeout": 0})], True),
     ]
-    parts = chunks(s, stream, len(phases) + 1)
-    prev = {}
-    report = []
-    for i, (name, toxics, breaks) in enumerate(phases):
-        errors = len(client_errors(s, w))
-        t0 = time.time()
-        for j, (kind, direction, attrs) in enumerate(toxics):
-            tp.add("kafka", f"{name.replace(' ', '-')}-{j}", kind, direction, **attrs)
-        s.produce(parts[i])
-        end = sum(s.end_offsets().values())
-
-        def committed_all():
-            assert w.poll() is None, f"the worker died during {name}"
-            c = s.committed_total("g1")
-            return c is not None and c >= end
-
-        if breaks:
-            def failed():
-                assert w.poll() is None, f"the worker died during {name}"
-                return len(client_errors(s, w)) > errors
-
-            h.wait_until(failed, 180, f"{name}: no client error logged by the worker within 180 s")
-            noticed = time.time() - t0
-            if name == "black hole":
-                # one request's socket timeout, plus produce and poll slack
-                assert noticed < SOCKET_TIMEOUT_MS / 1000 + 30, f"black hole noticed after {noticed:.1f}s"
-        else:
-            h.wait_until(committed_all, 300, lambda: f"{name}: the chunk was not committed through the fault: "
-                                                     f"committed {s.committed_total('g1')} of {end}")
-            noticed = None
-        for j in range(len(toxics)):
-            tp.remove("kafka", f"{name.replace(' ', '-')}-{j}")
-        t1 = time.time()
-        h.wait_until(committed_all, 300, lambda: f"after {name}: the worker did not catch up: committed "
-                                                 f"{s.committed_total('g1')} of {end}")
-        recovered = time.time() - t1
-        cur = s.stored()
-        assert_not_back(prev, cur)
-        prev = cur
-        report.append(f"{name}: " + (f"first client error {noticed:.1f}s after the fault, " if breaks else
-                                     f"committed through the fault in {t1 - t0:.1f}s, ")
-                      + f"caught up {recovered:.1f}s after it was lifted")
-        h.log(report[-1])
+    parts = h.chunks(s, stream, len(phases) + 1)
+    # The black hole: one request's socket timeout, plus produce and poll slack.
+    prev = h.fault_phases(s, w, tp, "kafka", phases, parts, lambda: len(client_errors(s, w)),
+                          SOCKET_TIMEOUT_MS / 1000 + 30)
     s.produce(parts[-1])
     s.wait_committed("g1", alive=[w])
     s.stop_worker(w)
     h.assert_same_documents(expected, s.stored())
-    assert_not_back(prev, s.stored())
+    h.assert_not_back(prev, s.stored())
 
 
 if __name__ == "__main__":

@@ -16,36 +16,18 @@ import harness as h
 KILLS = 6
 
 
-def chunks(s, path, n):
-    lines = open(path, "rb").read().split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    size = -(-len(lines) // n)
-    out = []
-    for i in range(n):
-        p = s.path(f"chunk-{i}.jsonl")
-        with open(p, "wb") as f:
-            f.write(b"".join(l + b"\n" for l in lines[i * size:(i + 1) * size]))
-        out.append((p, len(lines[i * size:(i + 1) * size])))
-    return out
-
-
 def scenario(s):
     stream = s.generate("--seed", "22", "--count", "12000", "--assignments", "40", "--students", "30",
                         "--invalid-rate", "0.01", "--duplicate-rate", "0.05", "--order", "shuffle")
     expected, _ = s.expected(stream)
-    parts = chunks(s, stream, KILLS + 1)
+    parts = [(p, sum(1 for _ in open(p, "rb"))) for p in h.chunks(s, stream, KILLS + 1)]
     rng = random.Random(22)
     extra = [("batch.max_commands", "500")]
     producers = []
     in_flight = 0  # kills that left part of the stream not yet committed
     w = s.start_worker("g1", extra)
     for k in range(KILLS):
-        def joined():
-            assert w.poll() is None, f"worker {k} died by itself"
-            return bool(s.holdings(w))
-
-        h.wait_until(joined, 120, f"worker {k} never got partitions")
+        s.wait_joined(w)
         before = None
 
         def read_before():

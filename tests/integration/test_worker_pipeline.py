@@ -14,8 +14,7 @@ soon as one lands), so every event here lands on one with high probability:
 The documents must equal a clean run's (replay --input), and the group must
 have committed everything. Every step waits for the event it needs, read
 from the workers' logs and the group's committed offsets."""
-import subprocess
-
+# exclusive: stops the stack's FerretDB
 import harness as h
 
 PARTITIONS = 6
@@ -65,13 +64,10 @@ def scenario(s):
     w1 = s.start_worker("g1", extra)
 
     # 3. The store stops and comes back while the stream goes on.
-    subprocess.run([f"{h.SRC}/scripts/stack", "mongo-stop"], check=True, capture_output=True)
-    try:
+    with h.stopped("mongo"):
         s.produce(tail)
         h.wait_until(lambda: "store write failed" in s.worker_log(w1) + s.worker_log(w2), 120,
                      "no worker noticed the store outage")
-    finally:
-        subprocess.run([f"{h.SRC}/scripts/stack", "mongo-start"], check=True, capture_output=True)
 
     assert producer.wait(300) == 0
     s.wait_committed("g1", timeout=300, alive=[w1, w2])

@@ -2,7 +2,6 @@
 """SIGHUP reloads the configuration file (SPEC.md section 7): live keys
 (batch.*, cache.*, log.level) apply without a restart and without losing
 anything; a changed restart-only key is reported as needing a restart."""
-import os
 import signal
 import subprocess
 
@@ -13,7 +12,7 @@ def ini(s, level, max_commands, group):
     return f"""[kafka]
 brokers = {h.BROKERS}
 topics = {s.topic}
-group = {group}
+group = {s.group(group)}
 dlq_topic = {s.dlq}
 [store]
 uri = {h.MONGO}

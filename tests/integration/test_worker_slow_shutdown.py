@@ -3,9 +3,9 @@
 shutdown.timeout_ms even with a flush, or the loads of one, stuck in a store
 call, and the stuck flush says so in the log instead of staying silent.
 
-The store connection goes through toxiproxy (the helpers of
-test_worker_store_faults.py), with a socket timeout far longer than the
-shutdown bound, so that only the bound can end the stop in time. Two phases,
+The store connection goes through toxiproxy (harness.Toxiproxy), with a
+socket timeout far longer than the shutdown bound, so that only the bound
+can end the stop in time. Two phases,
 each with a "timeout" toxic (a black hole: the connection stays open, nothing
 gets through):
   writing  a worker that holds the stream's aggregates (loaded, cached) gets a
@@ -20,14 +20,10 @@ and the "stopped before everything was durable" line, and the group's
 committed offsets not past what was durable before the hang. Then, with the
 store reachable again, a third worker catches up: nothing lost (documents
 equal replay --input), nothing written back in time between phases."""
-import os
 import signal
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness as h  # noqa: E402
-from test_worker_store_faults import Toxiproxy, assert_not_back, chunks  # noqa: E402
+import harness as h
 
 SOCKET_TIMEOUT_MS = 120000  # far past the bound: only shutdown.timeout_ms can end the stop in time
 SHUTDOWN_MS = 6000
@@ -70,14 +66,13 @@ def scenario(s):
     stream = s.generate("--seed", "161", "--count", "6000", "--assignments", "40", "--students", "30",
                         "--order", "shuffle")  # chunk 1 touches every assignment: phase 1 has no loads
     expected, _ = s.expected(stream)
-    parts = chunks(s, stream, 3)
-    tp = Toxiproxy(s)
-    upstream = h.MONGO.split("//", 1)[1].split("/", 1)[0].split("?", 1)[0]
-    uri = f"mongodb://{tp.proxy('store', upstream)}/?socketTimeoutMS={SOCKET_TIMEOUT_MS}"
+    parts = h.chunks(s, stream, 3)
+    tp = h.Toxiproxy(s)
+    uri = tp.store_uri(SOCKET_TIMEOUT_MS)
     sets = [("store.uri", uri), ("shutdown.timeout_ms", str(SHUTDOWN_MS))]
 
     w = s.start_worker("g1", sets)
-    h.wait_until(lambda: s.holdings(w), 120, "the worker never got partitions")
+    s.wait_joined(w)
     s.produce(parts[0])
     s.wait_committed("g1", alive=[w])
     durable = s.committed_total("g1")
@@ -85,10 +80,10 @@ def scenario(s):
     hang_and_stop(s, tp, w, parts[1], "writing", durable)
 
     w2 = s.start_worker("g1", sets + [("cache.max_aggregates", "0")])
-    h.wait_until(lambda: s.holdings(w2), 120, "the second worker never got partitions")
+    s.wait_joined(w2)
     s.wait_committed("g1", alive=[w2])  # chunk 2 again, from the offsets the first left
     cur = s.stored()
-    assert_not_back(prev, cur)
+    h.assert_not_back(prev, cur)
     prev = cur
     hang_and_stop(s, tp, w2, parts[2], "loading", s.committed_total("g1"))
 
@@ -96,7 +91,7 @@ def scenario(s):
     s.wait_committed("g1", alive=[w3])
     s.stop_worker(w3)
     cur = s.stored()
-    assert_not_back(prev, cur)
+    h.assert_not_back(prev, cur)
     h.assert_same_documents(expected, cur)
 
 

@@ -7,7 +7,6 @@ that cannot be reached are a different error, reported once the client's
 connection set-up timeout has passed; with every topic present, `run`
 starts and gets its partitions."""
 import json
-import os
 import subprocess
 import time
 
@@ -36,11 +35,6 @@ def error_lines(stderr):
     return out
 
 
-def topic_exists(name):
-    r = subprocess.run([h.tool("kafka_tool"), "end-offsets", h.BROKERS, name], capture_output=True, text=True)
-    return r.returncode == 0 and r.stdout.strip() != ""
-
-
 def scenario(s):
     missing_dlq = s.dlq + "-missing"
     missing_topic = s.topic + "-missing"
@@ -62,7 +56,7 @@ def scenario(s):
         f"not one line naming the missing topic: {errors}"
 
     # Neither attempt created what it looked for.
-    assert not topic_exists(missing_dlq) and not topic_exists(missing_topic), "a start-up check created a topic"
+    assert not h.topic_exists(missing_dlq) and not h.topic_exists(missing_topic), "a start-up check created a topic"
 
     # 3. replay from topics: the configured topics are checked ...
     out = s.path("replay.jsonl")
