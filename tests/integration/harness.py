@@ -31,6 +31,7 @@ BROKERS = os.environ.get("AGG_KAFKA_BROKERS", "127.0.0.1:19092")
 MONGO = os.environ.get("AGG_MONGO_URI", "mongodb://127.0.0.1:27018")
 COLLECTION = "assignment_aggregates"
 STACK = os.path.join(SRC, "scripts", "stack")
+REFERENCE_MERGE = os.path.join(SRC, "tests", "tools", "reference_merge.py")
 CACHE = os.environ.get("AGG_CACHE_DIR", os.path.expanduser("~/.cache/aggregator"))
 TOXIPROXY = os.path.join(CACHE, "bin", "toxiproxy-v2.5.0")  # scripts/lib.sh: AGG_TOXIPROXY_VERSION
 STORE_FAILED = "store write failed, retrying"  # the worker's log line for a failed store write
@@ -442,6 +443,28 @@ class Scenario:
         subprocess.run([AGGREGATOR, "replay", "--input", path, "--output", out, "--rejects", rej], check=True,
                        capture_output=True)
         return load_docs(out), [json.loads(l) for l in open(rej)]
+
+    def concat(self, name, paths):
+        """One file, name, of the streams at paths in order (as bytes: invalid lines may not be UTF-8)."""
+        out = self.path(name)
+        with open(out, "wb") as f:
+            for p in paths:
+                with open(p, "rb") as src:
+                    f.write(src.read())
+        return out
+
+    def expected_and_reference(self, path):
+        """(replay --input's documents, the independent reference merge's documents) of the stream at path,
+        both normalized; the reference merge (tests/tools/reference_merge.py) skips the lines replay
+        rejected."""
+        expected, _ = self.expected(path)
+        out = subprocess.run([sys.executable, REFERENCE_MERGE, path, self.path("expected-rejects.jsonl")],
+                             check=True, capture_output=True, text=True).stdout
+        ref = {}
+        for line in out.splitlines():
+            d = json.loads(line)
+            ref[d["_id"]] = normalize(d)
+        return expected, ref
 
     def stored(self):
         out = run([tool("store_tool"), "dump", MONGO, self.db, COLLECTION])

@@ -165,11 +165,7 @@ def scenario(s):
     replay(s, s.db)
     s.wait_committed("live", alive=[w])
     s.stop_worker(w)
-    both = s.path("both.jsonl")
-    with open(both, "wb") as f:
-        f.write(open(first, "rb").read())
-        f.write(open(second, "rb").read())
-    expected_both, _ = s.expected(both)
+    expected_both, _ = s.expected(s.concat("both.jsonl", [first, second]))
     h.assert_same_documents(expected_both, s.stored())
 
     # --input into the store (no broker): same documents, rejects as in file mode.

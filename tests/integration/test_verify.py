@@ -183,11 +183,7 @@ def scenario(s):
     rc, report, st = verify(s, live)
     assert rc == 0 and not report, report
     s.stop_worker(w)
-    both = s.path("both.jsonl")
-    with open(both, "wb") as f:
-        f.write(open(first, "rb").read())
-        f.write(open(second, "rb").read())
-    expected_both, _ = s.expected(both)
+    expected_both, _ = s.expected(s.concat("both.jsonl", [first, second]))
     h.assert_same_documents(expected_both, stored_in(live))
     h.run([h.tool("store_tool"), "drop", h.MONGO, live])
 

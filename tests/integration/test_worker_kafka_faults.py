@@ -20,7 +20,6 @@ stamp decreases; at the end the documents equal the reference merge
 import json
 import os
 import socket
-import subprocess
 
 import harness as h
 
@@ -53,15 +52,9 @@ def json_or_none(line):
 
 def reference(s, stream):
     """The reference merge of stream, the replay's rejects skipped (replay is checked against it elsewhere)."""
-    expected, _ = s.expected(stream)
-    ref = subprocess.run([os.path.join(h.SRC, "tests", "tools", "reference_merge.py"), stream,
-                          s.path("expected-rejects.jsonl")], check=True, capture_output=True, text=True).stdout
-    docs = {}
-    for line in ref.splitlines():
-        d = json.loads(line)
-        docs[d["_id"]] = h.normalize(d)
-    assert docs == expected, "replay --input and the reference merge disagree on this stream"
-    return docs
+    expected, ref = s.expected_and_reference(stream)
+    assert ref == expected, "replay --input and the reference merge disagree on this stream"
+    return ref
 
 
 def scenario(s):

@@ -30,13 +30,11 @@ whole replacement drops it)."""
 import json
 import os
 import subprocess
-import sys
 import time
 
 import harness as h
 
 MJS = os.environ.get("AGG_MJS_URI", "mongodb://127.0.0.1:27019")
-REF = os.path.join(h.SRC, "tests", "tools", "reference_merge.py")
 GEN = ("--tenants", "2", "--assignments", "24", "--students", "40", "--duplicate-rate", "0.3",
        "--order", "shuffle", "--mix", "upserted=4,deleted=2,submission=30,grade=40,assigned=16,unassigned=8")
 
@@ -46,21 +44,6 @@ def generate(s, name, *args):
     with open(out, "w") as f:
         subprocess.run([h.tool("gen_commands"), *GEN, *args], stdout=f, check=True)
     return out
-
-
-def reference(s, streams):
-    both = s.path("both.jsonl")
-    with open(both, "w") as f:
-        for p in streams:
-            f.write(open(p).read())
-    expected, rejects = s.expected(both)
-    ref = subprocess.run([sys.executable, REF, both, s.path("expected-rejects.jsonl")], check=True,
-                         capture_output=True, text=True).stdout
-    refdocs = {}
-    for line in ref.splitlines():
-        d = json.loads(line)
-        refdocs[d["_id"]] = h.normalize(d)
-    return expected, refdocs
 
 
 def scenario(s, cache):
@@ -108,7 +91,7 @@ def scenario(s, cache):
     whole = [k for k in before if stored[k]["rev"] <= before[k] or raw[k].get("probe") != 2]
     assert not whole, f"a one-student change was not a partial write of the next rev: {whole[:5]}"
 
-    expected, refdocs = reference(s, [first, second, third])
+    expected, refdocs = s.expected_and_reference(s.concat("both.jsonl", [first, second, third]))
     assert expected == refdocs, "replay and the reference merge disagree"
     h.assert_same_documents(expected, stored)
 

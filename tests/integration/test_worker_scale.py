@@ -17,8 +17,6 @@ The worker flushes on a long linger with room for everything, so a phase is
 about one write per aggregate: the test measures the store at scale, not
 how often the batcher flushes.
 """
-import json
-import os
 import re
 import subprocess
 
@@ -26,25 +24,6 @@ import harness as h
 
 ASSIGNMENTS = 2000
 STUDENTS = 30
-
-
-def reference(s, name, paths):
-    """The reference merge of the concatenated streams (its rejects, from replay, are skipped)."""
-    stream = s.path(f"{name}.jsonl")
-    with open(stream, "wb") as out:  # bytes: the invalid lines include bad UTF-8
-        for p in paths:
-            with open(p, "rb") as f:
-                out.write(f.read())
-    rejects, docs = s.path(f"{name}-rejects.jsonl"), s.path(f"{name}-replay.jsonl")
-    subprocess.run([h.AGGREGATOR, "replay", "--input", stream, "--output", docs, "--rejects", rejects],
-                   check=True, capture_output=True)
-    ref = subprocess.run([os.path.join(h.SRC, "tests", "tools", "reference_merge.py"), stream, rejects],
-                         check=True, capture_output=True, text=True).stdout
-    expected = {}
-    for line in ref.splitlines():
-        d = json.loads(line)
-        expected[d["_id"]] = h.normalize(d)
-    return expected
 
 
 def generate(s, name, *args):
@@ -100,10 +79,10 @@ def scenario(s):
     h.wait_until(consumed, 300, "the worker did not consume phase 2")
     s.stop_worker(w, timeout=300)
     assert sum(s.committed("scale").values()) == sum(s.end_offsets().values()), "phase 2 not all committed"
-    expected = reference(s, "expected-2", [first, second])
+    expected, ref = s.expected_and_reference(s.concat("both.jsonl", [first, second]))
     raw = s.stored_raw()
+    h.assert_same_documents(ref, {d["_id"]: d for d in raw})
     h.assert_same_documents(expected, {d["_id"]: d for d in raw})
-    h.assert_same_documents(h.load_docs(s.path("expected-2-replay.jsonl")), {d["_id"]: d for d in raw})
     moved = sorted(d["rev"] - rev1[d["_id"]] for d in raw)
     assert moved == [1] * ASSIGNMENTS, f"revision moves in phase 2 from {moved[0]} to {moved[-1]}, expected all 1"
     conflicts = sum(int(m) for m in re.findall(r'"conflicts":(\d+)', s.worker_log(w)))
