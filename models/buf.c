@@ -49,32 +49,65 @@ void model_buf_printf(model_buf_t *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
-void model_buf_json_string(model_buf_t *b, const char *s, size_t n) {
+/* Nonzero when some byte of the word w needs an escape: below 0x20, '"' or
+ * '\\'. (x - k) & ~x & 0x80 per byte is the classic test for a byte below k
+ * (k <= 0x80); equality is "below 1" after an XOR. Exact as a yes/no for the
+ * whole word, which is all it is used for. */
+static inline uint64_t word_needs_escape(uint64_t w) {
+  const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+  uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+  return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs)) & high;
+}
+
+static char *escape_byte(char *d, unsigned char c) {
   static const char hex[] = "0123456789abcdef";
-  model_buf_reserve(b, n + 2);
-  model_buf_putc(b, '"');
-  size_t run = 0; /* start of the current run of bytes that need no escape */
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    model_buf_append(b, s + run, i - run);
-    run = i + 1;
-    switch (c) {
-    case '"': model_buf_append(b, "\\\"", 2); break;
-    case '\\': model_buf_append(b, "\\\\", 2); break;
-    case '\n': model_buf_append(b, "\\n", 2); break;
-    case '\r': model_buf_append(b, "\\r", 2); break;
-    case '\t': model_buf_append(b, "\\t", 2); break;
-    case '\b': model_buf_append(b, "\\b", 2); break;
-    case '\f': model_buf_append(b, "\\f", 2); break;
-    default: {
-      char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-      model_buf_append(b, e, 6);
-    }
-    }
+  if (c >= 0x20 && c != '"' && c != '\\') {
+    *d++ = (char)c;
+    return d;
   }
-  model_buf_append(b, s + run, n - run);
-  model_buf_putc(b, '"');
+  *d++ = '\\';
+  switch (c) {
+  case '"': *d++ = '"'; break;
+  case '\\': *d++ = '\\'; break;
+  case '\n': *d++ = 'n'; break;
+  case '\r': *d++ = 'r'; break;
+  case '\t': *d++ = 't'; break;
+  case '\b': *d++ = 'b'; break;
+  case '\f': *d++ = 'f'; break;
+  default:
+    memcpy(d, "u00", 3);
+    d[3] = hex[c >> 4];
+    d[4] = hex[c & 15];
+    d += 5;
+  }
+  return d;
+}
+
+/* Clean bytes go over eight at a time, tested as one word and copied as one;
+ * only a word that holds a byte to escape is walked byte by byte. */
+char *model_buf_json_quote(char *dst, const char *s, size_t n) {
+  char *d = dst;
+  *d++ = '"';
+  size_t i = 0;
+  while (i + 8 <= n) {
+    uint64_t w;
+    memcpy(&w, s + i, 8);
+    if (!word_needs_escape(w)) {
+      memcpy(d, &w, 8);
+      d += 8;
+      i += 8;
+      continue;
+    }
+    for (size_t end = i + 8; i < end; i++) d = escape_byte(d, (unsigned char)s[i]);
+  }
+  for (; i < n; i++) d = escape_byte(d, (unsigned char)s[i]);
+  *d++ = '"';
+  return d;
+}
+
+void model_buf_json_string(model_buf_t *b, const char *s, size_t n) {
+  char *d = model_buf_space(b, MODEL_BUF_JSON_STRING_MAX(n));
+  model_buf_commit(b, model_buf_json_quote(d, s, n));
 }
 
 void model_buf_clear(model_buf_t *b) {

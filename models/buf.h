@@ -17,6 +17,18 @@ typedef struct model_buf {
 #define MODEL_BUF_INIT {NULL, 0, 0}
 
 void model_buf_reserve(model_buf_t *b, size_t extra);
+/* For encoders that write in place: model_buf_space makes room for n more
+ * bytes and returns where they go; model_buf_commit then takes everything up
+ * to end (at most n bytes past the old length) into the buffer. One reserve
+ * for a whole group of fields instead of one per append. */
+static inline char *model_buf_space(model_buf_t *b, size_t n) {
+  if (b->len + n + 1 > b->cap) model_buf_reserve(b, n);
+  return b->data + b->len;
+}
+static inline void model_buf_commit(model_buf_t *b, char *end) {
+  b->len = (size_t)(end - b->data);
+  *end = '\0';
+}
 /* Gives a buffer without storage its first allocation, of cap bytes (growth
  * doubles from there), instead of model_buf_reserve's 256: for buffers that
  * are many and mostly small. Does nothing to a buffer that has storage. */
@@ -27,6 +39,12 @@ void model_buf_puts(model_buf_t *b, const char *s);
 void model_buf_printf(model_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends s[0..n) as a JSON string literal (quotes included), escaping as RFC 8259 requires. */
 void model_buf_json_string(model_buf_t *b, const char *s, size_t n);
+/* The most bytes a JSON string literal of n input bytes takes: each byte
+ * escaped as \u00XX, and the quotes. */
+#define MODEL_BUF_JSON_STRING_MAX(n) (6 * (size_t)(n) + 2)
+/* Writes the literal model_buf_json_string appends to dst, which has room for
+ * MODEL_BUF_JSON_STRING_MAX(n) bytes, and returns the end of what it wrote. */
+char *model_buf_json_quote(char *dst, const char *s, size_t n);
 void model_buf_clear(model_buf_t *b);
 void model_buf_destroy(model_buf_t *b);
 

@@ -3,131 +3,154 @@
  * Same document as the BSON form, same key order, compact (no spaces).
  * Dates are "YYYY-MM-DDTHH:MM:SS.mmmZ" strings; v, rev and counts are JSON
  * integers; points are the shortest decimal that reads back as the same
- * double (model_codec_json_double). */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
+ * double (model_codec_json_double).
+ *
+ * The document is written in place: each group of fields (the head, the
+ * header, one student, the tail) reserves an upper bound of its size once
+ * (every string byte counted as a six-byte escape, every number at its
+ * longest) and is then written with plain copies, the literals at their
+ * compile-time lengths and the numbers by numfmt.h, never printf. */
+#include <string.h>
 
 #include "codec.h"
+#include "numfmt.h"
 #include "timestamp.h"
 
-/* Shortest of %.15g, %.16g, %.17g that strtod reads back as v: 17
+/* The longest fixed text of one group: literals, numbers, dates, status
+ * names and the strings' quotes, with room to spare. STRINGS_MAX adds the
+ * strings' own bytes, each at its longest escape. */
+enum { GROUP_FIXED_MAX = 512 };
+#define STRINGS_MAX(n) (6 * (size_t)(n))
+
+/* Copies a string literal (its length known at compile time) to p and advances p. */
+#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) += sizeof(lit) - 1)
+
+/* The double's text, or null: NaN and the infinities have no JSON form
+ * (points can never hold them). */
+static char *put_double(char *p, double v) {
+  size_t n = model_numfmt_double(p, v);
+  if (n) return p + n;
+  PUT_LIT(p, "null");
+  return p;
+}
+
+/* The first of "%.15g", "%.16g", "%.17g" that strtod reads back as v: 17
  * significant digits always round-trip, most values need 15 or fewer.
  * Whole numbers come out without a fraction ("100"), large or tiny ones in
- * exponent form ("1e+21", "1e-07": valid JSON). NaN and infinities have no
- * JSON form and are written as null (points can never hold them).
- * Assumes the "C" numeric locale, which the worker never changes. */
+ * exponent form ("1e+21", "1e-07": valid JSON); numfmt.h writes exactly
+ * that text. */
 void model_codec_json_double(model_buf_t *out, double v) {
-  if (!isfinite(v)) {
-    model_buf_append(out, "null", 4);
-    return;
-  }
-  char s[32];
-  int n = 0;
-  for (int prec = 15; prec <= 17; prec++) {
-    n = snprintf(s, sizeof s, "%.*g", prec, v);
-    if (strtod(s, NULL) == v) break;
-  }
-  model_buf_append(out, s, (size_t)n);
+  char *p = model_buf_space(out, MODEL_NUMFMT_DOUBLE_MAX);
+  model_buf_commit(out, put_double(p, v));
 }
 
-static void put_key(model_buf_t *b, const char *k) { model_buf_puts(b, k); }
+static char *put_str(char *p, const char *s, size_t n) { return model_buf_json_quote(p, s, n); }
 
-static void put_date(model_buf_t *b, bool has, int64_t ms) {
+/* A name from a fixed table (statuses): no escapes needed, and the group
+ * bound counts it among GROUP_FIXED_MAX. */
+static char *put_name(char *p, const char *s) {
+  size_t n = strlen(s);
+  memcpy(p, s, n);
+  return p + n;
+}
+
+static char *put_date(char *p, bool has, int64_t ms) {
   if (!has) {
-    model_buf_append(b, "null", 4);
-    return;
+    PUT_LIT(p, "null");
+    return p;
   }
-  char ts[MODEL_TIMESTAMP_LEN + 3];
-  ts[0] = '"';
-  model_timestamp_format(ms, ts + 1);
-  ts[MODEL_TIMESTAMP_LEN + 1] = '"';
-  model_buf_append(b, ts, MODEL_TIMESTAMP_LEN + 2);
+  *p++ = '"';
+  p += model_timestamp_format(ms, p); /* its NUL lands where the quote goes */
+  *p++ = '"';
+  return p;
 }
 
-static void put_u64(model_buf_t *b, uint64_t v) {
-  char s[24];
-  int n = snprintf(s, sizeof s, "%llu", (unsigned long long)v);
-  model_buf_append(b, s, (size_t)n);
+static char *put_stamp(char *p, const model_stamp_t *st) {
+  PUT_LIT(p, ",\"v\":");
+  p += model_numfmt_u64(p, st->version);
+  PUT_LIT(p, ",\"c\":");
+  p = put_str(p, st->id, st->id_len);
+  *p++ = '}';
+  return p;
 }
 
-static void put_i64(model_buf_t *b, int64_t v) {
-  char s[24];
-  int n = snprintf(s, sizeof s, "%lld", (long long)v);
-  model_buf_append(b, s, (size_t)n);
-}
-
-static void put_stamp(model_buf_t *b, const model_stamp_t *st) {
-  put_key(b, ",\"v\":");
-  put_u64(b, st->version);
-  put_key(b, ",\"c\":");
-  model_buf_json_string(b, st->id, st->id_len);
-  model_buf_putc(b, '}');
-}
-
-static void put_points(model_buf_t *b, bool has, double v) {
-  if (has) model_codec_json_double(b, v);
-  else model_buf_append(b, "null", 4);
+static char *put_points(char *p, bool has, double v) {
+  if (has) return put_double(p, v);
+  PUT_LIT(p, "null");
+  return p;
 }
 
 static void put_header(model_buf_t *b, const model_aggregate_t *agg) {
   model_header_view_t h;
   model_aggregate_header(agg, &h);
-  put_key(b, ",\"header\":");
+  size_t strings = h.present ? h.stamp.id_len : 0;
+  if (h.present && !h.deleted) strings += h.class_len + h.title_len;
+  char *p = model_buf_space(b, GROUP_FIXED_MAX + STRINGS_MAX(strings));
+  PUT_LIT(p, ",\"header\":");
   if (!h.present) {
-    model_buf_append(b, "null", 4);
+    PUT_LIT(p, "null");
+    model_buf_commit(b, p);
     return;
   }
   if (h.deleted) {
-    put_key(b, "{\"status\":\"deleted\"");
+    PUT_LIT(p, "{\"status\":\"deleted\"");
   } else {
-    put_key(b, "{\"class\":");
-    model_buf_json_string(b, h.class_id, h.class_len);
-    put_key(b, ",\"title\":");
-    model_buf_json_string(b, h.title, h.title_len);
-    put_key(b, ",\"status\":\"");
-    put_key(b, model_assignment_status_name(h.status));
-    put_key(b, "\",\"dueAt\":");
-    put_date(b, h.has_due_at, h.due_at_ms);
-    put_key(b, ",\"points\":");
-    put_points(b, h.has_points, h.points);
+    PUT_LIT(p, "{\"class\":");
+    p = put_str(p, h.class_id, h.class_len);
+    PUT_LIT(p, ",\"title\":");
+    p = put_str(p, h.title, h.title_len);
+    PUT_LIT(p, ",\"status\":\"");
+    p = put_name(p, model_assignment_status_name(h.status));
+    PUT_LIT(p, "\",\"dueAt\":");
+    p = put_date(p, h.has_due_at, h.due_at_ms);
+    PUT_LIT(p, ",\"points\":");
+    p = put_points(p, h.has_points, h.points);
   }
-  put_stamp(b, &h.stamp);
+  p = put_stamp(p, &h.stamp);
+  model_buf_commit(b, p);
 }
 
-static void put_student(model_buf_t *b, const model_student_view_t *s) {
-  model_buf_json_string(b, s->student, s->student_len);
-  model_buf_putc(b, ':');
+/* One student, after a ',' unless first. */
+static void put_student(model_buf_t *b, const model_student_view_t *s, bool first) {
+  size_t strings = s->student_len + (s->has_member ? s->member_stamp.id_len : 0) +
+                   (s->has_submission ? s->submission_stamp.id_len : 0) +
+                   (s->has_grade ? s->grade_stamp.id_len + (s->has_feedback ? s->feedback_len : 0) : 0);
+  char *p = model_buf_space(b, GROUP_FIXED_MAX + STRINGS_MAX(strings));
+  if (!first) *p++ = ',';
+  p = put_str(p, s->student, s->student_len);
+  *p++ = ':';
   char sep = '{';
   if (s->has_member) {
-    model_buf_putc(b, sep);
-    put_key(b, s->assigned ? "\"member\":{\"assigned\":true" : "\"member\":{\"assigned\":false");
-    put_stamp(b, &s->member_stamp);
+    *p++ = sep;
+    if (s->assigned) PUT_LIT(p, "\"member\":{\"assigned\":true");
+    else PUT_LIT(p, "\"member\":{\"assigned\":false");
+    p = put_stamp(p, &s->member_stamp);
     sep = ',';
   }
   if (s->has_submission) {
-    model_buf_putc(b, sep);
-    put_key(b, "\"submission\":{\"status\":\"");
-    put_key(b, model_submission_status_name(s->submission_status));
-    put_key(b, "\",\"submittedAt\":");
-    put_date(b, s->has_submitted_at, s->submitted_at_ms);
-    put_key(b, ",\"returnedAt\":");
-    put_date(b, s->has_returned_at, s->returned_at_ms);
-    put_stamp(b, &s->submission_stamp);
+    *p++ = sep;
+    PUT_LIT(p, "\"submission\":{\"status\":\"");
+    p = put_name(p, model_submission_status_name(s->submission_status));
+    PUT_LIT(p, "\",\"submittedAt\":");
+    p = put_date(p, s->has_submitted_at, s->submitted_at_ms);
+    PUT_LIT(p, ",\"returnedAt\":");
+    p = put_date(p, s->has_returned_at, s->returned_at_ms);
+    p = put_stamp(p, &s->submission_stamp);
     sep = ',';
   }
   if (s->has_grade) {
-    model_buf_putc(b, sep);
-    put_key(b, "\"grade\":{\"points\":");
-    put_points(b, s->has_points, s->points);
-    put_key(b, ",\"feedback\":");
-    if (s->has_feedback) model_buf_json_string(b, s->feedback, s->feedback_len);
-    else model_buf_append(b, "null", 4);
-    put_stamp(b, &s->grade_stamp);
+    *p++ = sep;
+    PUT_LIT(p, "\"grade\":{\"points\":");
+    p = put_points(p, s->has_points, s->points);
+    PUT_LIT(p, ",\"feedback\":");
+    if (s->has_feedback) p = put_str(p, s->feedback, s->feedback_len);
+    else PUT_LIT(p, "null");
+    p = put_stamp(p, &s->grade_stamp);
     sep = ',';
   }
-  if (sep == '{') model_buf_putc(b, '{'); /* a student always has a slot; keep the JSON whole anyway */
-  model_buf_putc(b, '}');
+  if (sep == '{') *p++ = '{'; /* a student always has a slot; keep the JSON whole anyway */
+  *p++ = '}';
+  model_buf_commit(b, p);
 }
 
 void model_codec_to_json(const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms, model_buf_t *out) {
@@ -135,26 +158,36 @@ void model_codec_to_json(const model_aggregate_t *agg, int64_t rev, int64_t upda
   const char *key = model_aggregate_key(agg, &klen);
   const char *tenant = model_aggregate_tenant(agg, &tlen);
   const char *assignment = model_aggregate_assignment(agg, &alen);
-  put_key(out, "{\"_id\":");
-  model_buf_json_string(out, key, klen);
-  put_key(out, ",\"tenant\":");
-  model_buf_json_string(out, tenant, tlen);
-  put_key(out, ",\"assignment\":");
-  model_buf_json_string(out, assignment, alen);
+  char *p = model_buf_space(out, GROUP_FIXED_MAX + STRINGS_MAX(klen + tlen + alen));
+  PUT_LIT(p, "{\"_id\":");
+  p = put_str(p, key, klen);
+  PUT_LIT(p, ",\"tenant\":");
+  p = put_str(p, tenant, tlen);
+  PUT_LIT(p, ",\"assignment\":");
+  p = put_str(p, assignment, alen);
+  model_buf_commit(out, p);
   put_header(out, agg);
-  put_key(out, ",\"students\":{");
+  model_buf_append(out, ",\"students\":{", 13);
   size_t n = model_aggregate_student_count(agg);
   for (size_t i = 0; i < n; i++) {
     model_student_view_t s;
     model_aggregate_student(agg, i, &s);
-    if (i) model_buf_putc(out, ',');
-    put_student(out, &s);
+    put_student(out, &s, i == 0);
   }
   model_counts_t c = model_aggregate_counts(agg);
-  model_buf_printf(out, "},\"counts\":{\"assigned\":%d,\"submitted\":%d,\"returned\":%d,\"graded\":%d},\"rev\":",
-                   (int)c.assigned, (int)c.submitted, (int)c.returned, (int)c.graded);
-  put_i64(out, rev);
-  put_key(out, ",\"updatedAt\":");
-  put_date(out, true, updated_at_ms);
-  model_buf_append(out, "}\n", 2);
+  p = model_buf_space(out, GROUP_FIXED_MAX);
+  PUT_LIT(p, "},\"counts\":{\"assigned\":");
+  p += model_numfmt_i64(p, c.assigned);
+  PUT_LIT(p, ",\"submitted\":");
+  p += model_numfmt_i64(p, c.submitted);
+  PUT_LIT(p, ",\"returned\":");
+  p += model_numfmt_i64(p, c.returned);
+  PUT_LIT(p, ",\"graded\":");
+  p += model_numfmt_i64(p, c.graded);
+  PUT_LIT(p, "},\"rev\":");
+  p += model_numfmt_i64(p, rev);
+  PUT_LIT(p, ",\"updatedAt\":");
+  p = put_date(p, true, updated_at_ms);
+  PUT_LIT(p, "}\n");
+  model_buf_commit(out, p);
 }
