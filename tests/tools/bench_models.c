@@ -34,7 +34,14 @@
  *
  * With AGG_PERF_CTL and AGG_PERF_ACK naming perf's control fifos
  * (perf record --control=fifo:CTL,ACK -D -1), profiling is enabled for
- * phase 2 only (scripts/bench-models --profile). */
+ * phase 2 only (scripts/bench-models --profile).
+ *
+ * Under callgrind started with --instr-atstart=no, each timed phase is
+ * instrumented alone and its counts dumped under its name ("decode",
+ * "decode_apply", "merge", "to_bson", "to_json"), so that instructions per
+ * command come per phase, without generation (scripts/bench-models
+ * --instructions reads the dumps). Natively the requests cost a few
+ * instructions per phase. */
 #include <fcntl.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -42,6 +49,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define HAVE_CALLGRIND 1
+#endif
+#endif
 
 #include "aggregate.h"
 #include "cmdgen.h"
@@ -81,6 +95,24 @@ static void perf_ctl(const char *cmd) {
   char buf[16];
   if (ctl < 0 || ack < 0 || write(ctl, cmd, strlen(cmd)) < 0 || read(ack, buf, sizeof buf) < 0)
     fputs("bench_models: perf control failed\n", stderr);
+}
+
+/* A phase's instructions, when running under callgrind: counted from
+ * phase_begin to phase_end and dumped under the phase's name. */
+static void phase_begin(void) {
+#ifdef HAVE_CALLGRIND
+  CALLGRIND_START_INSTRUMENTATION;
+  CALLGRIND_ZERO_STATS;
+#endif
+}
+
+static void phase_end(const char *name) {
+#ifdef HAVE_CALLGRIND
+  CALLGRIND_DUMP_STATS_AT(name);
+  CALLGRIND_STOP_INSTRUMENTATION;
+#else
+  (void)name;
+#endif
 }
 
 /* The same routing as replay_file.c: open addressing on FNV-1a. */
@@ -254,11 +286,13 @@ int main(int argc, char **argv) {
   model_reject_t rej;
 
   /* ---- 1. decode only ---- */
+  phase_begin();
   double t0 = now();
   size_t bad = 0;
   for (size_t i = 0; i < n; i++)
     bad += !model_command_decode(text.data + off[i], off[i + 1] - off[i], 1 << 20, cmd, &rej);
   double t_decode = now() - t0;
+  phase_end("decode");
   if (bad) {
     fprintf(stderr, "bench_models: %zu commands rejected\n", bad);
     return 1;
@@ -273,6 +307,7 @@ int main(int argc, char **argv) {
   table = calloc(table_cap, sizeof *table);
   size_t applied = 0;
   perf_ctl("enable\n");
+  phase_begin();
   double c0 = cpu_now();
   t0 = now();
   for (size_t i = 0; i < n; i++) {
@@ -280,6 +315,7 @@ int main(int argc, char **argv) {
     applied += model_aggregate_apply(route(cmd), cmd) == MODEL_APPLY_APPLIED;
   }
   double t_all = now() - t0, c_all = cpu_now() - c0;
+  phase_end("decode_apply");
   perf_ctl("disable\n");
   long rss1 = rss_bytes();
   struct mallinfo2 mi1 = mallinfo2();
@@ -313,6 +349,7 @@ int main(int argc, char **argv) {
          (double)((long)mi1.fordblks - (long)mi0.fordblks) / aggs, (double)mem / aggs);
 
   /* ---- 3. merge ---- */
+  phase_begin();
   c0 = cpu_now();
   t0 = now();
   for (size_t j = 0; j < table_cap; j++) {
@@ -325,10 +362,12 @@ int main(int argc, char **argv) {
     model_aggregate_destroy(e);
   }
   double t_merge = now() - t0, c_merge = cpu_now() - c0;
+  phase_end("merge");
   printf("merge into empty (+equal): %8.0f ns/aggregate\n", t_merge / aggs * 1e9);
 
   /* ---- 4. codecs ---- */
   size_t bson_bytes = 0, json_bytes = 0;
+  phase_begin();
   t0 = now();
   for (size_t j = 0; j < table_cap; j++) {
     if (!table[j].hash) continue;
@@ -338,7 +377,9 @@ int main(int argc, char **argv) {
     bson_destroy(&b);
   }
   double t_bson = now() - t0;
+  phase_end("to_bson");
   model_buf_t jb = MODEL_BUF_INIT;
+  phase_begin();
   t0 = now();
   for (size_t j = 0; j < table_cap; j++) {
     if (!table[j].hash) continue;
@@ -347,6 +388,7 @@ int main(int argc, char **argv) {
     json_bytes += jb.len;
   }
   double t_json = now() - t0;
+  phase_end("to_json");
   printf("to_bson: %8.0f ns/aggregate (%.0f bytes); to_json: %8.0f ns/aggregate (%.0f bytes)\n", t_bson / aggs * 1e9,
          (double)bson_bytes / aggs, t_json / aggs * 1e9, (double)json_bytes / aggs);
   printf("cpu time: decode+route+apply %.0f commands per CPU second; merge %.0f CPU ns/aggregate\n",
