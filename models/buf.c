@@ -52,11 +52,12 @@ void model_buf_printf(model_buf_t *b, const char *fmt, ...) {
 /* Nonzero when some byte of the word w needs an escape: below 0x20, '"' or
  * '\\'. (x - k) & ~x & 0x80 per byte is the classic test for a byte below k
  * (k <= 0x80); equality is "below 1" after an XOR. Exact as a yes/no for the
- * whole word, which is all it is used for. */
+ * whole word, which is all it is used for. The XORs leave the top bits
+ * alone ('"' and '\\' are ASCII), so the three tests share one ~w. */
 static inline uint64_t word_needs_escape(uint64_t w) {
   const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
   uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
-  return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs)) & high;
+  return ((w - ones * 0x20) | (q - ones) | (bs - ones)) & ~w & high;
 }
 
 static char *escape_byte(char *d, unsigned char c) {
@@ -84,7 +85,8 @@ static char *escape_byte(char *d, unsigned char c) {
 }
 
 /* Clean bytes go over eight at a time, tested as one word and copied as one;
- * only a word that holds a byte to escape is walked byte by byte. */
+ * only a word that holds a byte to escape, and the tail, are walked byte by
+ * byte. */
 char *model_buf_json_quote(char *dst, const char *s, size_t n) {
   char *d = dst;
   *d++ = '"';

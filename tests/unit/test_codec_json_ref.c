@@ -367,6 +367,32 @@ START_TEST(test_hand_made) {
 }
 END_TEST
 
+/* Strings alone: every byte value at every place of strings of 1 to 19
+ * bytes (one and two words, and the tails), among clean bytes and among
+ * bytes that need escapes. */
+START_TEST(test_string_every_byte) {
+  for (size_t n = 1; n < 20; n++) {
+    for (size_t at = 0; at < n; at++) {
+      for (int c = 0; c < 256; c++) {
+        for (int fill = 0; fill < 2; fill++) {
+          char s[20];
+          memset(s, fill ? '\n' : 'a', n);
+          s[at] = (char)c;
+          model_buf_t want = MODEL_BUF_INIT, got = MODEL_BUF_INIT;
+          ref_string(&want, s, n);
+          model_buf_json_string(&got, s, n);
+          ck_assert_msg(got.len == want.len && !memcmp(got.data, want.data, got.len), "byte %d at %zu of %zu", c, at,
+                        n);
+          ck_assert_uint_le(got.len, MODEL_BUF_JSON_STRING_MAX(n));
+          model_buf_destroy(&want);
+          model_buf_destroy(&got);
+        }
+      }
+    }
+  }
+}
+END_TEST
+
 /* model_codec_json_double alone, with the text before it in the buffer kept. */
 START_TEST(test_double_alone) {
   for (int i = 0; i < 20000; i++) {
@@ -390,6 +416,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_generated_streams);
   tcase_add_test(tc, test_fuzz_corpus);
   tcase_add_test(tc, test_hand_made);
+  tcase_add_test(tc, test_string_every_byte);
   tcase_add_test(tc, test_double_alone);
   suite_add_tcase(s, tc);
   return s;
