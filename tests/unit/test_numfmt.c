@@ -75,7 +75,7 @@ START_TEST(test_integers) {
     check_u64(p - 1), check_u64(p), check_u64(p + 1);
     check_i64((int64_t)(p - 1)), check_i64(-(int64_t)(p - 1));
   }
-  for (int i = 0; i < 50000; i++) {
+  for (int i = 0; i < 20000; i++) {
     uint64_t x = next() >> (next() % 64);
     check_u64(x);
     check_i64((int64_t)x);
@@ -119,7 +119,7 @@ END_TEST
 START_TEST(test_double_points) {
   for (int i = 0; i <= 20000; i++) check_double(i / 2.0), check_double(i / 4.0);
   static const double scale[] = {1, 10, 100, 1000, 10000};
-  for (int i = 0; i < 100000; i++) {
+  for (int i = 0; i < 50000; i++) {
     int d = (int)(next() % 5);
     double v = (double)(next() % (10000 * (uint64_t)scale[d] + 1)) / scale[d];
     check_double(v);
@@ -130,7 +130,7 @@ END_TEST
 
 /* Random bit patterns, subnormals, integers, large and small magnitudes. */
 START_TEST(test_double_random) {
-  for (int i = 0; i < 40000; i++) {
+  for (int i = 0; i < 20000; i++) {
     double v = from_bits(next());
     if (isfinite(v)) check_double(v);
     check_double(from_bits(next() & 0x800FFFFFFFFFFFFFULL)); /* subnormal */
