@@ -1,4 +1,4 @@
-// The store chores of the peer benchmark (scripts/bench --peer, issue 12),
+// The store chores of the peer benchmark (scripts/bench --peer),
 // with the MongoDB Java driver the sink connector brings (no other client is
 // installed for this document shape: tests/tools/store_tool reads aggregates
 // only). Run as a single source file on the connector's classpath:

@@ -257,7 +257,7 @@ def test_dashboard_shape():
             check(t.get("datasource") == dsref, "%r query %s: datasource %r" % (p["title"], t["refId"],
                                                                                t.get("datasource")))
             check(t.get("expr"), "%r query %s: no expr" % (p["title"], t["refId"]))
-    # What the dashboard is for (issue 13): each of these has a panel.
+    # What the dashboard is for: each of these has a panel.
     exprs = " ".join(t["expr"] for p in refs._panels(d["panels"]) for t in p.get("targets") or [])
     for want in ('aggregator_commands_total', 'result="applied"', "aggregator_rejects_total",
                  "aggregator_consumer_lag", "histogram_quantile(0.99, sum by (le) (rate("

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Observability during a live run (SPEC.md section 8): /metrics counters equal
+"""Observability during a live run (docs/METRICS.md): /metrics counters equal
 what was sent (applied, stale, rejected, as replay --input counts them on the
 same stream into an empty store), every series the alerting rules and the
 Grafana dashboard in docker/ use has samples in it (histograms: _bucket, _sum

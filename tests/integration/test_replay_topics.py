@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Backfill (SPEC.md section 6, issue 5): `aggregator replay` from the topics.
+"""Backfill (docs/CLI.md): `aggregator replay` from the topics.
 
 - A replay of 200,000 commands into an empty store equals replay --input.
 - A replay over a store that is up to date writes nothing (no rev changes).

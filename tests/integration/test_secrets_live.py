@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Secrets never leak from a live worker (SPEC.md sections 7 and 8), against the
+"""Secrets never leak from a live worker (docs/CONFIG.md and docs/METRICS.md), against the
 real stack: FerretDB refusing the credentials of a SCRAM login (it supports
 only PLAIN, see accepted_uri), librdkafka's SASL/PLAIN
 handshake failing against the plaintext broker with its debug contexts on, and

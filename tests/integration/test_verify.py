@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`aggregator verify` (SPEC.md section 6, issue 13) against the local stack.
+"""`aggregator verify` (docs/CLI.md) against the local stack.
 
 - Over a store filled by `replay --input`, verify from the topics and from --input finds nothing (exit 0).
 - The store is then changed behind the worker's back (store_tool): a deleted document, a deleted slot, a

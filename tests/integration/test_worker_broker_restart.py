@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Broker restart (issue 16): Kafka is stopped for at least 20 s mid-stream,
+"""Broker restart: Kafka is stopped for at least 20 s mid-stream,
 with the worker and a producer running, and started again on the same data
 (scripts/stack kafka-stop, kafka-start). Nothing is lost: the documents equal
 those of replay --input, every invalid command is in the dead-letter topic,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Dead-letter delivery failing while the worker runs (SPEC.md section 5):
+"""Dead-letter delivery failing while the worker runs (docs/GUARANTEES.md):
 the dead-letter topic is deleted after start, then invalid commands arrive.
 The worker warns (once, then rate-limited: not a line per message), counts
 the failed attempts in aggregator_dead_letter_deliveries_total{result="error"},

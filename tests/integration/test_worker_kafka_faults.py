@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Network faults on the Kafka connection (issue 16), through toxiproxy:
+"""Network faults on the Kafka connection, through toxiproxy:
 latency spikes, a bandwidth limit, connections cut in the middle of a fetch
 response, connections reset, and a black hole until the client's requests
 time out.

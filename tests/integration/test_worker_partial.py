@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Scenario: partial writes (issue 11) on the real stack, on FerretDB
+"""Scenario: partial writes on the real stack, on FerretDB
 (AGG_MONGO_URI) and on mongo-java-server (AGG_MJS_URI).
 
 An aggregate the worker holds at a stored rev is written as an update that

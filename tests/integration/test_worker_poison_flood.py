@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Poison flood (issue 16): a backlog made only of invalid commands, read at
+"""Poison flood: a backlog made only of invalid commands, read at
 full speed. The dead-letter path keeps up: every one is dead-lettered and its
 offset committed (the group reaches the end), none reaches the store, and the
 counters say so. The worker runs with the unwritten-changes bound

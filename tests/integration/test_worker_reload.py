@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SIGHUP reloads the configuration file (SPEC.md section 7): live keys
+"""SIGHUP reloads the configuration file (docs/CONFIG.md): live keys
 (batch.*, cache.*, log.level) apply without a restart and without losing
 anything; a changed restart-only key is reported as needing a restart."""
 import signal

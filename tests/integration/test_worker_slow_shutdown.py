@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SIGTERM while the store hangs (issue 16): the stop is bounded by
+"""SIGTERM while the store hangs: the stop is bounded by
 shutdown.timeout_ms even with a flush, or the loads of one, stuck in a store
 call, and the stuck flush says so in the log instead of staying silent.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Start-up checks (SPEC.md section 5) against the real broker: `run` refuses
+"""Start-up checks (docs/GUARANTEES.md) against the real broker: `run` refuses
 to start when a configured topic or the dead-letter topic does not exist
 (exit 1, one error line naming it, and the topic is not created by the
 attempt); `replay` from topics checks the configured topics only; brokers
@@ -85,7 +85,7 @@ def scenario(s):
 
     # 5. With every topic present the worker starts and is assigned partitions;
     #    a consumer-only and a producer-only property reach only their clients
-    #    (SPEC.md section 7): neither client warns about the other's.
+    #    (docs/CONFIG.md): neither client warns about the other's.
     w = s.start_worker("g-startup", [("kafka.rdkafka.auto.offset.reset", "earliest"),
                                      ("kafka.rdkafka.linger.ms", "10")])
     h.wait_until(lambda: s.holdings(w) or w.poll() is not None, 120,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Network faults on the store connection (issue 16), through toxiproxy
+"""Network faults on the store connection, through toxiproxy
 (built by scripts/bootstrap into the cache): latency spikes, a bandwidth
 limit, a connection cut in the middle of a bulk write, connections reset at
 once, and a black hole until the socket times out. After each fault is

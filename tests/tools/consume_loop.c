@@ -1,4 +1,4 @@
-/* consume_loop: the ceiling of reading a topic with librdkafka (issue 12).
+/* consume_loop: the ceiling of reading a topic with librdkafka.
  *
  *   consume_loop BROKERS TOPIC     reads every partition of TOPIC from its low to its high watermark (as
  *                                  they are at start), touches every payload byte, and prints
