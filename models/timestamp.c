@@ -1,5 +1,7 @@
 #include "timestamp.h"
 
+#include <string.h>
+
 int64_t model_days_from_civil(int64_t y, unsigned m, unsigned d) {
   y -= m <= 2;
   const int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -21,31 +23,46 @@ static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d) {
   *y = (int64_t)yoe + era * 400 + (*m <= 2);
 }
 
-static bool digits(const char *s, int n, unsigned *out) {
-  unsigned v = 0;
-  for (int i = 0; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    v = v * 10 + (unsigned)(s[i] - '0');
-  }
-  *out = v;
-  return true;
+static bool is_leap(unsigned y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+static inline uint64_t load8(const char *s) {
+  uint64_t w;
+  memcpy(&w, s, 8);
+  return w;
 }
 
-static bool is_leap(unsigned y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+/* Whether every byte of w is 0..9. A byte above 9 sets bit 7 of itself (when
+ * >= 0x80) or of itself plus 0x76; a carry out of a byte happens only when
+ * that byte is already >= 0x8A, so it cannot hide a failure. */
+static inline bool all_below_10(uint64_t w) {
+  return ((w | (w + 0x7676767676767676ULL)) & 0x8080808080808080ULL) == 0;
+}
+
+static inline unsigned d(const char *s, int i) { return (unsigned)(s[i] - '0'); }
 
 bool model_timestamp_parse(const char *s, size_t len, int64_t *ms) {
   /* 0123456789012345678 9
-   * YYYY-MM-DDTHH:MM:SS[.F{1,9}]Z */
+   * YYYY-MM-DDTHH:MM:SS[.F{1,9}]Z
+   * The fixed part is checked as three overlapping 8-byte words: XOR with a
+   * template of '0' digits and the separators leaves every byte 0..9, and
+   * the separators' bytes 0. Loads and templates both go through memory, so
+   * the check holds on either byte order. */
   if (len < 20 || len > 30) return false;
-  unsigned y, mo, d, h, mi, se;
-  if (!digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
-      !digits(s + 8, 2, &d) || s[10] != 'T' || !digits(s + 11, 2, &h) || s[13] != ':' ||
-      !digits(s + 14, 2, &mi) || s[16] != ':' || !digits(s + 17, 2, &se))
-    return false;
-  if (y < 1 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || se > 59) return false;
-  static const unsigned mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  unsigned dim = mdays[mo - 1] + (mo == 2 && is_leap(y));
-  if (d > dim) return false;
+  uint64_t t0, t1, t2, m0, m1, m2;
+  memcpy(&t0, "0000-00-", 8);
+  memcpy(&t1, "00T00:00", 8);
+  memcpy(&t2, "00:00:00", 8);
+  memcpy(&m0, "\0\0\0\0\xff\0\0\xff", 8);
+  memcpy(&m1, "\0\0\xff\0\0\xff\0\0", 8);
+  memcpy(&m2, "\0\0\xff\0\0\xff\0\0", 8);
+  uint64_t a = load8(s) ^ t0, b = load8(s + 8) ^ t1, c = load8(s + 11) ^ t2;
+  if (!all_below_10(a) || !all_below_10(b) || !all_below_10(c) || ((a & m0) | (b & m1) | (c & m2)) != 0) return false;
+  unsigned y = d(s, 0) * 1000 + d(s, 1) * 100 + d(s, 2) * 10 + d(s, 3);
+  unsigned mo = d(s, 5) * 10 + d(s, 6), dd = d(s, 8) * 10 + d(s, 9);
+  unsigned h = d(s, 11) * 10 + d(s, 12), mi = d(s, 14) * 10 + d(s, 15), se = d(s, 17) * 10 + d(s, 18);
+  if (y < 1 || mo < 1 || mo > 12 || dd < 1 || h > 23 || mi > 59 || se > 59) return false;
+  static const unsigned char mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (dd > mdays[mo - 1] && !(mo == 2 && dd == 29 && is_leap(y))) return false;
   size_t i = 19;
   unsigned millis = 0;
   if (s[i] == '.') {
@@ -57,10 +74,11 @@ bool model_timestamp_parse(const char *s, size_t len, int64_t *ms) {
     }
     size_t nf = i - start;
     if (nf < 1 || nf > 9) return false;
-    for (size_t k = nf; k < 3; k++) millis *= 10;
+    static const unsigned short scale[3] = {1, 100, 10};
+    if (nf < 3) millis *= scale[nf];
   }
   if (i != len - 1 || s[i] != 'Z') return false;
-  int64_t days = model_days_from_civil(y, mo, d);
+  int64_t days = model_days_from_civil(y, mo, dd);
   *ms = ((days * 24 + h) * 60 + mi) * 60000 + (int64_t)se * 1000 + millis;
   return true;
 }

@@ -1,0 +1,80 @@
+/* model_timestamp_parse() against a plain digit-by-digit reference
+ * (ref_timestamp.h): every byte value at every position of timestamps of
+ * each length, every day of years around the leap rules, and random
+ * strings over the timestamp alphabet. Verdicts and values must agree. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "timestamp.h"
+#include "../fuzz/ref_timestamp.h"
+
+static void same(const char *s, size_t n) {
+  int64_t a = 0x5555, b = 0x5555;
+  bool ra = model_timestamp_parse(s, n, &a), rb = ref_timestamp_parse(s, n, &b);
+  ck_assert_msg(ra == rb, "verdict differs on \"%.*s\": %d, reference %d", (int)n, s, ra, rb);
+  ck_assert_msg(a == b, "value differs on \"%.*s\": %lld, reference %lld", (int)n, s, (long long)a,
+                (long long)b);
+}
+
+START_TEST(test_every_byte_everywhere) {
+  static const char *const bases[] = {
+      "2026-09-01T08:00:00Z",          "2024-02-29T23:59:59.9Z",        "2000-02-29T00:00:00.12Z",
+      "0001-01-01T00:00:00.123Z",      "9999-12-31T23:59:59.1234Z",     "1970-01-01T00:00:00.123456789Z",
+      "2023-02-28T12:34:56.98765Z",    "1900-03-01T01:02:03.000000Z",
+  };
+  char buf[40];
+  for (size_t bi = 0; bi < sizeof bases / sizeof bases[0]; bi++) {
+    size_t n = strlen(bases[bi]);
+    same(bases[bi], n);
+    for (size_t pos = 0; pos < n; pos++)
+      for (int c = 0; c < 256; c++) {
+        memcpy(buf, bases[bi], n);
+        buf[pos] = (char)c;
+        same(buf, n);
+      }
+    for (size_t k = 0; k < n; k++) same(bases[bi], k);
+  }
+}
+END_TEST
+
+START_TEST(test_calendar) {
+  static const int years[] = {1, 4, 100, 400, 1600, 1700, 1900, 1969, 1970, 1971, 2000, 2023, 2024, 2100, 9996, 9999};
+  char buf[40];
+  for (size_t yi = 0; yi < sizeof years / sizeof years[0]; yi++)
+    for (int m = 0; m <= 13; m++)
+      for (int d = 0; d <= 32; d++) {
+        int n = snprintf(buf, sizeof buf, "%04d-%02d-%02dT23:59:59.999Z", years[yi], m, d);
+        same(buf, (size_t)n);
+      }
+}
+END_TEST
+
+START_TEST(test_random) {
+  static const char alphabet[] = "0123456789-:.TZ9012345";
+  uint64_t r = 0x243F6A8885A308D3ULL;
+  char buf[40];
+  for (int i = 0; i < 200000; i++) {
+    memcpy(buf, "2026-09-01T08:00:00.123456789Z", 30);
+    size_t n = 20 + (size_t)(i % 11);
+    buf[19] = n > 20 ? '.' : 'Z';
+    buf[n - 1] = 'Z';
+    for (int k = 0; k < 3; k++) {
+      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+      buf[r % n] = alphabet[(r >> 8) % (sizeof alphabet - 1)];
+    }
+    same(buf, n);
+  }
+}
+END_TEST
+
+Suite *test_suite(void) {
+  Suite *s = suite_create("timestamp");
+  TCase *tc = tcase_create("timestamp");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_every_byte_everywhere);
+  tcase_add_test(tc, test_calendar);
+  tcase_add_test(tc, test_random);
+  suite_add_tcase(s, tc);
+  return s;
+}
