@@ -89,10 +89,10 @@ enum {
   D_COUNT
 };
 
-static const char *const root_keys[F_ROOT_COUNT] = {"id",      "type",    "tenant", "assignment",
-                                                    "student", "version", "ts",     "data"};
-static const char *const data_keys[D_COUNT] = {"class",  "title",       "status",     "dueAt",
-                                               "points", "submittedAt", "returnedAt", "feedback"};
+static const char root_keys[F_ROOT_COUNT][MODEL_JSON_KEY_MAX] = {
+    "id", "type", "tenant", "assignment", "student", "version", "ts", "data"};
+static const char data_keys[D_COUNT][MODEL_JSON_KEY_MAX] = {
+    "class", "title", "status", "dueAt", "points", "submittedAt", "returnedAt", "feedback"};
 
 static const uint8_t root_lens[F_ROOT_COUNT] = {2, 4, 6, 10, 7, 7, 2, 4};
 static const uint8_t data_lens[D_COUNT] = {5, 5, 6, 5, 6, 11, 10, 8};
@@ -190,9 +190,26 @@ static const bool id_char[256] = {
 static void check_id(check_t *c, const char *name, const model_json_value_t *v, bool required,
                      char *out, uint8_t *out_len) {
   if (!want(c, name, v, MODEL_JSON_STRING, required, false)) return;
-  size_t n = unescape(c, v, out, MODEL_ID_MAX);
-  bool ok = n >= 1 && n <= MODEL_ID_MAX;
-  for (size_t i = 0; ok && i < n; i++) ok = id_char[(unsigned char)out[i]];
+  size_t n;
+  bool ok;
+  if (!v->escaped) {
+    /* The common case: copy and check in one walk over the text. */
+    const unsigned char *src = (const unsigned char *)c->buf + v->start;
+    n = v->len;
+    ok = n >= 1 && n <= MODEL_ID_MAX;
+    if (ok) {
+      bool all = true;
+      for (size_t i = 0; i < n; i++) {
+        all &= id_char[src[i]];
+        out[i] = (char)src[i];
+      }
+      ok = all;
+    }
+  } else {
+    n = unescape(c, v, out, MODEL_ID_MAX);
+    ok = n >= 1 && n <= MODEL_ID_MAX;
+    for (size_t i = 0; ok && i < n; i++) ok = id_char[(unsigned char)out[i]];
+  }
   if (!ok) {
     fault(c, MODEL_REJ_INVALID_ID, "%s: does not match ^[A-Za-z0-9_-]{1,64}$", name);
     return;
@@ -206,6 +223,7 @@ static bool check_ts(check_t *c, const char *name, const model_json_value_t *v, 
                      bool nullable, int64_t *ms) {
   if (!want(c, name, v, MODEL_JSON_STRING, required, nullable)) return false;
   if (!may(c, MODEL_REJ_INVALID_TIMESTAMP)) return false;
+  if (!v->escaped && model_timestamp_parse(c->buf + v->start, v->len, ms)) return true;
   char tmp[32];
   size_t n = unescape(c, v, tmp, sizeof tmp);
   if (n > sizeof tmp || !model_timestamp_parse(tmp, n, ms)) {
@@ -364,12 +382,28 @@ static void check_version(check_t *c, const model_json_value_t *v, uint64_t *ver
 
 static void check_cmd_id(check_t *c, const model_json_value_t *v, model_command_t *cmd) {
   if (!want(c, "id", v, MODEL_JSON_STRING, true, false)) return;
-  size_t n = unescape(c, v, cmd->id, MODEL_CMD_ID_MAX);
+  size_t n;
+  bool printable = false;
+  if (!v->escaped) {
+    /* The common case: copy and check in one walk over the text. */
+    const unsigned char *src = (const unsigned char *)c->buf + v->start;
+    n = v->len;
+    if (n <= MODEL_CMD_ID_MAX) {
+      unsigned bad = 0;
+      for (size_t i = 0; i < n; i++) {
+        bad |= (unsigned)(src[i] - 0x21u) > 0x7Eu - 0x21u;
+        cmd->id[i] = (char)src[i];
+      }
+      printable = !bad;
+    }
+  } else {
+    n = unescape(c, v, cmd->id, MODEL_CMD_ID_MAX);
+  }
   if (n < 1 || n > MODEL_CMD_ID_MAX) {
     fault(c, MODEL_REJ_INVALID_VALUE, "id: %zu bytes, expected 1..128", n);
     return;
   }
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; !printable && i < n; i++) {
     unsigned char b = (unsigned char)cmd->id[i];
     if (b < 0x21 || b > 0x7E) {
       fault(c, MODEL_REJ_INVALID_VALUE, "id: byte 0x%02x at %zu is not printable ASCII 0x21..0x7e",
@@ -381,9 +415,28 @@ static void check_cmd_id(check_t *c, const model_json_value_t *v, model_command_
   cmd->id_len = (uint8_t)n;
 }
 
+/* a[0..n) == b[0..n) for 8 <= n, as 8-byte words (the last one overlapping). */
+static inline bool same_bytes(const char *a, const char *b, size_t n) {
+  uint64_t x, y, diff = 0;
+  size_t i = 0;
+  for (; i + 8 < n; i += 8) {
+    memcpy(&x, a + i, 8);
+    memcpy(&y, b + i, 8);
+    diff |= x ^ y;
+  }
+  memcpy(&x, a + n - 8, 8);
+  memcpy(&y, b + n - 8, 8);
+  return (diff | (x ^ y)) == 0;
+}
+
 /* -1: type absent, not a string or unknown (fault recorded). */
 static int check_type(check_t *c, const model_json_value_t *v) {
   if (!want(c, "type", v, MODEL_JSON_STRING, true, false)) return -1;
+  if (!v->escaped) {
+    const char *s = c->buf + v->start;
+    for (int i = 0; i < MODEL_CMD_TYPE_COUNT; i++)
+      if (type_lens[i] == v->len && same_bytes(type_names[i], s, v->len)) return i;
+  }
   char tmp[24];
   size_t n = unescape(c, v, tmp, sizeof tmp);
   if (n < sizeof tmp)

@@ -3,22 +3,29 @@
  * Design notes (the why):
  * - One pass over the text with an explicit container stack and gotos
  *   instead of recursion: no depth-dependent C stack use and no per-value
- *   function calls on the hot path.
- * - Raw UTF-8 is validated over the whole buffer before scanning because an
- *   invalid byte anywhere outranks a syntax error anywhere (invalid_utf8
- *   comes before invalid_json in the order of rejection codes);
- *   ASCII goes 8 bytes at a time, and the scanner can then treat bytes >=
- *   0x80 inside strings as opaque.
- * - Strings are skipped 8 bytes at a time (SWAR search for '"', '\' and
- *   control bytes); escapes are validated as they are met, so that a lone
- *   surrogate is reported as invalid UTF-8 only when no syntax error comes
- *   before it.
- * - Duplicate keys: keys of the objects still open sit in one stack of
- *   records (offset, length, hash of the unescaped bytes). A small object
- *   compares each new key with its earlier keys (hash first); an object that
- *   grows past SMALL_KEYS keys is instead sorted at its close and checked for
- *   adjacent equals, so a hostile object with 100k keys costs n log n, not
- *   n^2. Keys are compared unescaped, on the fly, without copying.
+ *   function calls on the hot path. The loop (json_scan_run.h) is compiled
+ *   once per string kernel (json_simd.h: scalar, SSE2, AVX2); one is chosen
+ *   per call from the CPU's features, and tests may force any of them.
+ * - UTF-8 is validated in the same pass: the grammar admits only ASCII
+ *   outside strings, and the string kernels stop at every byte >= 0x80, whose
+ *   sequence is checked where it stands. An invalid byte anywhere outranks a
+ *   syntax error anywhere (invalid_utf8 comes before invalid_json in the
+ *   order of rejection codes), so whenever the scan fails, for any reason,
+ *   the whole buffer is checked for raw UTF-8 before the scan's own error is
+ *   reported. A text that scans cleanly has had every byte checked.
+ * - Escapes are validated as they are met, so that a lone surrogate is
+ *   reported as invalid UTF-8 only when no syntax error comes before it.
+ * - Keys of the objects whose values are captured (the top level and the
+ *   chosen sub-object) are matched against the schema's names, compared as
+ *   two 64-bit words (names are zero-padded to 16 bytes); a matched key's
+ *   duplicate is one bit in the object's mask of names seen.
+ * - Other keys: keys of the objects still open sit in one stack of records
+ *   (offset, length, hash of the unescaped bytes). A small object compares
+ *   each new key with its earlier unmatched keys (hash first; a matched key
+ *   cannot equal an unmatched one); an object that grows past SMALL_KEYS
+ *   keys is instead sorted at its close and checked for adjacent equals, so
+ *   a hostile object with 100k keys costs n log n, not n^2. Keys are compared
+ *   unescaped, on the fly, without copying.
  * - Duplicates and U+0000 outrank nothing but each other, so the scanner
  *   notes the first of each (in text order) and carries on to the end: a
  *   later syntax error or lone surrogate must still win. */
@@ -28,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_simd.h"
 #include "oom.h"
 
 #define SMALL_KEYS 16
@@ -39,14 +47,16 @@ enum { ROLE_OTHER = 0, ROLE_ROOT, ROLE_SUB };
 typedef struct {
   size_t off; /* content start (after the opening quote) */
   size_t len; /* raw content length */
-  uint32_t hash;
-  uint32_t esc;
+  uint32_t hash; /* set for unmatched keys of small objects, and at a big object's close */
+  uint8_t esc;
+  int8_t known;  /* index of the schema name it matched, or -1 */
 } keyrec_t;
 
 typedef struct {
   uint8_t is_array;
   uint8_t role;
   uint8_t big;      /* object past SMALL_KEYS keys: duplicates checked at its close */
+  uint32_t seen;    /* object: schema names met so far (bit i: name i) */
   size_t key_base;  /* object: index of its first key in keys[] */
   size_t index;     /* array: index of the current element */
   size_t name_key;  /* keys[] index of the key naming this container in its parent object */
@@ -59,6 +69,7 @@ typedef struct {
   keyrec_t *heap;
   int depth;
   model_json_result_t *res;
+  bool utf8_bad; /* the scan met bytes that are not UTF-8 */
   size_t dup_off;
   size_t nul_off;
   char dup_detail[160];
@@ -73,6 +84,26 @@ const char *model_json_type_name(model_json_type_t t) {
 }
 
 /* ---------------------------------------------------------------- UTF-8 */
+
+/* Length (2..4) of the valid UTF-8 sequence at s[0] >= 0x80 with n bytes
+ * available, or 0 (Unicode 15, table 3-7: well-formed byte sequences). */
+static inline __attribute__((always_inline)) size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  if (c < 0xC2) return 0; /* stray continuation byte, or overlong 2-byte form */
+  if (c < 0xE0) return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
+  if (c < 0xF0) {
+    unsigned lo = c == 0xE0 ? 0xA0 : 0x80; /* E0 80..9F would be overlong */
+    unsigned hi = c == 0xED ? 0x9F : 0xBF; /* ED A0..BF would be a surrogate */
+    return n >= 3 && s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 ? 3 : 0;
+  }
+  if (c < 0xF5) {
+    unsigned lo = c == 0xF0 ? 0x90 : 0x80; /* F0 80..8F would be overlong */
+    unsigned hi = c == 0xF4 ? 0x8F : 0xBF; /* F4 90.. would be above U+10FFFF */
+    return n >= 4 && s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80 ? 4
+                                                                                                : 0;
+  }
+  return 0;
+}
 
 size_t model_utf8_check(const char *str, size_t n) {
   const unsigned char *s = (const unsigned char *)str;
@@ -91,31 +122,13 @@ size_t model_utf8_check(const char *str, size_t n) {
       i += 8;
     }
     if (i >= n) break;
-    unsigned c = s[i];
-    if (c < 0x80) {
+    if (s[i] < 0x80) {
       i++;
       continue;
     }
-    /* Unicode 15, table 3-7: well-formed byte sequences. */
-    if (c < 0xC2) return i; /* stray continuation byte, or overlong 2-byte form */
-    if (c < 0xE0) {
-      if (n - i < 2 || (s[i + 1] & 0xC0) != 0x80) return i;
-      i += 2;
-    } else if (c < 0xF0) {
-      unsigned lo = c == 0xE0 ? 0xA0 : 0x80; /* E0 80..9F would be overlong */
-      unsigned hi = c == 0xED ? 0x9F : 0xBF; /* ED A0..BF would be a surrogate */
-      if (n - i < 3 || s[i + 1] < lo || s[i + 1] > hi || (s[i + 2] & 0xC0) != 0x80) return i;
-      i += 3;
-    } else if (c < 0xF5) {
-      unsigned lo = c == 0xF0 ? 0x90 : 0x80; /* F0 80..8F would be overlong */
-      unsigned hi = c == 0xF4 ? 0x8F : 0xBF; /* F4 90.. would be above U+10FFFF */
-      if (n - i < 4 || s[i + 1] < lo || s[i + 1] > hi || (s[i + 2] & 0xC0) != 0x80 ||
-          (s[i + 3] & 0xC0) != 0x80)
-        return i;
-      i += 4;
-    } else {
-      return i;
-    }
+    size_t k = utf8_seq(s + i, n - i);
+    if (!k) return i;
+    i += k;
   }
   return n;
 }
@@ -334,12 +347,6 @@ static void set_error(scan_t *s, model_json_status_t st, const unsigned char *at
   snprintf(r->detail, sizeof r->detail, "%s at byte %zu", what, r->offset);
 }
 
-#define SYNTAX(at, msg)                                                                           \
-  do {                                                                                            \
-    set_error(s, MODEL_JSON_ERR_SYNTAX, (at), "invalid JSON: %s", (msg));                         \
-    return false;                                                                                 \
-  } while (0)
-
 /* Appends the unescaped, detail-escaped key to out (at most ~24 chars). */
 static size_t put_key(const scan_t *s, const keyrec_t *k, char *out, size_t cap) {
   char raw[32];
@@ -435,6 +442,7 @@ static void sort_keys(const unsigned char *base, keyrec_t *a, size_t n) {
 static void check_big_object(scan_t *s, const frame_t *f) {
   keyrec_t *a = s->keys + f->key_base;
   size_t n = s->nkeys - f->key_base;
+  for (size_t i = 0; i < n; i++) a[i].hash = key_hash(s->base, s->end, &a[i]);
   sort_keys(s->base, a, n);
   for (size_t i = 1; i < n; i++) {
     if (a[i].hash == a[i - 1].hash && key_cmp(s->base, &a[i], &a[i - 1]) == 0) {
@@ -455,319 +463,195 @@ static bool grow_keys(scan_t *s) {
   return true;
 }
 
+/* A key that matched no schema name, pushed at keys[nkeys] of object f:
+ * compared with the earlier unmatched keys of a small object, left to the
+ * close of a big one. */
+static void unknown_key(scan_t *s, frame_t *f, keyrec_t *k) {
+  if (f->big) return;
+  if (s->nkeys - f->key_base >= SMALL_KEYS) {
+    f->big = 1;
+    return;
+  }
+  k->hash = key_hash(s->base, s->end, k);
+  for (size_t i = f->key_base; i < s->nkeys; i++)
+    if (s->keys[i].known < 0 && s->keys[i].hash == k->hash && key_cmp(s->base, &s->keys[i], k) == 0) {
+      note_dup(s, k);
+      break;
+    }
+}
+
 /* --------------------------------------------------------------- strings */
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define SWAR 1
-/* Bit 7 of the lowest byte that is '"', '\' or < 0x20 is set in the result
- * (higher bits may be false positives, so only the lowest one is used). */
-static inline uint64_t special_bytes(uint64_t w) {
-  const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
-  uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
-  return (((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w)) & high;
-}
-#endif
-
-/* p is at an opening quote. Returns the closing quote, or NULL after
- * setting the error. Inlined into both call sites: strings are most of the
- * text, and the call costs more than a short string's scan. */
-static inline __attribute__((always_inline)) const unsigned char *
-lex_string(scan_t *s, const unsigned char *p, bool *escaped, bool is_key) {
+/* p is at a backslash inside the string that opens at `open`. Validates the
+ * escape and returns the byte after it, or NULL after setting the error. */
+static const unsigned char *lex_escape(scan_t *s, const unsigned char *p, const unsigned char *open,
+                                       bool is_key) {
   const unsigned char *const end = s->end;
-  const unsigned char *const open = p;
-  bool esc = false;
-  p++;
-  for (;;) {
-#ifdef SWAR
-    while (end - p >= 8) {
-      uint64_t w;
-      memcpy(&w, p, 8);
-      uint64_t m = special_bytes(w);
-      if (m) {
-        p += __builtin_ctzll(m) >> 3;
-        goto found;
-      }
-      p += 8;
-    }
-#endif
-    while (p < end && *p != '"' && *p != '\\' && *p >= 0x20) p++;
-    if (p == end) {
-      set_error(s, MODEL_JSON_ERR_SYNTAX, open, "invalid JSON: %s", "unterminated string starting");
+  if (end - p < 2) {
+    set_error(s, MODEL_JSON_ERR_SYNTAX, open, "invalid JSON: %s", "unterminated string starting");
+    return NULL;
+  }
+  switch (p[1]) {
+  case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+    return p + 2;
+  case 'u': {
+    int cp = end - p >= 6 ? hex4(p + 2) : -1;
+    if (cp < 0) {
+      set_error(s, MODEL_JSON_ERR_SYNTAX, p, "invalid JSON: %s", "\\u not followed by 4 hex digits");
       return NULL;
     }
-#ifdef SWAR
-  found:
-#endif
-    if (*p == '"') {
-      *escaped = esc;
-      return p;
-    }
-    if (*p < 0x20) {
-      set_error(s, MODEL_JSON_ERR_SYNTAX, p, "invalid JSON: %s", "control character in string");
-      return NULL;
-    }
-    esc = true;
-    if (end - p < 2) {
-      set_error(s, MODEL_JSON_ERR_SYNTAX, open, "invalid JSON: %s", "unterminated string starting");
-      return NULL;
-    }
-    switch (p[1]) {
-    case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-      p += 2;
-      continue;
-    case 'u': {
-      int cp = end - p >= 6 ? hex4(p + 2) : -1;
-      if (cp < 0) {
-        set_error(s, MODEL_JSON_ERR_SYNTAX, p, "invalid JSON: %s", "\\u not followed by 4 hex digits");
+    if (cp == 0) {
+      note_nul(s, p, is_key);
+    } else if (cp >= 0xD800 && cp <= 0xDFFF) {
+      int lo = -1;
+      if (cp <= 0xDBFF && end - p >= 12 && p[6] == '\\' && p[7] == 'u') lo = hex4(p + 8);
+      if (lo < 0xDC00 || lo > 0xDFFF) {
+        char esc6[8];
+        memcpy(esc6, p, 6);
+        esc6[6] = '\0';
+        set_error(s, MODEL_JSON_ERR_UTF8, p, "invalid UTF-8: lone surrogate \\%s", esc6 + 1);
         return NULL;
       }
-      if (cp == 0) {
-        note_nul(s, p, is_key);
-      } else if (cp >= 0xD800 && cp <= 0xDFFF) {
-        int lo = -1;
-        if (cp <= 0xDBFF && end - p >= 12 && p[6] == '\\' && p[7] == 'u') lo = hex4(p + 8);
-        if (lo < 0xDC00 || lo > 0xDFFF) {
-          char esc6[8];
-          memcpy(esc6, p, 6);
-          esc6[6] = '\0';
-          set_error(s, MODEL_JSON_ERR_UTF8, p, "invalid UTF-8: lone surrogate \\%s", esc6 + 1);
-          return NULL;
-        }
-        p += 12;
-        continue;
-      }
-      p += 6;
-      continue;
+      return p + 12;
     }
-    default:
-      set_error(s, MODEL_JSON_ERR_SYNTAX, p, "invalid JSON: %s", "invalid escape in string");
-      return NULL;
-    }
+    return p + 6;
+  }
+  default:
+    set_error(s, MODEL_JSON_ERR_SYNTAX, p, "invalid JSON: %s", "invalid escape in string");
+    return NULL;
   }
 }
 
 /* ------------------------------------------------------------ the scan */
 
-static inline const unsigned char *skip_ws(const unsigned char *p, const unsigned char *end) {
-  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+static inline __attribute__((always_inline)) const unsigned char *skip_ws(const unsigned char *p,
+                                                                          const unsigned char *end) {
+  while (p < end && *p <= ' ' && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
   return p;
 }
 
 static inline bool is_digit(unsigned c) { return c - '0' < 10u; }
 
-static inline int match_key(const scan_t *s, const keyrec_t *k, const char *const *names,
-                            const uint8_t *lens, size_t n) {
-  const char *kp = (const char *)s->base + k->off;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define LOW_BYTES(n) (~0ULL << (64 - 8 * (n))) /* the first n bytes of a loaded word, 1 <= n <= 8 */
+#else
+#define LOW_BYTES(n) (~0ULL >> (64 - 8 * (n)))
+#endif
+
+/* Index of the schema name equal to key k (unescaped), or -1. Both sides are
+ * compared as two words of 16 zero-padded bytes. */
+static inline __attribute__((always_inline)) int
+match_key(const scan_t *s, const keyrec_t *k, const char (*names)[MODEL_JSON_KEY_MAX],
+          const uint8_t *lens, size_t n) {
+  const unsigned char *kp = s->base + k->off;
   size_t kl = k->len;
-  char buf[32];
+  uint64_t w[2] = {0, 0};
   if (k->esc) {
-    kl = model_json_unescape(kp, k->len, true, buf, sizeof buf);
-    if (kl > sizeof buf) return -1;
-    kp = buf;
+    char buf[32];
+    kl = model_json_unescape((const char *)kp, k->len, true, buf, sizeof buf);
+    if (kl > MODEL_JSON_KEY_MAX) return -1;
+    memcpy(w, buf, kl);
+  } else {
+    if (kl > MODEL_JSON_KEY_MAX) return -1;
+    if (kl && s->end - kp >= 16) {
+      memcpy(w, kp, 16);
+      if (kl <= 8) {
+        w[0] &= LOW_BYTES(kl);
+        w[1] = 0;
+      } else {
+        w[1] &= LOW_BYTES(kl - 8);
+      }
+    } else {
+      memcpy(w, kp, kl);
+    }
   }
   for (size_t i = 0; i < n; i++)
     if (lens[i] == kl) {
-      /* Inline compare: names are a few bytes, a memcmp call costs more. */
-      size_t j = 0;
-      while (j < kl && names[i][j] == kp[j]) j++;
-      if (j == kl) return (int)i;
+      uint64_t nw[2];
+      memcpy(nw, names[i], 16);
+      if (nw[0] == w[0] && nw[1] == w[1]) return (int)i;
     }
   return -1;
 }
 
-static bool scan_run(scan_t *s, const model_json_schema_t *schema, model_json_value_t *root_vals,
-                     model_json_value_t *sub_vals) {
-  const unsigned char *const base = s->base, *const end = s->end;
-  const unsigned char *p = skip_ws(base, end);
-  model_json_value_t *cap = NULL; /* slot for the value about to be scanned */
-  uint8_t next_role = ROLE_ROOT;  /* role of an object value about to be scanned */
-  frame_t *f = NULL;
+#define SYNTAX(at, msg)                                                                           \
+  do {                                                                                            \
+    set_error(s, MODEL_JSON_ERR_SYNTAX, (at), "invalid JSON: %s", (msg));                         \
+    return false;                                                                                 \
+  } while (0)
 
-value: {
-  model_json_value_t *c = cap;
-  uint8_t role = next_role;
-  cap = NULL;
-  next_role = ROLE_OTHER;
-  if (p == end) SYNTAX(p, "unexpected end of input, expected a value");
-  switch (*p) {
-  case '{':
-  case '[':
-    if (s->depth == MODEL_JSON_MAX_DEPTH) SYNTAX(p, "nesting deeper than 64");
-    if (s->depth == 0) s->res->top = *p == '{' ? MODEL_JSON_OBJECT : MODEL_JSON_ARRAY;
-    if (c) {
-      c->type = *p == '{' ? MODEL_JSON_OBJECT : MODEL_JSON_ARRAY;
-      c->start = (size_t)(p - base);
-    }
-    f = &s->frames[s->depth];
-    f->name_key = (s->depth > 0 && !s->frames[s->depth - 1].is_array) ? s->nkeys - 1 : NO_KEY;
-    s->depth++;
-    f->big = 0;
-    f->index = 0;
-    f->key_base = s->nkeys;
-    if (*p == '{') {
-      f->is_array = 0;
-      f->role = role;
-      p = skip_ws(p + 1, end);
-      if (p < end && *p == '}') {
-        p++;
-        s->depth--;
-        goto after_value;
-      }
-      goto key;
-    }
-    f->is_array = 1;
-    f->role = ROLE_OTHER;
-    p = skip_ws(p + 1, end);
-    if (p < end && *p == ']') {
-      p++;
-      s->depth--;
-      goto after_value;
-    }
-    goto value;
-  case '"': {
-    bool esc;
-    const unsigned char *q = lex_string(s, p, &esc, false);
-    if (!q) return false;
-    if (s->depth == 0) s->res->top = MODEL_JSON_STRING;
-    if (c) {
-      c->type = MODEL_JSON_STRING;
-      c->escaped = esc;
-      c->start = (size_t)(p + 1 - base);
-      c->len = (size_t)(q - p - 1);
-    }
-    p = q + 1;
-    goto after_value;
-  }
-  case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
-  case '9': {
-    const unsigned char *st = p;
-    bool fe = false;
-    if (*p == '-') p++;
-    if (p == end || !is_digit(*p)) SYNTAX(p, "expected a digit");
-    if (*p == '0') {
-      p++;
-    } else {
-      while (p < end && is_digit(*p)) p++;
-    }
-    if (p < end && *p == '.') {
-      fe = true;
-      p++;
-      if (p == end || !is_digit(*p)) SYNTAX(p, "expected a digit after '.'");
-      while (p < end && is_digit(*p)) p++;
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-      fe = true;
-      p++;
-      if (p < end && (*p == '+' || *p == '-')) p++;
-      if (p == end || !is_digit(*p)) SYNTAX(p, "expected a digit in the exponent");
-      while (p < end && is_digit(*p)) p++;
-    }
-    if (s->depth == 0) s->res->top = MODEL_JSON_NUMBER;
-    if (c) {
-      c->type = MODEL_JSON_NUMBER;
-      c->frac_exp = fe;
-      c->negative = *st == '-';
-      c->start = (size_t)(st - base);
-      c->len = (size_t)(p - st);
-    }
-    goto after_value;
-  }
-  case 't':
-  case 'f':
-  case 'n': {
-    static const char *const lit[3] = {"true", "false", "null"};
-    static const model_json_type_t lt[3] = {MODEL_JSON_TRUE, MODEL_JSON_FALSE, MODEL_JSON_NULL};
-    int i = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
-    size_t n = i == 1 ? 5 : 4;
-    if ((size_t)(end - p) < n || memcmp(p, lit[i], n) != 0) SYNTAX(p, "invalid literal");
-    if (s->depth == 0) s->res->top = lt[i];
-    if (c) {
-      c->type = lt[i];
-      c->start = (size_t)(p - base);
-      c->len = n;
-    }
-    p += n;
-    goto after_value;
-  }
-  default:
-    SYNTAX(p, "unexpected character, expected a value");
+/* The instances of the scan loop, one per string kernel. */
+#define SCAN_NAME(x) x##_scalar
+#define SCAN_STOP model_json_stop_scalar
+#define SCAN_ATTR
+#include "json_scan_run.h"
+#undef SCAN_NAME
+#undef SCAN_STOP
+#undef SCAN_ATTR
+
+#ifdef MODEL_JSON_HAVE_SSE2
+#define SCAN_NAME(x) x##_sse2
+#define SCAN_STOP model_json_stop_sse2
+#define SCAN_ATTR
+#include "json_scan_run.h"
+#undef SCAN_NAME
+#undef SCAN_STOP
+#undef SCAN_ATTR
+
+#define SCAN_NAME(x) x##_avx2
+#define SCAN_STOP model_json_stop_avx2
+#define SCAN_ATTR __attribute__((target("avx2")))
+#include "json_scan_run.h"
+#undef SCAN_NAME
+#undef SCAN_STOP
+#undef SCAN_ATTR
+#endif
+
+typedef bool (*scan_fn_t)(scan_t *, const model_json_schema_t *, model_json_value_t *,
+                          model_json_value_t *);
+
+static model_json_kernel_t forced_kernel = MODEL_JSON_KERNEL_AUTO;
+
+bool model_json_kernel_available(model_json_kernel_t k) {
+  switch (k) {
+  case MODEL_JSON_KERNEL_AUTO:
+  case MODEL_JSON_KERNEL_SCALAR: return true;
+#ifdef MODEL_JSON_HAVE_SSE2
+  case MODEL_JSON_KERNEL_SSE2: return true;
+  case MODEL_JSON_KERNEL_AVX2: return __builtin_cpu_supports("avx2");
+#endif
+  default: return false;
   }
 }
 
-after_value:
-  p = skip_ws(p, end);
-  if (s->depth == 0) {
-    if (p != end) SYNTAX(p, "unexpected data after the top-level value");
-    return true;
-  }
-  if (p == end) SYNTAX(p, "unexpected end of input in a container");
-  f = &s->frames[s->depth - 1];
-  if (f->is_array) {
-    if (*p == ',') {
-      f->index++;
-      p = skip_ws(p + 1, end);
-      goto value;
-    }
-    if (*p == ']') {
-      p++;
-      s->depth--;
-      goto after_value;
-    }
-    SYNTAX(p, "expected ',' or ']'");
-  }
-  if (*p == ',') {
-    p = skip_ws(p + 1, end);
-    goto key;
-  }
-  if (*p == '}') {
-    p++;
-    if (f->big) check_big_object(s, f);
-    s->nkeys = f->key_base;
-    s->depth--;
-    goto after_value;
-  }
-  SYNTAX(p, "expected ',' or '}'");
-
-key: {
-  /* f is the innermost frame, an object; p is past whitespace. */
-  if (p == end || *p != '"') SYNTAX(p, "expected a string key");
-  bool esc;
-  const unsigned char *q = lex_string(s, p, &esc, true);
-  if (!q) return false;
-  if (s->nkeys == s->cap) grow_keys(s);
-  keyrec_t *k = &s->keys[s->nkeys];
-  k->off = (size_t)(p + 1 - base);
-  k->len = (size_t)(q - p - 1);
-  k->esc = esc;
-  k->hash = key_hash(base, end, k);
-  if (!f->big) {
-    size_t n = s->nkeys - f->key_base;
-    if (n >= SMALL_KEYS) {
-      f->big = 1;
-    } else {
-      for (size_t i = f->key_base; i < s->nkeys; i++)
-        if (s->keys[i].hash == k->hash && key_cmp(base, &s->keys[i], k) == 0) {
-          note_dup(s, k);
-          break;
-        }
-    }
-  }
-  s->nkeys++;
-  if (f->role == ROLE_ROOT) {
-    int i = match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root);
-    if (i >= 0 && root_vals[i].type == MODEL_JSON_ABSENT) {
-      cap = &root_vals[i];
-      if (i == schema->sub_index) next_role = ROLE_SUB;
-    }
-  } else if (f->role == ROLE_SUB) {
-    int i = match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub);
-    if (i >= 0 && sub_vals[i].type == MODEL_JSON_ABSENT) cap = &sub_vals[i];
-  }
-  p = skip_ws(q + 1, end);
-  if (p == end || *p != ':') SYNTAX(p, "expected ':' after an object key");
-  p = skip_ws(p + 1, end);
-  goto value;
+bool model_json_force_kernel(model_json_kernel_t k) {
+  if (!model_json_kernel_available(k)) return false;
+  forced_kernel = k;
+  return true;
 }
+
+model_json_kernel_t model_json_kernel(void) {
+  if (forced_kernel != MODEL_JSON_KERNEL_AUTO) return forced_kernel;
+#ifdef MODEL_JSON_HAVE_SSE2
+  return __builtin_cpu_supports("avx2") ? MODEL_JSON_KERNEL_AVX2 : MODEL_JSON_KERNEL_SSE2;
+#else
+  return MODEL_JSON_KERNEL_SCALAR;
+#endif
+}
+
+const char *model_json_kernel_name(model_json_kernel_t k) {
+  static const char *const names[] = {"auto", "scalar", "sse2", "avx2"};
+  return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+static scan_fn_t pick_scan(void) {
+  switch (model_json_kernel()) {
+#ifdef MODEL_JSON_HAVE_SSE2
+  case MODEL_JSON_KERNEL_AVX2: return scan_run_avx2;
+  case MODEL_JSON_KERNEL_SSE2: return scan_run_sse2;
+#endif
+  default: return scan_run_scalar;
+  }
 }
 
 bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *schema,
@@ -780,15 +664,6 @@ bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *sch
   res->offset = 0;
   res->detail[0] = '\0';
 
-  size_t bad = model_utf8_check(buf, len);
-  if (bad != len) {
-    res->status = MODEL_JSON_ERR_UTF8;
-    res->offset = bad;
-    snprintf(res->detail, sizeof res->detail, "invalid UTF-8: byte 0x%02x at byte %zu does not start a valid sequence",
-             (unsigned char)buf[bad], bad);
-    return false;
-  }
-
   keyrec_t stack_keys[MODEL_JSON_STACK_KEYS];
   scan_t s;
   s.base = (const unsigned char *)buf;
@@ -799,11 +674,25 @@ bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *sch
   s.heap = NULL;
   s.depth = 0;
   s.res = res;
+  s.utf8_bad = false;
   s.dup_off = NONE;
   s.nul_off = NONE;
-  bool ok = scan_run(&s, schema, root_vals, sub_vals);
+  bool ok = pick_scan()(&s, schema, root_vals, sub_vals);
   free(s.heap);
-  if (!ok) return false;
+  if (!ok) {
+    /* Raw UTF-8 anywhere outranks whatever stopped the scan. The scan stops
+     * at its first bad sequence, which is the first of the buffer: the text
+     * before it has been checked. */
+    size_t bad = model_utf8_check(buf, len);
+    if (bad != len) {
+      res->status = MODEL_JSON_ERR_UTF8;
+      res->offset = bad;
+      snprintf(res->detail, sizeof res->detail,
+               "invalid UTF-8: byte 0x%02x at byte %zu does not start a valid sequence",
+               (unsigned char)buf[bad], bad);
+    }
+    return false;
+  }
   if (s.dup_off != NONE) {
     res->status = MODEL_JSON_ERR_DUPLICATE;
     res->offset = s.dup_off - 1;

@@ -67,18 +67,25 @@ typedef struct model_json_value {
   size_t len;
 } model_json_value_t;
 
+/* Longest name a schema can hold; names are stored zero-padded to it, so
+ * that a key is compared with a name as two 64-bit words. */
+#define MODEL_JSON_KEY_MAX 16
+/* Most names in one list of a schema (one bit each per object). */
+#define MODEL_JSON_NAMES_MAX 32
+
 /* Which keys to capture. Names are matched against the unescaped key. Only
  * the first occurrence of a key is captured (a second one is a duplicate,
  * reported anyway). sub_index names the top-level key whose object value has
- * its keys matched against sub_keys (-1: none). */
+ * its keys matched against sub_keys (-1: none). Names are distinct within a
+ * list, 0..MODEL_JSON_KEY_MAX bytes, the rest of their array zero. */
 typedef struct model_json_schema {
-  const char *const *root_keys;
-  const uint8_t *root_lens; /* strlen of each name (at most 32), to skip strlen per key */
-  size_t n_root;
+  const char (*root_keys)[MODEL_JSON_KEY_MAX];
+  const uint8_t *root_lens; /* length of each name */
+  size_t n_root;            /* at most MODEL_JSON_NAMES_MAX */
   int sub_index;
-  const char *const *sub_keys;
+  const char (*sub_keys)[MODEL_JSON_KEY_MAX];
   const uint8_t *sub_lens;
-  size_t n_sub;
+  size_t n_sub; /* at most MODEL_JSON_NAMES_MAX */
 } model_json_schema_t;
 
 typedef enum {
@@ -101,6 +108,27 @@ typedef struct model_json_result {
 bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *schema,
                      model_json_value_t *root_vals, model_json_value_t *sub_vals,
                      model_json_result_t *res);
+
+/* The string kernels of the scan (json_simd.h). They give the same results
+ * on every input and differ only in speed. AUTO: the widest the CPU has. */
+typedef enum {
+  MODEL_JSON_KERNEL_AUTO = 0,
+  MODEL_JSON_KERNEL_SCALAR,
+  MODEL_JSON_KERNEL_SSE2,
+  MODEL_JSON_KERNEL_AVX2
+} model_json_kernel_t;
+
+/* Whether this build and this CPU can run kernel k. */
+bool model_json_kernel_available(model_json_kernel_t k);
+/* The kernel model_json_scan() uses: the forced one, else the widest. */
+model_json_kernel_t model_json_kernel(void);
+/* "auto", "scalar", "sse2", "avx2". */
+const char *model_json_kernel_name(model_json_kernel_t k);
+/* For tests that compare the kernels: makes every later scan, in every
+ * thread, use kernel k (AUTO: back to the widest). Not thread-safe; call it
+ * only while no scan runs. Returns false (and changes nothing) when k is not
+ * available. */
+bool model_json_force_kernel(model_json_kernel_t k);
 
 /* Offset of the first byte of s[0..n) that does not start a valid UTF-8
  * sequence (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF, no

@@ -16,6 +16,7 @@
 #include "command.h"
 #include "json_scan.h"
 #include "../fuzz/ref_utf8.h"
+#include "../fuzz/scan_diff.h"
 
 #ifdef __clang__
 #pragma clang diagnostic ignored "-Winitializer-overrides"
@@ -25,6 +26,16 @@
 
 #define MAXB (1 << 20)
 #define OK MODEL_OK
+
+/* Every input of these tests also goes through every kernel of the
+ * scanner, which must agree with each other and with the scanner before the
+ * kernels (scan_diff.h); then it is decoded as the worker does. */
+static bool decode_checked(const char *json, size_t len, size_t max, model_command_t *out,
+                           model_reject_t *rej) {
+  const char *diff = scan_diff((const uint8_t *)json, len, max);
+  ck_assert_msg(diff == NULL, "kernels differ: %s: %.300s", diff ? diff : "", json);
+  return model_command_decode(json, len, max, out, rej);
+}
 
 /* ------------------------------------------------------------ builder */
 
@@ -118,7 +129,7 @@ static void expect(const char *name, const char *json, size_t len, size_t max,
                    model_reject_code_t code, const char *detail) {
   model_reject_t r;
   memset(&r, 0xAA, sizeof r);
-  bool ok = model_command_decode(json, len, max, &cmd, &r);
+  bool ok = decode_checked(json, len, max, &cmd, &r);
   if (code == OK) {
     ck_assert_msg(ok, "%s: rejected %s (%s): %s", name, model_reject_code_name(r.code), r.detail, json);
     ck_assert_int_eq(r.code, MODEL_OK);
@@ -129,7 +140,7 @@ static void expect(const char *name, const char *json, size_t len, size_t max,
     check_detail(&r, detail, name);
   }
   /* rej may be NULL; the verdict must not change. */
-  ck_assert_int_eq(model_command_decode(json, len, max, &cmd, NULL), ok);
+  ck_assert_int_eq(decode_checked(json, len, max, &cmd, NULL), ok);
 }
 
 /* -------------------------------------------------------- field cases */
@@ -573,7 +584,7 @@ static const char *mkcmd(const char *fmt, ...) {
 
 static model_command_t *decode_ok(const char *json) {
   model_reject_t r;
-  bool ok = model_command_decode(json, strlen(json), MAXB, &cmd, &r);
+  bool ok = decode_checked(json, strlen(json), MAXB, &cmd, &r);
   ck_assert_msg(ok, "rejected %s: %s: %s", model_reject_code_name(r.code), r.detail, json);
   return &cmd;
 }
@@ -805,7 +816,7 @@ START_TEST(test_timestamps) {
     const char *json = mkcmd("{\"id\":\"x\",\"type\":\"assignment.deleted\",\"tenant\":\"t\",\"assignment\":\"a\","
                              "\"version\":1,\"ts\":\"%s\"}", v[i].ts);
     model_reject_t r;
-    bool ok = model_command_decode(json, strlen(json), MAXB, &cmd, &r);
+    bool ok = decode_checked(json, strlen(json), MAXB, &cmd, &r);
     ck_assert_msg(ok == v[i].ok, "%s: %s", v[i].ts, ok ? "accepted" : r.detail);
     if (ok)
       ck_assert_msg(cmd.ts_ms == v[i].ms, "%s -> %lld", v[i].ts, (long long)cmd.ts_ms);
@@ -912,7 +923,7 @@ START_TEST(test_detail_escaping) {
            "\"version\":1,\"ts\":\"2026-01-01T00:00:00Z\"}", big);
   expect("huge unknown type", json, strlen(json), MAXB, MODEL_REJ_UNKNOWN_TYPE, "...");
   model_reject_t r;
-  model_command_decode(json, strlen(json), MAXB, &cmd, &r);
+  decode_checked(json, strlen(json), MAXB, &cmd, &r);
   ck_assert_uint_lt(strlen(r.detail), 120);
   snprintf(json, sizeof json, "{\"id\":\"c\",\"type\":\"assignment.upserted\",\"tenant\":\"t\",\"assignment\":\"a\","
            "\"version\":1,\"ts\":\"2026-01-01T00:00:00Z\",\"data\":{\"class\":\"c\",\"title\":\"t\","

@@ -1,0 +1,247 @@
+/* The scan loop of json_scan.c, written once and compiled once per string
+ * kernel (json_simd.h). Included only by json_scan.c, after it defines:
+ *   SCAN_NAME(x)  the name of this instance's functions (x##_sse2, ...)
+ *   SCAN_STOP     the kernel: first byte of [p, end) a string scan stops at
+ *   SCAN_ATTR     function attributes of the instance (a target, or nothing)
+ * and with the helpers of json_scan.c in scope. Every instance does exactly
+ * the same work, so the instances must agree byte for byte on every input.
+ *
+ * UTF-8 is validated in this same pass: outside strings the grammar allows
+ * ASCII only, and inside a string the kernel stops at every byte >= 0x80,
+ * where the sequence starting there is checked (utf8_seq) and stepped over.
+ * A bad sequence ends the scan with utf8_bad set; model_json_scan() then
+ * reports it as the whole-buffer check would. */
+
+/* p is at an opening quote. Returns the closing quote, or NULL after
+ * setting the error. Inlined into both call sites: strings are most of the
+ * text, and the call costs more than a short string's scan. */
+SCAN_ATTR static inline __attribute__((always_inline)) const unsigned char *
+SCAN_NAME(lex_string)(scan_t *s, const unsigned char *p, bool *escaped, bool is_key) {
+  const unsigned char *const end = s->end;
+  const unsigned char *const open = p;
+  bool esc = false;
+  p++;
+  for (;;) {
+    p = SCAN_STOP(p, end);
+    if (p == end) {
+      set_error(s, MODEL_JSON_ERR_SYNTAX, open, "invalid JSON: %s", "unterminated string starting");
+      return NULL;
+    }
+    if (*p == '"') {
+      *escaped = esc;
+      return p;
+    }
+    if (*p >= 0x80) {
+      do {
+        size_t n = utf8_seq(p, (size_t)(end - p));
+        if (!n) {
+          s->utf8_bad = true;
+          return NULL;
+        }
+        p += n;
+      } while (p < end && *p >= 0x80);
+      continue;
+    }
+    if (*p < 0x20) {
+      set_error(s, MODEL_JSON_ERR_SYNTAX, p, "invalid JSON: %s", "control character in string");
+      return NULL;
+    }
+    esc = true;
+    p = lex_escape(s, p, open, is_key);
+    if (!p) return NULL;
+  }
+}
+
+SCAN_ATTR static bool SCAN_NAME(scan_run)(scan_t *s, const model_json_schema_t *schema,
+                                          model_json_value_t *root_vals, model_json_value_t *sub_vals) {
+  const unsigned char *const base = s->base, *const end = s->end;
+  const unsigned char *p = skip_ws(base, end);
+  model_json_value_t *cap = NULL; /* slot for the value about to be scanned */
+  uint8_t next_role = ROLE_ROOT;  /* role of an object value about to be scanned */
+  frame_t *f = NULL;
+
+value: {
+  model_json_value_t *c = cap;
+  uint8_t role = next_role;
+  cap = NULL;
+  next_role = ROLE_OTHER;
+  if (p == end) SYNTAX(p, "unexpected end of input, expected a value");
+  switch (*p) {
+  case '{':
+  case '[':
+    if (s->depth == MODEL_JSON_MAX_DEPTH) SYNTAX(p, "nesting deeper than 64");
+    if (s->depth == 0) s->res->top = *p == '{' ? MODEL_JSON_OBJECT : MODEL_JSON_ARRAY;
+    if (c) {
+      c->type = *p == '{' ? MODEL_JSON_OBJECT : MODEL_JSON_ARRAY;
+      c->start = (size_t)(p - base);
+    }
+    f = &s->frames[s->depth];
+    f->name_key = (s->depth > 0 && !s->frames[s->depth - 1].is_array) ? s->nkeys - 1 : NO_KEY;
+    s->depth++;
+    f->big = 0;
+    f->index = 0;
+    f->seen = 0;
+    f->key_base = s->nkeys;
+    if (*p == '{') {
+      f->is_array = 0;
+      f->role = role;
+      p = skip_ws(p + 1, end);
+      if (p < end && *p == '}') {
+        p++;
+        s->depth--;
+        goto after_value;
+      }
+      goto key;
+    }
+    f->is_array = 1;
+    f->role = ROLE_OTHER;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == ']') {
+      p++;
+      s->depth--;
+      goto after_value;
+    }
+    goto value;
+  case '"': {
+    bool esc;
+    const unsigned char *q = SCAN_NAME(lex_string)(s, p, &esc, false);
+    if (!q) return false;
+    if (s->depth == 0) s->res->top = MODEL_JSON_STRING;
+    if (c) {
+      c->type = MODEL_JSON_STRING;
+      c->escaped = esc;
+      c->start = (size_t)(p + 1 - base);
+      c->len = (size_t)(q - p - 1);
+    }
+    p = q + 1;
+    goto after_value;
+  }
+  case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
+  case '9': {
+    const unsigned char *st = p;
+    bool fe = false;
+    if (*p == '-') p++;
+    if (p == end || !is_digit(*p)) SYNTAX(p, "expected a digit");
+    if (*p == '0') {
+      p++;
+    } else {
+      while (p < end && is_digit(*p)) p++;
+    }
+    if (p < end && *p == '.') {
+      fe = true;
+      p++;
+      if (p == end || !is_digit(*p)) SYNTAX(p, "expected a digit after '.'");
+      while (p < end && is_digit(*p)) p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+      fe = true;
+      p++;
+      if (p < end && (*p == '+' || *p == '-')) p++;
+      if (p == end || !is_digit(*p)) SYNTAX(p, "expected a digit in the exponent");
+      while (p < end && is_digit(*p)) p++;
+    }
+    if (s->depth == 0) s->res->top = MODEL_JSON_NUMBER;
+    if (c) {
+      c->type = MODEL_JSON_NUMBER;
+      c->frac_exp = fe;
+      c->negative = *st == '-';
+      c->start = (size_t)(st - base);
+      c->len = (size_t)(p - st);
+    }
+    goto after_value;
+  }
+  case 't':
+  case 'f':
+  case 'n': {
+    static const char *const lit[3] = {"true", "false", "null"};
+    static const model_json_type_t lt[3] = {MODEL_JSON_TRUE, MODEL_JSON_FALSE, MODEL_JSON_NULL};
+    int i = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
+    size_t n = i == 1 ? 5 : 4;
+    if ((size_t)(end - p) < n || memcmp(p, lit[i], n) != 0) SYNTAX(p, "invalid literal");
+    if (s->depth == 0) s->res->top = lt[i];
+    if (c) {
+      c->type = lt[i];
+      c->start = (size_t)(p - base);
+      c->len = n;
+    }
+    p += n;
+    goto after_value;
+  }
+  default:
+    SYNTAX(p, "unexpected character, expected a value");
+  }
+}
+
+after_value:
+  p = skip_ws(p, end);
+  if (s->depth == 0) {
+    if (p != end) SYNTAX(p, "unexpected data after the top-level value");
+    return true;
+  }
+  if (p == end) SYNTAX(p, "unexpected end of input in a container");
+  f = &s->frames[s->depth - 1];
+  if (f->is_array) {
+    if (*p == ',') {
+      f->index++;
+      p = skip_ws(p + 1, end);
+      goto value;
+    }
+    if (*p == ']') {
+      p++;
+      s->depth--;
+      goto after_value;
+    }
+    SYNTAX(p, "expected ',' or ']'");
+  }
+  if (*p == ',') {
+    p = skip_ws(p + 1, end);
+    goto key;
+  }
+  if (*p == '}') {
+    p++;
+    if (f->big) check_big_object(s, f);
+    s->nkeys = f->key_base;
+    s->depth--;
+    goto after_value;
+  }
+  SYNTAX(p, "expected ',' or '}'");
+
+key: {
+  /* f is the innermost frame, an object; p is past whitespace. */
+  if (p == end || *p != '"') SYNTAX(p, "expected a string key");
+  bool esc;
+  const unsigned char *q = SCAN_NAME(lex_string)(s, p, &esc, true);
+  if (!q) return false;
+  if (s->nkeys == s->cap) grow_keys(s);
+  keyrec_t *k = &s->keys[s->nkeys];
+  k->off = (size_t)(p + 1 - base);
+  k->len = (size_t)(q - p - 1);
+  k->esc = esc;
+  k->known = -1;
+  if (f->role != ROLE_OTHER) {
+    int i = f->role == ROLE_ROOT
+                ? match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root)
+                : match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub);
+    if (i >= 0) {
+      k->known = (int8_t)i;
+      if (f->seen & (1u << i)) {
+        note_dup(s, k);
+      } else {
+        f->seen |= 1u << i;
+        if (f->role == ROLE_ROOT) {
+          cap = &root_vals[i];
+          if (i == schema->sub_index) next_role = ROLE_SUB;
+        } else {
+          cap = &sub_vals[i];
+        }
+      }
+    }
+  }
+  if (k->known < 0) unknown_key(s, f, k);
+  s->nkeys++;
+  p = skip_ws(q + 1, end);
+  if (p == end || *p != ':') SYNTAX(p, "expected ':' after an object key");
+  p = skip_ws(p + 1, end);
+  goto value;
+}
+}

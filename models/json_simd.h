@@ -1,0 +1,93 @@
+/* model_json_stop_*: the string kernels of the JSON scanner (json_scan.c).
+ *
+ * Each returns the first byte of [p, end) that a scan inside a JSON string
+ * has to look at, or end: '"', '\', a control byte (< 0x20) or a byte >= 0x80
+ * (the start or middle of a UTF-8 sequence, which the scanner validates
+ * where it stands). Every other byte is plain printable ASCII and is skipped.
+ *
+ * The kernels differ only in how many bytes they classify at a time, so they
+ * must agree on every input; the scalar one is the reference the others are
+ * tested against:
+ * - scalar: 8 bytes at a time in a 64-bit word (SWAR) on little-endian
+ *   targets, one at a time elsewhere; portable C;
+ * - SSE2 (x86-64 baseline): 16 bytes at a time;
+ * - AVX2 (chosen at run time when the CPU has it): 32 bytes at a time.
+ * A vector kernel loads only whole blocks that lie inside [p, end) and hands
+ * the tail to the narrower kernel, so nothing is read past the buffer.
+ *
+ * One vector classifies a block with three compares: equal to '"', equal to
+ * '\', and signed less than 0x20, which holds both for control bytes and for
+ * bytes >= 0x80 (negative as signed bytes). The byte mask of the result
+ * (movemask) gives the first stop with one count of trailing zeros. */
+#ifndef MODEL_JSON_SIMD_H
+#define MODEL_JSON_SIMD_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define MODEL_JSON_SWAR 1
+#endif
+
+#if defined(__x86_64__) && defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+#define MODEL_JSON_HAVE_SSE2 1
+#define MODEL_JSON_HAVE_AVX2 1
+#include <immintrin.h>
+#endif
+
+static inline __attribute__((always_inline)) int model_json_plain_byte(unsigned c) {
+  return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+static inline __attribute__((always_inline)) const unsigned char *
+model_json_stop_scalar(const unsigned char *p, const unsigned char *end) {
+#ifdef MODEL_JSON_SWAR
+  /* Per byte: bit 7 is set for '"', '\' and bytes < 0x20 by the borrow
+   * tests (exact for the lowest such byte; a borrow can only flag bytes
+   * above it), and for bytes >= 0x80 by the byte itself. */
+  const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+  while (end - p >= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+    uint64_t m = (((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w) | w) & high;
+    if (m) return p + (__builtin_ctzll(m) >> 3);
+    p += 8;
+  }
+#endif
+  while (p < end && model_json_plain_byte(*p)) p++;
+  return p;
+}
+
+#ifdef MODEL_JSON_HAVE_SSE2
+static inline __attribute__((always_inline)) const unsigned char *
+model_json_stop_sse2(const unsigned char *p, const unsigned char *end) {
+  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+  while (end - p >= 16) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                             _mm_cmplt_epi8(v, space));
+    unsigned bits = (unsigned)_mm_movemask_epi8(m);
+    if (bits) return p + __builtin_ctz(bits);
+    p += 16;
+  }
+  return model_json_stop_scalar(p, end);
+}
+
+__attribute__((target("avx2"))) static inline const unsigned char *
+model_json_stop_avx2(const unsigned char *p, const unsigned char *end) {
+  const __m256i quote = _mm256_set1_epi8('"'), bslash = _mm256_set1_epi8('\\'),
+                space = _mm256_set1_epi8(0x20);
+  while (end - p >= 32) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    __m256i m = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, bslash)),
+                                _mm256_cmpgt_epi8(space, v));
+    uint32_t bits = (uint32_t)_mm256_movemask_epi8(m);
+    if (bits) return p + __builtin_ctz(bits);
+    p += 32;
+  }
+  return model_json_stop_sse2(p, end);
+}
+#endif
+
+#endif

@@ -1,0 +1,127 @@
+/* The JSON scanner's string kernels (scalar, SSE2, AVX2) against each other
+ * and against the scanner before the kernels, through scan_diff.h: every
+ * seed of the fuzz corpus, and inputs built to put each kind of byte the
+ * kernels stop at ('"', '\', control bytes, UTF-8 sequences valid, invalid
+ * and cut short) at every offset of a 16- and 32-byte block and at the very
+ * end of the buffer. test_command.c runs every one of its inputs through the
+ * same check. */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../fuzz/scan_diff.h"
+
+#define MAXB (1u << 20)
+
+static void diff_ok(const void *data, size_t n, const char *ctx) {
+  const char *d = scan_diff(data, n, MAXB);
+  ck_assert_msg(d == NULL, "%s: %s", ctx, d ? d : "");
+}
+
+START_TEST(test_kernels_available) {
+  ck_assert(model_json_kernel_available(MODEL_JSON_KERNEL_SCALAR));
+#if defined(__x86_64__)
+  ck_assert(model_json_kernel_available(MODEL_JSON_KERNEL_SSE2));
+#endif
+  ck_assert(model_json_force_kernel(MODEL_JSON_KERNEL_SCALAR));
+  ck_assert_int_eq(model_json_kernel(), MODEL_JSON_KERNEL_SCALAR);
+  ck_assert(model_json_force_kernel(MODEL_JSON_KERNEL_AUTO));
+  ck_assert_int_ne(model_json_kernel(), MODEL_JSON_KERNEL_AUTO);
+}
+END_TEST
+
+START_TEST(test_corpus) {
+  const char *root = getenv("AGG_SOURCE_DIR");
+  ck_assert_msg(root != NULL, "AGG_SOURCE_DIR is not set");
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus/fuzz_command", root);
+  DIR *d = opendir(dir);
+  ck_assert_msg(d != NULL, "cannot open %s", dir);
+  int files = 0;
+  static char buf[1 << 20];
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.') continue;
+    char path[4600];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    diff_ok(buf, n, e->d_name);
+    /* every prefix too: each one ends the buffer at another byte */
+    for (size_t k = 0; k < n && k < 400; k++) diff_ok(buf, k, e->d_name);
+    files++;
+  }
+  closedir(d);
+  ck_assert_int_gt(files, 0);
+}
+END_TEST
+
+/* A valid command whose id is `pad` bytes of 'x' then `piece`, then more
+ * padding: the piece lands at every offset of a block. */
+START_TEST(test_every_offset) {
+  static const char *const pieces[] = {
+      "\"",           "\\\"",        "\\\\",          "\\u0041",       "\\u0000",     "\\ud83d\\ude00",
+      "\\ud83d",      "\\ude00",     "\\x",           "\\u12",         "\x01",        "\x1f",
+      "\x7f",         "\xc3\xa9",    "\xe2\x82\xac",  "\xf0\x9f\x98\x80", "\xc3",     "\xe2\x82",
+      "\xf0\x9f\x98", "\x80",        "\xc0\xaf",      "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff",
+      "\xe0\x80\x80", "\xf0\x80\x80\x80", " ",        "\t",
+  };
+  char json[512], ctx[64];
+  for (size_t pi = 0; pi < sizeof pieces / sizeof pieces[0]; pi++)
+    for (int pad = 0; pad < 70; pad++)
+      for (int tail = 0; tail < 40; tail += 13) {
+        int n = snprintf(json, sizeof json,
+                         "{\"id\":\"%.*s%s%.*s\",\"type\":\"roster.assigned\",\"tenant\":\"t\","
+                         "\"assignment\":\"a\",\"student\":\"s\",\"version\":1,\"ts\":\"2026-01-01T00:00:00Z\"}",
+                         pad, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                         pieces[pi], tail, "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy");
+        snprintf(ctx, sizeof ctx, "piece %zu pad %d tail %d", pi, pad, tail);
+        diff_ok(json, (size_t)n, ctx);
+        /* the same string cut off at the end of the buffer, at every length */
+        for (int cut = 6; cut < 6 + pad + (int)strlen(pieces[pi]) + tail + 2 && cut <= n; cut++)
+          diff_ok(json, (size_t)cut, ctx);
+      }
+}
+END_TEST
+
+/* Keys: matched names written plainly and with escapes, repeated, unknown
+ * keys repeated, and objects past the small-object limit. */
+START_TEST(test_keys) {
+  static const char *const docs[] = {
+      "{\"id\":\"a\",\"i\\u0064\":\"b\"}",
+      "{\"data\":{\"title\":1,\"t\\u0069tle\":2}}",
+      "{\"x\":1,\"y\":2,\"x\":3}",
+      "{\"\":1,\"\":2}",
+      "{\"data\":{\"\":1,\"class\":2,\"\\u0063lass\":3}}",
+      "{\"submittedAtX\":1,\"submittedAt\":2,\"data\":{\"submittedAt\":1,\"submittedAtX\":2,\"submittedAt\":3}}",
+      "{\"a\":{\"id\":1,\"id\":2},\"id\":3}",
+      "{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"k9\":9,\"ka\":10,"
+      "\"kb\":11,\"kc\":12,\"kd\":13,\"ke\":14,\"kf\":15,\"kg\":16,\"id\":1,\"k3\":3,\"id\":2}",
+      "{\"id\":1,\"type\":2,\"tenant\":3,\"assignment\":4,\"student\":5,\"version\":6,\"ts\":7,\"data\":8,"
+      "\"k8\":8,\"k9\":9,\"ka\":10,\"kb\":11,\"kc\":12,\"kd\":13,\"ke\":14,\"kf\":15,\"kg\":16,\"ts\":1}",
+      "{\"abcdefghijklmnopq\":1,\"abcdefghijklmnopq\":2}",
+      "{\"abcdefghijklmnop\":1,\"abcdefghijklmnop\":2}",
+      "{\"data\":{\"x\":\"\\u0000\"},\"data\":1}",
+      "{\"a\\u0000\":1,\"x\":[1,2,{\"y\":\"\\u0000\"}]}",
+  };
+  for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+    size_t n = strlen(docs[i]);
+    for (size_t cut = 0; cut <= n; cut++) diff_ok(docs[i], cut, docs[i]);
+  }
+}
+END_TEST
+
+Suite *test_suite(void) {
+  Suite *s = suite_create("scan_kernels");
+  TCase *tc = tcase_create("scan_kernels");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_kernels_available);
+  tcase_add_test(tc, test_corpus);
+  tcase_add_test(tc, test_every_offset);
+  tcase_add_test(tc, test_keys);
+  suite_add_tcase(s, tc);
+  return s;
+}
