@@ -57,6 +57,7 @@ typedef struct {
   uint8_t role;
   uint8_t big;      /* object past SMALL_KEYS keys: duplicates checked at its close */
   uint32_t seen;    /* object: schema names met so far (bit i: name i) */
+  uint8_t guess;    /* object: the schema name its next key is tried against first */
   size_t key_base;  /* object: index of its first key in keys[] */
   size_t index;     /* array: index of the current element */
   size_t name_key;  /* keys[] index of the key naming this container in its parent object */
@@ -539,10 +540,11 @@ static inline bool is_digit(unsigned c) { return c - '0' < 10u; }
 #endif
 
 /* Index of the schema name equal to key k (unescaped), or -1. Both sides are
- * compared as two words of 16 zero-padded bytes. */
+ * compared as two words of 16 zero-padded bytes. *guess is tried first (keys
+ * tend to come in the schema's order) and becomes the name after the match. */
 static inline __attribute__((always_inline)) int
 match_key(const scan_t *s, const keyrec_t *k, const char (*names)[MODEL_JSON_KEY_MAX],
-          const uint8_t *lens, size_t n) {
+          const uint8_t *lens, size_t n, uint8_t *guess) {
   const unsigned char *kp = s->base + k->off;
   size_t kl = k->len;
   uint64_t w[2] = {0, 0};
@@ -565,13 +567,37 @@ match_key(const scan_t *s, const keyrec_t *k, const char (*names)[MODEL_JSON_KEY
       memcpy(w, kp, kl);
     }
   }
+  size_t g = *guess;
+  uint64_t nw[2];
+  if (g < n && lens[g] == kl) {
+    memcpy(nw, names[g], 16);
+    if (nw[0] == w[0] && nw[1] == w[1]) {
+      *guess = (uint8_t)(g + 1);
+      return (int)g;
+    }
+  }
   for (size_t i = 0; i < n; i++)
     if (lens[i] == kl) {
-      uint64_t nw[2];
       memcpy(nw, names[i], 16);
-      if (nw[0] == w[0] && nw[1] == w[1]) return (int)i;
+      if (nw[0] == w[0] && nw[1] == w[1]) {
+        *guess = (uint8_t)(i + 1);
+        return (int)i;
+      }
     }
   return -1;
+}
+
+/* The type of the value that starts with byte c (syntax aside). */
+static inline model_json_type_t top_type(unsigned c) {
+  switch (c) {
+  case '{': return MODEL_JSON_OBJECT;
+  case '[': return MODEL_JSON_ARRAY;
+  case '"': return MODEL_JSON_STRING;
+  case 't': return MODEL_JSON_TRUE;
+  case 'f': return MODEL_JSON_FALSE;
+  case 'n': return MODEL_JSON_NULL;
+  default: return MODEL_JSON_NUMBER;
+  }
 }
 
 #define SYNTAX(at, msg)                                                                           \

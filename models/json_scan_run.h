@@ -58,7 +58,9 @@ SCAN_ATTR static bool SCAN_NAME(scan_run)(scan_t *s, const model_json_schema_t *
   const unsigned char *p = skip_ws(base, end);
   model_json_value_t *cap = NULL; /* slot for the value about to be scanned */
   uint8_t next_role = ROLE_ROOT;  /* role of an object value about to be scanned */
-  frame_t *f = NULL;
+  frame_t *f = NULL; /* the innermost open container, NULL at the top level */
+#define POP() (s->depth--, f = s->depth ? &s->frames[s->depth - 1] : NULL)
+  if (p < end) s->res->top = top_type(*p); /* reported only when the whole text scans */
 
 value: {
   model_json_value_t *c = cap;
@@ -70,7 +72,6 @@ value: {
   case '{':
   case '[':
     if (s->depth == MODEL_JSON_MAX_DEPTH) SYNTAX(p, "nesting deeper than 64");
-    if (s->depth == 0) s->res->top = *p == '{' ? MODEL_JSON_OBJECT : MODEL_JSON_ARRAY;
     if (c) {
       c->type = *p == '{' ? MODEL_JSON_OBJECT : MODEL_JSON_ARRAY;
       c->start = (size_t)(p - base);
@@ -81,6 +82,7 @@ value: {
     f->big = 0;
     f->index = 0;
     f->seen = 0;
+    f->guess = 0;
     f->key_base = s->nkeys;
     if (*p == '{') {
       f->is_array = 0;
@@ -88,7 +90,7 @@ value: {
       p = skip_ws(p + 1, end);
       if (p < end && *p == '}') {
         p++;
-        s->depth--;
+        POP();
         goto after_value;
       }
       goto key;
@@ -98,7 +100,7 @@ value: {
     p = skip_ws(p + 1, end);
     if (p < end && *p == ']') {
       p++;
-      s->depth--;
+      POP();
       goto after_value;
     }
     goto value;
@@ -106,7 +108,6 @@ value: {
     bool esc;
     const unsigned char *q = SCAN_NAME(lex_string)(s, p, &esc, false);
     if (!q) return false;
-    if (s->depth == 0) s->res->top = MODEL_JSON_STRING;
     if (c) {
       c->type = MODEL_JSON_STRING;
       c->escaped = esc;
@@ -140,7 +141,6 @@ value: {
       if (p == end || !is_digit(*p)) SYNTAX(p, "expected a digit in the exponent");
       while (p < end && is_digit(*p)) p++;
     }
-    if (s->depth == 0) s->res->top = MODEL_JSON_NUMBER;
     if (c) {
       c->type = MODEL_JSON_NUMBER;
       c->frac_exp = fe;
@@ -158,7 +158,6 @@ value: {
     int i = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
     size_t n = i == 1 ? 5 : 4;
     if ((size_t)(end - p) < n || memcmp(p, lit[i], n) != 0) SYNTAX(p, "invalid literal");
-    if (s->depth == 0) s->res->top = lt[i];
     if (c) {
       c->type = lt[i];
       c->start = (size_t)(p - base);
@@ -173,6 +172,12 @@ value: {
 }
 
 after_value:
+  /* The common case first: a member of an object followed by ',' and the
+   * next key's quote, no whitespace. */
+  if (end - p >= 2 && p[0] == ',' && p[1] == '"' && f && !f->is_array) {
+    p++;
+    goto key;
+  }
   p = skip_ws(p, end);
   if (s->depth == 0) {
     if (p != end) SYNTAX(p, "unexpected data after the top-level value");
@@ -188,7 +193,7 @@ after_value:
     }
     if (*p == ']') {
       p++;
-      s->depth--;
+      POP();
       goto after_value;
     }
     SYNTAX(p, "expected ',' or ']'");
@@ -201,7 +206,7 @@ after_value:
     p++;
     if (f->big) check_big_object(s, f);
     s->nkeys = f->key_base;
-    s->depth--;
+    POP();
     goto after_value;
   }
   SYNTAX(p, "expected ',' or '}'");
@@ -220,8 +225,8 @@ key: {
   k->known = -1;
   if (f->role != ROLE_OTHER) {
     int i = f->role == ROLE_ROOT
-                ? match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root)
-                : match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub);
+                ? match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root, &f->guess)
+                : match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub, &f->guess);
     if (i >= 0) {
       k->known = (int8_t)i;
       if (f->seen & (1u << i)) {
@@ -239,9 +244,14 @@ key: {
   }
   if (k->known < 0) unknown_key(s, f, k);
   s->nkeys++;
+  if (end - q >= 3 && q[1] == ':' && q[2] > ' ') { /* the common case: no whitespace */
+    p = q + 2;
+    goto value;
+  }
   p = skip_ws(q + 1, end);
   if (p == end || *p != ':') SYNTAX(p, "expected ':' after an object key");
   p = skip_ws(p + 1, end);
   goto value;
 }
 }
+#undef POP
