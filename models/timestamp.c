@@ -56,7 +56,8 @@ bool model_timestamp_parse(const char *s, size_t len, int64_t *ms) {
   memcpy(&m1, "\0\0\xff\0\0\xff\0\0", 8);
   memcpy(&m2, "\0\0\xff\0\0\xff\0\0", 8);
   uint64_t a = load8(s) ^ t0, b = load8(s + 8) ^ t1, c = load8(s + 11) ^ t2;
-  if (!all_below_10(a) || !all_below_10(b) || !all_below_10(c) || ((a & m0) | (b & m1) | (c & m2)) != 0) return false;
+  if (!all_below_10(a) || !all_below_10(b) || !all_below_10(c) || ((a & m0) | (b & m1) | (c & m2)) != 0)
+    return false;
   unsigned y = d(s, 0) * 1000 + d(s, 1) * 100 + d(s, 2) * 10 + d(s, 3);
   unsigned mo = d(s, 5) * 10 + d(s, 6), dd = d(s, 8) * 10 + d(s, 9);
   unsigned h = d(s, 11) * 10 + d(s, 12), mi = d(s, 14) * 10 + d(s, 15), se = d(s, 17) * 10 + d(s, 18);
@@ -65,7 +66,12 @@ bool model_timestamp_parse(const char *s, size_t len, int64_t *ms) {
   if (dd > mdays[mo - 1] && !(mo == 2 && dd == 29 && is_leap(y))) return false;
   size_t i = 19;
   unsigned millis = 0;
-  if (s[i] == '.') {
+  if (len == 24 && s[19] == '.') { /* the common form: milliseconds */
+    unsigned f0 = d(s, 20), f1 = d(s, 21), f2 = d(s, 22);
+    if (f0 > 9 || f1 > 9 || f2 > 9 || s[23] != 'Z') return false;
+    millis = f0 * 100 + f1 * 10 + f2;
+    i = 23;
+  } else if (s[i] == '.') {
     i++;
     size_t start = i;
     while (i < len && s[i] >= '0' && s[i] <= '9') {

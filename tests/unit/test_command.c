@@ -883,6 +883,37 @@ START_TEST(test_big_objects) {
 }
 END_TEST
 
+/* Every printable byte at the ends and middle of ids of lengths around the
+ * 16-byte blocks the id check reads (at every position of one length): in the envelope (whole blocks are
+ * available) and as the last field of the text (the tail is checked byte by
+ * byte). */
+START_TEST(test_id_bytes) {
+  static const int lens[] = {1, 2, 15, 16, 17, 31, 32, 33, 48, 63, 64};
+  char id[80];
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+    int n = lens[li];
+    for (int pos = 0; pos < n; pos++)
+      for (int b = 0x20; b < 0x7F; b++) {
+        if (n != 17 && pos != 0 && pos != n / 2 && pos != n - 1) continue; /* every position of one length */
+        if (b == '"' || b == '\\') continue;
+        memset(id, 'k', (size_t)n);
+        id[pos] = (char)b;
+        id[n] = '\0';
+        bool valid = (b >= '0' && b <= '9') || (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') || b == '-' ||
+                     b == '_';
+        const char *early = mkcmd("{\"id\":\"c\",\"type\":\"roster.assigned\",\"tenant\":\"%s\",\"assignment\":\"a\","
+                                  "\"student\":\"s\",\"version\":1,\"ts\":\"2026-01-01T00:00:00Z\"}", id);
+        expect("id byte, early", early, strlen(early), MAXB, valid ? OK : MODEL_REJ_INVALID_ID, "tenant: ");
+        if (valid) ck_assert_str_eq(cmd.tenant, id);
+        const char *late = mkcmd("{\"id\":\"c\",\"type\":\"roster.assigned\",\"tenant\":\"t\",\"assignment\":\"a\","
+                                 "\"version\":1,\"ts\":\"2026-01-01T00:00:00Z\",\"student\":\"%s\"}", id);
+        expect("id byte, last", late, strlen(late), MAXB, valid ? OK : MODEL_REJ_INVALID_ID, "student: ");
+        if (valid) ck_assert_str_eq(cmd.student, id);
+      }
+  }
+}
+END_TEST
+
 START_TEST(test_names) {
   ck_assert_str_eq(model_cmd_type_name(MODEL_CMD_ASSIGNMENT_UPSERTED), "assignment.upserted");
   ck_assert_str_eq(model_cmd_type_name(MODEL_CMD_ASSIGNMENT_DELETED), "assignment.deleted");
@@ -981,6 +1012,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_depth);
   tcase_add_test(tc, test_big_objects);
   tcase_add_test(tc, test_names);
+  tcase_add_test(tc, test_id_bytes);
   tcase_add_test(tc, test_detail_escaping);
   tcase_add_test(tc, test_utf8_check);
   suite_add_tcase(s, tc);

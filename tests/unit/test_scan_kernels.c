@@ -71,7 +71,7 @@ START_TEST(test_every_offset) {
   };
   char json[512], ctx[64];
   for (size_t pi = 0; pi < sizeof pieces / sizeof pieces[0]; pi++)
-    for (int pad = 0; pad < 70; pad++)
+    for (int pad = 0; pad < 40; pad++)
       for (int tail = 0; tail < 40; tail += 13) {
         int n = snprintf(json, sizeof json,
                          "{\"id\":\"%.*s%s%.*s\",\"type\":\"roster.assigned\",\"tenant\":\"t\","
@@ -81,7 +81,7 @@ START_TEST(test_every_offset) {
         snprintf(ctx, sizeof ctx, "piece %zu pad %d tail %d", pi, pad, tail);
         diff_ok(json, (size_t)n, ctx);
         /* the same string cut off at the end of the buffer, at every length */
-        for (int cut = 6; cut < 6 + pad + (int)strlen(pieces[pi]) + tail + 2 && cut <= n; cut++)
+        for (int cut = 6; tail == 0 && cut < 6 + pad + (int)strlen(pieces[pi]) + 2 && cut <= n; cut++)
           diff_ok(json, (size_t)cut, ctx);
       }
 }
