@@ -1,6 +1,10 @@
 /* bench_decode: decodes/s of model_command_decode() on one core.
  *
  * Usage: bench_decode [N commands, default 100000] [rounds, default 20]
+ *                     [kernel: auto (default), scalar, sse2 or avx2]
+ *
+ * The kernel is the JSON scanner's string kernel (json_scan.h); naming one
+ * measures it alone, and the line printed names the one used.
  *
  * Generates N realistic commands in memory (all six types, mixed like a live
  * topic: mostly submissions, grades and roster changes), checks that every
@@ -18,6 +22,7 @@
 #include <time.h>
 
 #include "command.h"
+#include "json_scan.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 static uint32_t next(void) { /* xorshift64* */
@@ -92,8 +97,16 @@ int main(int argc, char **argv) {
   size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 100000;
   int rounds = argc > 2 ? atoi(argv[2]) : 20;
   if (n == 0 || rounds <= 0) {
-    fprintf(stderr, "usage: bench_decode [N>0] [rounds>0]\n");
+    fprintf(stderr, "usage: bench_decode [N>0] [rounds>0] [auto|scalar|sse2|avx2]\n");
     return 2;
+  }
+  if (argc > 3) {
+    model_json_kernel_t k = MODEL_JSON_KERNEL_AUTO;
+    while (k <= MODEL_JSON_KERNEL_AVX2 && strcmp(argv[3], model_json_kernel_name(k)) != 0) k++;
+    if (k > MODEL_JSON_KERNEL_AVX2 || !model_json_force_kernel(k)) {
+      fprintf(stderr, "bench_decode: kernel %s is not available here\n", argv[3]);
+      return 2;
+    }
   }
   const size_t slot = 512;
   char *buf = malloc(n * slot);
@@ -132,8 +145,10 @@ int main(int argc, char **argv) {
     }
   double secs = now() - t0;
   double rate = (double)n * rounds / secs;
-  printf("commands=%zu mean_bytes=%.1f rounds=%d decodes_per_s=%.0f best_round_per_s=%.0f MB_per_s=%.1f (sink %llu)\n",
-         n, (double)total / (double)n, rounds, rate, best, rate * (double)total / (double)n / 1e6, sink % 10);
+  printf("kernel=%s commands=%zu mean_bytes=%.1f rounds=%d decodes_per_s=%.0f best_round_per_s=%.0f MB_per_s=%.1f "
+         "(sink %llu)\n",
+         model_json_kernel_name(model_json_kernel()), n, (double)total / (double)n, rounds, rate, best,
+         rate * (double)total / (double)n / 1e6, sink % 10);
   free(buf);
   free(len);
   return 0;
