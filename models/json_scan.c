@@ -587,6 +587,37 @@ match_key(const scan_t *s, const keyrec_t *k, const char (*names)[MODEL_JSON_KEY
   return -1;
 }
 
+/* The name *guess with a closing quote after it, compared with the text at
+ * kp (16 bytes readable): its index when the text is exactly that, then the
+ * next name becomes the guess; else -1. The text matched is the name's bytes,
+ * plain ASCII, so it holds nothing the string lexer would stop at. */
+static inline __attribute__((always_inline)) int guess_key(const unsigned char *kp,
+                                                           const char (*names)[MODEL_JSON_KEY_MAX],
+                                                           const uint8_t *lens, size_t n, uint8_t *guess,
+                                                           size_t *len) {
+#ifdef MODEL_JSON_SWAR
+  size_t g = *guess;
+  if (g >= n || lens[g] >= 16) return -1;
+  size_t l = lens[g];
+  uint64_t w[2], nw[2];
+  memcpy(w, kp, 16);
+  memcpy(nw, names[g], 16);
+  if (l < 8) {
+    nw[0] |= (uint64_t)'"' << (8 * l);
+    if ((w[0] & LOW_BYTES(l + 1)) != nw[0]) return -1;
+  } else {
+    nw[1] |= (uint64_t)'"' << (8 * (l - 8));
+    if (w[0] != nw[0] || (w[1] & LOW_BYTES(l - 7)) != nw[1]) return -1;
+  }
+  *guess = (uint8_t)(g + 1);
+  *len = l;
+  return (int)g;
+#else
+  (void)kp, (void)names, (void)lens, (void)n, (void)guess, (void)len;
+  return -1;
+#endif
+}
+
 /* The type of the value that starts with byte c (syntax aside). */
 static inline model_json_type_t top_type(unsigned c) {
   switch (c) {

@@ -77,7 +77,9 @@ typedef struct model_json_value {
  * the first occurrence of a key is captured (a second one is a duplicate,
  * reported anyway). sub_index names the top-level key whose object value has
  * its keys matched against sub_keys (-1: none). Names are distinct within a
- * list, 0..MODEL_JSON_KEY_MAX bytes, the rest of their array zero. */
+ * list, 0..MODEL_JSON_KEY_MAX bytes of printable ASCII other than '"' and '\'
+ * (so that a name is written the same escaped or not), the rest of their
+ * array zero. */
 typedef struct model_json_schema {
   const char (*root_keys)[MODEL_JSON_KEY_MAX];
   const uint8_t *root_lens; /* length of each name */

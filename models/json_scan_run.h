@@ -62,8 +62,10 @@ SCAN_ATTR static bool SCAN_NAME(scan_run)(scan_t *s, const model_json_schema_t *
 #define POP() (s->depth--, f = s->depth ? &s->frames[s->depth - 1] : NULL)
   if (p < end) s->res->top = top_type(*p); /* reported only when the whole text scans */
 
+  model_json_value_t *c; /* slot of the value being scanned, or NULL */
+
 value: {
-  model_json_value_t *c = cap;
+  c = cap;
   uint8_t role = next_role;
   cap = NULL;
   next_role = ROLE_OTHER;
@@ -104,19 +106,8 @@ value: {
       goto after_value;
     }
     goto value;
-  case '"': {
-    bool esc;
-    const unsigned char *q = SCAN_NAME(lex_string)(s, p, &esc, false);
-    if (!q) return false;
-    if (c) {
-      c->type = MODEL_JSON_STRING;
-      c->escaped = esc;
-      c->start = (size_t)(p + 1 - base);
-      c->len = (size_t)(q - p - 1);
-    }
-    p = q + 1;
-    goto after_value;
-  }
+  case '"':
+    goto string_value;
   case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
   case '9': {
     const unsigned char *st = p;
@@ -171,12 +162,27 @@ value: {
   }
 }
 
+string_value: {
+  /* p is at the opening quote of a value; c is its slot. */
+  bool esc;
+  const unsigned char *q = SCAN_NAME(lex_string)(s, p, &esc, false);
+  if (!q) return false;
+  if (c) {
+    c->type = MODEL_JSON_STRING;
+    c->escaped = esc;
+    c->start = (size_t)(p + 1 - base);
+    c->len = (size_t)(q - p - 1);
+  }
+  p = q + 1;
+  goto after_value;
+}
+
 after_value:
   /* The common case first: a member of an object followed by ',' and the
    * next key's quote, no whitespace. */
   if (end - p >= 2 && p[0] == ',' && p[1] == '"' && f && !f->is_array) {
     p++;
-    goto key;
+    goto key_quote;
   }
   p = skip_ws(p, end);
   if (s->depth == 0) {
@@ -214,9 +220,23 @@ after_value:
 key: {
   /* f is the innermost frame, an object; p is past whitespace. */
   if (p == end || *p != '"') SYNTAX(p, "expected a string key");
-  bool esc;
-  const unsigned char *q = SCAN_NAME(lex_string)(s, p, &esc, true);
-  if (!q) return false;
+key_quote:; /* p is at the key's opening quote */
+  bool esc = false;
+  const unsigned char *q = NULL;
+  int i = -1;
+  if (f->role != ROLE_OTHER && end - p >= 17) {
+    /* The key expected next, with its closing quote, compared in place:
+     * when it is there, the key needs no lexing (schema names are plain
+     * ASCII) and no search. */
+    size_t kl;
+    i = f->role == ROLE_ROOT ? guess_key(p + 1, schema->root_keys, schema->root_lens, schema->n_root, &f->guess, &kl)
+                             : guess_key(p + 1, schema->sub_keys, schema->sub_lens, schema->n_sub, &f->guess, &kl);
+    if (i >= 0) q = p + 1 + kl;
+  }
+  if (!q) {
+    q = SCAN_NAME(lex_string)(s, p, &esc, true);
+    if (!q) return false;
+  }
   if (s->nkeys == s->cap) grow_keys(s);
   keyrec_t *k = &s->keys[s->nkeys];
   k->off = (size_t)(p + 1 - base);
@@ -224,9 +244,9 @@ key: {
   k->esc = esc;
   k->known = -1;
   if (f->role != ROLE_OTHER) {
-    int i = f->role == ROLE_ROOT
-                ? match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root, &f->guess)
-                : match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub, &f->guess);
+    if (i < 0)
+      i = f->role == ROLE_ROOT ? match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root, &f->guess)
+                               : match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub, &f->guess);
     if (i >= 0) {
       k->known = (int8_t)i;
       if (f->seen & (1u << i)) {
@@ -246,6 +266,12 @@ key: {
   s->nkeys++;
   if (end - q >= 3 && q[1] == ':' && q[2] > ' ') { /* the common case: no whitespace */
     p = q + 2;
+    if (*p == '"') { /* and a string value */
+      c = cap;
+      cap = NULL;
+      next_role = ROLE_OTHER;
+      goto string_value;
+    }
     goto value;
   }
   p = skip_ws(q + 1, end);
