@@ -153,12 +153,10 @@ static const char *article_type(model_json_type_t t) {
   }
 }
 
-/* Presence and JSON type of a field. Returns true when the value has the
- * wanted type and its value rule must be checked. `nullable`: null (and
- * absence) are fine and mean "no value". */
-static bool want(check_t *c, const char *name, const model_json_value_t *v, model_json_type_t type,
-                 bool required, bool nullable) {
-  if (v->type == type) return true;
+/* want() for a value that is not of the wanted type: records its fault, if
+ * any, and returns false. */
+static bool want_other(check_t *c, const char *name, const model_json_value_t *v, model_json_type_t type,
+                       bool required, bool nullable) {
   if (v->type == MODEL_JSON_ABSENT) {
     if (required) fault(c, MODEL_REJ_MISSING_FIELD, "%s: required field is missing", name);
     return false;
@@ -167,6 +165,14 @@ static bool want(check_t *c, const char *name, const model_json_value_t *v, mode
   fault(c, MODEL_REJ_WRONG_TYPE, "%s: expected %s%s, got %s", name, article_type(type),
         nullable ? " or null" : "", article_type(v->type));
   return false;
+}
+
+/* Presence and JSON type of a field. Returns true when the value has the
+ * wanted type and its value rule must be checked. `nullable`: null (and
+ * absence) are fine and mean "no value". The common case is inline. */
+static inline bool want(check_t *c, const char *name, const model_json_value_t *v, model_json_type_t type,
+                        bool required, bool nullable) {
+  return v->type == type || want_other(c, name, v, type, required, nullable);
 }
 
 static size_t unescape(const check_t *c, const model_json_value_t *v, char *out, size_t cap) {
@@ -202,6 +208,13 @@ static inline unsigned id_mask16(const unsigned char *p) {
   __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8(0x80 - '0')), _mm_set1_epi8(-128 + 10));
   __m128i punct = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
   return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), punct));
+}
+
+/* Bit i set when byte i of the 16 at p is printable ASCII 0x21..0x7e. */
+static inline unsigned printable_mask16(const unsigned char *p) {
+  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+  return (unsigned)_mm_movemask_epi8(
+      _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(0x80 - 0x21))), _mm_set1_epi8(-128 + 0x7E - 0x21 + 1)));
 }
 #endif
 
@@ -427,9 +440,24 @@ static void check_cmd_id(check_t *c, const model_json_value_t *v, model_command_
     n = v->len;
     if (n <= MODEL_CMD_ID_MAX) {
       unsigned bad = 0;
-      for (size_t i = 0; i < n; i++) {
-        bad |= (unsigned)(src[i] - 0x21u) > 0x7Eu - 0x21u;
-        cmd->id[i] = (char)src[i];
+#ifdef __SSE2__
+      size_t blocks = (n + 15) / 16;
+      if ((size_t)((const unsigned char *)c->end - src) >= blocks * 16) {
+        /* Whole 16-byte blocks (bytes past n are copied and ignored). */
+        for (size_t b = 0; b < blocks; b++) {
+          size_t left = n - b * 16;
+          unsigned want = left >= 16 ? 0xFFFFu : (1u << left) - 1;
+          bad |= (printable_mask16(src + b * 16) & want) ^ want;
+          _mm_storeu_si128((__m128i *)(void *)(cmd->id + b * 16),
+                           _mm_loadu_si128((const __m128i *)(const void *)(src + b * 16)));
+        }
+      } else
+#endif
+      {
+        for (size_t i = 0; i < n; i++) {
+          bad |= (unsigned)(src[i] - 0x21u) > 0x7Eu - 0x21u;
+          cmd->id[i] = (char)src[i];
+        }
       }
       printable = !bad;
     }

@@ -58,9 +58,18 @@ bool model_timestamp_parse(const char *s, size_t len, int64_t *ms) {
   uint64_t a = load8(s) ^ t0, b = load8(s + 8) ^ t1, c = load8(s + 11) ^ t2;
   if (!all_below_10(a) || !all_below_10(b) || !all_below_10(c) || ((a & m0) | (b & m1) | (c & m2)) != 0)
     return false;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* The words now hold digit values (separators 0), first byte lowest:
+   * w * 10 + (w >> 8) puts each two-digit number at its first byte. */
+  uint64_t pa = a * 10 + (a >> 8), pb = b * 10 + (b >> 8), pc = c * 10 + (c >> 8);
+  unsigned y = (unsigned)(pa & 0xFF) * 100 + (unsigned)((pa >> 16) & 0xFF), mo = (unsigned)((pa >> 40) & 0xFF);
+  unsigned dd = (unsigned)(pb & 0xFF), h = (unsigned)((pb >> 24) & 0xFF), mi = (unsigned)((pb >> 48) & 0xFF);
+  unsigned se = (unsigned)((pc >> 48) & 0xFF);
+#else
   unsigned y = d(s, 0) * 1000 + d(s, 1) * 100 + d(s, 2) * 10 + d(s, 3);
   unsigned mo = d(s, 5) * 10 + d(s, 6), dd = d(s, 8) * 10 + d(s, 9);
   unsigned h = d(s, 11) * 10 + d(s, 12), mi = d(s, 14) * 10 + d(s, 15), se = d(s, 17) * 10 + d(s, 18);
+#endif
   if (y < 1 || mo < 1 || mo > 12 || dd < 1 || h > 23 || mi > 59 || se > 59) return false;
   static const unsigned char mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   if (dd > mdays[mo - 1] && !(mo == 2 && dd == 29 && is_leap(y))) return false;

@@ -914,6 +914,48 @@ START_TEST(test_id_bytes) {
 }
 END_TEST
 
+/* The command id's rule (printable ASCII 0x21..0x7e) with every byte JSON
+ * lets into a string unescaped, and a UTF-8 letter, at the ends and middle
+ * of ids of lengths around the 16-byte blocks (every position of one
+ * length), early in the text and as its last field. */
+START_TEST(test_cmd_id_bytes) {
+  static const int lens[] = {1, 2, 15, 16, 17, 32, 33, 127, 128};
+  char id[160], want[64];
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+    int n = lens[li];
+    for (int pos = 0; pos < n; pos++)
+      for (int b = 0x20; b <= 0x80; b++) {
+        if (b == '"' || b == '\\') continue;
+        if (n != 17 && pos != 0 && pos != n / 2 && pos != n - 1) continue;
+        memset(id, 'k', (size_t)n);
+        size_t len = (size_t)n;
+        if (b == 0x80) { /* U+00E9 in place of one byte: two bytes of text */
+          memmove(id + pos + 2, id + pos + 1, (size_t)(n - pos - 1));
+          id[pos] = (char)0xC3;
+          id[pos + 1] = (char)0xA9;
+          len++;
+        } else {
+          id[pos] = (char)b;
+        }
+        id[len] = '\0';
+        bool valid = b > 0x20 && b < 0x7F;
+        if (b == 0x80 || b == 0x7F || b == 0x20)
+          snprintf(want, sizeof want, "id: byte 0x%02x at %d ", b == 0x80 ? 0xC3 : b, pos);
+        model_reject_code_t code = len > 128 ? MODEL_REJ_INVALID_VALUE : valid ? OK : MODEL_REJ_INVALID_VALUE;
+        const char *detail = len > 128 ? "id: 129 bytes" : want;
+        const char *early = mkcmd("{\"id\":\"%s\",\"type\":\"roster.assigned\",\"tenant\":\"t\",\"assignment\":\"a\","
+                                  "\"student\":\"s\",\"version\":1,\"ts\":\"2026-01-01T00:00:00Z\"}", id);
+        expect("command id byte, early", early, strlen(early), MAXB, code, detail);
+        if (code == OK) ck_assert_str_eq(cmd.id, id);
+        const char *late = mkcmd("{\"type\":\"roster.assigned\",\"tenant\":\"t\",\"assignment\":\"a\","
+                                 "\"student\":\"s\",\"version\":1,\"ts\":\"2026-01-01T00:00:00Z\",\"id\":\"%s\"}", id);
+        expect("command id byte, last", late, strlen(late), MAXB, code, detail);
+        if (code == OK) ck_assert_str_eq(cmd.id, id);
+      }
+  }
+}
+END_TEST
+
 START_TEST(test_names) {
   ck_assert_str_eq(model_cmd_type_name(MODEL_CMD_ASSIGNMENT_UPSERTED), "assignment.upserted");
   ck_assert_str_eq(model_cmd_type_name(MODEL_CMD_ASSIGNMENT_DELETED), "assignment.deleted");
@@ -1013,6 +1055,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_big_objects);
   tcase_add_test(tc, test_names);
   tcase_add_test(tc, test_id_bytes);
+  tcase_add_test(tc, test_cmd_id_bytes);
   tcase_add_test(tc, test_detail_escaping);
   tcase_add_test(tc, test_utf8_check);
   suite_add_tcase(s, tc);
