@@ -97,15 +97,6 @@ void batch_latency_seq_observe_below(batch_latency_seq_t *s, uint64_t upto, int6
   l->n -= done;
 }
 
-int64_t batch_latency_seq_time_of(const batch_latency_seq_t *s, uint64_t seq) {
-  uint64_t at = s->first;
-  for (uint32_t i = 0; i < s->runs.n; i++) {
-    if (seq < at + s->runs.v[i].n) return seq >= at ? s->runs.v[i].ms : 0;
-    at += s->runs.v[i].n;
-  }
-  return 0;
-}
-
 void batch_latency_seq_free(batch_latency_seq_t *s) {
   batch_latency_free(&s->runs);
   s->first = 0;

@@ -80,8 +80,6 @@ void batch_latency_seq_add(batch_latency_seq_t *s, uint64_t seq, int64_t ms);
  * run cut by upto keeps its later commands). */
 void batch_latency_seq_observe_below(batch_latency_seq_t *s, uint64_t upto, int64_t now_ms,
                                      batch_latency_observe_fn observe);
-/* When the command with this seq entered, or 0 if it is no longer kept. */
-int64_t batch_latency_seq_time_of(const batch_latency_seq_t *s, uint64_t seq);
 void batch_latency_seq_free(batch_latency_seq_t *s);
 
 #endif
