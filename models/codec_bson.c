@@ -348,8 +348,15 @@ static bool decode_students(const bson_iter_t *it, model_aggregate_t *agg, model
       if (*seen) return fail(err, "students.%s.%s: duplicate key", s.student, k);
       if (!decode_slot(&slot, k, &s, err)) return false;
     }
-    if (!s.has_member && !s.has_submission && !s.has_grade)
-      return fail(err, "students.%s: no member, submission or grade", s.student);
+    /* A student with no slots (left when a slot is removed outside the
+     * worker) is read as what it is: a student with no member, submission
+     * or grade, which the aggregate holds as no entry at all, so its slots
+     * compare as absent. The encoder never writes such a student. When the
+     * worker next writes the document, a partial write sets only the
+     * students it changes (the empty entry stays as stored unless a command
+     * gives that student a slot, whose write sets the student whole), and a
+     * whole-document write leaves the empty entry out. */
+    if (!s.has_member && !s.has_submission && !s.has_grade) continue;
     size_t before = model_aggregate_student_count(agg);
     model_aggregate_put_student(agg, &s);
     if (model_aggregate_student_count(agg) == before) return fail(err, "students.%s: duplicate key", s.student);
