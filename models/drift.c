@@ -145,8 +145,25 @@ model_drift_kind_t model_drift_compare(const model_aggregate_t *rebuilt, const m
   return out->kind;
 }
 
+model_drift_kind_t model_drift_unreadable(const char *reason, model_drift_t *out) {
+  memset(out, 0, sizeof *out);
+  /* The decoder's reasons start with the dotted path of the field at fault
+   * (letters, digits, '_', '-', '.'), then ": ". */
+  size_t n = strspn(reason, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.");
+  char path[MODEL_DRIFT_PATH_MAX] = "document";
+  if (n > 0 && n < sizeof path && reason[n] == ':') snprintf(path, sizeof path, "%.*s", (int)n, reason);
+  found(out, MODEL_DRIFT_DIFFERS, NULL, path, reason);
+  out->unreadable = true;
+  out->kind = MODEL_DRIFT_DIFFERS;
+  return out->kind;
+}
+
 void model_drift_detail(const model_drift_t *d, model_buf_t *out) {
   if (d->kind == MODEL_DRIFT_NONE) return;
+  if (d->unreadable) {
+    model_buf_printf(out, "stored document does not decode: %s", d->note[d->kind]);
+    return;
+  }
   uint32_t n = d->slots[d->kind];
   model_buf_printf(out, "%" PRIu32 " slot%s: %s", n, n == 1 ? "" : "s", d->note[d->kind]);
   for (int k = MODEL_DRIFT_MISSING; k < MODEL_DRIFT_KINDS; k++) {

@@ -20,6 +20,7 @@
 #ifndef MODEL_DRIFT_H
 #define MODEL_DRIFT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "aggregate.h"
@@ -49,6 +50,7 @@ typedef struct model_drift {
    * was found there. Empty when slots[k] is 0. */
   char path[MODEL_DRIFT_KINDS][MODEL_DRIFT_PATH_MAX];
   char note[MODEL_DRIFT_KINDS][MODEL_DRIFT_NOTE_MAX];
+  bool unreadable; /* the stored document does not decode (model_drift_unreadable) */
 } model_drift_t;
 
 /* Compares rebuilt against stored (NULL: no such document) and fills *out.
@@ -58,12 +60,22 @@ typedef struct model_drift {
 model_drift_kind_t model_drift_compare(const model_aggregate_t *rebuilt, const model_aggregate_t *stored,
                                        const model_counts_t *stored_counts, model_drift_t *out);
 
+/* Fills *out for a stored document that does not decode, given the
+ * decoder's reason ("<path>: <what>"): one `differs` finding whose path is
+ * the reason's path ("document" when it names none) and whose note is the
+ * reason. Why `differs`: the store holds something no write of the worker
+ * makes, which is corruption as far as the audit can tell, and it is never
+ * repaired (overwriting it could lose what another writer put there).
+ * Returns out->kind. */
+model_drift_kind_t model_drift_unreadable(const char *reason, model_drift_t *out);
+
 /* "missing", "store_behind", "differs", "store_ahead" ("none" for NONE). */
 const char *model_drift_kind_name(model_drift_kind_t kind);
 
 /* Appends the human-readable detail of a drifted document: the reported
  * kind's count and first finding, then the other kinds found, e.g.
- * "1 slot: stored stamp (3, \"c7\") < rebuilt (5, \"c9\"); also store_ahead: 1 slot, first header".
+ * "1 slot: stored stamp (3, \"c7\") < rebuilt (5, \"c9\"); also store_ahead: 1 slot, first header";
+ * for an unreadable document, "stored document does not decode: <reason>".
  * Raw text: the caller escapes it for JSON. */
 void model_drift_detail(const model_drift_t *d, model_buf_t *out);
 

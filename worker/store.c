@@ -244,12 +244,12 @@ static sink_status_t detect_server(store_t *store, sink_error_t *err) {
 /* Loads keys[0..nkeys) into out (which the caller frees with
  * store_found_list_free, whatever the result), as many keys per find as the
  * server's profile says. */
-static sink_status_t load_all(store_t *store, const char *const *keys, size_t nkeys, store_found_list_t *out,
-                               sink_error_t *err) {
+static sink_status_t load_all(store_t *store, const char *const *keys, size_t nkeys, bool read_on,
+                               store_found_list_t *out, sink_error_t *err) {
   if (nkeys == 0) return SINK_OK;
   sink_status_t st = detect_server(store, err);
   if (st != SINK_OK) return st;
-  return store_find(store->collection, store->profile->load_keys_per_find, keys, nkeys, out, err);
+  return store_find(store->collection, store->profile->load_keys_per_find, keys, nkeys, read_on, out, err);
 }
 
 size_t store_load_keys_per_find(store_t *store, sink_error_t *err) {
@@ -257,17 +257,21 @@ size_t store_load_keys_per_find(store_t *store, sink_error_t *err) {
   return detect_server(store, err) == SINK_OK ? store->profile->load_keys_per_find : 0;
 }
 
-/* One of the two callbacks of store_load / store_load_counts. */
+/* store_load (found) or store_load_counts (found_counts, with unreadable
+ * documents handed to the unreadable callback). */
 static sink_status_t load_and_hand_over(store_t *store, const char *const *keys, size_t nkeys, sink_found_cb found,
-                                         store_found_counts_cb found_counts, void *ctx, sink_error_t *err) {
+                                         store_found_counts_cb found_counts, store_unreadable_cb unreadable, void *ctx,
+                                         sink_error_t *err) {
   store_error_clear(err);
   /* Callbacks only once everything has loaded, so that a failed load hands
    * the caller nothing: it either gets the whole answer or retries it. */
   store_found_list_t list = {0};
-  sink_status_t st = load_all(store, keys, nkeys, &list, err);
+  sink_status_t st = load_all(store, keys, nkeys, unreadable != NULL, &list, err);
   if (st == SINK_OK) {
     for (size_t i = 0; i < list.n; i++) {
-      if (found_counts)
+      if (!list.v[i].agg)
+        unreadable(ctx, list.v[i].key, list.v[i].unreadable);
+      else if (found_counts)
         found_counts(ctx, list.v[i].agg, list.v[i].rev, &list.v[i].counts);
       else
         found(ctx, list.v[i].agg, list.v[i].rev);
@@ -280,12 +284,12 @@ static sink_status_t load_and_hand_over(store_t *store, const char *const *keys,
 
 sink_status_t store_load(store_t *store, const char *const *keys, size_t nkeys, sink_found_cb found, void *ctx,
                           sink_error_t *err) {
-  return load_and_hand_over(store, keys, nkeys, found, NULL, ctx, err);
+  return load_and_hand_over(store, keys, nkeys, found, NULL, NULL, ctx, err);
 }
 
 sink_status_t store_load_counts(store_t *store, const char *const *keys, size_t nkeys, store_found_counts_cb found,
-                                 void *ctx, sink_error_t *err) {
-  return load_and_hand_over(store, keys, nkeys, NULL, found, ctx, err);
+                                 store_unreadable_cb unreadable, void *ctx, sink_error_t *err) {
+  return load_and_hand_over(store, keys, nkeys, NULL, found, unreadable, ctx, err);
 }
 
 /* --- write --------------------------------------------------------------- */
@@ -380,7 +384,7 @@ static sink_status_t read_back(store_t *store, sink_write_item_t *items, size_t 
     items[i].error_code = 0;
   }
   store_found_list_t stored = {0};
-  sink_status_t st = load_all(store, keys, nitems, &stored, err);
+  sink_status_t st = load_all(store, keys, nitems, false, &stored, err);
   for (size_t i = 0; st == SINK_OK && i < stored.n; i++) {
     size_t len;
     const char *key = model_aggregate_key(stored.v[i].agg, &len);

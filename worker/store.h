@@ -56,10 +56,13 @@ sink_status_t store_load(store_t *store, const char *const *keys, size_t nkeys, 
 
 /* As store_load, and hands over the document's `counts` as stored too
  * (store_load's decoding recomputes them from the slots; `verify` checks
- * the stored ones against those). */
+ * the stored ones against those). A stored document that does not decode
+ * is no error here: it goes to `unreadable` with its _id and the decoder's
+ * reason, and the load goes on (an audit reports it and reads the rest). */
 typedef void (*store_found_counts_cb)(void *ctx, model_aggregate_t *agg, int64_t rev, const model_counts_t *stored);
+typedef void (*store_unreadable_cb)(void *ctx, const char *key, const char *reason);
 sink_status_t store_load_counts(store_t *store, const char *const *keys, size_t nkeys, store_found_counts_cb found,
-                                 void *ctx, sink_error_t *err);
+                                 store_unreadable_cb unreadable, void *ctx, sink_error_t *err);
 
 /* A document whose write statement would pass SINK_MAX_DOCUMENT_BYTES is
  * refused before anything is sent (sink.h). Sent anyway, such a statement

@@ -10,48 +10,49 @@
 #include "store_error.h"
 #include "store_internal.h"
 
-static void found_push(store_found_list_t *l, model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms,
-                       const model_counts_t *counts) {
+static store_found_doc_t *found_push(store_found_list_t *l) {
   if (l->n == l->cap) {
     l->cap = l->cap ? l->cap * 2 : 64;
     l->v = oom_realloc(l->v, l->cap * sizeof *l->v);
   }
-  l->v[l->n].agg = agg;
-  l->v[l->n].rev = rev;
-  l->v[l->n].updated_at_ms = updated_at_ms;
-  l->v[l->n].counts = *counts;
-  l->n++;
+  store_found_doc_t *d = &l->v[l->n++];
+  memset(d, 0, sizeof *d);
+  return d;
 }
 
 void store_found_list_free(store_found_list_t *l) {
-  for (size_t i = 0; i < l->n; i++) model_aggregate_destroy(l->v[i].agg);
+  for (size_t i = 0; i < l->n; i++) {
+    model_aggregate_destroy(l->v[i].agg);
+    free(l->v[i].key);
+    free(l->v[i].unreadable);
+  }
   free(l->v);
   memset(l, 0, sizeof *l);
 }
 
-/* Decodes one stored document; on failure fills err with its _id, because an
- * operator has to look at that document (overwriting it blindly could lose
- * data another writer put there). */
-static model_aggregate_t *decode_stored(const bson_t *doc, int64_t *rev, sink_error_t *err) {
-  char id[160] = "(no string _id)";
+/* Decodes one stored document; on failure fills id with its _id (or a
+ * stand-in when it has no string _id) and reason with why it does not
+ * decode, because an operator has to look at that document (overwriting it
+ * blindly could lose data another writer put there). */
+static model_aggregate_t *decode_stored(const bson_t *doc, int64_t *rev, char (*id)[160], char (*reason)[320]) {
+  snprintf(*id, sizeof *id, "(no string _id)");
   bson_iter_t it;
   const char *key = NULL;
   uint32_t key_len = 0;
   if (bson_iter_init_find(&it, doc, "_id") && BSON_ITER_HOLDS_UTF8(&it)) {
     key = bson_iter_utf8(&it, &key_len);
-    snprintf(id, sizeof id, "%.*s", (int)(key_len < 150 ? key_len : 150), key);
+    snprintf(*id, sizeof *id, "%.*s", (int)(key_len < 150 ? key_len : 150), key);
   }
   model_error_t merr = {0};
   model_aggregate_t *agg = model_codec_from_bson(doc, rev, &merr);
   if (!agg) {
-    store_error_set(err, 0, merr.code, "stored document _id \"%s\" does not decode: %s", id, merr.message);
+    snprintf(*reason, sizeof *reason, "%s", merr.message);
     return NULL;
   }
   size_t len;
   const char *k = model_aggregate_key(agg, &len);
   if (!key || len != key_len || memcmp(k, key, len) != 0) {
-    store_error_set(err, 0, MODEL_ERROR_BAD_DOCUMENT,
-                    "stored document _id \"%s\" does not match its tenant/assignment \"%s\"", id, k);
+    snprintf(*reason, sizeof *reason, "_id: does not match its tenant/assignment \"%s\"", k);
     model_aggregate_destroy(agg);
     return NULL;
   }
@@ -78,25 +79,36 @@ static void id_filter(const char *const *keys, size_t n, bson_t *filter) {
   bson_append_document_end(filter, &id);
 }
 
-/* Decodes the cursor's documents into out; stops at the first that does
- * not decode (SINK_FATAL). */
-static sink_status_t collect(mongoc_cursor_t *cursor, store_found_list_t *out, sink_error_t *err) {
+/* Decodes the cursor's documents into out. A document that does not
+ * decode is, with read_on, an entry with its _id and the reason; without,
+ * the end of the load (SINK_FATAL, both in err). */
+static sink_status_t collect(mongoc_cursor_t *cursor, bool read_on, store_found_list_t *out, sink_error_t *err) {
   const bson_t *doc;
   while (mongoc_cursor_next(cursor, &doc)) {
     int64_t rev = 0;
-    model_aggregate_t *agg = decode_stored(doc, &rev, err);
-    if (!agg) return SINK_FATAL;
-    model_counts_t counts = {0, 0, 0, 0};
-    model_codec_stored_counts(doc, &counts); /* decode_stored checked their shape */
+    char id[160], reason[320];
+    model_aggregate_t *agg = decode_stored(doc, &rev, &id, &reason);
+    if (!agg && !read_on) {
+      store_error_set(err, 0, MODEL_ERROR_BAD_DOCUMENT, "stored document _id \"%s\" does not decode: %s", id, reason);
+      return SINK_FATAL;
+    }
+    store_found_doc_t *d = found_push(out);
+    if (!agg) {
+      d->key = oom_strdup(id);
+      d->unreadable = oom_strdup(reason);
+      continue;
+    }
+    d->agg = agg;
+    d->rev = rev;
+    model_codec_stored_counts(doc, &d->counts); /* decode_stored checked their shape */
     bson_iter_t ut; /* decode_stored checked it is a Date */
-    int64_t updated_at_ms = bson_iter_init_find(&ut, doc, "updatedAt") ? bson_iter_date_time(&ut) : 0;
-    found_push(out, agg, rev, updated_at_ms, &counts);
+    d->updated_at_ms = bson_iter_init_find(&ut, doc, "updatedAt") ? bson_iter_date_time(&ut) : 0;
   }
   return SINK_OK;
 }
 
 /* One find for keys[0..n); decoded documents are appended to out. */
-static sink_status_t find_chunk(mongoc_collection_t *collection, const char *const *keys, size_t n,
+static sink_status_t find_chunk(mongoc_collection_t *collection, const char *const *keys, size_t n, bool read_on,
                                 store_found_list_t *out, sink_error_t *err) {
   bson_t filter = BSON_INITIALIZER;
   id_filter(keys, n, &filter);
@@ -106,7 +118,7 @@ static sink_status_t find_chunk(mongoc_collection_t *collection, const char *con
   BSON_APPEND_INT32(&opts, "batchSize", (int32_t)n);
 
   mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(collection, &filter, &opts, NULL);
-  sink_status_t st = collect(cursor, out, err);
+  sink_status_t st = collect(cursor, read_on, out, err);
   bson_error_t e;
   const bson_t *reply;
   if (st == SINK_OK && mongoc_cursor_error_document(cursor, &e, &reply)) {
@@ -120,11 +132,11 @@ static sink_status_t find_chunk(mongoc_collection_t *collection, const char *con
 }
 
 sink_status_t store_find(mongoc_collection_t *collection, size_t keys_per_find, const char *const *keys,
-                         size_t nkeys, store_found_list_t *out, sink_error_t *err) {
+                         size_t nkeys, bool read_on, store_found_list_t *out, sink_error_t *err) {
   sink_status_t st = SINK_OK;
   for (size_t off = 0; off < nkeys && st == SINK_OK; off += keys_per_find) {
     size_t n = nkeys - off < keys_per_find ? nkeys - off : keys_per_find;
-    st = find_chunk(collection, keys + off, n, out, err);
+    st = find_chunk(collection, keys + off, n, read_on, out, err);
   }
   return st;
 }

@@ -12,7 +12,9 @@
 #include "sink.h"
 
 typedef struct store_found_doc {
-  model_aggregate_t *agg; /* owned by the list until taken (set to NULL) */
+  model_aggregate_t *agg; /* owned by the list until taken (set to NULL); NULL when unreadable */
+  char *key;              /* an unreadable document's _id (owned), else NULL */
+  char *unreadable;       /* why it does not decode (owned), else NULL */
   int64_t rev;
   int64_t updated_at_ms; /* as stored: tells a read-back whose write this is */
   model_counts_t counts; /* as stored (for store_load_counts) */
@@ -27,10 +29,11 @@ typedef struct store_found_list {
  * per find ({_id: key} for one key, {_id: {$in: keys}} for more), and
  * appends them to out, which the caller frees with store_found_list_free
  * whatever the result. A stored document that does not decode is
- * SINK_FATAL with its _id in err; a failed find is classified
- * (store_internal.h). */
+ * SINK_FATAL with its _id in err, or with read_on (an audit, which reports
+ * it and goes on) an entry with its _id and the reason; a failed find is
+ * classified (store_internal.h). */
 sink_status_t store_find(mongoc_collection_t *collection, size_t keys_per_find, const char *const *keys,
-                         size_t nkeys, store_found_list_t *out, sink_error_t *err);
+                         size_t nkeys, bool read_on, store_found_list_t *out, sink_error_t *err);
 
 /* Destroys the aggregates still in l and empties it. */
 void store_found_list_free(store_found_list_t *l);

@@ -42,7 +42,8 @@ typedef enum { REPAIR_NONE = 0, REPAIR_WRITTEN, REPAIR_UNCHANGED, REPAIR_FAILED 
 
 typedef struct entry {
   const model_aggregate_t *rebuilt; /* borrowed from the rebuild's batch */
-  model_aggregate_t *stored;        /* owned; NULL when not stored */
+  model_aggregate_t *stored;        /* owned; NULL when not stored or unreadable */
+  bool unreadable;                  /* stored, does not decode: drift holds the reason */
   int64_t rev;
   model_counts_t counts; /* as stored */
   model_drift_t drift;
@@ -67,7 +68,7 @@ static const char *key_of_entry(const void *elem, void *ctx) {
 static void on_found(void *ctx, model_aggregate_t *agg, int64_t rev, const model_counts_t *counts) {
   chunk_t *c = ctx;
   size_t i = model_keys_find(c->v, c->n, sizeof *c->v, key_of_entry, NULL, model_aggregate_key(agg, NULL));
-  if (i == c->n || c->v[i].stored) {
+  if (i == c->n || c->v[i].stored || c->v[i].unreadable) {
     model_aggregate_destroy(agg);
     return;
   }
@@ -76,13 +77,24 @@ static void on_found(void *ctx, model_aggregate_t *agg, int64_t rev, const model
   c->v[i].counts = *counts;
 }
 
+/* A stored document that does not decode is reported as `differs` with the
+ * decoder's reason, and the audit goes on: one odd document must not hide
+ * the state of the others. It is never repaired: what it holds is unknown. */
+static void on_unreadable(void *ctx, const char *key, const char *reason) {
+  chunk_t *c = ctx;
+  size_t i = model_keys_find(c->v, c->n, sizeof *c->v, key_of_entry, NULL, key);
+  if (i == c->n || c->v[i].stored || c->v[i].unreadable) return;
+  c->v[i].unreadable = true;
+  model_drift_unreadable(reason, &c->v[i].drift);
+}
+
 /* Loads the chunk's stored documents, waiting out a store outage with
  * backoff (as a replay does) unless interrupted. */
 static bool load_chunk(store_t *store, const config_t *cfg, chunk_t *c, const char **keys) {
   for (size_t i = 0; i < c->n; i++) keys[i] = model_aggregate_key(c->v[i].rebuilt, NULL);
   for (unsigned attempt = 0;; attempt++) {
     sink_error_t err;
-    sink_status_t st = store_load_counts(store, keys, c->n, on_found, c, &err);
+    sink_status_t st = store_load_counts(store, keys, c->n, on_found, on_unreadable, c, &err);
     if (st == SINK_OK) return true;
     if (st == SINK_FATAL) {
       fprintf(stderr, "aggregator: verify: store: %s\n", err.message);
@@ -243,7 +255,7 @@ static bool verify_chunk(verify_t *v, const model_aggregate_t *const *rebuilt, s
   size_t drifted = 0;
   for (size_t i = 0; i < n && ok; i++) {
     entry_t *e = &c.v[i];
-    if (model_drift_compare(e->rebuilt, e->stored, e->stored ? &e->counts : NULL, &e->drift) != MODEL_DRIFT_NONE)
+    if (e->unreadable || model_drift_compare(e->rebuilt, e->stored, e->stored ? &e->counts : NULL, &e->drift))
       drifted++;
   }
   /* The stored documents are no longer needed (a repair loads afresh:

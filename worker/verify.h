@@ -8,7 +8,9 @@
  * 2. Compare: the rebuilt documents, sorted by _id, in chunks of
  *    batch.max_aggregates; each chunk's stored documents are loaded
  *    (store_load_counts, the worker's own load path), compared
- *    (model_drift_compare), reported and freed before the next chunk, so
+ *    (model_drift_compare; a stored document that does not decode is one
+ *    `differs` line with the decoder's reason, model_drift_unreadable, and
+ *    the audit goes on), reported and freed before the next chunk, so
  *    stored documents add at most one chunk to the rebuild's memory.
  *    Documents no command read touches are never read.
  * 3. Repair (--repair): the chunk's `missing` and `store_behind` documents
@@ -53,8 +55,7 @@ typedef struct verify_stats {
 /* Runs a verify, writing the report to `report` (the caller's; flushed, not
  * closed) and filling *stats (also on failure, with what was done). Returns
  * the exit status: 0 nothing drifted, 3 something did (repaired or not), 1
- * runtime failure (broker, store, a stored document that does not decode,
- * interrupted), 2 configuration (a bad store URI). Errors go to stderr. */
+ * runtime failure (broker, store, interrupted), 2 configuration (a bad store URI). Errors go to stderr. */
 int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, verify_stats_t *stats);
 
 #endif

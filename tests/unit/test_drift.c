@@ -272,6 +272,37 @@ START_TEST(test_precedence_and_detail) {
 }
 END_TEST
 
+/* A stored document that does not decode is one `differs` finding: its path
+ * is the field the decoder names, its detail the decoder's reason. */
+START_TEST(test_unreadable_document) {
+  ck_assert_int_eq(model_drift_unreadable("rev: expected an Int64", &d), MODEL_DRIFT_DIFFERS);
+  expect(MODEL_DRIFT_DIFFERS, "rev");
+  ck_assert(d.unreadable);
+  ck_assert_uint_eq(d.slots[MODEL_DRIFT_MISSING] + d.slots[MODEL_DRIFT_STORE_BEHIND] + d.slots[MODEL_DRIFT_STORE_AHEAD], 0);
+  model_buf_t b = MODEL_BUF_INIT;
+  model_drift_detail(&d, &b);
+  model_buf_putc(&b, '\0');
+  ck_assert_str_eq(b.data, "stored document does not decode: rev: expected an Int64");
+  model_buf_destroy(&b);
+  model_drift_unreadable("students.s1.grade.v: expected an integer", &d);
+  expect(MODEL_DRIFT_DIFFERS, "students.s1.grade.v");
+  /* a reason that names no field, or a name too long for a path */
+  model_drift_unreadable("out of memory", &d);
+  expect(MODEL_DRIFT_DIFFERS, "document");
+  char reason[200];
+  memset(reason, 'x', 150);
+  snprintf(reason + 150, sizeof reason - 150, ": too long");
+  model_drift_unreadable(reason, &d);
+  expect(MODEL_DRIFT_DIFFERS, "document");
+  ck_assert_str_eq(d.note[MODEL_DRIFT_DIFFERS], reason);
+  /* a comparison afterwards is not marked unreadable */
+  model_aggregate_t *r = full();
+  model_drift_compare(r, NULL, NULL, &d);
+  ck_assert(!d.unreadable);
+  model_aggregate_destroy(r);
+}
+END_TEST
+
 /* A 64-byte student id and a 128-byte command id fit the path and note. */
 START_TEST(test_longest_ids_fit) {
   char sid[65], cid[129];
@@ -308,6 +339,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_only_touched_slots);
   tcase_add_test(tc, test_precedence_and_detail);
   tcase_add_test(tc, test_longest_ids_fit);
+  tcase_add_test(tc, test_unreadable_document);
   suite_add_tcase(s, tc);
   return s;
 }
