@@ -135,14 +135,36 @@ def scenario(s):
         k: v for k, v in want.items() if k in (tampered, ahead, miscounted)}, report
     assert s.stored() == after
 
-    # A stored document that does not decode stops the verify (exit 1, its _id named): nothing is written.
+    # verify reads what it can. A student whose slots are all removed behind the worker's back is stored as
+    # `"<id>": {}`: a student with no slots, whose rebuilt slots are store_behind. A document that does not
+    # decode (`rev` a string) is one differs line with the reason; the audit goes on with the others (exit 3)
+    # and a repair never writes it.
+    emptied = take(lambda d: bool(d["students"]))
+    esid, eslots = sorted(stored[emptied]["students"].items())[0]
+    eslot = next(k for k in ("member", "submission", "grade") if k in eslots)
+    store_tool(s, s.db, "update", emptied, json.dumps({"$unset": {f"students.{esid}.{k}": "" for k in eslots}}))
+    assert raw(s.db)[emptied]["students"][esid] == {}
     bad = pool[-1]
-    store_tool(s, s.db, "update", bad, json.dumps({"$set": {"header.status": "bogus"}}))
-    cmd = [h.AGGREGATOR, "verify", *s.settings("unused", [("log.level", "warn")]), "--repair"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 1 and bad in r.stderr and not r.stdout, (r.returncode, r.stderr[-2000:], r.stdout)
+    store_tool(s, s.db, "update", bad, json.dumps({"$set": {"rev": "7"}}))
+    bad_raw = raw(s.db)[bad]
+    odd = {emptied: ("store_behind", f"students.{esid}.{eslot}"), bad: ("differs", "rev")}
+    still = {k: v for k, v in want.items() if k in (tampered, ahead, miscounted)}
+    rc, report, st = verify(s, s.db)
+    assert rc == 3 and {k: (v["drift"], v["path"]) for k, v in report.items()} == {**still, **odd}, report
+    assert st["differs"] == 3 and st["store_behind"] == 1 and st["store_ahead"] == 1, st
+    assert "does not decode" in report[bad]["detail"] and "rev" in report[bad]["detail"], report[bad]
+    rc, report, st = verify(s, s.db, "--repair")
+    assert rc == 3 and {k: (v["drift"], v["path"]) for k, v in report.items()} == {**still, **odd}, report
+    assert report[emptied].get("repair") == "written", report[emptied]
+    assert "repair" not in report[bad], report[bad]
+    assert raw(s.db)[bad] == bad_raw
+    rc, report, st = verify(s, s.db)
+    assert rc == 3 and {k: (v["drift"], v["path"]) for k, v in report.items()} == {
+        **still, bad: ("differs", "rev")}, report
     store_tool(s, s.db, "delete", bad)
-    assert s.stored() == {k: v for k, v in after.items() if k != bad}
+    repaired = s.stored()
+    assert h.normalize(repaired.pop(emptied)) == expected[emptied]
+    assert repaired == {k: v for k, v in after.items() if k not in (bad, emptied)}
     # Usage: --from/--until select topic offsets, not lines of a file.
     r = subprocess.run([h.AGGREGATOR, "verify", "--input", first, "--from", "beginning"], capture_output=True,
                        text=True)
@@ -186,6 +208,12 @@ def scenario(s):
     expected_both, _ = s.expected(s.concat("both.jsonl", [first, second]))
     h.assert_same_documents(expected_both, stored_in(live))
     h.run([h.tool("store_tool"), "drop", h.MONGO, live])
+
+
+def raw(db):
+    """The stored documents as they are, undecoded (store_tool raw)."""
+    out = h.run([h.tool("store_tool"), "raw", h.MONGO, db, h.COLLECTION])
+    return {d["_id"]: d for d in map(json.loads, out.splitlines())}
 
 
 def stored_in(db):
