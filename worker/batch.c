@@ -53,21 +53,24 @@ void batch_destroy(batch_t *b) {
 
 batch_limits_t batch_limits_from_config(const config_t *cfg) {
   return (batch_limits_t){cfg->batch_max_commands, cfg->batch_max_aggregates, cfg->batch_linger_ms,
-                          cfg->batch_max_pending_bytes, cfg->cache_max_aggregates};
+                          cfg->batch_max_pending_bytes, cfg->cache_max_aggregates, cfg->cache_max_bytes};
 }
 
-void batch_set_limits(batch_t *b, const batch_limits_t *limits) { b->lim = *limits; }
+static void evict(batch_t *b);
+
+/* Lower cache bounds take effect at once, not at the next flush. */
+void batch_set_limits(batch_t *b, const batch_limits_t *limits) {
+  b->lim = *limits;
+  evict(b);
+}
 
 /* --- entries ---------------------------------------------------------------------- */
 
-/* Keeps pending_bytes equal to the memory of every dirty or in-flight entry:
- * its aggregate, the entry itself, its touched list and its arrival times.
- * The bound is on the heap that unwritten changes hold, and with many small
- * aggregates the bookkeeping outweighs the aggregates (docs/BENCHMARKS.md). */
+/* Keeps pending_bytes equal to the memory (batch_entry_memory) of every
+ * dirty or in-flight entry: the bound is on the heap that unwritten changes
+ * hold. */
 static void account(batch_t *b, batch_entry_t *e) {
-  size_t m = e->dirty || e->inflight ? model_aggregate_memory(e->agg) + sizeof *e + e->touched.cap +
-                                           batch_latency_bytes(&e->arr_pend) + batch_latency_bytes(&e->arr_flight)
-                                     : 0;
+  size_t m = e->dirty || e->inflight ? batch_entry_memory(e) : 0;
   b->pending_bytes = b->pending_bytes - e->mem + m;
   e->mem = m;
 }
@@ -88,7 +91,8 @@ static void mark_clean(batch_t *b, batch_entry_t *e) {
 }
 
 static void evict(batch_t *b) {
-  batch_cache_evict(&b->cache, (size_t)(b->lim.cache_max_aggregates > 0 ? b->lim.cache_max_aggregates : 0));
+  batch_cache_evict(&b->cache, (size_t)(b->lim.cache_max_aggregates > 0 ? b->lim.cache_max_aggregates : 0),
+                    (size_t)(b->lim.cache_max_bytes > 0 ? b->lim.cache_max_bytes : 0));
 }
 
 /* --- merging ---------------------------------------------------------------------- */
@@ -343,6 +347,7 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, s
 size_t batch_pending_bytes(const batch_t *b) { return b->pending_bytes + b->inflight_bytes; }
 size_t batch_dirty_count(const batch_t *b) { return b->ws.ndirty; }
 size_t batch_cached_count(const batch_t *b) { return b->cache.nclean; }
+size_t batch_cached_bytes(const batch_t *b) { return b->cache.bytes; }
 const batch_stats_t *batch_stats(const batch_t *b) { return &b->stats; }
 
 void batch_foreach(const batch_t *b, void (*fn)(void *ctx, const model_aggregate_t *agg, int64_t rev), void *ctx) {

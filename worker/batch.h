@@ -58,8 +58,10 @@
  * with the next one at once, oldest first.
  *
  * Dirty and in-flight entries are never evicted; clean loaded entries are
- * kept in an LRU of at most cache.max_aggregates (0 = none kept: every
- * command then costs a read and a write, the naive baseline).
+ * kept in an LRU of at most cache.max_aggregates holding at most
+ * cache.max_bytes (measured as pending bytes are); whichever bound is passed
+ * evicts the least recently used. Either at 0 keeps none: every command then
+ * costs a read and a write, the naive baseline.
  *
  * Time: the caller reads the clocks (batch_now_t) and passes them in; the
  * batch reads none. Durations (linger) are on the monotonic clock, so that
@@ -100,7 +102,8 @@ typedef struct batch_limits {
   int64_t max_aggregates;    /* ... or this many dirty aggregates (also the bulk size) */
   int64_t linger_ms;         /* ... or when the oldest unflushed command is this old */
   int64_t max_pending_bytes; /* past this, the consumer stops fetching */
-  int64_t cache_max_aggregates;
+  int64_t cache_max_aggregates; /* clean aggregates kept at most ... */
+  int64_t cache_max_bytes;      /* ... holding at most this memory */
 } batch_limits_t;
 
 /* The limits from a configuration's batch.* and cache.* keys. */
@@ -176,6 +179,7 @@ size_t batch_pending_bytes(const batch_t *b); /* heap held by unwritten changes:
                                                  snapshots in flight (aggregate, job item, list) */
 size_t batch_dirty_count(const batch_t *b);
 size_t batch_cached_count(const batch_t *b); /* clean, loaded entries in the LRU */
+size_t batch_cached_bytes(const batch_t *b); /* their memory, as cache.max_bytes counts it */
 const batch_stats_t *batch_stats(const batch_t *b);
 
 /* Calls fn for every aggregate in memory (dirty or clean), in no order. */

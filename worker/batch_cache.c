@@ -85,12 +85,16 @@ void batch_cache_remove(batch_cache_t *c, batch_entry_t *e) {
 void batch_cache_keep(batch_cache_t *c, batch_entry_t *e) {
   batch_entry_list_push_front(&c->lru, e);
   c->nclean++;
+  e->mem = batch_entry_memory(e);
+  c->bytes += e->mem;
 }
 
 void batch_cache_leave_lru(batch_cache_t *c, batch_entry_t *e) {
   if (!batch_entry_listed(e)) return;
   batch_entry_list_unlink(e);
   c->nclean--;
+  c->bytes -= e->mem;
+  e->mem = 0;
 }
 
 void batch_cache_touch(batch_cache_t *c, batch_entry_t *e) {
@@ -98,10 +102,10 @@ void batch_cache_touch(batch_cache_t *c, batch_entry_t *e) {
   batch_entry_list_push_front(&c->lru, e);
 }
 
-void batch_cache_evict(batch_cache_t *c, size_t keep) {
-  while (c->nclean > keep) {
+void batch_cache_evict(batch_cache_t *c, size_t keep, size_t keep_bytes) {
+  while (c->nclean > keep || c->bytes > keep_bytes) {
     batch_entry_t *e = c->lru.prev;
-    c->nclean--;
+    batch_cache_leave_lru(c, e);
     batch_cache_remove(c, e);
   }
 }

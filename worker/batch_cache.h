@@ -1,6 +1,7 @@
 /* The batch's aggregates in memory: one table keyed by "<tenant>/<assignment>"
  * (every entry, dirty, in flight or clean) and an LRU of the clean, loaded
- * ones, of which at most cache.max_aggregates are kept (batch.h). Dirty and
+ * ones, of which at most cache.max_aggregates, holding at most cache.max_bytes
+ * (batch_entry_memory), are kept (batch.h). Dirty and
  * in-flight entries are never evicted: they are in no LRU.
  *
  * Threads: part of the batch, owned by the batch's thread. */
@@ -18,6 +19,7 @@ typedef struct batch_cache {
   size_t nbuckets, count;
   batch_entry_t lru; /* sentinel; lru.next is the most recently used */
   size_t nclean;     /* entries in the LRU */
+  size_t bytes;      /* the memory of the entries in the LRU (batch_entry_memory) */
 } batch_cache_t;
 
 void batch_cache_init(batch_cache_t *c);
@@ -30,14 +32,16 @@ batch_entry_t *batch_cache_get(batch_cache_t *c, const model_command_t *cmd, boo
 /* Takes e out of the table and any list and frees it. */
 void batch_cache_remove(batch_cache_t *c, batch_entry_t *e);
 
-/* e is clean and loaded: into the LRU, as the most recently used. */
+/* e is clean and loaded: into the LRU, as the most recently used, its memory
+ * counted in bytes (a listed entry does not change until it leaves). */
 void batch_cache_keep(batch_cache_t *c, batch_entry_t *e);
 /* e (not dirty) is about to change: out of the LRU if it is there. */
 void batch_cache_leave_lru(batch_cache_t *c, batch_entry_t *e);
 /* e, in the LRU, was used: to its front. */
 void batch_cache_touch(batch_cache_t *c, batch_entry_t *e);
-/* Removes the least recently used clean entries past keep. */
-void batch_cache_evict(batch_cache_t *c, size_t keep);
+/* Removes the least recently used clean entries while there are more than
+ * keep or they hold more than keep_bytes: whichever bound is passed evicts. */
+void batch_cache_evict(batch_cache_t *c, size_t keep, size_t keep_bytes);
 
 void batch_cache_foreach(const batch_cache_t *c, void (*fn)(void *ctx, const model_aggregate_t *agg, int64_t rev),
                          void *ctx);

@@ -28,7 +28,7 @@ typedef struct batch_entry {
   struct batch_entry *prev, *next; /* in the dirty list or the clean LRU, or both NULL */
   model_aggregate_t *agg;
   int64_t rev;
-  size_t mem;          /* bytes counted in pending_bytes while dirty or in flight */
+  size_t mem;          /* bytes counted in pending_bytes while dirty or in flight, in the cache's bytes while in the LRU */
   uint64_t pend_seq;   /* while dirty: seq of the oldest command not in the store nor in flight */
   uint64_t flight_seq; /* while in flight: pend_seq when the snapshot was taken */
   uint32_t hash;
@@ -65,6 +65,15 @@ static inline void batch_entry_list_push_back(batch_entry_t *s, batch_entry_t *e
   e->next = s;
   s->prev->next = e;
   s->prev = e;
+}
+
+/* The memory e holds: its aggregate, the entry itself, its touched list and
+ * its arrival times. One measure for both bounds (batch.max_pending_bytes,
+ * cache.max_bytes): with many small aggregates the bookkeeping outweighs the
+ * aggregates (docs/BENCHMARKS.md). */
+static inline size_t batch_entry_memory(const batch_entry_t *e) {
+  return model_aggregate_memory(e->agg) + sizeof *e + e->touched.cap + batch_latency_bytes(&e->arr_pend) +
+         batch_latency_bytes(&e->arr_flight);
 }
 
 /* Frees e and everything it holds; it must be in no list. */

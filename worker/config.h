@@ -56,6 +56,7 @@ typedef struct config {
   int64_t retry_backoff_max_ms;
 
   int64_t cache_max_aggregates;
+  int64_t cache_max_bytes;
 
   int64_t shutdown_timeout_ms;
 

@@ -328,6 +328,10 @@ const config_prop_t config_props[] = {
         "Cap on the retry delay; must be >= retry.backoff_ms."),
     INT("cache", "max_aggregates", "100000", 0, 10000000, CONFIG_LIVE, cache_max_aggregates,
         "Clean aggregates kept in memory (least recently used evicted first); 0 disables the cache."),
+    SIZE("cache", "max_bytes", "320MiB", 0, 64 * GiB, CONFIG_LIVE, cache_max_bytes,
+         "Memory bound on the clean aggregates kept, measured as batch.max_pending_bytes measures unwritten "
+         "ones; whichever of this and cache.max_aggregates is passed first evicts the least recently used. "
+         "0 disables the cache."),
     SIZE("limits", "max_command_bytes", "64KiB", 256, 16 * MiB, 0, limits_max_command_bytes,
          "Commands longer than this are rejected as too_large without being parsed."),
     STR("metrics", "listen", "host:port", "", check_listen, "host:port, or empty", 0, metrics_listen,

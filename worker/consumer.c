@@ -85,7 +85,7 @@ static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_t
 
 static void update_gauges(consumer_t *c) {
   metrics_set_dirty(batch_dirty_count(c->batch));
-  metrics_set_cached(batch_cached_count(c->batch));
+  metrics_set_cached(batch_cached_count(c->batch), batch_cached_bytes(c->batch));
   metrics_set_pending_bytes(batch_pending_bytes(c->batch) + deadletter_bytes(c->dlq));
 }
 
@@ -279,7 +279,8 @@ static void reload(consumer_t *c, const consumer_reload_t *rl) {
   config_destroy(next);
   batch_limits_t limits = batch_limits_from_config(c->cfg);
   batch_set_limits(c->batch, &limits);
-  metrics_set_bounds((uint64_t)c->cfg->batch_max_pending_bytes, (uint64_t)c->cfg->cache_max_aggregates);
+  metrics_set_bounds((uint64_t)c->cfg->batch_max_pending_bytes, (uint64_t)c->cfg->cache_max_aggregates,
+                     (uint64_t)c->cfg->cache_max_bytes);
   flusher_set_retry(c->flusher, c->cfg->retry_backoff_ms, c->cfg->retry_backoff_max_ms);
   log_setup(c->cfg->log_level, c->cfg->log_format);
   log_info("configuration reloaded");
@@ -356,7 +357,8 @@ static void destroy_clients(consumer_t *c) {
 static bool start(consumer_t *c, const sink_t *sink, int *rc) {
   *rc = 1;
   c->offsets = offsets_new();
-  metrics_set_bounds((uint64_t)c->cfg->batch_max_pending_bytes, (uint64_t)c->cfg->cache_max_aggregates);
+  metrics_set_bounds((uint64_t)c->cfg->batch_max_pending_bytes, (uint64_t)c->cfg->cache_max_aggregates,
+                     (uint64_t)c->cfg->cache_max_bytes);
   c->flusher = flusher_new(c->batch, sink, IDLE_PING_MS, c->clock);
   if (!c->flusher) {
     log_error("cannot start the writer thread");

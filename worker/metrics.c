@@ -65,12 +65,16 @@ void metrics_rebalance(metrics_rebalance_t e) {
 }
 
 void metrics_set_dirty(uint64_t n) { SET(*slot(METRICS_ROW_DIRTY, 0), n); }
-void metrics_set_cached(uint64_t n) { SET(*slot(METRICS_ROW_CACHED, 0), n); }
+void metrics_set_cached(uint64_t n, uint64_t bytes) {
+  SET(*slot(METRICS_ROW_CACHED, 0), n);
+  SET(*slot(METRICS_ROW_CACHED_BYTES, 0), bytes);
+}
 void metrics_set_pending_bytes(uint64_t n) { SET(*slot(METRICS_ROW_PENDING_BYTES, 0), n); }
 
-void metrics_set_bounds(uint64_t max_pending_bytes, uint64_t cache_max_aggregates) {
+void metrics_set_bounds(uint64_t max_pending_bytes, uint64_t cache_max_aggregates, uint64_t cache_max_bytes) {
   SET(*slot(METRICS_ROW_PENDING_BYTES_LIMIT, 0), max_pending_bytes);
   SET(*slot(METRICS_ROW_CACHED_LIMIT, 0), cache_max_aggregates);
+  SET(*slot(METRICS_ROW_CACHED_BYTES_LIMIT, 0), cache_max_bytes);
 }
 
 void metrics_set_fetch_paused(bool paused) { SET(*slot(METRICS_ROW_FETCH_PAUSED, 0), paused ? 1 : 0); }

@@ -88,11 +88,11 @@ typedef enum { METRICS_REBALANCE_ASSIGNED, METRICS_REBALANCE_REVOKED, METRICS_RE
 void metrics_rebalance(metrics_rebalance_t e);
 
 void metrics_set_dirty(uint64_t n);
-void metrics_set_cached(uint64_t n);
+void metrics_set_cached(uint64_t n, uint64_t bytes);
 void metrics_set_pending_bytes(uint64_t n);
-/* The configured bounds: batch.max_pending_bytes and cache.max_aggregates,
- * as they apply now (set at start and after a reload). */
-void metrics_set_bounds(uint64_t max_pending_bytes, uint64_t cache_max_aggregates);
+/* The configured bounds: batch.max_pending_bytes, cache.max_aggregates and
+ * cache.max_bytes, as they apply now (set at start and after a reload). */
+void metrics_set_bounds(uint64_t max_pending_bytes, uint64_t cache_max_aggregates, uint64_t cache_max_bytes);
 /* Whether fetching is paused at the pending-bytes bound. */
 void metrics_set_fetch_paused(bool paused);
 /* The number of partitions this worker holds. */

@@ -46,6 +46,7 @@ static _Atomic uint64_t dead_letters[NB(dead_letter_results)];
 static _Atomic uint64_t store_retries[1];
 static _Atomic uint64_t dirty[1], cached[1], pending_bytes[1];
 static _Atomic uint64_t cached_limit[1], pending_bytes_limit[1], fetch_paused[1];
+static _Atomic uint64_t cached_bytes[1], cached_bytes_limit[1];
 static _Atomic uint64_t assigned_partitions[1], rebalances[NB(rebalance_events)];
 static _Atomic uint64_t build_info[1] = {1};
 
@@ -154,6 +155,14 @@ const metrics_def_t metrics_table[METRICS_ROW_COUNT] = {
                                       "The configured cache.max_aggregates: the most clean aggregates the cache "
                                       "keeps."),
                                   SLOTS(cached_limit)},
+    [METRICS_ROW_CACHED_BYTES] = {ROW("aggregator_cached_bytes", METRICS_GAUGE,
+                                      "Memory held by the clean aggregates kept in memory, measured as "
+                                      "aggregator_pending_bytes is."),
+                                  SLOTS(cached_bytes)},
+    [METRICS_ROW_CACHED_BYTES_LIMIT] = {ROW("aggregator_cached_bytes_limit", METRICS_GAUGE,
+                                            "The configured cache.max_bytes: the most memory the clean aggregates "
+                                            "kept hold."),
+                                        SLOTS(cached_bytes_limit)},
     [METRICS_ROW_PENDING_BYTES] = {ROW("aggregator_pending_bytes", METRICS_GAUGE,
                                        "Memory held by unwritten changes; fetching pauses past "
                                        "batch.max_pending_bytes."),

@@ -11,6 +11,7 @@
 #include "batch.h"
 #include "clock.h"
 #include "codec.h"
+#include "config.h"
 #include "mem_store.h"
 #include "model_fixtures.h"
 #include "metrics.h"
@@ -22,7 +23,7 @@ static model_command_t roster(const char *assignment, const char *student, const
   return c;
 }
 
-static batch_limits_t limits(int64_t cache) { return (batch_limits_t){1000, 1000, 1000, 1 << 30, cache}; }
+static batch_limits_t limits(int64_t cache) { return (batch_limits_t){1000, 1000, 1000, 1 << 30, cache, 1 << 30}; }
 
 static batch_t *new_batch(int64_t cache) {
   batch_limits_t l = limits(cache);
@@ -182,6 +183,157 @@ START_TEST(cache_bound_and_naive_mode) {
   ck_assert_int_eq(s.loads, loads + 1);
   ck_assert_int_eq(mem_find(&s, "t1/a0")->rev, 3);
   batch_destroy(n);
+  mem_free(&s);
+}
+END_TEST
+
+static batch_limits_t cache_limits(int64_t max_aggregates, int64_t max_bytes) {
+  batch_limits_t l = limits(max_aggregates);
+  l.cache_max_bytes = max_bytes;
+  return l;
+}
+
+/* Whether a new change to key's aggregate is written without a load, that
+ * is whether the cache kept it. */
+static bool written_from_cache(batch_t *b, mem_store_t *s, const char *assignment, const char *id) {
+  int loads = s->loads;
+  model_command_t c = roster(assignment, id, id, 1, true);
+  ck_assert_int_eq(batch_apply(b, &c, 0, mem_at(0), NULL), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(mem_flush(b, s, mem_at(0)), BATCH_DONE);
+  return s->loads == loads;
+}
+
+/* The clean aggregates are bounded in number (cache.max_aggregates) and in
+ * memory (cache.max_bytes, counted as pending bytes are); whichever bound is
+ * passed evicts the least recently used, and a new bound (a reload) applies
+ * at once. */
+START_TEST(cache_evicts_at_whichever_bound_is_passed) {
+  mem_store_t s;
+  mem_init(&s);
+  batch_t *b = batch_new(&(batch_limits_t){0});
+  batch_limits_t l = cache_limits(100, 1 << 30);
+  batch_set_limits(b, &l);
+  char a[8], id[8];
+  for (int i = 0; i < 5; i++) {
+    snprintf(a, sizeof a, "a%d", i);
+    snprintf(id, sizeof id, "c%d", i);
+    model_command_t c = roster(a, "s1", id, 1, true);
+    batch_apply(b, &c, 0, mem_at(0), NULL);
+  }
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_uint_eq(batch_cached_count(b), 5);
+  ck_assert_uint_eq(batch_pending_bytes(b), 0);
+  size_t five = batch_cached_bytes(b), one = five / 5;
+  ck_assert_uint_eq(five % 5, 0); /* alike aggregates, alike memory */
+  /* a4 used last: the most recently used are a4, then the others in the order written. */
+  model_command_t again = roster("a4", "s1", "c4", 1, true);
+  ck_assert_int_eq(batch_apply(b, &again, 0, mem_at(0), NULL), MODEL_APPLY_STALE);
+
+  /* The byte bound before the count: two and a half aggregates' worth keeps two. */
+  l = cache_limits(100, (int64_t)(2 * one + one / 2));
+  batch_set_limits(b, &l);
+  ck_assert_uint_eq(batch_cached_count(b), 2);
+  ck_assert_uint_le(batch_cached_bytes(b), 2 * one + one / 2);
+  ck_assert(written_from_cache(b, &s, "a4", "x1"));
+  ck_assert(!written_from_cache(b, &s, "a1", "x2")); /* evicted: loaded again */
+
+  /* The count before the bytes. */
+  l = cache_limits(1, 1 << 30);
+  batch_set_limits(b, &l);
+  ck_assert_uint_eq(batch_cached_count(b), 1);
+  ck_assert_uint_gt(batch_cached_bytes(b), 0);
+  ck_assert_uint_lt(batch_cached_bytes(b), five);
+
+  /* Raised: kept again as they are written. */
+  l = cache_limits(100, 1 << 30);
+  batch_set_limits(b, &l);
+  ck_assert(!written_from_cache(b, &s, "a2", "x3"));
+  ck_assert(!written_from_cache(b, &s, "a3", "x4"));
+  ck_assert_uint_eq(batch_cached_count(b), 3);
+  ck_assert(written_from_cache(b, &s, "a2", "x5"));
+
+  /* cache.max_bytes 0 keeps none, as cache.max_aggregates 0 does. */
+  l = cache_limits(100, 0);
+  batch_set_limits(b, &l);
+  ck_assert_uint_eq(batch_cached_count(b), 0);
+  ck_assert_uint_eq(batch_cached_bytes(b), 0);
+  ck_assert(!written_from_cache(b, &s, "a2", "x6"));
+  ck_assert_uint_eq(batch_cached_count(b), 0);
+  l = cache_limits(0, 1 << 30);
+  batch_set_limits(b, &l);
+  ck_assert(!written_from_cache(b, &s, "a2", "x7"));
+  ck_assert_uint_eq(batch_cached_count(b), 0);
+  ck_assert_uint_eq(batch_cached_bytes(b), 0);
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
+/* A dirty aggregate leaves the cache's count when it changes and enters
+ * pending bytes; written, it is counted by the cache again, by the same
+ * measure. */
+START_TEST(cached_bytes_follow_an_aggregate_between_cache_and_pending) {
+  mem_store_t s;
+  mem_init(&s);
+  batch_t *b = new_batch(100);
+  model_command_t c = roster("a1", "s1", "c1", 1, true);
+  batch_apply(b, &c, 0, mem_at(0), NULL);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  size_t cached = batch_cached_bytes(b);
+  ck_assert_uint_gt(cached, 0);
+  for (int i = 2; i < 40; i++) { /* more students: a larger aggregate */
+    char st[8], id[8];
+    snprintf(st, sizeof st, "s%d", i);
+    snprintf(id, sizeof id, "c%d", i);
+    model_command_t g = roster("a1", st, id, 1, true);
+    batch_apply(b, &g, 0, mem_at(0), NULL);
+  }
+  ck_assert_uint_eq(batch_cached_bytes(b), 0);
+  ck_assert_uint_eq(batch_cached_count(b), 0);
+  ck_assert_uint_gt(batch_pending_bytes(b), cached);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_uint_eq(batch_pending_bytes(b), 0);
+  ck_assert_uint_gt(batch_cached_bytes(b), cached);
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
+/* The default cache.max_bytes keeps the default cache.max_aggregates of
+ * 30-student aggregates with every slot filled: for them the count bound is
+ * the one reached, as before there was a byte bound. */
+START_TEST(default_byte_bound_holds_the_default_count_of_30_student_aggregates) {
+  mem_store_t s;
+  mem_init(&s);
+  config_t *cfg = config_new();
+  batch_limits_t l = batch_limits_from_config(cfg);
+  batch_t *b = batch_new(&l);
+  model_command_t c;
+  fx_upsert(&c, "t1", "a1", 1, "u1", "cls-001", "Lab report: titration", MODEL_ASSIGNMENT_PUBLISHED, true,
+            1788220800000LL, true, 100);
+  batch_apply(b, &c, 0, mem_at(0), NULL);
+  for (int i = 0; i < 30; i++) {
+    char st[16], id[16];
+    snprintf(st, sizeof st, "stu%05d", i);
+    snprintf(id, sizeof id, "r%d", i);
+    fx_roster(&c, "t1", "a1", st, 1, id, true);
+    batch_apply(b, &c, 0, mem_at(0), NULL);
+    snprintf(id, sizeof id, "s%d", i);
+    fx_submission(&c, "t1", "a1", st, 1, id, MODEL_SUBMISSION_RETURNED, true, 1788220800000LL, true,
+                  1788224400000LL);
+    batch_apply(b, &c, 0, mem_at(0), NULL);
+    snprintf(id, sizeof id, "g%d", i);
+    fx_grade(&c, "t1", "a1", st, 1, id, true, 87.5, "Needs more detail");
+    batch_apply(b, &c, 0, mem_at(0), NULL);
+  }
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_uint_eq(batch_cached_count(b), 1);
+  size_t one = batch_cached_bytes(b);
+  ck_assert_msg((double)one * (double)cfg->cache_max_aggregates <= (double)cfg->cache_max_bytes,
+                "a 30-student aggregate holds %zu bytes: %lld of them pass cache.max_bytes %lld", one,
+                (long long)cfg->cache_max_aggregates, (long long)cfg->cache_max_bytes);
+  batch_destroy(b);
+  config_destroy(cfg);
   mem_free(&s);
 }
 END_TEST
@@ -403,7 +555,7 @@ END_TEST
 START_TEST(flush_triggers) {
   mem_store_t s;
   mem_init(&s);
-  batch_limits_t l = {3, 2, 50, 1 << 30, 10};
+  batch_limits_t l = {3, 2, 50, 1 << 30, 10, 1 << 30};
   batch_t *b = batch_new(&l);
   ck_assert(!batch_flush_due(b, 0));
   ck_assert_int_eq(batch_deadline(b), INT64_MAX);
@@ -522,6 +674,9 @@ Suite *test_suite(void) {
   tcase_add_test(tc, conflict_reloads_and_remerges);
   tcase_add_test(tc, retry_keeps_changes_until_written);
   tcase_add_test(tc, cache_bound_and_naive_mode);
+  tcase_add_test(tc, cache_evicts_at_whichever_bound_is_passed);
+  tcase_add_test(tc, cached_bytes_follow_an_aggregate_between_cache_and_pending);
+  tcase_add_test(tc, default_byte_bound_holds_the_default_count_of_30_student_aggregates);
   tcase_add_test(tc, flush_triggers);
   tcase_add_test(tc, a_command_past_the_document_limit_is_rejected);
   tcase_add_test(tc, a_refused_document_is_kept_for_retry);

@@ -115,7 +115,7 @@ typedef struct {
   const char *brokers, *topics, *group, *dlq_topic;
   const char *uri, *database, *collection, *write_concern;
   int64_t max_commands, max_aggregates, linger_ms, max_pending_bytes;
-  int64_t backoff_ms, backoff_max_ms, cache_max_aggregates, max_command_bytes;
+  int64_t backoff_ms, backoff_max_ms, cache_max_aggregates, cache_max_bytes, max_command_bytes;
   const char *listen;
   log_level_t level;
   log_format_t format;
@@ -137,6 +137,7 @@ static void assert_config(const config_t *c, const expected_t *e) {
   ck_assert_int_eq(c->retry_backoff_ms, e->backoff_ms);
   ck_assert_int_eq(c->retry_backoff_max_ms, e->backoff_max_ms);
   ck_assert_int_eq(c->cache_max_aggregates, e->cache_max_aggregates);
+  ck_assert_int_eq(c->cache_max_bytes, e->cache_max_bytes);
   ck_assert_int_eq(c->limits_max_command_bytes, e->max_command_bytes);
   ck_assert_str_eq(c->metrics_listen, e->listen);
   ck_assert_int_eq(c->log_level, e->level);
@@ -152,7 +153,8 @@ START_TEST(defaults) {
                                  .database = "school", .collection = "assignment_aggregates",
                                  .write_concern = "majority", .max_commands = 20000, .max_aggregates = 1000,
                                  .linger_ms = 100, .max_pending_bytes = 64 << 20, .backoff_ms = 100,
-                                 .backoff_max_ms = 10000, .cache_max_aggregates = 100000, .max_command_bytes = 65536,
+                                 .backoff_max_ms = 10000, .cache_max_aggregates = 100000,
+                                 .cache_max_bytes = 320 << 20, .max_command_bytes = 65536,
                                  .listen = "", .level = LOG_LEVEL_INFO, .format = LOG_FORMAT_JSON});
   ck_assert_uint_eq(c->rdkafka_count, 0);
   ck_assert_ptr_null(c->source_file);
@@ -197,6 +199,7 @@ START_TEST(file_all_keys) {
                                "backoff_max_ms = 5\n"
                                "[cache]\n"
                                "max_aggregates = 0\n"
+                               "max_bytes = 0\n"
                                "[limits]\n"
                                "max_command_bytes = 1048576\n"
                                "[metrics]\n"
@@ -211,7 +214,8 @@ START_TEST(file_all_keys) {
                                  .uri = "mongodb://h1:27017,h2:27017/?replicaSet=rs0", .database = "db1",
                                  .collection = "aggs", .write_concern = "2", .max_commands = 7, .max_aggregates = 8,
                                  .linger_ms = 0, .max_pending_bytes = (int64_t)2 << 30, .backoff_ms = 5,
-                                 .backoff_max_ms = 5, .cache_max_aggregates = 0, .max_command_bytes = 1048576,
+                                 .backoff_max_ms = 5, .cache_max_aggregates = 0,
+                                 .cache_max_bytes = 0, .max_command_bytes = 1048576,
                                  .listen = "[::1]:9464", .level = LOG_LEVEL_DEBUG, .format = LOG_FORMAT_TEXT});
   ck_assert_uint_eq(c->rdkafka_count, 3);
   ck_assert_str_eq(c->rdkafka[0].name, "client.id");
@@ -250,6 +254,8 @@ static const struct {
     {"batch.max_pending_bytes=16GiB", "batch.max_pending_bytes", "16GiB"},
     {"batch.max_pending_bytes=3000000", "batch.max_pending_bytes", "3000000"},
     {"limits.max_command_bytes=256", "limits.max_command_bytes", "256"},
+    {"cache.max_bytes=0", "cache.max_bytes", "0"},
+    {"cache.max_bytes=512M", "cache.max_bytes", "512MiB"},
     {"limits.max_command_bytes=16M", "limits.max_command_bytes", "16MiB"},
     {"batch.max_commands=1000000", "batch.max_commands", "1000000"},
     {"batch.linger_ms=007", "batch.linger_ms", "7"},
@@ -351,6 +357,8 @@ static const error_case_t error_cases[] = {
     FILE_ERR("[batch]\nmax_pending_bytes = 99999999999G\n",
              "{FILE}:2: batch.max_pending_bytes: '99999999999G' is not a size (bytes, or a number with K, KiB, M, "
              "MiB, G or GiB)"),
+    FILE_ERR("[cache]\nmax_bytes = 65G\n", "{FILE}:2: cache.max_bytes: '65G' is out of range 0..64GiB"),
+    FILE_ERR("[cache]\nmax_bytes = -1\n", "{FILE}:2: cache.max_bytes: '-1' is out of range 0..64GiB"),
     FILE_ERR("[limits]\nmax_command_bytes = 255\n",
              "{FILE}:2: limits.max_command_bytes: '255' is out of range 256..16MiB"),
     FILE_ERR("[log]\nlevel = verbose\n", "{FILE}:2: log.level: 'verbose' is not one of error, warn, info, debug"),
@@ -1067,14 +1075,15 @@ START_TEST(apply_live) {
   config_t *cur = load(NULL, NULL, 0, &err);
   char *sets[] = {"batch.linger_ms=5",    "batch.max_pending_bytes=2MiB", "cache.max_aggregates=7",
                   "log.level=debug",      "kafka.group=other",            "store.uri=mongodb://other",
-                  "kafka.rdkafka.debug=all", "log.format=text"};
-  config_t *next = load_ok(NULL, sets, 8);
+                  "kafka.rdkafka.debug=all", "log.format=text",            "cache.max_bytes=3MiB"};
+  config_t *next = load_ok(NULL, sets, 9);
   char restart[512];
   ck_assert(!config_apply_live(cur, next, restart, sizeof restart));
   ck_assert_str_eq(restart, "kafka.group,store.uri,log.format,kafka.rdkafka.debug");
   ck_assert_int_eq(cur->batch_linger_ms, 5);
   ck_assert_int_eq(cur->batch_max_pending_bytes, 2 << 20);
   ck_assert_int_eq(cur->cache_max_aggregates, 7);
+  ck_assert_int_eq(cur->cache_max_bytes, 3 << 20);
   ck_assert_int_eq(cur->log_level, LOG_LEVEL_DEBUG);
   ck_assert_str_eq(cur->kafka_group, "aggregator");
   ck_assert_str_eq(cur->store_uri, "mongodb://localhost:27017");

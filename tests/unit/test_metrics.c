@@ -162,7 +162,7 @@ START_TEST(test_exposition_golden) {
   metrics_dead_letter(METRICS_DEAD_LETTER_OK, 11);
   metrics_dead_letter(METRICS_DEAD_LETTER_ERROR, 4);
   metrics_set_dirty(12);
-  metrics_set_cached(345);
+  metrics_set_cached(345, 883200);
   metrics_set_pending_bytes(67890);
   metrics_set_lag("commands", 0, 7);
   metrics_set_lag("commands", 11, 0);
@@ -173,7 +173,7 @@ START_TEST(test_exposition_golden) {
   metrics_rebalance(METRICS_REBALANCE_ASSIGNED);
   metrics_rebalance(METRICS_REBALANCE_REVOKED);
   metrics_rebalance((metrics_rebalance_t)9); /* out of range: ignored */
-  metrics_set_bounds(268435456, 100000);
+  metrics_set_bounds(268435456, 100000, 268435456);
   metrics_set_fetch_paused(true);
   metrics_set_assigned_partitions(3);
   metrics_set_committed_lag("commands", 0, 1207);
@@ -352,11 +352,12 @@ END_TEST
 
 START_TEST(test_gauges) {
   metrics_set_dirty(7);
-  metrics_set_cached(100000);
+  metrics_set_cached(100000, 987654321);
   metrics_set_pending_bytes(123456789);
   char *t = render();
   ck_assert_double_eq(value_in(t, "aggregator_dirty_aggregates"), 7);
   ck_assert_double_eq(value_in(t, "aggregator_cached_aggregates"), 100000);
+  ck_assert_double_eq(value_in(t, "aggregator_cached_bytes"), 987654321);
   ck_assert_double_eq(value_in(t, "aggregator_pending_bytes"), 123456789);
   ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_dirty_aggregates gauge\n"));
   ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_pending_bytes gauge\n"));
@@ -418,23 +419,25 @@ START_TEST(test_retries_and_rebalances) {
 END_TEST
 
 START_TEST(test_bounds_paused_assigned) {
-  metrics_set_bounds(64ull << 20, 5000);
+  metrics_set_bounds(64ull << 20, 5000, 256ull << 20);
   metrics_set_fetch_paused(true);
   metrics_set_assigned_partitions(12);
   char *t = render();
   ck_assert_double_eq(value_in(t, "aggregator_pending_bytes_limit"), 64 << 20);
   ck_assert_double_eq(value_in(t, "aggregator_cached_aggregates_limit"), 5000);
+  ck_assert_double_eq(value_in(t, "aggregator_cached_bytes_limit"), 256 << 20);
   ck_assert_double_eq(value_in(t, "aggregator_fetch_paused"), 1);
   ck_assert_double_eq(value_in(t, "aggregator_assigned_partitions"), 12);
   ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_pending_bytes_limit gauge\n"));
   ck_assert_ptr_nonnull(strstr(t, "# TYPE aggregator_fetch_paused gauge\n"));
   free(t);
-  metrics_set_bounds(16ull << 30, 0); /* a reload: set, not added */
+  metrics_set_bounds(16ull << 30, 0, 0); /* a reload: set, not added */
   metrics_set_fetch_paused(false);
   metrics_set_assigned_partitions(0);
   t = render();
   ck_assert_double_eq(value_in(t, "aggregator_pending_bytes_limit"), (double)(16ull << 30));
   ck_assert_double_eq(value_in(t, "aggregator_cached_aggregates_limit"), 0);
+  ck_assert_double_eq(value_in(t, "aggregator_cached_bytes_limit"), 0);
   ck_assert_double_eq(value_in(t, "aggregator_fetch_paused"), 0);
   ck_assert_double_eq(value_in(t, "aggregator_assigned_partitions"), 0);
   free(t);

@@ -32,7 +32,7 @@ static void apply(batch_t *b, const char *assignment, const char *student, const
 }
 
 static batch_t *new_batch(void) {
-  batch_limits_t l = {1000, 1000, 0, 1 << 30, 100}; /* linger 0: due as soon as anything is pending */
+  batch_limits_t l = {1000, 1000, 0, 1 << 30, 100, 1 << 30}; /* linger 0: due as soon as anything is pending */
   return batch_new(&l);
 }
 
@@ -273,7 +273,7 @@ START_TEST(group_commit_takes_everything_dirty) {
   mem_init(&s);
   s.hold = true;
   sink_t sink = mem_sink(&s);
-  batch_limits_t l = {1000000, 1000, 50, 1 << 30, 100};
+  batch_limits_t l = {1000000, 1000, 50, 1 << 30, 100, 1 << 30};
   batch_t *b = batch_new(&l);
   flusher_t *f = flusher_new(b, &sink, 0, clock_system());
   apply(b, "a1", "s0", "c0", 1);
@@ -315,7 +315,7 @@ START_TEST(bulks_of_max_aggregates) {
   mem_store_t s;
   mem_init(&s);
   sink_t sink = mem_sink(&s);
-  batch_limits_t l = {1000, 3, 0, 1 << 30, 100};
+  batch_limits_t l = {1000, 3, 0, 1 << 30, 100, 1 << 30};
   batch_t *b = batch_new(&l);
   char a[8], id[8];
   for (int i = 0; i < BATCH_FLUSH_FLOOR; i++) { /* what a first flush takes (batch.h) */
@@ -350,7 +350,7 @@ START_TEST(flush_cap_follows_the_writers_pace) {
   mem_init(&s);
   s.latency_ms = 5;
   sink_t sink = mem_sink(&s);
-  batch_limits_t l = {1000000, 1, 400, 1 << 30, 100}; /* bulks of 1: a call per aggregate */
+  batch_limits_t l = {1000000, 1, 400, 1 << 30, 100, 1 << 30}; /* bulks of 1: a call per aggregate */
   batch_t *b = batch_new(&l);
   char a[8], id[16];
   for (int i = 0; i < 60; i++) {
