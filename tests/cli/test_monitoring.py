@@ -266,7 +266,7 @@ def test_dashboard_shape():
                  "aggregator_consumer_committed_lag", "aggregator_oldest_uncommitted_age_seconds",
                  "aggregator_store_retries_total", "aggregator_store_too_large_total", "aggregator_fetch_paused",
                  "aggregator_assigned_partitions", "aggregator_rebalances_total",
-                 "aggregator_cached_aggregates_limit", 'code="document_too_large"'):
+                 "aggregator_cached_aggregates_limit", "aggregator_cached_bytes_limit", 'code="document_too_large"'):
         check(want in exprs, "no panel queries %s" % want)
     check(any(p["type"] == "heatmap" for p in refs._panels(d["panels"])), "no flush duration heatmap")
     # The bound drawn beside pending bytes is each worker's own, from its

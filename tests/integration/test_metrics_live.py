@@ -81,6 +81,8 @@ def check_commit_view(s, port, partitions):
     assert {t for t, _ in samples(text, "aggregator_oldest_uncommitted_age_seconds")} == {s.topic}
     assert single(text, "aggregator_pending_bytes_limit") == 48 << 20
     assert single(text, "aggregator_cached_aggregates_limit") == 777
+    assert single(text, "aggregator_cached_bytes_limit") == 40 << 20
+    assert 0 < single(text, "aggregator_cached_bytes") <= 40 << 20
     assert single(text, "aggregator_assigned_partitions") == partitions
     assert single(text, "aggregator_fetch_paused") == 0
     assert single(text, 'aggregator_rebalances_total{event="assigned"}') >= 1
@@ -126,7 +128,7 @@ def observe(s):
     want = dict(re.findall(r"(applied|stale|rejected)=(\d+)", out))
     port = free_port()
     w = s.start_worker("g1", [("metrics.listen", f"127.0.0.1:{port}"), ("batch.max_pending_bytes", "48MiB"),
-                              ("cache.max_aggregates", "777")])
+                              ("cache.max_aggregates", "777"), ("cache.max_bytes", "40MiB")])
     wait_status(port, "/healthz", 200, 30)
     wait_status(port, "/readyz", 200, 60)
     s.produce(stream)
