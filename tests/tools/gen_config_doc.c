@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "gen_doc.h"
 #include "config_table.h"
 #include "kafka.h"
 
@@ -132,13 +133,6 @@ static const char markdown_after_kafka_defaults[] =
     "\n"
     "## Keys\n";
 
-static void md_cell(model_buf_t *b, const char *s) {
-  for (; *s; s++) {
-    if (*s == '|') model_buf_putc(b, '\\');
-    model_buf_putc(b, *s);
-  }
-}
-
 static void describe_markdown(FILE *out) {
   model_buf_t b = MODEL_BUF_INIT;
   model_buf_puts(&b, markdown_intro);
@@ -161,15 +155,15 @@ static void describe_markdown(FILE *out) {
       model_buf_puts(&b, " | ");
       model_buf_t r = MODEL_BUF_INIT;
       config_prop_format_range(p, &r);
-      md_cell(&b, r.data);
+      gen_doc_cell(&b, r.data);
       model_buf_destroy(&r);
       model_buf_printf(&b, " | %s | ", p->flags & CONFIG_LIVE ? "live" : "restart");
-      md_cell(&b, p->doc);
+      gen_doc_cell(&b, p->doc);
       model_buf_puts(&b, " |\n");
     }
     if (!strcmp(section, "kafka")) {
       model_buf_puts(&b, "| `kafka.rdkafka.<property>` | string | (librdkafka's) | per librdkafka | restart | ");
-      md_cell(&b, config_rdkafka_doc);
+      gen_doc_cell(&b, config_rdkafka_doc);
       model_buf_puts(&b, " |\n");
     }
   }
@@ -177,20 +171,4 @@ static void describe_markdown(FILE *out) {
   model_buf_destroy(&b);
 }
 
-int main(int argc, char **argv) {
-  if (argc > 2) {
-    fprintf(stderr, "usage: gen_config_doc [OUTPUT]\n");
-    return 2;
-  }
-  FILE *out = argc == 2 ? fopen(argv[1], "w") : stdout;
-  if (!out) {
-    perror(argv[1]);
-    return 1;
-  }
-  describe_markdown(out);
-  if (fflush(out) || ferror(out) || (out != stdout && fclose(out))) {
-    perror("gen_config_doc");
-    return 1;
-  }
-  return 0;
-}
+int main(int argc, char **argv) { return gen_doc_main(argc, argv, "gen_config_doc", describe_markdown); }

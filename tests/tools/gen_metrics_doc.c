@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "gen_doc.h"
 #include "metrics_table.h"
 #include "readiness.h"
 
@@ -60,13 +61,6 @@ static const char *type_name(metrics_type_t t) {
   return t == METRICS_COUNTER ? "counter" : t == METRICS_GAUGE ? "gauge" : "histogram";
 }
 
-static void md_text(model_buf_t *b, const char *s) {
-  for (; *s; s++) {
-    if (*s == '|') model_buf_putc(b, '\\');
-    model_buf_putc(b, *s);
-  }
-}
-
 /* `name`: the listed values, or what they are. */
 static void put_labels(model_buf_t *b, const metrics_def_t *m) {
   if (!m->nlabels) model_buf_puts(b, "(none)");
@@ -74,7 +68,7 @@ static void put_labels(model_buf_t *b, const metrics_def_t *m) {
     const metrics_label_t *lab = &m->labels[l];
     model_buf_printf(b, "%s`%s`: ", l ? "; " : "", lab->name);
     if (lab->doc) {
-      md_text(b, lab->doc);
+      gen_doc_cell(b, lab->doc);
       continue;
     }
     for (size_t i = 0; i < lab->count; i++) model_buf_printf(b, "%s`%s`", i ? ", " : "", metrics_label_value(lab, i));
@@ -107,7 +101,7 @@ static void describe_markdown(FILE *out) {
     model_buf_printf(&b, "| `%s` | %s | ", m->name, type_name(m->type));
     put_labels(&b, m);
     model_buf_puts(&b, " | ");
-    md_text(&b, m->help);
+    gen_doc_cell(&b, m->help);
     put_missing_series(&b, m);
     model_buf_puts(&b, " |\n");
   }
@@ -123,20 +117,4 @@ static void describe_markdown(FILE *out) {
   model_buf_destroy(&b);
 }
 
-int main(int argc, char **argv) {
-  if (argc > 2) {
-    fprintf(stderr, "usage: gen_metrics_doc [OUTPUT]\n");
-    return 2;
-  }
-  FILE *out = argc == 2 ? fopen(argv[1], "w") : stdout;
-  if (!out) {
-    perror(argv[1]);
-    return 1;
-  }
-  describe_markdown(out);
-  if (fflush(out) || ferror(out) || (out != stdout && fclose(out))) {
-    perror("gen_metrics_doc");
-    return 1;
-  }
-  return 0;
-}
+int main(int argc, char **argv) { return gen_doc_main(argc, argv, "gen_metrics_doc", describe_markdown); }
