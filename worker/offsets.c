@@ -71,6 +71,21 @@ void offsets_remove(offsets_t *o, const char *topic, int32_t partition) {
   *p = o->parts[--o->n];
 }
 
+/* Makes room for one more element in the ring v of len elements of size
+ * bytes from *head, and returns its storage: when full, that doubles (16 to
+ * start) and holds them oldest first from index 0. The three rings of a
+ * partition grow so. */
+static void *ring_reserve(void *v, size_t size, size_t *head, size_t len, size_t *cap) {
+  if (len < *cap) return v;
+  size_t ncap = *cap ? *cap * 2 : 16;
+  char *n = oom_malloc(ncap * size);
+  for (size_t k = 0; k < len; k++) memcpy(n + k * size, (char *)v + (*head + k) % *cap * size, size);
+  free(v);
+  *cap = ncap;
+  *head = 0;
+  return n;
+}
+
 static struct offsets_mark *mark_at(const offsets_part_t *p, size_t i) {
   return &p->marks[(p->mk_head + i) % p->mk_cap];
 }
@@ -87,15 +102,7 @@ void offsets_consumed(offsets_part_t *p, int64_t offset, int64_t ts_ms) {
       return;
     }
   }
-  if (p->mk_len == p->mk_cap) {
-    size_t cap = p->mk_cap ? p->mk_cap * 2 : 16;
-    struct offsets_mark *n = oom_malloc(cap * sizeof *n);
-    for (size_t k = 0; k < p->mk_len; k++) n[k] = *mark_at(p, k);
-    free(p->marks);
-    p->marks = n;
-    p->mk_cap = cap;
-    p->mk_head = 0;
-  }
+  p->marks = ring_reserve(p->marks, sizeof *p->marks, &p->mk_head, p->mk_len, &p->mk_cap);
   *mark_at(p, p->mk_len++) = (struct offsets_mark){offset, ts_ms};
 }
 
@@ -122,15 +129,7 @@ int64_t offsets_oldest_uncommitted(const offsets_part_t *p) {
 int64_t offsets_commit_base(const offsets_part_t *p) { return p->committed >= 0 ? p->committed : p->first; }
 
 void offsets_reject_pending(offsets_part_t *p, int64_t offset) {
-  if (p->len == p->cap) {
-    size_t cap = p->cap ? p->cap * 2 : 16;
-    offsets_reject_t *n = oom_malloc(cap * sizeof *n);
-    for (size_t i = 0; i < p->len; i++) n[i] = p->rejects[(p->head + i) % p->cap];
-    free(p->rejects);
-    p->rejects = n;
-    p->cap = cap;
-    p->head = 0;
-  }
+  p->rejects = ring_reserve(p->rejects, sizeof *p->rejects, &p->head, p->len, &p->cap);
   p->rejects[(p->head + p->len++) % p->cap] = (offsets_reject_t){offset, false};
 }
 
@@ -166,15 +165,7 @@ void offsets_checkpoint(offsets_t *o, uint64_t seq) {
       *cp_at(p, p->cp_len - 1) = (struct offsets_checkpoint){seq, p->next};
       continue;
     }
-    if (p->cp_len == p->cp_cap) {
-      size_t cap = p->cp_cap ? p->cp_cap * 2 : 16;
-      struct offsets_checkpoint *n = oom_malloc(cap * sizeof *n);
-      for (size_t k = 0; k < p->cp_len; k++) n[k] = *cp_at(p, k);
-      free(p->cps);
-      p->cps = n;
-      p->cp_cap = cap;
-      p->cp_head = 0;
-    }
+    p->cps = ring_reserve(p->cps, sizeof *p->cps, &p->cp_head, p->cp_len, &p->cp_cap);
     *cp_at(p, p->cp_len++) = (struct offsets_checkpoint){seq, p->next};
   }
 }
