@@ -4,23 +4,12 @@
 # with one line on stderr that points at the command's help.
 # Env: AGGREGATOR (the binary).
 set -u
-BIN="${AGGREGATOR:?AGGREGATOR must name the aggregator binary}"
-T="$(mktemp -d)"
-trap 'rm -rf "$T"' EXIT
-for v in $(env | sed -n 's/^\(AGGREGATOR_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 # ERE that matches the text literally.
 literal() { printf '%s' "$1" | sed 's/[][|.*+?(){}^$\\]/\\&/g'; }
 
-# run EXPECTED_STATUS ARGS...: stdout to $T/out, stderr to $T/err.
-run() {
-  local want="$1"; shift
-  "$BIN" "$@" >"$T/out" 2>"$T/err"
-  local got=$?
-  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want; stderr: $(cat "$T/err")"
-}
 stdout_has() { grep -qF -- "$1" "$T/out" || fail "stdout of '$2' lacks '$1'"; }
 quiet_stderr() { [ -s "$T/err" ] && fail "'$1' wrote to stderr: $(cat "$T/err")"; true; }
 
@@ -122,8 +111,4 @@ usage_error "verify" "--until given twice" verify --until end --until end
 # --set repeats: two of them are no usage error (the configuration decides).
 run 0 config check --set batch.linger_ms=5 --set batch.max_commands=10
 
-if [ "$fails" -ne 0 ]; then
-  echo "$fails failure(s)" >&2
-  exit 1
-fi
-echo "CLI help and usage errors: all checks passed"
+finish "CLI help and usage errors"

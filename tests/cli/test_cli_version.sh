@@ -3,13 +3,9 @@
 # built from, and the librdkafka, libmongoc and libbson versions it runs with.
 # Env: AGGREGATOR (the binary), AGG_SOURCE_DIR.
 set -u
-BIN="${AGGREGATOR:?AGGREGATOR must name the aggregator binary}"
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SRC="${AGG_SOURCE_DIR:?AGG_SOURCE_DIR must name the source tree}"
-T="$(mktemp -d)"
-trap 'rm -rf "$T"' EXIT
-
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 
 "$BIN" --version >"$T/out" 2>"$T/err"
 rc=$?
@@ -47,8 +43,4 @@ for lib in librdkafka:rdkafka libmongoc:libmongoc-1.0 libbson:libbson-1.0; do
   fi
 done
 
-if [ "$fails" -ne 0 ]; then
-  echo "$fails failure(s)" >&2
-  exit 1
-fi
-echo "--version: all checks passed"
+finish "--version"

@@ -3,23 +3,10 @@
 # FILE:LINE, redaction, precedence, and the shipped examples.
 # Env: AGGREGATOR (the binary), AGG_SOURCE_DIR.
 set -u
-BIN="${AGGREGATOR:?AGGREGATOR must name the aggregator binary}"
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SRC="${AGG_SOURCE_DIR:?AGG_SOURCE_DIR must name the source tree}"
-T="$(mktemp -d)"
-trap 'rm -rf "$T"' EXIT
-# Start from a clean environment for our variables.
-for v in $(env | sed -n 's/^\(AGGREGATOR_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-
-# run EXPECTED_STATUS ARGS...: runs the binary, stdout to $T/out, stderr to $T/err.
-run() {
-  local want="$1"; shift
-  "$BIN" "$@" >"$T/out" 2>"$T/err"
-  local got=$?
-  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want; stderr: $(cat "$T/err")"
-}
 stderr_is() { [ "$(cat "$T/err")" = "$1" ] || fail "stderr is '$(cat "$T/err")', expected '$1'"; }
 stdout_has() { grep -qxF -- "$1" "$T/out" || fail "stdout lacks line '$1'"; }
 stdout_lacks() { ! grep -qF -- "$1" "$T/out" || fail "stdout contains '$1'"; }
@@ -152,8 +139,4 @@ stdout_has "      integer, 0..60000; live; env AGGREGATOR_BATCH_LINGER_MS"
 # --- usage errors are 2 as well (main.c) --------------------------------------
 run 2 config frobnicate
 
-if [ "$fails" -ne 0 ]; then
-  echo "$fails failure(s)" >&2
-  exit 1
-fi
-echo "config CLI: all checks passed"
+finish "config CLI"
