@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "codec.h"
+#include "keys.h"
+#include "oom.h"
 #include "timestamp.h"
 
 /* ---- encoding ------------------------------------------------------------------ */
@@ -322,12 +324,32 @@ static bool decode_slot(const bson_iter_t *it, const char *slot, model_student_v
   return get_stamp(&d, path, &s->grade_stamp, err);
 }
 
-static bool decode_students(const bson_iter_t *it, model_aggregate_t *agg, model_error_t *err) {
-  if (!BSON_ITER_HOLDS_DOCUMENT(it)) return fail(err, "students: expected a document");
-  bson_t d;
-  if (!get_subdoc(it, &d)) return fail(err, "students: corrupt");
-  bson_iter_t st;
-  if (!bson_iter_init(&st, &d)) return fail(err, "students: corrupt");
+/* The students with no slots (the aggregate holds no entry for them), kept
+ * so that a key stored twice is a duplicate even when a copy is empty. */
+typedef struct empty_students {
+  const char **ids; /* borrowed from the document */
+  size_t n, cap;
+} empty_students_t;
+
+static const char *empty_student_id(const void *elem, void *ctx) {
+  (void)ctx;
+  return *(const char *const *)elem;
+}
+
+/* A key of an empty student that is also a student with slots, or another
+ * empty one. */
+static bool empty_students_check(empty_students_t *e, const model_aggregate_t *agg, model_error_t *err) {
+  model_keys_sort(e->ids, e->n, sizeof *e->ids, empty_student_id, NULL);
+  for (size_t i = 0, at; i < e->n; i++) {
+    if ((i > 0 && !strcmp(e->ids[i - 1], e->ids[i])) ||
+        model_aggregate_find_student(agg, e->ids[i], strlen(e->ids[i]), &at))
+      return fail(err, "students.%s: duplicate key", e->ids[i]);
+  }
+  return true;
+}
+
+static bool decode_students_in(bson_iter_t st, model_aggregate_t *agg, empty_students_t *empty,
+                               model_error_t *err) {
   while (bson_iter_next(&st)) {
     model_student_view_t s;
     memset(&s, 0, sizeof s);
@@ -356,12 +378,31 @@ static bool decode_students(const bson_iter_t *it, model_aggregate_t *agg, model
      * students it changes (the empty entry stays as stored unless a command
      * gives that student a slot, whose write sets the student whole), and a
      * whole-document write leaves the empty entry out. */
-    if (!s.has_member && !s.has_submission && !s.has_grade) continue;
+    if (!s.has_member && !s.has_submission && !s.has_grade) {
+      if (empty->n == empty->cap) {
+        empty->cap = empty->cap ? empty->cap * 2 : 4;
+        empty->ids = oom_realloc(empty->ids, empty->cap * sizeof *empty->ids);
+      }
+      empty->ids[empty->n++] = s.student;
+      continue;
+    }
     size_t before = model_aggregate_student_count(agg);
     model_aggregate_put_student(agg, &s);
     if (model_aggregate_student_count(agg) == before) return fail(err, "students.%s: duplicate key", s.student);
   }
   return true;
+}
+
+static bool decode_students(const bson_iter_t *it, model_aggregate_t *agg, model_error_t *err) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(it)) return fail(err, "students: expected a document");
+  bson_t d;
+  if (!get_subdoc(it, &d)) return fail(err, "students: corrupt");
+  bson_iter_t st;
+  if (!bson_iter_init(&st, &d)) return fail(err, "students: corrupt");
+  empty_students_t empty = {0};
+  bool ok = decode_students_in(st, agg, &empty, err) && empty_students_check(&empty, agg, err);
+  free(empty.ids);
+  return ok;
 }
 
 static bool check_counts(const bson_iter_t *it, model_error_t *err) {
