@@ -22,6 +22,14 @@
  * that error_code always speaks the server's language. */
 #define STORE_CODE_BAD_VALUE 2
 
+/* The driver's own check of each document (keys without '.', '$' or
+ * nothing; strings in UTF-8) is off: every key the codec writes is a field
+ * name of docs/DOCUMENT.md or an id (letters, digits, '-' and '_'), and
+ * every string was checked as UTF-8 when its command was decoded
+ * (models/json_scan.c) or its stored document read (models/codec_bson.c).
+ * Checking again would walk every byte of every document written. */
+static void no_validate(bson_t *opts) { BSON_APPEND_BOOL(opts, "validate", false); }
+
 /* Records the document's size in item; false, with the item refused as too
  * large (SINK_CODE_TOO_LARGE), when it could not be encoded or its
  * statement would pass the limit (store.h). Not logged here: this runs on
@@ -63,7 +71,10 @@ static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, sink_write_item_t *i
    * must not get half a document; the miss is the conflict (see
    * store_bulk_outcome). */
   item->bytes = update.len;
-  if (ok) ok = mongoc_bulk_operation_update_one_with_opts(bulk, &filter, &update, NULL, &e);
+  bson_t opts = BSON_INITIALIZER;
+  no_validate(&opts);
+  if (ok) ok = mongoc_bulk_operation_update_one_with_opts(bulk, &filter, &update, &opts, &e);
+  bson_destroy(&opts);
   if (!ok) {
     log_error("partial update refused by the driver", "key", LOG_STR, key, "error", LOG_STR, e.message);
     item->result = SINK_ITEM_ERROR;
@@ -88,8 +99,9 @@ bool store_bulk_add(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int6
   bson_t opts = BSON_INITIALIZER;
   bson_error_t e;
   bool ok;
+  no_validate(&opts);
   if (item->rev == 0) { /* not stored yet: an insert, whose conflict is the duplicate _id (store.h) */
-    ok = mongoc_bulk_operation_insert_with_opts(bulk, &doc, NULL, &e);
+    ok = mongoc_bulk_operation_insert_with_opts(bulk, &doc, &opts, &e);
   } else {
     bson_append_utf8(&filter, "_id", 3, key, (int)key_len);
     BSON_APPEND_INT64(&filter, "rev", item->rev);
