@@ -341,6 +341,33 @@ bool model_aggregate_merge(model_aggregate_t *dst, const model_aggregate_t *src)
   return merge_linear(dst, src) || changed;
 }
 
+/* The merged document holds each element of dst or of src, a student's
+ * frame and the base once: it is never larger than the two documents
+ * together less one base. Below max_bytes by that bound, dst is merged at
+ * once; otherwise into a copy first, which is kept (its table swapped into
+ * dst) only when it fits. */
+model_apply_result_t model_aggregate_merge_within(model_aggregate_t *dst, const model_aggregate_t *src,
+                                                  size_t max_bytes, size_t *would_be) {
+  size_t base = model_docsize_base(dst->t.tlen, dst->t.alen);
+  if (doc_size(dst) + doc_size(src) - base <= max_bytes) {
+    bool changed = model_aggregate_merge(dst, src);
+    *would_be = doc_size(dst);
+    return changed ? MODEL_APPLY_APPLIED : MODEL_APPLY_STALE;
+  }
+  model_aggregate_t *copy = model_aggregate_clone(dst);
+  bool changed = model_aggregate_merge(copy, src);
+  *would_be = doc_size(copy);
+  if (*would_be > max_bytes) {
+    model_aggregate_destroy(copy);
+    return MODEL_APPLY_TOO_LARGE;
+  }
+  model_table_t t = dst->t;
+  dst->t = copy->t;
+  copy->t = t;
+  model_aggregate_destroy(copy);
+  return changed ? MODEL_APPLY_APPLIED : MODEL_APPLY_STALE;
+}
+
 /* Do a and b have the same header record? */
 static bool same_header(const model_aggregate_t *a, const model_aggregate_t *b) {
   size_t la, lb;

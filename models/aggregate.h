@@ -65,6 +65,16 @@ size_t model_aggregate_doc_size(const model_aggregate_t *agg);
  * replaces dst's. Returns true if dst changed. Keys must match. */
 bool model_aggregate_merge(model_aggregate_t *dst, const model_aggregate_t *src);
 
+/* The same join, unless the merged document's BSON size would pass
+ * max_bytes: then dst is left as it was and MODEL_APPLY_TOO_LARGE is
+ * returned (an overlay merged into a stored document must not make it one
+ * the store refuses). APPLIED when dst changed, STALE when it did not.
+ * *would_be is the merged document's size (exact when TOO_LARGE, dst's
+ * size otherwise after the merge). Costs a merge; a second one into a copy
+ * only when the two sizes together could pass max_bytes. */
+model_apply_result_t model_aggregate_merge_within(model_aggregate_t *dst, const model_aggregate_t *src,
+                                                  size_t max_bytes, size_t *would_be);
+
 /* True if a and b hold the same slots (stamps and values). */
 bool model_aggregate_equal(const model_aggregate_t *a, const model_aggregate_t *b);
 

@@ -611,6 +611,43 @@ START_TEST(test_merge) {
 }
 END_TEST
 
+/* merge_within: the merge when the merged document fits, dst untouched
+ * when it would pass the limit, and the copy path near the limit. */
+START_TEST(test_merge_within) {
+  model_aggregate_t *stored = agg_new(), *overlay = agg_new(), *all = agg_new();
+  for (int i = 0; i < 20; i++) {
+    char s[16];
+    snprintf(s, sizeof s, "s%02d", i);
+    roster(stored, s, 1, "m", true);
+    roster(all, s, 1, "m", true);
+  }
+  grade(overlay, "s03", 2, "g", true, 7, "fine");
+  grade(all, "s03", 2, "g", true, 7, "fine");
+  roster(overlay, "new", 1, "n", true);
+  roster(all, "new", 1, "n", true);
+  size_t merged = model_aggregate_doc_size(all), before = model_aggregate_doc_size(stored), would_be;
+  model_aggregate_t *copy = model_aggregate_clone(stored);
+  /* one byte short: refused, exact size, nothing changed */
+  ck_assert_int_eq(model_aggregate_merge_within(copy, overlay, merged - 1, &would_be), MODEL_APPLY_TOO_LARGE);
+  ck_assert_uint_eq(would_be, merged);
+  ck_assert(model_aggregate_equal(copy, stored));
+  ck_assert_uint_eq(model_aggregate_doc_size(copy), before);
+  /* exactly the limit: merged through the copy (the bound says it might not fit) */
+  ck_assert_int_eq(model_aggregate_merge_within(copy, overlay, merged, &would_be), MODEL_APPLY_APPLIED);
+  ck_assert(model_aggregate_equal(copy, all));
+  ck_assert_uint_eq(would_be, merged);
+  /* again: nothing new */
+  ck_assert_int_eq(model_aggregate_merge_within(copy, overlay, merged, &would_be), MODEL_APPLY_STALE);
+  /* far below the limit: merged in place */
+  ck_assert_int_eq(model_aggregate_merge_within(stored, overlay, SIZE_MAX / 2, &would_be), MODEL_APPLY_APPLIED);
+  ck_assert(model_aggregate_equal(stored, all));
+  model_aggregate_destroy(copy);
+  model_aggregate_destroy(stored);
+  model_aggregate_destroy(overlay);
+  model_aggregate_destroy(all);
+}
+END_TEST
+
 START_TEST(test_equal) {
   model_aggregate_t *a = agg_new(), *b = agg_new(), *c = model_aggregate_new("t1", 2, "a2", 2);
   ck_assert(model_aggregate_equal(a, b));
@@ -742,6 +779,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_max_lengths);
 
   tcase_add_test(tc, test_merge);
+  tcase_add_test(tc, test_merge_within);
   tcase_add_test(tc, test_equal);
   tcase_add_test(tc, test_clone_is_deep);
   tcase_add_test(tc, test_put_header_and_student);
