@@ -270,6 +270,13 @@ static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
     else
       mark_clean(b, e);
     return;
+  case WRITER_ITEM_TOO_LARGE:
+    /* The overlay merged into the stored document would pass the limit:
+     * merged anyway and owed, so that the store's refusal (batch_too_large.h)
+     * keeps it, as it keeps any document it refuses. */
+    adopt_base(b, e, it, wall_ms);
+    owe_again(b, e);
+    return;
   case WRITER_ITEM_CONFLICT:
     /* Another writer got there first: reload with the next flush and merge
      * what we hold (a superset of the snapshot) into it. The store's state
@@ -310,7 +317,7 @@ static batch_status_t job_status(const writer_job_t *job, uint64_t kept, sink_er
     result = BATCH_FATAL;
   else if (job->status != SINK_OK || kept)
     result = BATCH_RETRY;
-  else if (job->conflicts)
+  else if (job->conflicts || job->too_large)
     result = BATCH_PARTIAL;
   if (err) {
     *err = job->err;
@@ -318,7 +325,8 @@ static batch_status_t job_status(const writer_job_t *job, uint64_t kept, sink_er
       snprintf(err->message, sizeof err->message, "the store rejected %llu aggregates; kept for retry",
                (unsigned long long)kept);
     else if (result == BATCH_PARTIAL)
-      snprintf(err->message, sizeof err->message, "%llu conflicts; reloading", (unsigned long long)job->conflicts);
+      snprintf(err->message, sizeof err->message, "%llu conflicts, %llu merged documents past the limit; again",
+               (unsigned long long)job->conflicts, (unsigned long long)job->too_large);
   }
   return result;
 }

@@ -119,7 +119,10 @@ static void plan_loaded(writer_item_t *it, const model_aggregate_t *stored) {
 }
 
 /* A stored document arrived: the snapshot is merged into it and it becomes
- * the item's aggregate. */
+ * the item's aggregate; unless the merged document would pass the store's
+ * limit: then the stored document is the item's aggregate as it was loaded
+ * and the item is TOO_LARGE (the batch re-applies the snapshot's commands
+ * that fit, writer.h). */
 static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
   load_ctx_t *lc = ctx;
   size_t at = model_keys_find(lc->items, lc->n, sizeof *lc->items, item_key, NULL, model_aggregate_key(stored, NULL));
@@ -128,13 +131,19 @@ static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
     model_aggregate_destroy(stored);
     return;
   }
-  if (rev > 0) plan_loaded(it, stored);
-  bool changed = model_aggregate_merge(stored, it->agg);
+  if (rev > 0) plan_loaded(it, stored); /* against the document unmerged; moot if too large */
+  size_t would_be;
+  model_apply_result_t r = model_aggregate_merge_within(stored, it->agg, sink_document_limit(stored), &would_be);
+  if (r == MODEL_APPLY_TOO_LARGE) {
+    it->result = WRITER_ITEM_TOO_LARGE;
+    it->bytes = would_be;
+  } else if (r == MODEL_APPLY_STALE) {
+    it->result = WRITER_ITEM_UNCHANGED;
+  }
   model_aggregate_destroy(it->agg);
   it->agg = stored;
   it->rev = rev;
   it->loaded = true;
-  if (!changed) it->result = WRITER_ITEM_UNCHANGED;
 }
 
 static sink_status_t load_items(const sink_t *sink, writer_job_t *job, writer_item_t **scratch,
@@ -188,7 +197,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
   double t0 = clock_mono_s(); /* see writer_job_t.seconds */
   memset(&job->err, 0, sizeof job->err);
   job->status = SINK_OK;
-  job->loads = job->written = job->unchanged = job->conflicts = job->errors = 0;
+  job->loads = job->written = job->unchanged = job->conflicts = job->errors = job->too_large = 0;
   job->bytes_written = 0;
   atomic_store_explicit(&job->done_loads, 0, memory_order_relaxed);
   atomic_store_explicit(&job->done_writes, 0, memory_order_relaxed);
@@ -219,8 +228,10 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
     atomic_fetch_add_explicit(&job->done_writes, k, memory_order_relaxed);
     for (size_t i = 0; i < k; i++) record_result(job, ents[i], &items[i]);
   }
-  for (size_t i = 0; i < job->nitems; i++)
+  for (size_t i = 0; i < job->nitems; i++) {
     if (job->items[i].result == WRITER_ITEM_UNCHANGED) job->unchanged++;
+    if (job->items[i].result == WRITER_ITEM_TOO_LARGE) job->too_large++;
+  }
   job->status = st;
   free(ents);
   free(keys);

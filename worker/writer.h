@@ -9,7 +9,9 @@
  *      items marked `load` (aggregates the batch only holds as an overlay of
  *      recent commands) and merges each snapshot into its stored document;
  *      an item whose stored document already holds everything is UNCHANGED
- *      and is not written;
+ *      and is not written, one whose merged document would pass the
+ *      store's limit is TOO_LARGE and is not written either (the overlay's
+ *      commands were checked against the overlay alone);
  *   2. writes the rest conditionally on their rev in bulks of `chunk`.
  * It never retries and never resolves a conflict itself: a conflict, an
  * item error or a failed call comes back as a result, and the batch decides
@@ -52,7 +54,12 @@ typedef enum {
   WRITER_ITEM_WRITTEN,     /* written; rev is the new stored rev */
   WRITER_ITEM_UNCHANGED,   /* loaded, and the stored document already held every slot: not written */
   WRITER_ITEM_CONFLICT,    /* another writer got there first: reload and merge again */
-  WRITER_ITEM_ERROR        /* rejected by the server for this item (error_code) */
+  WRITER_ITEM_ERROR,       /* rejected by the server for this item (error_code) */
+  /* loaded, but the snapshot merged into the stored document would pass
+   * sink_document_limit (sink.h): not merged and not sent; agg is the
+   * stored document as loaded, rev its rev, bytes the merged size. The
+   * batch decides which of the snapshot's commands fit (batch.h). */
+  WRITER_ITEM_TOO_LARGE
 } writer_item_result_t;
 
 typedef struct writer_item {
@@ -62,7 +69,7 @@ typedef struct writer_item {
   bool loaded;            /* out: the load happened; agg includes the stored document, and rev was its rev */
   writer_item_result_t result;
   uint32_t error_code; /* for WRITER_ITEM_ERROR */
-  size_t bytes;        /* out: the document's BSON size when written, or when refused as too large */
+  size_t bytes;        /* out: the document's BSON size when written, or when refused or found too large */
   void *tag;           /* the batch's; the writer never reads it */
   /* in: what changed since the document stored at rev, for a partial write
    * (sink.h). writer_job_add sets whole; a caller that knows better
@@ -87,6 +94,7 @@ typedef struct writer_job {
   sink_status_t status; /* SINK_OK: every item has a result */
   sink_error_t err;
   uint64_t loads, written, unchanged, conflicts, errors;
+  uint64_t too_large; /* items WRITER_ITEM_TOO_LARGE */
   uint64_t bytes_written; /* BSON bytes of the documents written (the items WRITTEN) */
   double seconds; /* how long the job took in the writer (the process's monotonic clock, at full
                    * resolution: the flush cap divides it by the items, often below a millisecond) */

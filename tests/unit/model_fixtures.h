@@ -7,8 +7,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "aggregate.h"
 #include "command.h"
 
 #define FX_COPY(dst, len, src)              \
@@ -70,6 +72,24 @@ static inline void fx_grade(model_command_t *c, const char *t, const char *a, co
   c->data.grade.points = has_points ? points : 0;
   c->data.grade.has_feedback = feedback != NULL;
   if (feedback) FX_COPY(c->data.grade.feedback, c->data.grade.feedback_len, feedback);
+}
+
+/* Fills agg (tenant t1, assignment a) with students s0, s1, ... each graded
+ * (version 1, command id g<i>) with MODEL_FEEDBACK_MAX bytes of feedback,
+ * until the next one would make its document pass max_bytes; returns how
+ * many it holds. A document a few KiB short of a store's limit. */
+static inline int fx_fill_grades(model_aggregate_t *agg, const char *a, size_t max_bytes) {
+  static char fb[MODEL_FEEDBACK_MAX + 1];
+  static model_command_t c; /* ~6 KiB: off the stack */
+  memset(fb, 'f', MODEL_FEEDBACK_MAX);
+  for (int i = 0;; i++) {
+    char st[16], id[16];
+    snprintf(st, sizeof st, "s%d", i);
+    snprintf(id, sizeof id, "g%d", i);
+    fx_grade(&c, "t1", a, st, 1, id, true, 1, fb);
+    size_t would_be;
+    if (model_aggregate_apply_within(agg, &c, max_bytes, &would_be) == MODEL_APPLY_TOO_LARGE) return i;
+  }
 }
 
 #endif

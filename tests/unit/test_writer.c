@@ -148,6 +148,47 @@ START_TEST(loads_happen_in_the_writer) {
 }
 END_TEST
 
+/* An overlay whose merge into its stored document would pass the store's
+ * limit is neither merged nor written: the item comes back TOO_LARGE with
+ * the stored document as loaded, its rev and the merged size; the rest of
+ * the job goes on. */
+START_TEST(an_overlay_past_the_limit_is_not_merged) {
+  mem_store_t s;
+  mem_init(&s);
+  model_aggregate_t *stored = model_aggregate_new("t1", 2, "big", 3);
+  size_t limit = sink_document_limit(stored);
+  fx_fill_grades(stored, "big", limit);
+  mem_put(&s, stored);
+  model_aggregate_t *overlay = model_aggregate_new("t1", 2, "big", 3), *other = model_aggregate_new("t1", 2, "a1", 2);
+  model_command_t c = roster("big", "new", "n1", 1, true);
+  model_aggregate_apply(overlay, &c);
+  static char fb[MODEL_FEEDBACK_MAX + 1];
+  memset(fb, 'f', MODEL_FEEDBACK_MAX);
+  fx_grade(&c, "t1", "big", "new", 1, "n2", true, 1, fb);
+  model_aggregate_apply(overlay, &c);
+  c = roster("a1", "s1", "c1", 1, true);
+  model_aggregate_apply(other, &c);
+  writer_job_t *job = writer_job_new(2);
+  writer_job_add(job, overlay, 0, true, NULL);
+  writer_job_add(job, other, 0, true, NULL);
+  sink_t sink = mem_sink(&s);
+  writer_execute(&sink, job);
+  ck_assert_int_eq(job->status, SINK_OK);
+  ck_assert_int_eq(job->items[0].result, WRITER_ITEM_TOO_LARGE);
+  ck_assert(job->items[0].loaded);
+  ck_assert_int_eq(job->items[0].rev, 1);
+  ck_assert(model_aggregate_equal(job->items[0].agg, stored));
+  ck_assert_uint_gt(job->items[0].bytes, limit);
+  ck_assert_uint_eq(job->too_large, 1);
+  ck_assert_uint_eq(job->errors, 0);
+  ck_assert_int_eq(job->items[1].result, WRITER_ITEM_WRITTEN);
+  ck_assert_int_eq(rev_of(&s, "t1/big"), 1);
+  writer_job_destroy(job);
+  model_aggregate_destroy(stored);
+  mem_free(&s);
+}
+END_TEST
+
 /* Another writer lands between our load and our write, while newer changes
  * to the same aggregate are pending here: the conflict is reloaded and
  * merged with everything held (the snapshot and what came after) in the
@@ -644,6 +685,7 @@ Suite *test_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, merges_continue_while_a_flush_is_in_flight);
   tcase_add_test(tc, loads_happen_in_the_writer);
+  tcase_add_test(tc, an_overlay_past_the_limit_is_not_merged);
   tcase_add_test(tc, conflict_while_newer_changes_are_pending);
   tcase_add_test(tc, outage_keeps_everything_and_counts_snapshots);
   tcase_add_test(tc, group_commit_takes_everything_dirty);
