@@ -8,6 +8,7 @@
 
 #include "batch_cache.h"
 #include "batch_entry.h"
+#include "batch_hold.h"
 #include "batch_latency.h"
 #include "batch_too_large.h"
 #include "batch_writeset.h"
@@ -31,6 +32,9 @@ struct batch {
   uint64_t flight_seq;          /* the least flight_seq of the job in flight */
   batch_flushcap_t cap;
   batch_too_large_t too_large; /* aggregates the store refused as too large, logged once each */
+  batch_holder_t holder;       /* how unloaded entries hold their commands, if holding */
+  bool holding;
+  model_command_t *recmd;      /* scratch for the commands applied again (batch_hold.h); ~6 KiB, made on first use */
   batch_stats_t stats;
 };
 
@@ -45,6 +49,8 @@ batch_t *batch_new(const batch_limits_t *limits) {
 
 void batch_destroy(batch_t *b) {
   if (!b) return;
+  batch_set_holder(b, NULL);
+  free(b->recmd);
   batch_cache_free(&b->cache);
   batch_latency_seq_free(&b->events);
   batch_too_large_free(&b->too_large);
@@ -95,6 +101,60 @@ static void evict(batch_t *b) {
                     (size_t)(b->lim.cache_max_bytes > 0 ? b->lim.cache_max_bytes : 0));
 }
 
+/* --- holds (batch_hold.h) ------------------------------------------------------------ */
+
+/* Its holds released: unless it is loaded, it can no longer be rebuilt. */
+static void drop_holds(void *ctx, batch_entry_t *e) {
+  batch_t *b = ctx;
+  batch_holds_release(&e->holds, &b->holder);
+  e->holds.incomplete = !e->loaded;
+  if (e->dirty || e->inflight) account(b, e);
+}
+
+void batch_set_holder(batch_t *b, const batch_holder_t *holder) {
+  if (b->holding) batch_cache_each_entry(&b->cache, drop_holds, b);
+  b->holding = holder != NULL;
+  if (holder) b->holder = *holder;
+}
+
+/* A command applied to the unloaded e: held, unless e cannot be rebuilt
+ * anyway; one without an origin to hold makes it so. */
+static void hold(batch_t *b, batch_entry_t *e, const void *origin) {
+  if (!b->holding || !origin) {
+    if (b->holding) batch_holds_release(&e->holds, &b->holder);
+    e->holds.incomplete = true;
+    return;
+  }
+  if (e->holds.incomplete) return;
+  size_t bytes;
+  void *held = b->holder.hold(b->holder.ctx, origin, &bytes);
+  batch_holds_add(&e->holds, held, bytes);
+}
+
+/* Every change of e not in the store is held: an overlay that does not fit
+ * its stored document can be rebuilt from it. */
+static bool can_rebuild(const batch_t *b, const batch_entry_t *e) { return b->holding && !e->holds.incomplete; }
+
+/* The stored document (it->agg, loaded by the job) becomes e's base, and
+ * the commands e holds are applied to it again, in their order: each that
+ * does not fit is rejected now, through the holder. e is then loaded and
+ * written whole by a later flush (the caller owes it if it is not dirty). */
+static void rebuild(batch_t *b, batch_entry_t *e, writer_item_t *it) {
+  model_aggregate_destroy(e->agg);
+  e->agg = it->agg;
+  it->agg = NULL;
+  e->loaded = true;
+  e->rev = it->rev;
+  if (!b->recmd) b->recmd = oom_malloc(sizeof *b->recmd);
+  size_t rejected = batch_holds_reapply(&e->holds, &b->holder, e->agg, sink_document_limit(e->agg), b->recmd);
+  b->stats.too_large += rejected;
+  b->stats.applied -= rejected < b->stats.applied ? rejected : b->stats.applied;
+  batch_holds_release(&e->holds, &b->holder);
+  batch_writeset_whole(e);
+  log_info("aggregate rebuilt from its stored document: the commands that did not fit are rejected", "id",
+           LOG_STR, model_aggregate_key(e->agg, NULL), "rejected", LOG_INT, (int64_t)rejected);
+}
+
 /* --- merging ---------------------------------------------------------------------- */
 
 /* A stale command changes nothing, so it is durable with the newer state
@@ -113,6 +173,11 @@ static void apply_stale(batch_t *b, batch_entry_t *e, int64_t event_ms, batch_no
 
 model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, batch_now_t now,
                                  model_reject_t *rej) {
+  return batch_apply_from(b, cmd, NULL, event_ms, now, rej);
+}
+
+model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, const void *origin, int64_t event_ms,
+                                      batch_now_t now, model_reject_t *rej) {
   bool created;
   batch_entry_t *e = batch_cache_get(&b->cache, cmd, &created);
   size_t before = model_aggregate_student_count(e->agg), would_be, limit = sink_document_limit(e->agg);
@@ -128,6 +193,7 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
   uint64_t seq = b->seq++;
   if (r == MODEL_APPLY_APPLIED) {
     batch_writeset_note(e, cmd, before);
+    if (!e->loaded) hold(b, e, origin);
     mark_dirty(b, e, seq);
     batch_latency_add(&e->arr_pend, event_ms, 1, &BATCH_LATENCY_PER_AGGREGATE);
     account(b, e);
@@ -227,10 +293,20 @@ writer_job_t *batch_flush_begin(batch_t *b, batch_now_t now) {
 /* --- ending a flush ------------------------------------------------------------------- */
 
 /* The job loaded the stored document of e: it becomes e's base, and what e
- * received since the snapshot is merged into it. */
+ * received since the snapshot is merged into it; or, if that would pass the
+ * store's limit (commands that came while the load was in flight), e is
+ * rebuilt from it. Its holds go: it is loaded. */
 static void adopt_base(batch_t *b, batch_entry_t *e, writer_item_t *it, int64_t wall_ms) {
   batch_writeset_check_overlay(e, it->agg);
-  bool changed = model_aggregate_merge(it->agg, e->agg);
+  size_t would_be, limit = can_rebuild(b, e) ? sink_document_limit(e->agg) : SIZE_MAX;
+  model_apply_result_t r = model_aggregate_merge_within(it->agg, e->agg, limit, &would_be);
+  if (r == MODEL_APPLY_TOO_LARGE) {
+    rebuild(b, e, it); /* it held changes since the snapshot: dirty already */
+    return;
+  }
+  bool changed = r == MODEL_APPLY_APPLIED;
+  if (b->holding) batch_holds_release(&e->holds, &b->holder);
+  e->holds.incomplete = false;
   model_aggregate_destroy(e->agg);
   e->agg = it->agg;
   it->agg = NULL;
@@ -272,15 +348,22 @@ static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
     return;
   case WRITER_ITEM_TOO_LARGE:
     /* The overlay merged into the stored document would pass the limit:
-     * merged anyway and owed, so that the store's refusal (batch_too_large.h)
-     * keeps it, as it keeps any document it refuses. */
-    adopt_base(b, e, it, wall_ms);
+     * rebuilt from the stored document and its holds, the commands that do
+     * not fit rejected, and owed whole. Without holds to rebuild from, it
+     * is merged anyway and owed, and the store's refusal
+     * (batch_too_large.h) keeps it. */
+    if (can_rebuild(b, e))
+      rebuild(b, e, it);
+    else
+      adopt_base(b, e, it, wall_ms);
     owe_again(b, e);
     return;
   case WRITER_ITEM_CONFLICT:
     /* Another writer got there first: reload with the next flush and merge
      * what we hold (a superset of the snapshot) into it. The store's state
-     * is unknown: the next write is whole. */
+     * is unknown: the next write is whole. A loaded entry held none of its
+     * commands: it cannot be rebuilt until it is loaded again. */
+    if (e->loaded) e->holds.incomplete = true;
     e->loaded = false;
     owe_again(b, e);
     return;

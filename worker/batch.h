@@ -80,6 +80,7 @@
 
 #include "aggregate.h"
 #include "batch_flushcap.h"
+#include "batch_hold.h"
 #include "clock.h"
 #include "sink.h"
 #include "writer.h"
@@ -119,7 +120,7 @@ typedef enum {
 typedef struct batch_stats {
   uint64_t applied, stale;            /* commands, cumulative */
   uint64_t writes_ok, conflicts, write_errors, loads, flushes;
-  uint64_t too_large;     /* commands rejected document_too_large when applied */
+  uint64_t too_large;     /* commands rejected document_too_large, when applied or late */
   uint64_t bytes_written; /* BSON bytes of the documents written */
 } batch_stats_t;
 
@@ -139,6 +140,24 @@ void batch_set_limits(batch_t *b, const batch_limits_t *limits);
  * it rejects a command that does not decode. */
 model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, batch_now_t now,
                                  model_reject_t *rej);
+
+/* The same, for a caller that gave a holder (batch_set_holder): origin
+ * (borrowed, for the call only; NULL = none) is what holder->hold copies
+ * when the command goes into an unloaded aggregate, so that it can be
+ * applied again, or rejected late, when the stored document arrives. A
+ * command applied without one leaves its aggregate unable to rebuild: then
+ * an overlay that does not fit its stored document is merged anyway, and
+ * the store's refusal (batch_too_large.h) keeps it. */
+model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, const void *origin, int64_t event_ms,
+                                      batch_now_t now, model_reject_t *rej);
+
+/* Sets how commands are held (batch_hold.h; copied), or none with NULL:
+ * the holds made with the previous holder are released through it first
+ * (their aggregates cannot rebuild any more). A late reject is made from
+ * batch_flush_end, before it returns. The batch releases what it holds
+ * through the holder at batch_destroy too: a holder whose ctx dies first
+ * must be unset first. */
+void batch_set_holder(batch_t *b, const batch_holder_t *holder);
 
 /* True when a flush should begin: a limit is reached (commands, dirty
  * aggregates or linger since the first command not in any flush), or the

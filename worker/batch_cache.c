@@ -115,3 +115,8 @@ void batch_cache_foreach(const batch_cache_t *c, void (*fn)(void *ctx, const mod
   for (size_t i = 0; i < c->nbuckets; i++)
     for (batch_entry_t *e = c->buckets[i]; e; e = e->hash_next) fn(ctx, e->agg, e->rev);
 }
+
+void batch_cache_each_entry(batch_cache_t *c, void (*fn)(void *ctx, batch_entry_t *e), void *ctx) {
+  for (size_t i = 0; i < c->nbuckets; i++)
+    for (batch_entry_t *e = c->buckets[i]; e; e = e->hash_next) fn(ctx, e);
+}

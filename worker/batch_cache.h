@@ -43,6 +43,9 @@ void batch_cache_touch(batch_cache_t *c, batch_entry_t *e);
  * keep or they hold more than keep_bytes: whichever bound is passed evicts. */
 void batch_cache_evict(batch_cache_t *c, size_t keep, size_t keep_bytes);
 
+/* Calls fn for every entry, in no order; fn must not add or remove any. */
+void batch_cache_each_entry(batch_cache_t *c, void (*fn)(void *ctx, batch_entry_t *e), void *ctx);
+
 void batch_cache_foreach(const batch_cache_t *c, void (*fn)(void *ctx, const model_aggregate_t *agg, int64_t rev),
                          void *ctx);
 

@@ -7,8 +7,9 @@
  *    LRU (prev, next);
  *  - batch_writeset.c: the dirty list (prev, next while dirty), pend_seq,
  *    and what changed since the last snapshot (touched*);
- *  - batch.c: agg, rev, loaded, inflight, flight_seq, mem and the arrival
- *    times (batch_latency.h) of the commands the changes carry.
+ *  - batch.c: agg, rev, loaded, inflight, flight_seq, mem, the arrival
+ *    times (batch_latency.h) of the commands the changes carry and, while
+ *    unloaded, the holds of the commands applied (batch_hold.h).
  * An entry is in at most one list at a time: the dirty list while dirty,
  * the LRU while clean and loaded, none while only in flight. */
 #ifndef BATCH_ENTRY_H
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 
 #include "aggregate.h"
+#include "batch_hold.h"
 #include "batch_latency.h"
 #include "buf.h"
 
@@ -43,6 +45,9 @@ typedef struct batch_entry {
   /* The commands of the changes not in any snapshot, and of the snapshot in
    * flight (and those stale against it). */
   batch_latency_t arr_pend, arr_flight;
+  /* While unloaded: the commands applied since it entered memory (or since
+   * its last conflict), to apply again to the stored document. */
+  batch_holds_t holds;
 } batch_entry_t;
 
 /* Circular lists with a sentinel entry. */
@@ -67,17 +72,19 @@ static inline void batch_entry_list_push_back(batch_entry_t *s, batch_entry_t *e
   s->prev = e;
 }
 
-/* The memory e holds: its aggregate, the entry itself, its touched list and
- * its arrival times. One measure for both bounds (batch.max_pending_bytes,
+/* The memory e holds: its aggregate, the entry itself, its touched list,
+ * its arrival times and its holds. One measure for both bounds (batch.max_pending_bytes,
  * cache.max_bytes): with many small aggregates the bookkeeping outweighs the
  * aggregates (docs/BENCHMARKS.md). */
 static inline size_t batch_entry_memory(const batch_entry_t *e) {
   return model_aggregate_memory(e->agg) + sizeof *e + e->touched.cap + batch_latency_bytes(&e->arr_pend) +
-         batch_latency_bytes(&e->arr_flight);
+         batch_latency_bytes(&e->arr_flight) + batch_holds_memory(&e->holds);
 }
 
-/* Frees e and everything it holds; it must be in no list. */
+/* Frees e and everything it holds; it must be in no list, and its holds
+ * released (batch_holds_release). */
 static inline void batch_entry_free(batch_entry_t *e) {
+  free(e->holds.v);
   model_aggregate_destroy(e->agg);
   model_buf_destroy(&e->touched);
   batch_latency_free(&e->arr_pend);

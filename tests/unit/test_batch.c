@@ -475,6 +475,292 @@ START_TEST(a_refused_document_is_kept_for_retry) {
 }
 END_TEST
 
+/* --- holds: an overlay that does not fit its stored document ------------------------ */
+
+/* A holder over test commands: the origin is a model_command_t, held as a
+ * copy with its place in the order of applies; late rejects are listed. */
+typedef struct held_cmd {
+  model_command_t cmd;
+  int index;
+} held_cmd_t;
+
+typedef struct test_holder {
+  int next;           /* the index the next held command gets */
+  int held, released; /* copies made and freed */
+  int rejected[16], nrejected;
+  model_reject_t last;
+} test_holder_t;
+
+static void *th_hold(void *ctx, const void *origin, size_t *bytes) {
+  test_holder_t *t = ctx;
+  held_cmd_t *h = malloc(sizeof *h);
+  ck_assert_ptr_nonnull(h);
+  h->cmd = *(const model_command_t *)origin;
+  h->index = t->next++;
+  t->held++;
+  *bytes = sizeof *h;
+  return h;
+}
+
+static bool th_decode(void *ctx, const void *held, model_command_t *cmd, model_reject_t *rej) {
+  (void)ctx;
+  (void)rej;
+  *cmd = ((const held_cmd_t *)held)->cmd;
+  return true;
+}
+
+static void th_reject(void *ctx, const void *held, const model_reject_t *rej) {
+  test_holder_t *t = ctx;
+  ck_assert_int_lt(t->nrejected, 16);
+  t->rejected[t->nrejected++] = ((const held_cmd_t *)held)->index;
+  t->last = *rej;
+}
+
+static void th_release(void *ctx, void *held) {
+  ((test_holder_t *)ctx)->released++;
+  free(held);
+}
+
+static batch_t *holding_batch(test_holder_t *t) {
+  memset(t, 0, sizeof *t);
+  batch_t *b = new_batch(100);
+  batch_holder_t h = {th_hold, th_decode, th_reject, th_release, t};
+  batch_set_holder(b, &h);
+  return b;
+}
+
+/* Applies c through the holder; every command of these tests is applied,
+ * and held while its aggregate is unloaded. */
+static void apply_held(batch_t *b, test_holder_t *t, const model_command_t *c) {
+  (void)t;
+  model_reject_t rej;
+  ck_assert_int_eq(batch_apply_from(b, c, c, 0, mem_at(0), &rej), MODEL_APPLY_APPLIED);
+}
+
+/* The stored document of t1/big with less room left than a student takes:
+ * students s0, s1, ... with 4 KiB of feedback (s0's cut to a few bytes by
+ * a second grade, h0), then students r0, r1, ... with only a roster slot
+ * until one more would pass the store's limit. A grade that keeps its
+ * slot's size fits; anything that grows it does not. */
+static model_aggregate_t *full_document(void) {
+  model_aggregate_t *a = model_aggregate_new("t1", 2, "big", 3);
+  size_t limit = sink_document_limit(a), would_be;
+  fx_fill_grades(a, "big", limit);
+  model_command_t c;
+  fx_grade(&c, "t1", "big", "s0", 2, "h0", true, 1, "short");
+  ck_assert_int_eq(model_aggregate_apply_within(a, &c, limit, &would_be), MODEL_APPLY_APPLIED);
+  for (int k = 0;; k++) {
+    char st[16], id[16];
+    snprintf(st, sizeof st, "r%d", k);
+    snprintf(id, sizeof id, "r%d", k);
+    fx_roster(&c, "t1", "big", st, 1, id, true);
+    if (model_aggregate_apply_within(a, &c, limit, &would_be) == MODEL_APPLY_TOO_LARGE) break;
+  }
+  return a;
+}
+
+/* After a restart (cold cache) the aggregate is an overlay: the new student
+ * fits the overlay but not the stored document. The flush that loads it
+ * rebuilds it from the stored document and the held commands: exactly that
+ * command is rejected late (document_too_large), the others are applied,
+ * the document is written once, whole, and the store never refuses it. */
+START_TEST(an_overlay_past_the_limit_rejects_late_what_does_not_fit) {
+  mem_store_t s;
+  mem_init(&s);
+  model_aggregate_t *stored = full_document(), *want = model_aggregate_clone(stored);
+  mem_put(&s, stored);
+  test_holder_t t;
+  batch_t *b = holding_batch(&t);
+  model_command_t a = long_grade("big", "s1", "h1", 2, MODEL_FEEDBACK_MAX); /* same size: fits */
+  model_command_t big = long_grade("big", "zz", "n1", 1, MODEL_FEEDBACK_MAX);
+  model_command_t c = long_grade("big", "s2", "h2", 2, MODEL_FEEDBACK_MAX);
+  model_command_t small = roster("small", "s1", "x1", 1, true);
+  apply_held(b, &t, &a);
+  apply_held(b, &t, &big);
+  apply_held(b, &t, &c);
+  apply_held(b, &t, &small);
+  model_aggregate_apply(want, &a);
+  model_aggregate_apply(want, &c);
+  double refused0 = metric("\naggregator_store_too_large_total ");
+
+  writer_job_t *job = batch_flush_begin(b, mem_at(0));
+  sink_t sink = mem_sink(&s);
+  writer_execute(&sink, job);
+  ck_assert_uint_eq(job->too_large, 1);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_PARTIAL);
+  ck_assert_int_eq(t.nrejected, 1);
+  ck_assert_int_eq(t.rejected[0], 1); /* big, the second held */
+  ck_assert_int_eq(t.last.code, MODEL_REJ_DOCUMENT_TOO_LARGE);
+  ck_assert_uint_eq(batch_stats(b)->too_large, 1);
+  ck_assert_uint_eq(batch_stats(b)->applied, 3);
+  ck_assert_int_eq(t.released, t.held); /* loaded: nothing held any more */
+  ck_assert(batch_dirty(b));
+  ck_assert_uint_lt(batch_durable_seq(b), batch_seq(b)); /* not written yet: nothing past it committable */
+  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 1);
+
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2); /* written once */
+  ck_assert(model_aggregate_equal(mem_find(&s, "t1/big")->agg, want));
+  ck_assert_uint_le(statement_bytes(mem_find(&s, "t1/big")->agg), SINK_MAX_DOCUMENT_BYTES);
+  ck_assert_int_eq(mem_find(&s, "t1/small")->rev, 1);
+  ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
+  ck_assert(metric("\naggregator_store_too_large_total ") == refused0);
+  ck_assert_uint_eq(batch_stats(b)->write_errors, 0);
+  batch_destroy(b);
+  ck_assert_int_eq(t.released, t.held);
+  model_aggregate_destroy(stored);
+  model_aggregate_destroy(want);
+  mem_free(&s);
+}
+END_TEST
+
+/* A slot of the overlay that grows past the limit (s0's short feedback
+ * replaced by 4 KiB) is rejected late; a grade that keeps its size is
+ * applied. */
+START_TEST(a_slot_grown_past_the_limit_by_an_overlay_is_rejected_late) {
+  mem_store_t s;
+  mem_init(&s);
+  model_aggregate_t *stored = full_document(), *want = model_aggregate_clone(stored);
+  mem_put(&s, stored);
+  test_holder_t t;
+  batch_t *b = holding_batch(&t);
+  model_command_t grow = long_grade("big", "s0", "i0", 3, MODEL_FEEDBACK_MAX);
+  model_command_t keep = long_grade("big", "s3", "h3", 2, MODEL_FEEDBACK_MAX);
+  apply_held(b, &t, &grow);
+  apply_held(b, &t, &keep);
+  model_aggregate_apply(want, &keep);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(t.nrejected, 1);
+  ck_assert_int_eq(t.rejected[0], 0);
+  ck_assert(model_aggregate_equal(mem_find(&s, "t1/big")->agg, want));
+  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
+  ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
+  batch_destroy(b);
+  ck_assert_int_eq(t.released, t.held);
+  model_aggregate_destroy(stored);
+  model_aggregate_destroy(want);
+  mem_free(&s);
+}
+END_TEST
+
+/* Holds count in pending bytes while the aggregate is unloaded, commands
+ * applied while its load is in flight are held too, and all of them are
+ * released once the load lands and the merge fits; a loaded aggregate
+ * holds nothing. */
+START_TEST(holds_are_released_when_the_load_lands) {
+  mem_store_t s;
+  mem_init(&s);
+  model_aggregate_t *stored = model_aggregate_new("t1", 2, "a1", 2);
+  model_command_t c0 = roster("a1", "s0", "c0", 1, true);
+  model_aggregate_apply(stored, &c0);
+  mem_put(&s, stored);
+  test_holder_t t;
+  batch_t *b = holding_batch(&t), *plain = new_batch(100);
+  model_command_t c1 = roster("a1", "s1", "c1", 1, true), c2 = roster("a1", "s2", "c2", 1, true);
+  apply_held(b, &t, &c1);
+  batch_apply(plain, &c1, 0, mem_at(0), NULL);
+  ck_assert_int_eq(t.held, 1);
+  ck_assert_uint_ge(batch_pending_bytes(b), batch_pending_bytes(plain) + sizeof(held_cmd_t));
+  writer_job_t *job = batch_flush_begin(b, mem_at(0));
+  apply_held(b, &t, &c2); /* during the load */
+  ck_assert_int_eq(t.held, 2);
+  sink_t sink = mem_sink(&s);
+  writer_execute(&sink, job);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(t.released, 2);
+  ck_assert_int_eq(t.nrejected, 0);
+  model_command_t c3 = roster("a1", "s3", "c3", 1, true);
+  apply_held(b, &t, &c3); /* loaded now: not held */
+  ck_assert_int_eq(t.held, 2);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(stored_assigned(&s, "t1/a1"), 4);
+  ck_assert_uint_eq(batch_pending_bytes(b), 0);
+  batch_destroy(b);
+  batch_destroy(plain);
+  model_aggregate_destroy(stored);
+  mem_free(&s);
+}
+END_TEST
+
+/* A command that comes while the load is in flight is checked against the
+ * overlay only; when the load lands, what came since does not fit the
+ * document just written: the aggregate is rebuilt from it, the command is
+ * rejected late, and the rest is written. */
+START_TEST(a_command_during_the_load_that_does_not_fit_is_rejected_late) {
+  mem_store_t s;
+  mem_init(&s);
+  model_aggregate_t *stored = full_document(), *want = model_aggregate_clone(stored);
+  mem_put(&s, stored);
+  test_holder_t t;
+  batch_t *b = holding_batch(&t);
+  model_command_t a = long_grade("big", "s1", "h1", 2, MODEL_FEEDBACK_MAX);
+  model_command_t big = long_grade("big", "zz", "n1", 1, MODEL_FEEDBACK_MAX);
+  apply_held(b, &t, &a);
+  model_aggregate_apply(want, &a);
+  writer_job_t *job = batch_flush_begin(b, mem_at(0));
+  apply_held(b, &t, &big);
+  sink_t sink = mem_sink(&s);
+  writer_execute(&sink, job);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2); /* a landed */
+  ck_assert_int_eq(t.nrejected, 1);
+  ck_assert_int_eq(t.rejected[0], 1);
+  ck_assert_int_eq(t.released, 2);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert(model_aggregate_equal(mem_find(&s, "t1/big")->agg, want));
+  ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
+  batch_destroy(b);
+  model_aggregate_destroy(stored);
+  model_aggregate_destroy(want);
+  mem_free(&s);
+}
+END_TEST
+
+/* Another writer fills the document between our load and our write: the
+ * write conflicts, the aggregate stays unloaded with its holds, and the
+ * reload finds that the overlay does not fit any more: the new student is
+ * rejected late. */
+START_TEST(holds_survive_a_conflict_and_reject_after_the_reload) {
+  mem_store_t s;
+  mem_init(&s);
+  model_aggregate_t *small_doc = model_aggregate_new("t1", 2, "big", 3), *full = full_document();
+  model_command_t c0 = roster("big", "s1", "c0", 1, true);
+  model_aggregate_apply(small_doc, &c0);
+  mem_put(&s, small_doc);
+  test_holder_t t;
+  batch_t *b = holding_batch(&t);
+  model_command_t big = long_grade("big", "zz", "n1", 1, MODEL_FEEDBACK_MAX);
+  apply_held(b, &t, &big);
+  s.hold = true;
+  sink_t sink = mem_sink(&s);
+  writer_t *w = writer_new(&sink, 0, clock_system());
+  writer_job_t *job = batch_flush_begin(b, mem_at(0));
+  ck_assert(writer_submit(w, job));
+  ck_assert(mem_wait_held(&s, 1)); /* loaded, the write waits at the gate */
+  mem_put(&s, full);               /* another writer: rev 2 */
+  mem_release(&s);
+  job = writer_take(w, 30000);
+  ck_assert_ptr_nonnull(job);
+  ck_assert_uint_eq(job->conflicts, 1);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_PARTIAL);
+  writer_destroy(w);
+  ck_assert_int_eq(t.released, 0); /* still unloaded: held */
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(t.nrejected, 1);
+  ck_assert_int_eq(t.released, 1);
+  doc_t *d = mem_find(&s, "t1/big");
+  model_aggregate_t *want = model_aggregate_clone(full);
+  model_aggregate_merge(want, small_doc);
+  ck_assert(model_aggregate_equal(d->agg, want));
+  ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
+  batch_destroy(b);
+  model_aggregate_destroy(want);
+  model_aggregate_destroy(small_doc);
+  model_aggregate_destroy(full);
+  mem_free(&s);
+}
+END_TEST
+
 /* Partial writes (store.h): the batch lists the students touched since each
  * aggregate's last write, and mem_store applies only those. Random roster
  * changes over four assignments of twelve students, new students now and
@@ -680,6 +966,11 @@ Suite *test_suite(void) {
   tcase_add_test(tc, flush_triggers);
   tcase_add_test(tc, a_command_past_the_document_limit_is_rejected);
   tcase_add_test(tc, a_refused_document_is_kept_for_retry);
+  tcase_add_test(tc, an_overlay_past_the_limit_rejects_late_what_does_not_fit);
+  tcase_add_test(tc, a_slot_grown_past_the_limit_by_an_overlay_is_rejected_late);
+  tcase_add_test(tc, holds_are_released_when_the_load_lands);
+  tcase_add_test(tc, a_command_during_the_load_that_does_not_fit_is_rejected_late);
+  tcase_add_test(tc, holds_survive_a_conflict_and_reject_after_the_reload);
   tcase_add_test(tc, latency_durable_per_aggregate_committable_in_order);
   suite_add_tcase(su, tc);
   return su;
