@@ -128,9 +128,20 @@ int64_t offsets_oldest_uncommitted(const offsets_part_t *p) {
 
 int64_t offsets_commit_base(const offsets_part_t *p) { return p->committed >= 0 ? p->committed : p->first; }
 
+static offsets_reject_t *reject_at(offsets_part_t *p, size_t i) { return &p->rejects[(p->head + i) % p->cap]; }
+
+/* In offset order, so that the head is the lowest. A reject usually comes
+ * after every earlier one; a late one (its command was merged into an
+ * aggregate not yet loaded, and did not fit the stored document: batch.h)
+ * can come after rejects of later offsets. Its offset is still at or above
+ * what can be committed: its command took a batch seq that is not durable
+ * until its aggregate is written, so no checkpoint past its offset has
+ * become durable, and the batch rejects it before that write begins. */
 void offsets_reject_pending(offsets_part_t *p, int64_t offset) {
   p->rejects = ring_reserve(p->rejects, sizeof *p->rejects, &p->head, p->len, &p->cap);
-  p->rejects[(p->head + p->len++) % p->cap] = (offsets_reject_t){offset, false};
+  size_t i = p->len++;
+  for (; i > 0 && reject_at(p, i - 1)->offset > offset; i--) *reject_at(p, i) = *reject_at(p, i - 1);
+  *reject_at(p, i) = (offsets_reject_t){offset, false};
 }
 
 void offsets_reject_done(offsets_t *o, const char *topic, int32_t partition, int64_t offset) {

@@ -20,7 +20,9 @@
  *    durable (offsets_all_durable);
  *  - rejected messages wait, in offset order, for their dead-letter ack
  *    (offsets_reject_pending, offsets_reject_done) and hold the commit below
- *    them until then;
+ *    them until then; a late reject (a command that did not fit its
+ *    aggregate's stored document once that was loaded, batch.h) may come
+ *    after rejects of later offsets, and takes its place among them;
  *  - `committed`: what the group confirmed; only a confirmed commit counts,
  *    so a lost or failed one is sent again;
  *  - marks (offsets_consumed): pairs (offset, time) of the messages consumed
@@ -93,7 +95,9 @@ int64_t offsets_oldest_uncommitted(const offsets_part_t *p);
  * auto.offset.reset put it); -1 before the first message. */
 int64_t offsets_commit_base(const offsets_part_t *p);
 
-/* A rejected message at offset awaits its dead-letter ack / got it. */
+/* A rejected message at offset awaits its dead-letter ack / got it. The
+ * offset must not be below what is committable (offsets_committable);
+ * it may be below those of rejects already pending. */
 void offsets_reject_pending(offsets_part_t *p, int64_t offset);
 void offsets_reject_done(offsets_t *o, const char *topic, int32_t partition, int64_t offset);
 bool offsets_rejects_pending(const offsets_t *o);

@@ -59,6 +59,38 @@ START_TEST(oldest_follows_commits) {
 }
 END_TEST
 
+static int64_t committable_of(offsets_t *o, offsets_part_t *p) {
+  rd_kafka_topic_partition_list_t *l = offsets_committable(o, NULL);
+  rd_kafka_topic_partition_t *e = rd_kafka_topic_partition_list_find(l, p->topic, p->partition);
+  int64_t off = e ? e->offset : -1;
+  rd_kafka_topic_partition_list_destroy(l);
+  return off;
+}
+
+/* A late reject (batch.h) at an offset below rejects already pending takes
+ * its place among them: the commit stops at it until its ack, whatever
+ * the order of the acks. */
+START_TEST(a_late_reject_holds_the_commit_below_later_rejects) {
+  offsets_t *o = offsets_new();
+  offsets_add(o, "t", 0);
+  offsets_part_t *p = offsets_find(o, "t", 0);
+  for (int64_t i = 0; i < 40; i++) offsets_consumed(p, i, T0);
+  for (int64_t i = 0; i < 20; i++) offsets_reject_pending(p, 20 + i); /* the ring grows past 16 meanwhile */
+  offsets_reject_pending(p, 12);
+  offsets_reject_pending(p, 5);
+  offsets_all_durable(o);
+  ck_assert_int_eq(committable_of(o, p), 5);
+  for (int64_t i = 0; i < 20; i++) offsets_reject_done(o, "t", 0, 20 + i);
+  ck_assert_int_eq(committable_of(o, p), 5);
+  offsets_reject_done(o, "t", 0, 5);
+  ck_assert_int_eq(committable_of(o, p), 12);
+  offsets_reject_done(o, "t", 0, 12);
+  ck_assert_int_eq(committable_of(o, p), 40);
+  ck_assert(!offsets_rejects_pending(o));
+  offsets_destroy(o);
+}
+END_TEST
+
 /* A message with an older timestamp than the ones before it (producers'
  * clocks differ) still counts. */
 START_TEST(older_timestamp_later_counts) {
@@ -110,6 +142,7 @@ Suite *test_suite(void) {
   TCase *tc = tcase_create("uncommitted");
   tcase_add_test(tc, nothing_consumed_is_age_zero);
   tcase_add_test(tc, oldest_follows_commits);
+  tcase_add_test(tc, a_late_reject_holds_the_commit_below_later_rejects);
   tcase_add_test(tc, older_timestamp_later_counts);
   tcase_add_test(tc, marks_stay_bounded);
   tcase_add_test(tc, reassigned_partition_starts_afresh);
