@@ -26,11 +26,11 @@ size_t batch_holds_reapply(const batch_holds_t *h, const batch_holder_t *holder,
     model_reject_t rej;
     size_t would_be;
     if (!holder->decode(holder->ctx, h->v[i], cmd, &rej)) {
-      holder->reject(holder->ctx, h->v[i], &rej);
+      holder->reject(holder->ctx, h->v[i], NULL, &rej);
       rejected++;
     } else if (model_aggregate_apply_within(agg, cmd, max_bytes, &would_be) == MODEL_APPLY_TOO_LARGE) {
       model_reject_document_too_large(&rej, would_be, max_bytes);
-      holder->reject(holder->ctx, h->v[i], &rej);
+      holder->reject(holder->ctx, h->v[i], cmd, &rej);
       rejected++;
     }
   }

@@ -37,10 +37,11 @@ typedef struct batch_holder {
    * it no longer decodes (limits changed by a reload): it is then rejected
    * with that reason. */
   bool (*decode)(void *ctx, const void *held, model_command_t *cmd, model_reject_t *rej);
-  /* The held command does not fit the document it must go into: reject it
-   * as a command that fails to decode is (rej says why). It changed
-   * nothing that will be written. */
-  void (*reject)(void *ctx, const void *held, const model_reject_t *rej);
+  /* The held command (cmd: as decoded again, NULL if it no longer decodes)
+   * does not fit the document it must go into: reject it as a command that
+   * fails to decode is (rej says why). It changed nothing that will be
+   * written. */
+  void (*reject)(void *ctx, const void *held, const model_command_t *cmd, const model_reject_t *rej);
   /* Frees a held copy. */
   void (*release)(void *ctx, void *held);
   void *ctx;

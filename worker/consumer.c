@@ -198,13 +198,63 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 /* A rejected message, whether it does not decode or its application would
  * pass the store's document limit: counted, and dead-lettered byte for
  * byte; its offset commits once the dead-letter topic acknowledges it. */
-static void reject(consumer_t *c, offsets_part_t *p, const rd_kafka_message_t *m, int type,
-                   const model_reject_t *rej) {
+static void reject(consumer_t *c, offsets_part_t *p, const kafka_source_t *m, int type, const model_reject_t *rej) {
   metrics_command(type, METRICS_REJECTED, 1);
   metrics_reject(rej->code);
   log_debug("command rejected", "code", LOG_STR, model_reject_code_name(rej->code), "detail", LOG_STR, rej->detail,
             "offset", LOG_INT, m->offset);
   if (!deadletter_reject(c->dlq, p, m, rej)) c->fatal = true;
+}
+
+/* --- holding messages for late rejects (batch_hold.h) --------------------------------- */
+
+/* A consumed message held past its poll: what decoding it again and
+ * dead-lettering it need, in one block (the topic, the payload and the key
+ * follow the struct). */
+typedef struct held_message {
+  kafka_source_t src; /* points into the block */
+} held_message_t;
+
+static void *hold_message(void *ctx, const void *origin, size_t *bytes) {
+  (void)ctx;
+  const rd_kafka_message_t *m = origin;
+  const char *topic = rd_kafka_topic_name(m->rkt);
+  size_t tlen = strlen(topic) + 1;
+  held_message_t *h = oom_malloc(sizeof *h + tlen + m->len + m->key_len);
+  char *p = (char *)(h + 1);
+  h->src = (kafka_source_t){p, m->partition, m->offset, m->len ? p + tlen : NULL,
+                            m->key_len ? p + tlen + m->len : NULL, m->len, m->key_len};
+  memcpy(p, topic, tlen);
+  if (m->len) memcpy(p + tlen, m->payload, m->len);
+  if (m->key_len) memcpy(p + tlen + m->len, m->key, m->key_len);
+  *bytes = sizeof *h + tlen + m->len + m->key_len;
+  return h;
+}
+
+static bool decode_held(void *ctx, const void *held, model_command_t *cmd, model_reject_t *rej) {
+  consumer_t *c = ctx;
+  const kafka_source_t *s = &((const held_message_t *)held)->src;
+  return model_command_decode(s->payload ? s->payload : "", s->len, (size_t)c->cfg->limits_max_command_bytes, cmd,
+                              rej);
+}
+
+/* A late reject: dead-lettered as any reject, unless its partition was
+ * given up meanwhile (its offset was never committed: the next owner reads
+ * it again and rejects it itself). */
+static void reject_held(void *ctx, const void *held, const model_command_t *cmd, const model_reject_t *rej) {
+  consumer_t *c = ctx;
+  const kafka_source_t *s = &((const held_message_t *)held)->src;
+  offsets_part_t *p = offsets_find(c->offsets, s->topic, s->partition);
+  if (!p) {
+    log_debug("late reject of a partition given up: its next owner reads it again", "offset", LOG_INT, s->offset);
+    return;
+  }
+  reject(c, p, s, cmd ? (int)cmd->type : METRICS_TYPE_INVALID, rej);
+}
+
+static void release_held(void *ctx, void *held) {
+  (void)ctx;
+  free(held);
 }
 
 static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now) {
@@ -220,14 +270,16 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
   model_reject_t rej;
   if (!model_command_decode(m->payload ? m->payload : "", m->len, (size_t)c->cfg->limits_max_command_bytes, &c->cmd,
                             &rej)) {
-    reject(c, p, m, METRICS_TYPE_INVALID, &rej);
+    kafka_source_t src = kafka_source_of(m);
+    reject(c, p, &src, METRICS_TYPE_INVALID, &rej);
     return;
   }
   rd_kafka_timestamp_type_t tstype;
   int64_t ts = rd_kafka_message_timestamp(m, &tstype);
-  model_apply_result_t r = batch_apply(c->batch, &c->cmd, ts > 0 ? ts : now.wall_ms, now, &rej);
+  model_apply_result_t r = batch_apply_from(c->batch, &c->cmd, m, ts > 0 ? ts : now.wall_ms, now, &rej);
   if (r == MODEL_APPLY_TOO_LARGE) {
-    reject(c, p, m, c->cmd.type, &rej);
+    kafka_source_t src = kafka_source_of(m);
+    reject(c, p, &src, c->cmd.type, &rej);
     return;
   }
   metrics_command(c->cmd.type, r == MODEL_APPLY_APPLIED ? METRICS_APPLIED : METRICS_STALE, 1);
@@ -475,12 +527,15 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const clock_
   srand((unsigned)clock_wall_ms() ^ (unsigned)getpid()); /* the retry jitter's seed: any value differing per run */
   signals_install(SIGNALS_STOP | SIGNALS_RELOAD | SIGNALS_IGNORE_PIPE);
   metrics_set_assigned(false);
+  batch_holder_t holder = {hold_message, decode_held, reject_held, release_held, c};
+  batch_set_holder(batch, &holder);
   int rc;
   if (start(c, sink, &rc)) {
     while (!signals_stop_count() && !c->fatal) turn(c, rl);
     if (!c->fatal) rc = stop(c);
   }
   finish(c);
+  batch_set_holder(batch, NULL); /* its ctx, c, goes now */
   free(c);
   return rc;
 }

@@ -226,14 +226,14 @@ static void produce_retries(deadletter_t *d) {
   }
 }
 
-bool deadletter_reject(deadletter_t *d, offsets_part_t *p, const rd_kafka_message_t *m, const model_reject_t *rej) {
+bool deadletter_reject(deadletter_t *d, offsets_part_t *p, const kafka_source_t *src, const model_reject_t *rej) {
   ref_t *ref = oom_malloc(sizeof *ref);
-  *ref = (ref_t){oom_strdup(p->topic), p->partition, m->offset};
-  offsets_reject_pending(p, m->offset);
-  d->bytes += m->len;
-  rd_kafka_headers_t *h = kafka_reject_headers(m, rej);
+  *ref = (ref_t){oom_strdup(p->topic), p->partition, src->offset};
+  offsets_reject_pending(p, src->offset);
+  d->bytes += src->len;
+  rd_kafka_headers_t *h = kafka_reject_headers(src, rej);
   for (;;) {
-    rd_kafka_resp_err_t err = produce(d, m->payload, m->len, m->key, m->key_len, h, ref);
+    rd_kafka_resp_err_t err = produce(d, src->payload, src->len, src->key, src->key_len, h, ref);
     if (!err) return true;
     if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
       rd_kafka_poll(d->producer, 100);
@@ -241,7 +241,7 @@ bool deadletter_reject(deadletter_t *d, offsets_part_t *p, const rd_kafka_messag
     }
     if (permanent(err)) {
       log_error("dead-letter produce failed for good", "topic", LOG_STR, d->topic, "error", LOG_STR,
-                rd_kafka_err2str(err), "source_offset", LOG_INT, m->offset);
+                rd_kafka_err2str(err), "source_offset", LOG_INT, src->offset);
       rd_kafka_headers_destroy(h);
       ref_free(ref);
       return false;
@@ -249,10 +249,10 @@ bool deadletter_reject(deadletter_t *d, offsets_part_t *p, const rd_kafka_messag
     /* E.g. the topic is gone (deleted while running): kept and produced again
      * once it is back; the offset stays uncommitted meanwhile. */
     letter_t *l = oom_calloc(1, sizeof *l);
-    l->payload = copy_bytes(m->payload, m->len);
-    l->len = m->len;
-    l->key = copy_bytes(m->key, m->key_len);
-    l->key_len = m->key_len;
+    l->payload = copy_bytes(src->payload, src->len);
+    l->len = src->len;
+    l->key = copy_bytes(src->key, src->key_len);
+    l->key_len = src->key_len;
     l->headers = h;
     l->ref = ref;
     keep(d, l);

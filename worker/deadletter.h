@@ -35,6 +35,7 @@
 
 #include "command.h"
 #include "config.h"
+#include "kafka.h"
 #include "offsets.h"
 
 #define DEADLETTER_WARN_INTERVAL_MS 10000
@@ -49,12 +50,12 @@ typedef struct deadletter deadletter_t;
 deadletter_t *deadletter_new(const config_t *cfg, offsets_t *offsets, char *err, size_t errsz);
 void deadletter_destroy(deadletter_t *d);
 
-/* Produces m (consumed from partition p) with the reason. A produce the
+/* Produces src (consumed from partition p) with the reason. A produce the
  * producer refuses for now (queue full: waited out; topic unknown, ...: kept
  * and produced again) is not an error; false only when it can never succeed
  * (a message larger than the producer allows, a fatal producer error), which
  * is logged: the worker must stop rather than commit past the reject. */
-bool deadletter_reject(deadletter_t *d, offsets_part_t *p, const rd_kafka_message_t *m, const model_reject_t *rej);
+bool deadletter_reject(deadletter_t *d, offsets_part_t *p, const kafka_source_t *src, const model_reject_t *rej);
 /* Serves delivery reports (waiting up to timeout_ms), produces again what
  * failed once its retry is due, and updates the failing state (log, metrics). */
 void deadletter_poll(deadletter_t *d, int timeout_ms);

@@ -284,14 +284,14 @@ kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, 
   return rc;
 }
 
-rd_kafka_headers_t *kafka_reject_headers(const rd_kafka_message_t *m, const model_reject_t *rej) {
+rd_kafka_headers_t *kafka_reject_headers(const kafka_source_t *src, const model_reject_t *rej) {
   char partition[16], offset[24];
-  snprintf(partition, sizeof partition, "%" PRId32, m->partition);
-  snprintf(offset, sizeof offset, "%" PRId64, m->offset);
+  snprintf(partition, sizeof partition, "%" PRId32, src->partition);
+  snprintf(offset, sizeof offset, "%" PRId64, src->offset);
   rd_kafka_headers_t *h = rd_kafka_headers_new(5);
   rd_kafka_header_add(h, "x-error-code", -1, model_reject_code_name(rej->code), -1);
   rd_kafka_header_add(h, "x-error-detail", -1, rej->detail, -1);
-  rd_kafka_header_add(h, "x-source-topic", -1, rd_kafka_topic_name(m->rkt), -1);
+  rd_kafka_header_add(h, "x-source-topic", -1, src->topic, -1);
   rd_kafka_header_add(h, "x-source-partition", -1, partition, -1);
   rd_kafka_header_add(h, "x-source-offset", -1, offset, -1);
   return h;

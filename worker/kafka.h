@@ -80,9 +80,25 @@ typedef enum {
 kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, bool (*tick)(void *ctx), void *ctx,
                                  char *err, size_t errsz);
 
+/* A rejected message, as the dead-letter topic needs it: a consumed
+ * message (kafka_source_of), or a copy of one held past its poll (a late
+ * reject, batch_hold.h). Borrowed pointers. */
+typedef struct kafka_source {
+  const char *topic;
+  int32_t partition;
+  int64_t offset;
+  const void *payload, *key; /* NULL when empty */
+  size_t len, key_len;
+} kafka_source_t;
+
+static inline kafka_source_t kafka_source_of(const rd_kafka_message_t *m) {
+  return (kafka_source_t){rd_kafka_topic_name(m->rkt), m->partition, m->offset, m->payload, m->key, m->len,
+                          m->key_len};
+}
+
 /* The headers of a rejected command's dead letter: x-error-code, x-error-detail, x-source-topic, x-source-partition and
- * x-source-offset of m. Caller owns them (rd_kafka_producev takes them on
+ * x-source-offset of src. Caller owns them (rd_kafka_producev takes them on
  * success). */
-rd_kafka_headers_t *kafka_reject_headers(const rd_kafka_message_t *m, const model_reject_t *rej);
+rd_kafka_headers_t *kafka_reject_headers(const kafka_source_t *src, const model_reject_t *rej);
 
 #endif

@@ -509,8 +509,9 @@ static bool th_decode(void *ctx, const void *held, model_command_t *cmd, model_r
   return true;
 }
 
-static void th_reject(void *ctx, const void *held, const model_reject_t *rej) {
+static void th_reject(void *ctx, const void *held, const model_command_t *cmd, const model_reject_t *rej) {
   test_holder_t *t = ctx;
+  ck_assert_ptr_nonnull(cmd);
   ck_assert_int_lt(t->nrejected, 16);
   t->rejected[t->nrejected++] = ((const held_cmd_t *)held)->index;
   t->last = *rej;
