@@ -29,7 +29,26 @@ typedef struct replay {
   model_command_t cmd;
   replay_file_t in, out, rejects;
   model_buf_t line; /* one rejects line */
+  /* Writing to the store, rejects lines wait here until the end, then go
+   * out in line order: a late reject (batch.h) comes when its aggregate's
+   * stored document is loaded, which depends on when flushes happen. */
+  model_buf_t late;            /* their text, back to back */
+  struct reject_line *waiting; /* where each one is in `late` */
+  size_t nwaiting, capwaiting;
 } replay_t;
+
+/* What batch_apply_from is given as a command's origin: its line (or
+ * message) number and bytes. */
+typedef struct line_origin {
+  uint64_t line;
+  const char *data;
+  size_t len;
+} line_origin_t;
+
+typedef struct reject_line {
+  uint64_t line;
+  size_t off, len;
+} reject_line_t;
 
 /* --- the store: the batch's writer pipeline ---------------------------------------- */
 
@@ -89,9 +108,10 @@ static batch_t *merge_new(const replay_t *r) {
 /* event_ms is when the command entered the system (0 = now). False when
  * the command would make its aggregate's document pass the store's limit:
  * rej says so, and nothing changed. */
-static bool merge_apply(replay_t *r, int64_t event_ms, model_reject_t *rej) {
+static bool merge_apply(replay_t *r, const line_origin_t *origin, int64_t event_ms, model_reject_t *rej) {
   batch_now_t now = batch_now(clock_system());
-  return batch_apply(r->batch, &r->cmd, event_ms > 0 ? event_ms : now.wall_ms, now, rej) != MODEL_APPLY_TOO_LARGE;
+  return batch_apply_from(r->batch, &r->cmd, origin, event_ms > 0 ? event_ms : now.wall_ms, now, rej) !=
+         MODEL_APPLY_TOO_LARGE;
 }
 
 typedef struct collect {
@@ -120,21 +140,87 @@ const model_aggregate_t **replay_sorted(const batch_t *b, size_t *n) {
  * noticed at once and not only as a count. */
 #define REJECTS_SHOWN 3
 
-/* The line number is the count read so far. */
-static bool reject(replay_t *r, const model_reject_t *rej) {
+/* Keeps a rejects line for the end (see replay_t.late). */
+static void wait_line(replay_t *r, uint64_t line) {
+  if (r->nwaiting == r->capwaiting) {
+    r->capwaiting = r->capwaiting ? r->capwaiting * 2 : 64;
+    r->waiting = oom_realloc(r->waiting, r->capwaiting * sizeof *r->waiting);
+  }
+  r->waiting[r->nwaiting++] = (reject_line_t){line, r->late.len, r->line.len};
+  model_buf_append(&r->late, r->line.data, r->line.len);
+}
+
+static int cmp_line(const void *a, const void *b) {
+  uint64_t x = ((const reject_line_t *)a)->line, y = ((const reject_line_t *)b)->line;
+  return (x > y) - (x < y);
+}
+
+/* The rejects lines kept for the end, in line order. */
+static bool write_waiting(replay_t *r) {
+  qsort(r->waiting, r->nwaiting, sizeof *r->waiting, cmp_line);
+  bool ok = true;
+  for (size_t i = 0; i < r->nwaiting && ok; i++)
+    ok = replay_file_write(&r->rejects, r->late.data + r->waiting[i].off, r->waiting[i].len);
+  r->nwaiting = 0;
+  return ok;
+}
+
+/* Line `line` (counted from 1) was rejected. */
+static bool reject(replay_t *r, uint64_t line, const model_reject_t *rej) {
   r->st->rejected++;
   if (!r->rejects.f) {
     if (r->o->input && !r->o->rebuilt && r->st->rejected <= REJECTS_SHOWN)
-      fprintf(stderr, "aggregator: replay: line %llu rejected: %s: %s\n", (unsigned long long)r->st->read,
+      fprintf(stderr, "aggregator: replay: line %llu rejected: %s: %s\n", (unsigned long long)line,
               model_reject_code_name(rej->code), rej->detail);
     return true;
   }
   model_buf_clear(&r->line);
-  model_buf_printf(&r->line, "{\"line\":%llu,\"code\":\"%s\",\"detail\":", (unsigned long long)r->st->read,
+  model_buf_printf(&r->line, "{\"line\":%llu,\"code\":\"%s\",\"detail\":", (unsigned long long)line,
                    model_reject_code_name(rej->code));
   model_buf_json_string(&r->line, rej->detail, strlen(rej->detail));
   model_buf_puts(&r->line, "}\n");
+  if (r->flusher) {
+    wait_line(r, line);
+    return true;
+  }
   return replay_file_write(&r->rejects, r->line.data, r->line.len);
+}
+
+/* --- holding lines for late rejects (batch_hold.h) ------------------------------------ */
+
+/* A line (or message) merged into an aggregate not yet loaded: its number
+ * and its bytes, which follow the struct. */
+typedef struct held_line {
+  uint64_t line;
+  size_t len;
+} held_line_t;
+
+static void *hold_line(void *ctx, const void *origin, size_t *bytes) {
+  (void)ctx;
+  const line_origin_t *o = origin;
+  held_line_t *h = oom_malloc(sizeof *h + o->len);
+  *h = (held_line_t){o->line, o->len};
+  if (o->len) memcpy(h + 1, o->data, o->len);
+  *bytes = sizeof *h + o->len;
+  return h;
+}
+
+static bool decode_line(void *ctx, const void *held, model_command_t *cmd, model_reject_t *rej) {
+  const replay_t *r = ctx;
+  const held_line_t *h = held;
+  return model_command_decode(h->len ? (const char *)(h + 1) : "", h->len, (size_t)r->cfg->limits_max_command_bytes,
+                              cmd, rej);
+}
+
+static void reject_line(void *ctx, const void *held, const model_command_t *cmd, const model_reject_t *rej) {
+  (void)cmd;
+  replay_t *r = ctx;
+  if (!reject(r, ((const held_line_t *)held)->line, rej)) log_error("replay: a rejects line was lost");
+}
+
+static void release_line(void *ctx, void *held) {
+  (void)ctx;
+  free(held);
 }
 
 static bool feed_message(void *ctx, const char *data, size_t len, int64_t event_ms) {
@@ -142,8 +228,9 @@ static bool feed_message(void *ctx, const char *data, size_t len, int64_t event_
   r->st->read++;
   model_reject_t rej;
   if (!model_command_decode(data ? data : "", len, (size_t)r->cfg->limits_max_command_bytes, &r->cmd, &rej))
-    return reject(r, &rej);
-  if (!merge_apply(r, event_ms, &rej)) return reject(r, &rej);
+    return reject(r, r->st->read, &rej);
+  line_origin_t origin = {r->st->read, data, len};
+  if (!merge_apply(r, &origin, event_ms, &rej)) return reject(r, r->st->read, &rej);
   return !r->flusher || store_keep_up(r);
 }
 
@@ -228,6 +315,10 @@ static int replay_open(replay_t *r) {
   }
   r->batch = merge_new(r);
   if (r->batch && r->store) r->flusher = store_flusher_new(r);
+  if (r->flusher) { /* only the store's documents can be loaded, and so not fit */
+    batch_holder_t holder = {hold_line, decode_line, reject_line, release_line, r};
+    batch_set_holder(r->batch, &holder);
+  }
   return r->batch && (!r->to_store || r->flusher) ? 0 : 1;
 }
 
@@ -246,8 +337,11 @@ static bool replay_read(replay_t *r) {
 /* The sink's end: the store written or the output file written (verify
  * takes the batch at close). */
 static bool replay_finish(replay_t *r) {
+  if (r->flusher) {
+    bool ok = store_drain(r);
+    return write_waiting(r) && replay_file_drain(&r->rejects) && ok;
+  }
   if (!replay_file_drain(&r->rejects)) return false;
-  if (r->flusher) return store_drain(r);
   return r->o->rebuilt || write_output(r);
 }
 
@@ -255,6 +349,7 @@ static bool replay_finish(replay_t *r) {
  * got to the end; false when a file's last writes were lost. */
 static bool replay_close(replay_t *r, bool done) {
   flusher_destroy(r->flusher);
+  if (r->flusher) batch_set_holder(r->batch, NULL); /* its ctx, r, goes now */
   if (r->batch) {
     const batch_stats_t *bs = batch_stats(r->batch);
     r->st->applied = bs->applied;
@@ -272,6 +367,8 @@ static bool replay_close(replay_t *r, bool done) {
   bool ok = replay_file_close(&r->rejects);
   ok = replay_file_close(&r->out) && ok;
   model_buf_destroy(&r->line);
+  model_buf_destroy(&r->late);
+  free(r->waiting);
   return ok;
 }
 
