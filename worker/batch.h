@@ -6,8 +6,11 @@
  *    last snapshot (partial writes);
  *  - batch_flushcap.h: how many aggregates a flush takes;
  *  - batch_latency.h: when commands entered, for their latencies;
+ *  - batch_hold.h: the commands an unloaded aggregate received, held to be
+ *    applied again to its stored document (the size limit, below);
  *  - batch_too_large.h: aggregates whose document the store refuses as too
- *    large although the merge holds them to its limit (a bug).
+ *    large although the merge holds them to its limit (the last line of
+ *    defence).
  *
  * Aggregates live in one table keyed by "<tenant>/<assignment>". An entry is
  * either *loaded* (its aggregate includes the stored document and `rev` is the
@@ -28,15 +31,31 @@
  *    arrived since the snapshot;
  *  - conflict (another writer got there first): the entry becomes unloaded
  *    and dirty, so the next flush reloads it and merges it again;
+ *  - too large (the job loaded the stored document, and the overlay merged
+ *    into it would pass the store's limit): rebuilt (below), dirty again,
+ *    due at once (BATCH_PARTIAL, as conflicts);
  *  - no result (store down) or rejected, refused as too large included
  *    (batch_too_large.h): dirty again, retried after backoff.
  * BATCH_DONE means every item of the job landed.
  *
  * The store's size limit: a command that would make its aggregate's stored
- * document pass sink_document_limit (sink.h) is rejected when applied
- * (document_too_large), changes nothing and is dead-lettered by the caller;
- * the aggregate keeps every change that fits, and its document never needs
- * to be refused.
+ * document pass sink_document_limit (sink.h) is rejected (document_too_large),
+ * changes nothing and is dead-lettered by the caller; the aggregate keeps
+ * every change that fits, and its document never needs to be refused.
+ * A loaded entry checks each command when it is applied. An unloaded one
+ * can only check it against its overlay, so it also holds each command
+ * applied to it (batch_hold.h, through the caller's holder: batch_apply_from)
+ * until the load lands. If the overlay, or what came while the load was in
+ * flight, does not fit the stored document, the entry is *rebuilt*: the
+ * stored document becomes its base, the held commands are applied to it
+ * again in their order, each that does not fit is rejected late through
+ * the holder (before batch_flush_end returns, while its seq is not durable:
+ * the caller's commit cannot have passed it), and the entry is written
+ * whole. Holds are released as soon as the entry is loaded. An entry that
+ * was loaded and then lost a write race held nothing: until it is loaded
+ * again it cannot be rebuilt, and an overlay of it that does not fit is
+ * merged anyway, left to the store's refusal (batch_too_large.h); so is an
+ * entry of a batch without a holder.
  *
  * What is durable, for offsets: every command gets a sequence number (seq)
  * when applied, stale ones too. An entry remembers the seq of its oldest

@@ -1,10 +1,11 @@
 /* What the batch does when the store refuses an aggregate's document as too
  * large (past sink_document_limit, sink.h), the last line of defence: the
- * merge rejects every command that would make a document pass that limit
- * (batch_apply), so a refusal means the merge's size and the store's
- * disagree, or the document the merge was given (an overlay merged into a
- * stored document at its first load, which the merge could not see when it
- * applied the overlay's commands) passed it.
+ * merge rejects every command that would make a document pass that limit,
+ * when it is applied or, for an aggregate merged before its stored document
+ * was loaded, when the load lands (batch.h: rebuilt from its holds). So a
+ * refusal means the merge's size and the store's disagree, or an overlay
+ * that could not be rebuilt (an aggregate that lost a write race after it
+ * was loaded, or a batch without a holder) passed it once merged.
  *
  * The safe behaviour: the entry's changes are kept, owed and retried with
  * backoff like any rejected write, so that nothing is committed that is not

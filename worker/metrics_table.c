@@ -112,7 +112,8 @@ static bool read_fds(const metrics_scrape_t *s, metrics_sample_t *out) {
 const metrics_def_t metrics_table[METRICS_ROW_COUNT] = {
     [METRICS_ROW_COMMANDS] = {ROW("aggregator_commands_total", METRICS_COUNTER,
                                   "Commands consumed, by type and result (applied changed an aggregate, stale lost "
-                                  "to a newer stamp)."),
+                                  "to a newer stamp; a command rejected late, document_too_large once its stored "
+                                  "document was loaded, counted applied when merged and counts rejected then)."),
                               .nlabels = 2,
                               .labels = {{.name = "type", .count = MODEL_CMD_TYPE_COUNT + 1, .value_at = cmd_type_at},
                                          LABEL("result", cmd_results)},

@@ -16,7 +16,9 @@
  * that a replay that stops early leaves an earlier output whole.
  *
  * Rejects: with --input and --rejects, one line per rejected input line,
- * {"line":N,"code":"...","detail":"..."} (lines count from 1); otherwise
+ * {"line":N,"code":"...","detail":"..."} (lines count from 1), in line
+ * order (into the store, a line can be rejected late, when its aggregate's
+ * stored document is loaded: batch.h; those lines wait for the end); otherwise
  * they are only counted (the live worker dead-letters rejected messages; a
  * replay of the topics would only duplicate them there). "-" means
  * standard input / output for every file; in the file replay, output and
