@@ -137,22 +137,34 @@ static bool can_rebuild(const batch_t *b, const batch_entry_t *e) { return b->ho
 
 /* The stored document (it->agg, loaded by the job) becomes e's base, and
  * the commands e holds are applied to it again, in their order: each that
- * does not fit is rejected now, through the holder. e is then loaded and
- * written whole by a later flush (the caller owes it if it is not dirty). */
-static void rebuild(batch_t *b, batch_entry_t *e, writer_item_t *it) {
+ * does not fit is rejected now, through the holder. e is then loaded;
+ * returns whether any of them changed the document (then its next write
+ * is whole; otherwise e holds nothing the store lacks). */
+static bool rebuild(batch_t *b, batch_entry_t *e, writer_item_t *it) {
   model_aggregate_destroy(e->agg);
   e->agg = it->agg;
   it->agg = NULL;
   e->loaded = true;
   e->rev = it->rev;
   if (!b->recmd) b->recmd = oom_malloc(sizeof *b->recmd);
-  size_t rejected = batch_holds_reapply(&e->holds, &b->holder, e->agg, sink_document_limit(e->agg), b->recmd);
+  size_t applied, limit = sink_document_limit(e->agg);
+  size_t rejected = batch_holds_reapply(&e->holds, &b->holder, e->agg, limit, b->recmd, &applied);
   b->stats.too_large += rejected;
   b->stats.applied -= rejected < b->stats.applied ? rejected : b->stats.applied;
   batch_holds_release(&e->holds, &b->holder);
-  batch_writeset_whole(e);
+  if (applied) batch_writeset_whole(e);
   log_info("aggregate rebuilt from its stored document: the commands that did not fit are rejected", "id",
            LOG_STR, model_aggregate_key(e->agg, NULL), "rejected", LOG_INT, (int64_t)rejected);
+  return applied > 0;
+}
+
+/* e holds nothing the store lacks (its load or its rebuild says so): clean,
+ * and the commands it carried are durable now. */
+static void settle_clean(batch_t *b, batch_entry_t *e, int64_t wall_ms) {
+  batch_writeset_unmark(&b->ws, e);
+  batch_latency_observe(&e->arr_pend, wall_ms, metrics_latency);
+  batch_latency_observe(&e->arr_flight, wall_ms, metrics_latency);
+  mark_clean(b, e);
 }
 
 /* --- merging ---------------------------------------------------------------------- */
@@ -300,18 +312,19 @@ static void adopt_base(batch_t *b, batch_entry_t *e, writer_item_t *it, int64_t 
   batch_writeset_check_overlay(e, it->agg);
   size_t would_be, limit = can_rebuild(b, e) ? sink_document_limit(e->agg) : SIZE_MAX;
   model_apply_result_t r = model_aggregate_merge_within(it->agg, e->agg, limit, &would_be);
+  bool changed;
   if (r == MODEL_APPLY_TOO_LARGE) {
-    rebuild(b, e, it); /* it held changes since the snapshot: dirty already */
-    return;
+    changed = rebuild(b, e, it);
+  } else {
+    changed = r == MODEL_APPLY_APPLIED;
+    if (b->holding) batch_holds_release(&e->holds, &b->holder);
+    e->holds.incomplete = false;
+    model_aggregate_destroy(e->agg);
+    e->agg = it->agg;
+    it->agg = NULL;
+    e->loaded = true;
+    e->rev = it->rev;
   }
-  bool changed = r == MODEL_APPLY_APPLIED;
-  if (b->holding) batch_holds_release(&e->holds, &b->holder);
-  e->holds.incomplete = false;
-  model_aggregate_destroy(e->agg);
-  e->agg = it->agg;
-  it->agg = NULL;
-  e->loaded = true;
-  e->rev = it->rev;
   if (!changed) { /* whatever arrived since is in the store already */
     batch_writeset_unmark(&b->ws, e);
     batch_latency_observe(&e->arr_pend, wall_ms, metrics_latency);
@@ -349,13 +362,15 @@ static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
   case WRITER_ITEM_TOO_LARGE:
     /* The overlay merged into the stored document would pass the limit:
      * rebuilt from the stored document and its holds, the commands that do
-     * not fit rejected, and owed whole. Without holds to rebuild from, it
-     * is merged anyway and owed, and the store's refusal
-     * (batch_too_large.h) keeps it. */
-    if (can_rebuild(b, e))
-      rebuild(b, e, it);
-    else
+     * not fit rejected, and owed whole if the rest changes anything.
+     * Without holds to rebuild from, it is merged anyway and owed, and the
+     * store's refusal (batch_too_large.h) keeps it. */
+    if (!can_rebuild(b, e))
       adopt_base(b, e, it, wall_ms);
+    else if (!rebuild(b, e, it)) { /* nothing that fits changes the stored document: nothing to write */
+      settle_clean(b, e, wall_ms);
+      return;
+    }
     owe_again(b, e);
     return;
   case WRITER_ITEM_CONFLICT:

@@ -32,8 +32,9 @@
  *  - conflict (another writer got there first): the entry becomes unloaded
  *    and dirty, so the next flush reloads it and merges it again;
  *  - too large (the job loaded the stored document, and the overlay merged
- *    into it would pass the store's limit): rebuilt (below), dirty again,
- *    due at once (BATCH_PARTIAL, as conflicts);
+ *    into it would pass the store's limit): rebuilt (below), then dirty
+ *    again and due at once (BATCH_PARTIAL, as conflicts), or clean if none
+ *    of what it held changes the stored document;
  *  - no result (store down) or rejected, refused as too large included
  *    (batch_too_large.h): dirty again, retried after backoff.
  * BATCH_DONE means every item of the job landed.
@@ -51,7 +52,7 @@
  * again in their order, each that does not fit is rejected late through
  * the holder (before batch_flush_end returns, while its seq is not durable:
  * the caller's commit cannot have passed it), and the entry is written
- * whole. Holds are released as soon as the entry is loaded. An entry that
+ * whole (not at all if nothing that fits changes the stored document). Holds are released as soon as the entry is loaded. An entry that
  * was loaded and then lost a write race held nothing: until it is loaded
  * again it cannot be rebuilt, and an overlay of it that does not fit is
  * merged anyway, left to the store's refusal (batch_too_large.h); so is an

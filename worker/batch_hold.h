@@ -65,9 +65,10 @@ void batch_holds_release(batch_holds_t *h, const batch_holder_t *holder);
 /* Applies every held command again to agg, in order, each within max_bytes
  * (model_aggregate_apply_within); each that does not fit, or no longer
  * decodes, goes to holder->reject. cmd is scratch room for the decode.
- * Returns how many were rejected. The holds are left as they are. */
+ * Returns how many were rejected; *applied says how many changed agg. The
+ * holds are left as they are. */
 size_t batch_holds_reapply(const batch_holds_t *h, const batch_holder_t *holder, model_aggregate_t *agg,
-                           size_t max_bytes, model_command_t *cmd);
+                           size_t max_bytes, model_command_t *cmd, size_t *applied);
 
 static inline size_t batch_holds_memory(const batch_holds_t *h) { return h->bytes + h->cap * sizeof *h->v; }
 

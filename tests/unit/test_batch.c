@@ -707,7 +707,9 @@ START_TEST(a_command_during_the_load_that_does_not_fit_is_rejected_late) {
   ck_assert_int_eq(t.nrejected, 1);
   ck_assert_int_eq(t.rejected[0], 1);
   ck_assert_int_eq(t.released, 2);
+  ck_assert(!batch_dirty(b)); /* nothing that fits is missing from the store: nothing more to write */
   ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
   ck_assert(model_aggregate_equal(mem_find(&s, "t1/big")->agg, want));
   ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
   batch_destroy(b);
@@ -750,6 +752,7 @@ START_TEST(holds_survive_a_conflict_and_reject_after_the_reload) {
   ck_assert_int_eq(t.nrejected, 1);
   ck_assert_int_eq(t.released, 1);
   doc_t *d = mem_find(&s, "t1/big");
+  ck_assert_int_eq(d->rev, 2); /* the other writer's: nothing of ours fits, nothing to write */
   model_aggregate_t *want = model_aggregate_clone(full);
   model_aggregate_merge(want, small_doc);
   ck_assert(model_aggregate_equal(d->agg, want));
