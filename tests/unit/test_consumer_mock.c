@@ -4,7 +4,9 @@
  *  - offsets are committed up to the end only once every effect is durable,
  *    and the documents equal a direct merge of the valid commands;
  *  - transient store errors and failed offset commits are retried;
- *  - rejected commands reach the dead-letter topic with their headers;
+ *  - rejected commands reach the dead-letter topic with their headers, a
+ *    late reject (a command that fits its aggregate's overlay but not the
+ *    stored document loaded after it) too;
  *  - a fatal store error stops the worker with nothing committed;
  *  - with the first write held in the store (the pipelined writer):
  *    consumption goes on and nothing is committed meanwhile; SIGTERM waits
@@ -32,6 +34,7 @@
 #include "deadletter.h"
 #include "mem_store.h"
 #include "metrics.h"
+#include "model_fixtures.h"
 #include "store.h"
 
 #define PARTS 3
@@ -601,6 +604,90 @@ START_TEST(dead_letter_stall_is_failing) {
 }
 END_TEST
 
+/* One message at the end of partition 0 of the scenario's topic; the
+ * scenario's end offsets follow. */
+static void produce_one(scenario_t *s, const char *key, const char *value) {
+  rd_kafka_t *p = client(RD_KAFKA_PRODUCER, NULL);
+  ck_assert_int_eq(rd_kafka_producev(p, RD_KAFKA_V_TOPIC(s->topic), RD_KAFKA_V_PARTITION(0),
+                                     RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE((void *)value, strlen(value)),
+                                     RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
+                   RD_KAFKA_RESP_ERR_NO_ERROR);
+  ck_assert_int_eq(rd_kafka_flush(p, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  int64_t lo;
+  ck_assert_int_eq(rd_kafka_query_watermark_offsets(p, s->topic, 0, &lo, &s->ends[0], 5000),
+                   RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_destroy(p);
+}
+
+/* The x-error-code of the first dead-letter message. */
+static void first_dead_letter_code(const scenario_t *s, char *out, size_t size) {
+  rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, "dlq-code-reader");
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(l, s->dlq, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  ck_assert_int_eq(rd_kafka_assign(rk, l), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_topic_partition_list_destroy(l);
+  rd_kafka_message_t *m = NULL;
+  for (int i = 0; i < 100 && !m; i++) {
+    m = rd_kafka_consumer_poll(rk, 100);
+    if (m && m->err) {
+      rd_kafka_message_destroy(m);
+      m = NULL;
+    }
+  }
+  ck_assert_msg(m, "no dead-letter message could be read");
+  rd_kafka_headers_t *h = NULL;
+  const void *v;
+  size_t n;
+  ck_assert_int_eq(rd_kafka_message_headers(m, &h), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ck_assert_int_eq(rd_kafka_header_get_last(h, "x-error-code", &v, &n), RD_KAFKA_RESP_ERR_NO_ERROR);
+  snprintf(out, size, "%.*s", (int)n, (const char *)v);
+  rd_kafka_message_destroy(m);
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+}
+
+/* A restart's cold cache: the stored document of t1/big has no room for
+ * another student with a long feedback, but that student's grade fits the
+ * overlay the worker holds before its first flush loads the document. It
+ * is rejected then (document_too_large) from the copy of its message the
+ * worker kept, dead-lettered, and the group commits past everything; t1/big
+ * is not written, the other documents are, and the store refuses nothing. */
+START_TEST(a_late_reject_is_dead_lettered_and_committed) {
+  fixture_t f;
+  fixture_up(&f, 0);
+  model_aggregate_t *full = model_aggregate_new("t1", 2, "big", 3);
+  fx_fill_grades(full, "big", sink_document_limit(full));
+  mem_put(f.mem, full);
+  model_buf_t cmd = MODEL_BUF_INIT;
+  model_buf_puts(&cmd, "{\"id\":\"late-reject-command-1\",\"type\":\"grade.updated\",\"tenant\":\"t1\","
+                       "\"assignment\":\"big\",\"ts\":\"2026-09-01T08:00:00Z\",\"student\":\"a-student-who-is-late\","
+                       "\"version\":1,\"data\":{\"points\":1,\"feedback\":\"");
+  for (int i = 0; i < MODEL_FEEDBACK_MAX; i++) model_buf_putc(&cmd, 'f');
+  model_buf_puts(&cmd, "\"}}");
+  produce_one(&f.s, "big", cmd.data);
+  model_buf_destroy(&cmd);
+  double refused0 = metric_sample("aggregator_store_too_large_total");
+
+  run_result_t r = run_worker(&f.s, f.mem, true);
+  assert_ran_to_the_end(&r);
+  assert_committed_to_the_end(&f.s);
+  ck_assert_int_eq(dlq_count(&f.s), 1);
+  char code[64];
+  first_dead_letter_code(&f.s, code, sizeof code);
+  ck_assert_str_eq(code, "document_too_large");
+  doc_t *d = mem_find(f.mem, "t1/big");
+  ck_assert_int_eq(d->rev, 1);
+  ck_assert(model_aggregate_equal(d->agg, full));
+  for (size_t i = 0; i < f.s.nexpected; i++) {
+    doc_t *e = mem_find(f.mem, model_aggregate_key(f.s.expected[i], NULL));
+    ck_assert(e && model_aggregate_equal(e->agg, f.s.expected[i]));
+  }
+  ck_assert(metric_sample("aggregator_store_too_large_total") == refused0);
+  model_aggregate_destroy(full);
+  fixture_down(&f);
+}
+END_TEST
+
 Suite *test_suite(void) {
   Suite *su = suite_create("consumer_mock");
   TCase *tc = tcase_create("mock cluster");
@@ -613,6 +700,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, sigterm_during_a_flush);
   tcase_add_test(tc, dead_letter_failures_then_recovery);
   tcase_add_test(tc, dead_letter_stall_is_failing);
+  tcase_add_test(tc, a_late_reject_is_dead_lettered_and_committed);
   suite_add_tcase(su, tc);
   return su;
 }
