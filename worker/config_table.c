@@ -321,7 +321,8 @@ const config_prop_t config_props[] = {
         "Flush once the oldest unwritten change is this old; 0 flushes after every command."),
     SIZE("batch", "max_pending_bytes", "64MiB", 1 * MiB, 16 * GiB, CONFIG_LIVE, batch_max_pending_bytes,
          "Memory bound on unwritten changes (the aggregates with changes not yet durable, their snapshots in "
-         "flight and their bookkeeping): past it the worker pauses fetching until a flush succeeds."),
+         "flight, their bookkeeping and the messages kept for aggregates whose stored document is not loaded "
+         "yet): past it the worker pauses fetching until a flush succeeds."),
     INT("retry", "backoff_ms", "100", 1, 60000, 0, retry_backoff_ms,
         "First delay before retrying a failed store write; doubles on each failure, with jitter."),
     INT("retry", "backoff_max_ms", "10000", 1, 600000, 0, retry_backoff_max_ms,
