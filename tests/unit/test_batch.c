@@ -765,6 +765,39 @@ START_TEST(holds_survive_a_conflict_and_reject_after_the_reload) {
 }
 END_TEST
 
+/* An aggregate loaded before it lost a write race held none of its
+ * commands: the reload cannot rebuild it, so an overlay that does not fit
+ * is merged anyway and left to the store's refusal, the last line of
+ * defence (kept and retried, counted, nothing committed past it). Here the
+ * in-memory store's stand-in limit refuses it. */
+START_TEST(a_conflict_after_a_load_leaves_the_overflow_to_the_store) {
+  mem_store_t s;
+  mem_init(&s);
+  test_holder_t t;
+  batch_t *b = holding_batch(&t);
+  model_command_t c0 = roster("big", "s0", "c0", 1, true);
+  apply_held(b, &t, &c0);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE); /* loaded (absent), written: rev 1 */
+  model_command_t mine = long_grade("big", "zz", "n1", 1, MODEL_FEEDBACK_MAX);
+  apply_held(b, &t, &mine); /* loaded: checked against the whole document, not held */
+  ck_assert_int_eq(t.held, 1);
+  model_aggregate_t *full = full_document();
+  mem_put(&s, full); /* another writer: rev 2 */
+  s.max_doc_bytes = model_aggregate_memory(mem_find(&s, "t1/big")->agg) + 64;
+  double refused0 = metric("\naggregator_store_too_large_total ");
+  uint64_t durable0 = batch_durable_seq(b);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_RETRY); /* conflict, reload, merged, refused */
+  ck_assert_int_eq(t.nrejected, 0);
+  ck_assert(metric("\naggregator_store_too_large_total ") == refused0 + 1);
+  ck_assert_uint_eq(batch_durable_seq(b), durable0);
+  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
+  batch_destroy(b);
+  ck_assert_int_eq(t.released, t.held);
+  model_aggregate_destroy(full);
+  mem_free(&s);
+}
+END_TEST
+
 /* Partial writes (store.h): the batch lists the students touched since each
  * aggregate's last write, and mem_store applies only those. Random roster
  * changes over four assignments of twelve students, new students now and
@@ -975,6 +1008,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, holds_are_released_when_the_load_lands);
   tcase_add_test(tc, a_command_during_the_load_that_does_not_fit_is_rejected_late);
   tcase_add_test(tc, holds_survive_a_conflict_and_reject_after_the_reload);
+  tcase_add_test(tc, a_conflict_after_a_load_leaves_the_overflow_to_the_store);
   tcase_add_test(tc, latency_durable_per_aggregate_committable_in_order);
   suite_add_tcase(su, tc);
   return su;
