@@ -1,6 +1,20 @@
 /* Strict JSON scanner: see json_scan.h for the contract.
  *
  * Design notes (the why):
+ * - Two paths. Most commands are written the same plain way: one object of
+ *   known keys, no whitespace, string values without escapes, and a
+ *   sub-object of the same kind. The plain path (scan_plain in
+ *   json_scan_run.h) scans exactly that shape and nothing else: each key is
+ *   matched in place against the schema name expected next, together with
+ *   the ',' before it and the '"' ':' after it (one 16-byte compare), values
+ *   are lexed and captured, a repeated name or anything outside the shape
+ *   (an unknown key, an escape, a nested array, a number or literal that is
+ *   not one) makes it give up without reporting anything. Text of that shape
+ *   is valid JSON, valid UTF-8 (checked as it goes), has no duplicate keys
+ *   (one bit per name) and no U+0000 (that needs an escape), so when the
+ *   plain path gets to the end, the scan is done. Otherwise the full scan
+ *   below starts over from the first byte and decides; the plain path's
+ *   partial captures are discarded.
  * - One pass over the text with an explicit container stack and gotos
  *   instead of recursion: no depth-dependent C stack use and no per-value
  *   function calls on the hot path. The loop (json_scan_run.h) is compiled
@@ -618,6 +632,64 @@ static inline __attribute__((always_inline)) int guess_key(const unsigned char *
 #endif
 }
 
+/* The plain path's key tests. A match is a name's own bytes, plain ASCII,
+ * so the key holds nothing the string lexer would stop at. The quote and
+ * colon after the name come from key_tails, read as bytes (either byte
+ * order), and only the bytes of the pattern are compared. */
+#define PLAIN_KEY_MAX 13 /* a key and its '"' ':' within 16 bytes */
+#define PLAIN_SEP_MAX 12 /* ',' '"', a key and its '"' ':' within 16 bytes */
+static const unsigned char key_tails[32] = {[16] = '"', [17] = ':'};
+
+/* The text at kp (16 bytes readable) is name `name` (l <= PLAIN_KEY_MAX
+ * bytes, zero-padded to 16), '"' and ':'. */
+static inline __attribute__((always_inline)) bool plain_key_is(const unsigned char *kp, const char *name,
+                                                               size_t l) {
+#ifdef MODEL_JSON_HAVE_SSE2
+  __m128i want = _mm_or_si128(_mm_loadu_si128((const __m128i *)(const void *)name),
+                              _mm_loadu_si128((const __m128i *)(const void *)(key_tails + 16 - l)));
+  unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)kp), want));
+  return (~eq & ((4u << l) - 1)) == 0;
+#else
+  return memcmp(kp, name, l) == 0 && kp[l] == '"' && kp[l + 1] == ':';
+#endif
+}
+
+/* The text at p (16 bytes readable) is ',' '"', name `name` (l <=
+ * PLAIN_SEP_MAX bytes), '"' and ':': the end of a member and the next key,
+ * written without whitespace, in one compare. */
+static inline __attribute__((always_inline)) bool plain_sep_is(const unsigned char *p, const char *name, size_t l) {
+#ifdef MODEL_JSON_HAVE_SSE2
+  __m128i want = _mm_or_si128(_mm_slli_si128(_mm_loadu_si128((const __m128i *)(const void *)name), 2),
+                              _mm_loadu_si128((const __m128i *)(const void *)(key_tails + 14 - l)));
+  want = _mm_or_si128(want, _mm_setr_epi8(',', '"', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+  unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p), want));
+  return (~eq & ((16u << l) - 1)) == 0;
+#else
+  return p[0] == ',' && p[1] == '"' && memcmp(p + 2, name, l) == 0 && p[l + 2] == '"' && p[l + 3] == ':';
+#endif
+}
+
+/* The plain path's key lookup: the index of the name whose key (with its
+ * '"' and ':') starts at kp, or -1. *guess, the name after the last one
+ * matched, is tried first: keys tend to come in the schema's order. Near
+ * the end of the text the bytes left are compared from a zero-padded copy
+ * (a match needs its l + 2 bytes nonzero, so it never matches the padding). */
+static inline __attribute__((always_inline)) int plain_key(const unsigned char *kp, const unsigned char *end,
+                                                           const char (*names)[MODEL_JSON_KEY_MAX],
+                                                           const uint8_t *lens, size_t n, size_t guess) {
+  unsigned char pad[16];
+  if (end - kp < 16) {
+    memset(pad, 0, sizeof pad);
+    memcpy(pad, kp, (size_t)(end - kp));
+    kp = pad;
+  }
+  if (guess < n && lens[guess] <= PLAIN_KEY_MAX && plain_key_is(kp, names[guess], lens[guess]))
+    return (int)guess;
+  for (size_t i = 0; i < n; i++)
+    if (lens[i] <= PLAIN_KEY_MAX && plain_key_is(kp, names[i], lens[i])) return (int)i;
+  return -1;
+}
+
 /* The type of the value that starts with byte c (syntax aside). */
 static inline model_json_type_t top_type(unsigned c) {
   switch (c) {
@@ -666,6 +738,14 @@ static inline model_json_type_t top_type(unsigned c) {
 
 typedef bool (*scan_fn_t)(scan_t *, const model_json_schema_t *, model_json_value_t *,
                           model_json_value_t *);
+typedef bool (*plain_fn_t)(const unsigned char *, const unsigned char *, const model_json_schema_t *,
+                           model_json_value_t *, model_json_value_t *);
+
+/* One kernel's instances of the plain path and of the full scan. */
+typedef struct {
+  plain_fn_t plain;
+  scan_fn_t scan;
+} scan_kernel_t;
 
 static model_json_kernel_t forced_kernel = MODEL_JSON_KERNEL_AUTO;
 
@@ -701,13 +781,18 @@ const char *model_json_kernel_name(model_json_kernel_t k) {
   return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
-static scan_fn_t pick_scan(void) {
+static const scan_kernel_t *pick_scan(void) {
+  static const scan_kernel_t scalar = {scan_plain_scalar, scan_run_scalar};
+#ifdef MODEL_JSON_HAVE_SSE2
+  static const scan_kernel_t sse2 = {scan_plain_sse2, scan_run_sse2};
+  static const scan_kernel_t avx2 = {scan_plain_avx2, scan_run_avx2};
+#endif
   switch (model_json_kernel()) {
 #ifdef MODEL_JSON_HAVE_SSE2
-  case MODEL_JSON_KERNEL_AVX2: return scan_run_avx2;
-  case MODEL_JSON_KERNEL_SSE2: return scan_run_sse2;
+  case MODEL_JSON_KERNEL_AVX2: return &avx2;
+  case MODEL_JSON_KERNEL_SSE2: return &sse2;
 #endif
-  default: return scan_run_scalar;
+  default: return &scalar;
   }
 }
 
@@ -733,6 +818,15 @@ bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *sch
   res->offset = 0;
   res->detail[0] = '\0';
 
+  const scan_kernel_t *kernel = pick_scan();
+  if (kernel->plain((const unsigned char *)buf, (const unsigned char *)buf + len, schema, root_vals, sub_vals)) {
+    res->top = MODEL_JSON_OBJECT;
+    return true;
+  }
+  /* Not plain: the full scan, from the start, with nothing captured yet. */
+  mark_absent(root_vals, schema->n_root);
+  mark_absent(sub_vals, schema->n_sub);
+
   keyrec_t stack_keys[MODEL_JSON_STACK_KEYS];
   scan_t s;
   s.base = (const unsigned char *)buf;
@@ -746,7 +840,7 @@ bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *sch
   s.utf8_bad = false;
   s.dup_off = NONE;
   s.nul_off = NONE;
-  bool ok = pick_scan()(&s, schema, root_vals, sub_vals);
+  bool ok = kernel->scan(&s, schema, root_vals, sub_vals);
   free(s.heap);
   if (!ok) {
     /* Raw UTF-8 anywhere outranks whatever stopped the scan. The scan stops

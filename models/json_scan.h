@@ -1,6 +1,7 @@
-/* model_json: a strict, single-pass, allocation-free JSON scanner with
- * schema-directed extraction (RFC 8259, plus the global rules of a command:
- * UTF-8, no duplicate keys, no U+0000).
+/* model_json: a strict, allocation-free JSON scanner with schema-directed
+ * extraction (RFC 8259, plus the global rules of a command: UTF-8, no
+ * duplicate keys, no U+0000). A text of the plain shape commands are written
+ * in is scanned in one pass; any other text in at most two (json_scan.c).
  *
  * Why not a DOM parser: decoding is the worker's hot path, a tree per
  * command is work thrown away, and none of the common libraries enforce every

@@ -281,3 +281,152 @@ key_quote:; /* p is at the key's opening quote */
 }
 }
 #undef POP
+
+/* The plain path (see json_scan.c). plain_object scans the members of one
+ * object of the plain shape: p is past its '{', names[0..n) its schema names
+ * and vals their slots. A member's value is a string without escapes, a
+ * number, a literal, or, when the member is name sub_index, an object that
+ * plain_object scans the same way with the schema's sub names. Returns the
+ * byte after the closing '}', with every member's value captured as scan_run
+ * captures it; or NULL as soon as the text leaves the shape (the caller then
+ * scans it again with scan_run, which reports what is wrong if anything). */
+SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const unsigned char *base, const unsigned char *p,
+                                                           const unsigned char *end,
+                                                           const model_json_schema_t *schema,
+                                                           model_json_value_t *sub_vals);
+
+SCAN_ATTR static inline __attribute__((always_inline)) const unsigned char *
+SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const unsigned char *end,
+                        const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n,
+                        model_json_value_t *vals, int sub_index, const model_json_schema_t *schema,
+                        model_json_value_t *sub_vals) {
+  uint32_t seen = 0;
+  size_t guess = 0; /* the name after the last one matched: keys tend to come in the schema's order */
+  int i;
+  if (p < end && *p <= ' ') p = skip_ws(p, end);
+  if (p < end && *p == '}') return p + 1; /* an empty object */
+  goto key;
+  for (;;) {
+    /* p is past a member's value. The common case: ',' and the next key in
+     * the schema's order, no whitespace, in one compare. */
+    if (end - p >= 16 && guess < n && lens[guess] <= PLAIN_SEP_MAX && plain_sep_is(p, names[guess], lens[guess])) {
+      i = (int)guess;
+      p += 2 + lens[i] + 2;
+    } else {
+      if (p < end && *p <= ' ') p = skip_ws(p, end);
+      if (p == end) return NULL;
+      if (*p == '}') return p + 1;
+      if (*p != ',') return NULL;
+      p++;
+    key: /* p is where a key's opening quote should be */
+      if (p < end && *p <= ' ') p = skip_ws(p, end);
+      if (p == end || *p != '"') return NULL;
+      i = plain_key(p + 1, end, names, lens, n, guess);
+      if (i < 0) return NULL;
+      p += 1 + lens[i] + 2;
+    }
+    if (seen & (1u << i)) return NULL;
+    seen |= 1u << i;
+    guess = (size_t)i + 1;
+    model_json_value_t *c = &vals[i];
+    if (p < end && *p <= ' ') p = skip_ws(p, end);
+    if (p == end) return NULL;
+    switch (*p) {
+    case '"': {
+      const unsigned char *q = p + 1;
+      for (;;) {
+        q = SCAN_STOP(q, end);
+        if (q == end) return NULL;
+        if (*q == '"') break;
+        if (*q < 0x80) return NULL; /* an escape or a control byte */
+        do {
+          size_t k = utf8_seq(q, (size_t)(end - q));
+          if (!k) return NULL;
+          q += k;
+        } while (q < end && *q >= 0x80);
+      }
+      c->type = MODEL_JSON_STRING;
+      c->escaped = false;
+      c->start = (size_t)(p + 1 - base);
+      c->len = (size_t)(q - p - 1);
+      p = q + 1;
+      break;
+    }
+    case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
+    case '9': {
+      const unsigned char *st = p;
+      bool fe = false;
+      if (*p == '-') p++;
+      if (p == end || !is_digit(*p)) return NULL;
+      if (*p == '0') {
+        p++;
+      } else {
+        while (p < end && is_digit(*p)) p++;
+      }
+      if (p < end && *p == '.') {
+        fe = true;
+        p++;
+        if (p == end || !is_digit(*p)) return NULL;
+        while (p < end && is_digit(*p)) p++;
+      }
+      if (p < end && (*p == 'e' || *p == 'E')) {
+        fe = true;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p == end || !is_digit(*p)) return NULL;
+        while (p < end && is_digit(*p)) p++;
+      }
+      c->type = MODEL_JSON_NUMBER;
+      c->frac_exp = fe;
+      c->negative = *st == '-';
+      c->start = (size_t)(st - base);
+      c->len = (size_t)(p - st);
+      break;
+    }
+    case 't':
+    case 'f':
+    case 'n': {
+      static const char *const lit[3] = {"true", "false", "null"};
+      static const model_json_type_t lt[3] = {MODEL_JSON_TRUE, MODEL_JSON_FALSE, MODEL_JSON_NULL};
+      int li = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
+      size_t ln = li == 1 ? 5 : 4;
+      if ((size_t)(end - p) < ln || memcmp(p, lit[li], ln) != 0) return NULL;
+      c->type = lt[li];
+      c->start = (size_t)(p - base);
+      c->len = ln;
+      p += ln;
+      break;
+    }
+    case '{':
+      if (i != sub_index) return NULL;
+      c->type = MODEL_JSON_OBJECT;
+      c->start = (size_t)(p - base);
+      p = SCAN_NAME(plain_sub)(base, p + 1, end, schema, sub_vals);
+      if (!p) return NULL;
+      break;
+    default: return NULL;
+    }
+  }
+}
+
+/* The sub object (a command's `data`): its members' own objects are not
+ * plain (sub_index -1). */
+SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const unsigned char *base, const unsigned char *p,
+                                                           const unsigned char *end,
+                                                           const model_json_schema_t *schema,
+                                                           model_json_value_t *sub_vals) {
+  return SCAN_NAME(plain_object)(base, p, end, schema->sub_keys, schema->sub_lens, schema->n_sub, sub_vals, -1,
+                                 schema, sub_vals);
+}
+
+/* The whole text: one plain object (whitespace around it). Returns whether
+ * the text has the plain shape, and is then valid with its values captured. */
+SCAN_ATTR static bool SCAN_NAME(scan_plain)(const unsigned char *base, const unsigned char *end,
+                                            const model_json_schema_t *schema, model_json_value_t *root_vals,
+                                            model_json_value_t *sub_vals) {
+  const unsigned char *p = skip_ws(base, end);
+  if (p == end || *p != '{') return false;
+  p = SCAN_NAME(plain_object)(base, p + 1, end, schema->root_keys, schema->root_lens, schema->n_root, root_vals,
+                              schema->sub_index, schema, sub_vals);
+  return p && skip_ws(p, end) == end;
+}

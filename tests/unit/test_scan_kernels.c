@@ -114,6 +114,71 @@ START_TEST(test_keys) {
 }
 END_TEST
 
+/* Texts at the edges of the scanner's plain path: the plain shape itself
+ * (schema keys in and out of order, every kind of value, the sub object,
+ * whitespace where JSON allows it) and each way out of it (a repeated or
+ * unknown key, an escape, a control byte, bad UTF-8, a key too long for one
+ * compare, a nested array or object, a bad number or literal, trailing
+ * bytes), every prefix of each. */
+START_TEST(test_plain_shapes) {
+  static const char *const docs[] = {
+      "{\"id\":\"a\",\"type\":\"roster.assigned\",\"tenant\":\"t\",\"assignment\":\"a\",\"student\":\"s\","
+      "\"version\":1,\"ts\":\"2026-01-01T00:00:00Z\"}",
+      "{\"ts\":\"2026-01-01T00:00:00Z\",\"version\":12,\"student\":\"s\",\"assignment\":\"a\",\"tenant\":\"t\","
+      "\"type\":\"roster.assigned\",\"id\":\"a\"}",
+      " \t{ \"id\" : \"a\" , \"type\":\"grade.updated\",\r\n\"data\": { \"points\" : 1.5e1 , \"feedback\":null } } \n",
+      "{\"id\":\"a\",\"data\":{\"class\":\"c\",\"title\":\"caf\xc3\xa9 \xe2\x82\xac\",\"status\":\"draft\","
+      "\"dueAt\":null,\"points\":-0}}",
+      "{\"id\":\"a\",\"data\":{}}",
+      "{\"id\":\"a\",\"data\":{ }}",
+      "{\"data\":{\"points\":0},\"id\":\"a\"}",
+      "{\"data\":{\"points\":true,\"title\":false,\"class\":null}}",
+      "{\"data\":{\"submittedAt\":\"x\",\"returnedAt\":\"y\",\"feedback\":\"z\"}}",
+      "{\"data\":1}",
+      "{\"data\":\"x\",\"id\":[]}",
+      "{\"data\":{\"class\":{}}}",
+      "{\"data\":{\"class\":[1]}}",
+      "{\"id\":{}}",
+      "{\"id\":\"a\",\"id\":\"b\"}",
+      "{\"id\":\"a\",\"type\":\"x\",\"id\":\"b\"}",
+      "{\"data\":{\"title\":\"a\",\"title\":\"b\"}}",
+      "{\"data\":{},\"data\":{}}",
+      "{\"id\":\"a\",\"x\":1}",
+      "{\"x\":1,\"id\":\"a\"}",
+      "{\"id\":\"a\\u0062\"}",
+      "{\"id\":\"a\\u0000\"}",
+      "{\"i\\u0064\":\"a\",\"id\":\"b\"}",
+      "{\"id\":\"a\x01\"}",
+      "{\"id\":\"a\xc3\"}",
+      "{\"id\":\"a\xed\xa0\x80\"}",
+      "{\"id\":\"a\"\"type\":\"b\"}",
+      "{\"id\":\"a\",}",
+      "{\"id\":\"a\",\"type\"}",
+      "{\"id\" \"a\"}",
+      "{\"id\":01}",
+      "{\"id\":-}",
+      "{\"id\":1.}",
+      "{\"id\":1e}",
+      "{\"id\":1e+}",
+      "{\"id\":tru}",
+      "{\"id\":nul,\"ts\":1}",
+      "{\"id\":\"a\"}x",
+      "{\"id\":\"a\"} {}",
+      "{\"id\":\"a\"",
+      "{}",
+      "[]",
+      "\"id\"",
+      "{\"submittedAt\":1,\"data\":{\"submittedAt\":1,\"returnedAt\":2}}",
+      "{\"data\":{\"submittedAt\":\"2026-01-01T00:00:00Z\",\"returnedAt\":\"2026-01-01T00:00:00Z\","
+      "\"status\":\"returned\"},\"id\":\"x\"}",
+  };
+  for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+    size_t n = strlen(docs[i]);
+    for (size_t cut = 0; cut <= n; cut++) diff_ok(docs[i], cut, docs[i]);
+  }
+}
+END_TEST
+
 Suite *test_suite(void) {
   Suite *s = suite_create("scan_kernels");
   TCase *tc = tcase_create("scan_kernels");
@@ -122,6 +187,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_corpus);
   tcase_add_test(tc, test_every_offset);
   tcase_add_test(tc, test_keys);
+  tcase_add_test(tc, test_plain_shapes);
   suite_add_tcase(s, tc);
   return s;
 }
