@@ -638,6 +638,14 @@ static inline __attribute__((always_inline)) int guess_key(const unsigned char *
  * order), and only the bytes of the pattern are compared. */
 #define PLAIN_KEY_MAX 13 /* a key and its '"' ':' within 16 bytes */
 #define PLAIN_SEP_MAX 12 /* ',' '"', a key and its '"' ':' within 16 bytes */
+#define PLAIN_CLOSED (-2) /* plain_next: the object's '}' came instead of a key */
+
+/* Where the plain path is after a key: p at its value and i its name index,
+ * or i < 0 (plain_next). Returned in two registers. */
+typedef struct {
+  const unsigned char *p;
+  int i;
+} plain_at_t;
 static const unsigned char key_tails[32] = {[16] = '"', [17] = ':'};
 
 /* The text at kp (16 bytes readable) is name `name` (l <= PLAIN_KEY_MAX
@@ -654,18 +662,31 @@ static inline __attribute__((always_inline)) bool plain_key_is(const unsigned ch
 #endif
 }
 
-/* The text at p (16 bytes readable) is ',' '"', name `name` (l <=
- * PLAIN_SEP_MAX bytes), '"' and ':': the end of a member and the next key,
- * written without whitespace, in one compare. */
+/* ',' '"' then, after a name of l bytes, '"' ':' (l <= PLAIN_SEP_MAX), and
+ * the bits of the movemask that pattern fills; for a longer name (up to
+ * MODEL_JSON_KEY_MAX), a bit (16) that no 16-byte compare sets, so that it
+ * never matches. */
+#define SEP_ROW(l) [l] = {',', '"', [(l) + 2] = '"', [(l) + 3] = ':'}
+static const unsigned char sep_tails[MODEL_JSON_KEY_MAX + 1][16] = {SEP_ROW(0), SEP_ROW(1), SEP_ROW(2), SEP_ROW(3), SEP_ROW(4),
+                                                SEP_ROW(5), SEP_ROW(6), SEP_ROW(7), SEP_ROW(8), SEP_ROW(9),
+                                                SEP_ROW(10), SEP_ROW(11), SEP_ROW(12)};
+#undef SEP_ROW
+static const uint32_t sep_masks[MODEL_JSON_KEY_MAX + 1] = {0xF,    0x1F,    0x3F,    0x7F,    0xFF,   0x1FF,
+                                                           0x3FF,  0x7FF,   0xFFF,   0x1FFF,  0x3FFF, 0x7FFF,
+                                                           0xFFFF, 0x10000, 0x10000, 0x10000, 0x10000};
+
+/* The text at p (16 bytes readable) is ',' '"', name `name` (l bytes), '"'
+ * and ':': the end of a member and the next key, written without
+ * whitespace, in one compare. */
 static inline __attribute__((always_inline)) bool plain_sep_is(const unsigned char *p, const char *name, size_t l) {
 #ifdef MODEL_JSON_HAVE_SSE2
   __m128i want = _mm_or_si128(_mm_slli_si128(_mm_loadu_si128((const __m128i *)(const void *)name), 2),
-                              _mm_loadu_si128((const __m128i *)(const void *)(key_tails + 14 - l)));
-  want = _mm_or_si128(want, _mm_setr_epi8(',', '"', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+                              _mm_loadu_si128((const __m128i *)(const void *)sep_tails[l]));
   unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p), want));
-  return (~eq & ((16u << l) - 1)) == 0;
+  return (~eq & sep_masks[l]) == 0;
 #else
-  return p[0] == ',' && p[1] == '"' && memcmp(p + 2, name, l) == 0 && p[l + 2] == '"' && p[l + 3] == ':';
+  return l <= PLAIN_SEP_MAX && p[0] == ',' && p[1] == '"' && memcmp(p + 2, name, l) == 0 && p[l + 2] == '"' &&
+         p[l + 3] == ':';
 #endif
 }
 

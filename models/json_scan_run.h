@@ -286,14 +286,138 @@ key_quote:; /* p is at the key's opening quote */
  * object of the plain shape: p is past its '{', names[0..n) its schema names
  * and vals their slots. A member's value is a string without escapes, a
  * number, a literal, or, when the member is name sub_index, an object that
- * plain_object scans the same way with the schema's sub names. Returns the
+ * plain_sub scans the same way with the schema's sub names. It returns the
  * byte after the closing '}', with every member's value captured as scan_run
  * captures it; or NULL as soon as the text leaves the shape (the caller then
- * scans it again with scan_run, which reports what is wrong if anything). */
+ * scans it again with scan_run, which reports what is wrong if anything).
+ * The common member, a key in the schema's order and a string value, is
+ * inline; everything else is out of line, to keep the loop's state in
+ * registers. */
+
 SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const unsigned char *base, const unsigned char *p,
                                                            const unsigned char *end,
                                                            const model_json_schema_t *schema,
                                                            model_json_value_t *sub_vals);
+
+/* The rest of a string from q, a byte the kernel stopped at that is not
+ * its closing quote: UTF-8 sequences are checked and stepped over. Returns
+ * the closing quote, or NULL at an escape, a control byte, bad UTF-8 or the
+ * end of the text. */
+SCAN_ATTR static __attribute__((noinline)) const unsigned char *SCAN_NAME(plain_string_rest)(
+    const unsigned char *q, const unsigned char *end) {
+  for (;;) {
+    if (q == end) return NULL;
+    if (*q == '"') return q;
+    if (*q < 0x80) return NULL; /* an escape or a control byte */
+    do {
+      size_t k = utf8_seq(q, (size_t)(end - q));
+      if (!k) return NULL;
+      q += k;
+    } while (q < end && *q >= 0x80);
+    q = SCAN_STOP(q, end);
+  }
+}
+
+/* A value other than a string whose quote comes at once: p is where it
+ * should start (maybe whitespace first); c its slot; `sub`: an object is
+ * scanned as the schema's sub object. Returns the byte after it, or NULL. */
+SCAN_ATTR static __attribute__((noinline)) const unsigned char *
+SCAN_NAME(plain_value)(const unsigned char *base, const unsigned char *p, const unsigned char *end,
+                       model_json_value_t *c, bool sub, const model_json_schema_t *schema,
+                       model_json_value_t *sub_vals) {
+  if (p < end && *p <= ' ') p = skip_ws(p, end);
+  if (p == end) return NULL;
+  switch (*p) {
+  case '"': {
+    const unsigned char *q = SCAN_STOP(p + 1, end);
+    if (q == end || *q != '"') q = SCAN_NAME(plain_string_rest)(q, end);
+    if (!q) return NULL;
+    c->type = MODEL_JSON_STRING;
+    c->escaped = false;
+    c->start = (size_t)(p + 1 - base);
+    c->len = (size_t)(q - p - 1);
+    return q + 1;
+  }
+  case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
+  case '9': {
+    const unsigned char *st = p;
+    bool fe = false;
+    if (*p == '-') p++;
+    if (p == end || !is_digit(*p)) return NULL;
+    if (*p == '0') {
+      p++;
+    } else {
+      while (p < end && is_digit(*p)) p++;
+    }
+    if (p < end && *p == '.') {
+      fe = true;
+      p++;
+      if (p == end || !is_digit(*p)) return NULL;
+      while (p < end && is_digit(*p)) p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+      fe = true;
+      p++;
+      if (p < end && (*p == '+' || *p == '-')) p++;
+      if (p == end || !is_digit(*p)) return NULL;
+      while (p < end && is_digit(*p)) p++;
+    }
+    c->type = MODEL_JSON_NUMBER;
+    c->frac_exp = fe;
+    c->negative = *st == '-';
+    c->start = (size_t)(st - base);
+    c->len = (size_t)(p - st);
+    return p;
+  }
+  case 't':
+  case 'f':
+  case 'n': {
+    static const char *const lit[3] = {"true", "false", "null"};
+    static const model_json_type_t lt[3] = {MODEL_JSON_TRUE, MODEL_JSON_FALSE, MODEL_JSON_NULL};
+    int li = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
+    size_t ln = li == 1 ? 5 : 4;
+    if ((size_t)(end - p) < ln || memcmp(p, lit[li], ln) != 0) return NULL;
+    c->type = lt[li];
+    c->start = (size_t)(p - base);
+    c->len = ln;
+    return p + ln;
+  }
+  case '{':
+    if (!sub) return NULL;
+    c->type = MODEL_JSON_OBJECT;
+    c->start = (size_t)(p - base);
+    return SCAN_NAME(plain_sub)(base, p + 1, end, schema, sub_vals);
+  default: return NULL;
+  }
+}
+
+/* What follows a value (or, `first`, an object's '{') other than ',' and
+ * the key expected next written plainly: whitespace, ',' and any schema key,
+ * or the object's '}'. Returns the key's name index with p at its value,
+ * PLAIN_CLOSED with p past the '}', or -1. */
+SCAN_ATTR static __attribute__((noinline)) plain_at_t SCAN_NAME(plain_next)(const unsigned char *p,
+                                                                            const unsigned char *end,
+                                                                            const char (*names)[MODEL_JSON_KEY_MAX],
+                                                                            const uint8_t *lens, size_t n,
+                                                                            size_t guess, bool first) {
+  plain_at_t r = {NULL, -1};
+  if (p < end && *p <= ' ') p = skip_ws(p, end);
+  if (p == end) return r;
+  if (*p == '}') {
+    r.p = p + 1;
+    r.i = PLAIN_CLOSED;
+    return r;
+  }
+  if (!first) {
+    if (*p != ',') return r;
+    p++;
+    if (p < end && *p <= ' ') p = skip_ws(p, end);
+  }
+  if (p == end || *p != '"') return r;
+  r.i = plain_key(p + 1, end, names, lens, n, guess);
+  if (r.i >= 0) r.p = p + 1 + lens[r.i] + 2;
+  return r;
+}
 
 SCAN_ATTR static inline __attribute__((always_inline)) const unsigned char *
 SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const unsigned char *end,
@@ -301,111 +425,65 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
                         model_json_value_t *vals, int sub_index, const model_json_schema_t *schema,
                         model_json_value_t *sub_vals) {
   uint32_t seen = 0;
-  size_t guess = 0; /* the name after the last one matched: keys tend to come in the schema's order */
-  int i;
-  if (p < end && *p <= ' ') p = skip_ws(p, end);
-  if (p < end && *p == '}') return p + 1; /* an empty object */
-  goto key;
+  size_t i = 0;
+  if (end - p >= 17 && p[0] == '"' && lens[0] <= PLAIN_KEY_MAX && plain_key_is(p + 1, names[0], lens[0])) {
+    /* the first name first, written plainly */
+    p += 1 + lens[0] + 2;
+  } else {
+    plain_at_t at = SCAN_NAME(plain_next)(p, end, names, lens, n, 0, true);
+    if (at.i < 0) return at.i == PLAIN_CLOSED ? at.p : NULL;
+    p = at.p;
+    i = (size_t)at.i;
+  }
   for (;;) {
-    /* p is past a member's value. The common case: ',' and the next key in
-     * the schema's order, no whitespace, in one compare. */
-    if (end - p >= 16 && guess < n && lens[guess] <= PLAIN_SEP_MAX && plain_sep_is(p, names[guess], lens[guess])) {
-      i = (int)guess;
-      p += 2 + lens[i] + 2;
-    } else {
-      if (p < end && *p <= ' ') p = skip_ws(p, end);
-      if (p == end) return NULL;
-      if (*p == '}') return p + 1;
-      if (*p != ',') return NULL;
-      p++;
-    key: /* p is where a key's opening quote should be */
-      if (p < end && *p <= ' ') p = skip_ws(p, end);
-      if (p == end || *p != '"') return NULL;
-      i = plain_key(p + 1, end, names, lens, n, guess);
-      if (i < 0) return NULL;
-      p += 1 + lens[i] + 2;
-    }
+    /* p is at the value of member i */
     if (seen & (1u << i)) return NULL;
     seen |= 1u << i;
-    guess = (size_t)i + 1;
     model_json_value_t *c = &vals[i];
-    if (p < end && *p <= ' ') p = skip_ws(p, end);
-    if (p == end) return NULL;
-    switch (*p) {
-    case '"': {
-      const unsigned char *q = p + 1;
-      for (;;) {
-        q = SCAN_STOP(q, end);
-        if (q == end) return NULL;
-        if (*q == '"') break;
-        if (*q < 0x80) return NULL; /* an escape or a control byte */
-        do {
-          size_t k = utf8_seq(q, (size_t)(end - q));
-          if (!k) return NULL;
-          q += k;
-        } while (q < end && *q >= 0x80);
+    if (p < end && *p == '"') {
+      const unsigned char *q = SCAN_STOP(p + 1, end);
+      if (q == end || *q != '"') {
+        q = SCAN_NAME(plain_string_rest)(q, end);
+        if (!q) return NULL;
       }
       c->type = MODEL_JSON_STRING;
       c->escaped = false;
       c->start = (size_t)(p + 1 - base);
       c->len = (size_t)(q - p - 1);
       p = q + 1;
-      break;
-    }
-    case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
-    case '9': {
+    } else if (p < end && (unsigned)(*p - '1') < 9u) {
+      /* A positive integer with no fraction or exponent; any other
+       * number goes out of line. */
       const unsigned char *st = p;
-      bool fe = false;
-      if (*p == '-') p++;
-      if (p == end || !is_digit(*p)) return NULL;
-      if (*p == '0') {
-        p++;
+      do p++;
+      while (p < end && is_digit(*p));
+      if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) {
+        p = SCAN_NAME(plain_value)(base, st, end, c, false, schema, sub_vals);
+        if (!p) return NULL;
       } else {
-        while (p < end && is_digit(*p)) p++;
+        c->type = MODEL_JSON_NUMBER;
+        c->frac_exp = false;
+        c->negative = false;
+        c->start = (size_t)(st - base);
+        c->len = (size_t)(p - st);
       }
-      if (p < end && *p == '.') {
-        fe = true;
-        p++;
-        if (p == end || !is_digit(*p)) return NULL;
-        while (p < end && is_digit(*p)) p++;
-      }
-      if (p < end && (*p == 'e' || *p == 'E')) {
-        fe = true;
-        p++;
-        if (p < end && (*p == '+' || *p == '-')) p++;
-        if (p == end || !is_digit(*p)) return NULL;
-        while (p < end && is_digit(*p)) p++;
-      }
-      c->type = MODEL_JSON_NUMBER;
-      c->frac_exp = fe;
-      c->negative = *st == '-';
-      c->start = (size_t)(st - base);
-      c->len = (size_t)(p - st);
-      break;
-    }
-    case 't':
-    case 'f':
-    case 'n': {
-      static const char *const lit[3] = {"true", "false", "null"};
-      static const model_json_type_t lt[3] = {MODEL_JSON_TRUE, MODEL_JSON_FALSE, MODEL_JSON_NULL};
-      int li = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
-      size_t ln = li == 1 ? 5 : 4;
-      if ((size_t)(end - p) < ln || memcmp(p, lit[li], ln) != 0) return NULL;
-      c->type = lt[li];
-      c->start = (size_t)(p - base);
-      c->len = ln;
-      p += ln;
-      break;
-    }
-    case '{':
-      if (i != sub_index) return NULL;
-      c->type = MODEL_JSON_OBJECT;
-      c->start = (size_t)(p - base);
-      p = SCAN_NAME(plain_sub)(base, p + 1, end, schema, sub_vals);
+    } else {
+      p = SCAN_NAME(plain_value)(base, p, end, c, (int)i == sub_index, schema, sub_vals);
       if (!p) return NULL;
-      break;
-    default: return NULL;
     }
+    /* The name after this one is the key expected next: keys tend to come
+     * in the schema's order. */
+    size_t guess = i + 1;
+    if (end - p >= 16 && guess < n && plain_sep_is(p, names[guess], lens[guess])) {
+      i = guess;
+      p += 2 + lens[guess] + 2;
+      continue;
+    }
+    if (p < end && *p == '}') return p + 1;
+    plain_at_t at = SCAN_NAME(plain_next)(p, end, names, lens, n, guess, false);
+    if (at.i < 0) return at.i == PLAIN_CLOSED ? at.p : NULL;
+    p = at.p;
+    i = (size_t)at.i;
   }
 }
 
