@@ -35,7 +35,6 @@ static const char *const type_names[MODEL_CMD_TYPE_COUNT] = {
     "assignment.upserted", "assignment.deleted", "submission.updated",
     "grade.updated",       "roster.assigned",    "roster.unassigned",
 };
-static const uint8_t type_lens[MODEL_CMD_TYPE_COUNT] = {19, 18, 18, 13, 15, 17};
 
 const char *model_cmd_type_name(model_cmd_type_t t) {
   return (unsigned)t < MODEL_CMD_TYPE_COUNT ? type_names[t] : NULL;
@@ -245,8 +244,8 @@ static inline bool copy_id(const check_t *c, const unsigned char *src, size_t n,
 }
 
 /* An id field (tenant, assignment, student, data.class) into out[MODEL_ID_MAX+1]. */
-static void check_id(check_t *c, const char *name, const model_json_value_t *v, bool required,
-                     char *out, uint8_t *out_len) {
+static __attribute__((noinline)) void check_id_any(check_t *c, const char *name, const model_json_value_t *v,
+                                                   bool required, char *out, uint8_t *out_len) {
   if (!want(c, name, v, MODEL_JSON_STRING, required, false)) return;
   size_t n;
   bool ok;
@@ -268,9 +267,32 @@ static void check_id(check_t *c, const char *name, const model_json_value_t *v, 
   *out_len = (uint8_t)n;
 }
 
+/* check_id, inline for the common id: a string without escapes of 1..16
+ * bytes, all id characters, whose 16-byte block lies inside the text (it is
+ * copied whole; bytes past the id are overwritten by its NUL or ignored).
+ * Anything else goes to check_id_any, which decides from the start. */
+static inline __attribute__((always_inline)) void check_id(check_t *c, const char *name,
+                                                           const model_json_value_t *v, bool required, char *out,
+                                                           uint8_t *out_len) {
+#ifdef __SSE2__
+  if (v->type == MODEL_JSON_STRING && !v->escaped && v->len - 1 < 16 &&
+      (size_t)(c->end - c->buf) - v->start >= 16) {
+    const unsigned char *src = (const unsigned char *)c->buf + v->start;
+    unsigned want = (2u << (v->len - 1)) - 1;
+    if ((id_mask16(src) & want) == want) {
+      _mm_storeu_si128((__m128i *)(void *)out, _mm_loadu_si128((const __m128i *)(const void *)src));
+      out[v->len] = '\0';
+      *out_len = (uint8_t)v->len;
+      return;
+    }
+  }
+#endif
+  check_id_any(c, name, v, required, out, out_len);
+}
+
 /* A timestamp-or-null field; returns whether it holds a value. */
-static bool check_ts(check_t *c, const char *name, const model_json_value_t *v, bool required,
-                     bool nullable, int64_t *ms) {
+static __attribute__((noinline)) bool check_ts_any(check_t *c, const char *name, const model_json_value_t *v,
+                                                   bool required, bool nullable, int64_t *ms) {
   if (!want(c, name, v, MODEL_JSON_STRING, required, nullable)) return false;
   if (!may(c, MODEL_REJ_INVALID_TIMESTAMP)) return false;
   if (!v->escaped && model_timestamp_parse(c->buf + v->start, v->len, ms)) return true;
@@ -284,6 +306,18 @@ static bool check_ts(check_t *c, const char *name, const model_json_value_t *v, 
     return false;
   }
   return true;
+}
+
+/* check_ts, inline for a string without escapes that parses while an
+ * invalid timestamp could still be the report; anything else goes to
+ * check_ts_any, which decides from the start (parsing is pure). */
+static inline __attribute__((always_inline)) bool check_ts(check_t *c, const char *name,
+                                                           const model_json_value_t *v, bool required,
+                                                           bool nullable, int64_t *ms) {
+  if (v->type == MODEL_JSON_STRING && !v->escaped && may(c, MODEL_REJ_INVALID_TIMESTAMP) &&
+      model_timestamp_parse(c->buf + v->start, v->len, ms))
+    return true;
+  return check_ts_any(c, name, v, required, nullable, ms);
 }
 
 /* An enum-valued string; returns the index or -1 (fault recorded). */
@@ -494,19 +528,34 @@ static inline bool same_bytes(const char *a, const char *b, size_t n) {
   return (diff | (x ^ y)) == 0;
 }
 
+/* The index of the type named s[0..n), or -1: the length picks the name
+ * (the two of 18 bytes differ in their first byte), one compare decides. */
+static inline int type_index(const char *s, size_t n) {
+  int i;
+  switch (n) {
+  case 19: i = MODEL_CMD_ASSIGNMENT_UPSERTED; break;
+  case 18: i = s[0] == 'a' ? MODEL_CMD_ASSIGNMENT_DELETED : MODEL_CMD_SUBMISSION_UPDATED; break;
+  case 13: i = MODEL_CMD_GRADE_UPDATED; break;
+  case 15: i = MODEL_CMD_ROSTER_ASSIGNED; break;
+  case 17: i = MODEL_CMD_ROSTER_UNASSIGNED; break;
+  default: return -1;
+  }
+  return same_bytes(type_names[i], s, n) ? i : -1;
+}
+
 /* -1: type absent, not a string or unknown (fault recorded). */
 static int check_type(check_t *c, const model_json_value_t *v) {
   if (!want(c, "type", v, MODEL_JSON_STRING, true, false)) return -1;
   if (!v->escaped) {
-    const char *s = c->buf + v->start;
-    for (int i = 0; i < MODEL_CMD_TYPE_COUNT; i++)
-      if (type_lens[i] == v->len && same_bytes(type_names[i], s, v->len)) return i;
+    int i = type_index(c->buf + v->start, v->len);
+    if (i >= 0) return i;
   }
   char tmp[24];
   size_t n = unescape(c, v, tmp, sizeof tmp);
-  if (n < sizeof tmp)
-    for (int i = 0; i < MODEL_CMD_TYPE_COUNT; i++)
-      if (type_lens[i] == n && memcmp(type_names[i], tmp, n) == 0) return i;
+  if (n < sizeof tmp) {
+    int i = type_index(tmp, n);
+    if (i >= 0) return i;
+  }
   char shown[64];
   fault(c, MODEL_REJ_UNKNOWN_TYPE, "type: unknown type \"%s\"", show(tmp, n, sizeof tmp, shown));
   return -1;
