@@ -817,16 +817,23 @@ static const scan_kernel_t *pick_scan(void) {
   }
 }
 
-/* Sets vals[0..n) ABSENT, four at a time (n is a schema's list, a few). */
+/* Sets vals[0..n) ABSENT: straight stores for a list of up to 8 names (a
+ * command's), a loop past that. */
 static inline void mark_absent(model_json_value_t *vals, size_t n) {
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    vals[i].type = MODEL_JSON_ABSENT;
-    vals[i + 1].type = MODEL_JSON_ABSENT;
-    vals[i + 2].type = MODEL_JSON_ABSENT;
-    vals[i + 3].type = MODEL_JSON_ABSENT;
+  switch (n) {
+  default:
+    for (size_t i = 8; i < n; i++) vals[i].type = MODEL_JSON_ABSENT;
+    /* fall through */
+  case 8: vals[7].type = MODEL_JSON_ABSENT; /* fall through */
+  case 7: vals[6].type = MODEL_JSON_ABSENT; /* fall through */
+  case 6: vals[5].type = MODEL_JSON_ABSENT; /* fall through */
+  case 5: vals[4].type = MODEL_JSON_ABSENT; /* fall through */
+  case 4: vals[3].type = MODEL_JSON_ABSENT; /* fall through */
+  case 3: vals[2].type = MODEL_JSON_ABSENT; /* fall through */
+  case 2: vals[1].type = MODEL_JSON_ABSENT; /* fall through */
+  case 1: vals[0].type = MODEL_JSON_ABSENT; /* fall through */
+  case 0: break;
   }
-  for (; i < n; i++) vals[i].type = MODEL_JSON_ABSENT;
 }
 
 bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *schema,

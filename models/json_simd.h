@@ -60,9 +60,27 @@ model_json_stop_scalar(const unsigned char *p, const unsigned char *end) {
 }
 
 #ifdef MODEL_JSON_HAVE_SSE2
+/* The vector kernels' constants ('"', '\', 0x20 in every byte), read from
+ * memory: the empty asm hides which bytes they are, so that the compiler
+ * loads them (or uses them as memory operands) instead of building each one
+ * with three instructions every time a kernel is inlined. */
+#define MODEL_JSON_X32(c) {c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c}
+static const char model_json_splat[3][32] __attribute__((aligned(32))) = {
+    MODEL_JSON_X32('"'), MODEL_JSON_X32('\\'), MODEL_JSON_X32(0x20)};
+#undef MODEL_JSON_X32
+
+static inline __attribute__((always_inline)) const char (*model_json_splats(void))[32] {
+  const char(*t)[32] = model_json_splat;
+  __asm__("" : "+r"(t));
+  return t;
+}
+
 static inline __attribute__((always_inline)) const unsigned char *
 model_json_stop_sse2(const unsigned char *p, const unsigned char *end) {
-  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+  const char(*k)[32] = model_json_splats();
+  const __m128i quote = _mm_load_si128((const __m128i *)(const void *)k[0]),
+                bslash = _mm_load_si128((const __m128i *)(const void *)k[1]),
+                space = _mm_load_si128((const __m128i *)(const void *)k[2]);
   while (end - p >= 16) {
     __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
     __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
@@ -76,8 +94,10 @@ model_json_stop_sse2(const unsigned char *p, const unsigned char *end) {
 
 __attribute__((target("avx2"))) static inline const unsigned char *
 model_json_stop_avx2(const unsigned char *p, const unsigned char *end) {
-  const __m256i quote = _mm256_set1_epi8('"'), bslash = _mm256_set1_epi8('\\'),
-                space = _mm256_set1_epi8(0x20);
+  const char(*k)[32] = model_json_splats();
+  const __m256i quote = _mm256_load_si256((const __m256i *)(const void *)k[0]),
+                bslash = _mm256_load_si256((const __m256i *)(const void *)k[1]),
+                space = _mm256_load_si256((const __m256i *)(const void *)k[2]);
   while (end - p >= 32) {
     __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
     __m256i m = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, bslash)),
