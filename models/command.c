@@ -68,6 +68,8 @@ void model_reject_document_too_large(model_reject_t *rej, size_t would_be, size_
 static const char *const assignment_status_names[] = {"draft", "published", "closed"};
 static const char *const submission_status_names[] = {"working", "submitted", "returned",
                                                       "reassigned"};
+static const uint8_t assignment_status_lens[] = {5, 9, 6};
+static const uint8_t submission_status_lens[] = {7, 9, 8, 10};
 
 const char *model_assignment_status_name(model_assignment_status_t s) {
   return (unsigned)s < 3 ? assignment_status_names[s] : NULL;
@@ -308,6 +310,29 @@ static __attribute__((noinline)) bool check_ts_any(check_t *c, const char *name,
   return true;
 }
 
+/* a[0..n) == b[0..n) for 4 <= n, as 8-byte words (the last one
+ * overlapping), or two overlapping 4-byte words below 8. */
+static inline bool same_bytes(const char *a, const char *b, size_t n) {
+  if (n < 8) {
+    uint32_t x0, y0, x1, y1;
+    memcpy(&x0, a, 4);
+    memcpy(&y0, b, 4);
+    memcpy(&x1, a + n - 4, 4);
+    memcpy(&y1, b + n - 4, 4);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
+  uint64_t x, y, diff = 0;
+  size_t i = 0;
+  for (; i + 8 < n; i += 8) {
+    memcpy(&x, a + i, 8);
+    memcpy(&y, b + i, 8);
+    diff |= x ^ y;
+  }
+  memcpy(&x, a + n - 8, 8);
+  memcpy(&y, b + n - 8, 8);
+  return (diff | (x ^ y)) == 0;
+}
+
 /* check_ts, inline for a string without escapes that parses while an
  * invalid timestamp could still be the report; anything else goes to
  * check_ts_any, which decides from the start (parsing is pure). */
@@ -320,10 +345,14 @@ static inline __attribute__((always_inline)) bool check_ts(check_t *c, const cha
   return check_ts_any(c, name, v, required, nullable, ms);
 }
 
-/* An enum-valued string; returns the index or -1 (fault recorded). */
+/* An enum-valued string; returns the index or -1 (fault recorded). The
+ * names are at least 4 bytes long; lens[] their lengths. */
 static int check_enum(check_t *c, const char *name, const model_json_value_t *v,
-                      const char *const *names, int n_names, const char *listed) {
+                      const char *const *names, const uint8_t *lens, int n_names, const char *listed) {
   if (!want(c, name, v, MODEL_JSON_STRING, true, false)) return -1;
+  if (!v->escaped) /* the common case: compared in place */
+    for (int i = 0; i < n_names; i++)
+      if (lens[i] == v->len && same_bytes(names[i], c->buf + v->start, v->len)) return i;
   char tmp[16];
   size_t n = unescape(c, v, tmp, sizeof tmp);
   if (n < sizeof tmp)
@@ -343,7 +372,18 @@ static bool check_text(check_t *c, const char *name, const model_json_value_t *v
     *out_len = 0;
     return false;
   }
-  size_t n = unescape(c, v, out, max);
+  size_t n;
+#ifdef __SSE2__
+  const char *src = c->buf + v->start;
+  if (!v->escaped && v->len <= 32 && max >= 32 && c->end - src >= 32) {
+    /* A short plain text: two 16-byte blocks, no call (bytes past n are
+     * copied and then overwritten by the NUL or ignored). */
+    _mm_storeu_si128((__m128i *)(void *)out, _mm_loadu_si128((const __m128i *)(const void *)src));
+    _mm_storeu_si128((__m128i *)(void *)(out + 16), _mm_loadu_si128((const __m128i *)(const void *)(src + 16)));
+    n = v->len;
+  } else
+#endif
+    n = unescape(c, v, out, max);
   if (n < min || n > max) {
     fault(c, MODEL_REJ_INVALID_VALUE, "%s: %zu bytes, expected %zu..%zu", name, n, min, max);
     return false;
@@ -435,6 +475,17 @@ static void check_points(check_t *c, const char *name, const model_json_value_t 
   *points = 0.0;
   if (!want(c, name, v, MODEL_JSON_NUMBER, false, true)) return;
   if (!may(c, MODEL_REJ_INVALID_VALUE)) return;
+  if (!v->frac_exp && !v->negative && v->len <= 5) {
+    /* The common case, a small integer literal: exact as it stands. */
+    const char *lit = c->buf + v->start;
+    unsigned n = 0;
+    for (size_t i = 0; i < v->len; i++) n = n * 10 + (unsigned)(lit[i] - '0');
+    if (n <= 10000) {
+      *points = (double)n;
+      *has = true;
+      return;
+    }
+  }
   if (!points_value(c->buf + v->start, v->len, points)) {
     char shown[64];
     fault(c, MODEL_REJ_INVALID_VALUE, "%s: %s is out of range 0..10000", name,
@@ -514,19 +565,6 @@ static void check_cmd_id(check_t *c, const model_json_value_t *v, model_command_
   cmd->id_len = (uint8_t)n;
 }
 
-/* a[0..n) == b[0..n) for 8 <= n, as 8-byte words (the last one overlapping). */
-static inline bool same_bytes(const char *a, const char *b, size_t n) {
-  uint64_t x, y, diff = 0;
-  size_t i = 0;
-  for (; i + 8 < n; i += 8) {
-    memcpy(&x, a + i, 8);
-    memcpy(&y, b + i, 8);
-    diff |= x ^ y;
-  }
-  memcpy(&x, a + n - 8, 8);
-  memcpy(&y, b + n - 8, 8);
-  return (diff | (x ^ y)) == 0;
-}
 
 /* The index of the type named s[0..n), or -1: the length picks the name
  * (the two of 18 bytes differ in their first byte), one compare decides. */
@@ -568,7 +606,7 @@ static void check_data(check_t *c, model_cmd_type_t t, const model_json_value_t 
     __typeof__(cmd->data.assignment) *a = &cmd->data.assignment;
     check_id(c, "data.class", &d[D_CLASS], true, a->class_id, &a->class_len);
     check_text(c, "data.title", &d[D_TITLE], true, false, 1, MODEL_TITLE_MAX, a->title, &a->title_len);
-    int st = check_enum(c, "data.status", &d[D_STATUS], assignment_status_names, 3,
+    int st = check_enum(c, "data.status", &d[D_STATUS], assignment_status_names, assignment_status_lens, 3,
                         "draft, published, closed");
     a->status = st < 0 ? MODEL_ASSIGNMENT_DRAFT : (model_assignment_status_t)st;
     a->has_due_at = check_ts(c, "data.dueAt", &d[D_DUE_AT], false, true, &a->due_at_ms);
@@ -578,7 +616,7 @@ static void check_data(check_t *c, model_cmd_type_t t, const model_json_value_t 
   }
   case MODEL_CMD_SUBMISSION_UPDATED: {
     __typeof__(cmd->data.submission) *s = &cmd->data.submission;
-    int st = check_enum(c, "data.status", &d[D_STATUS], submission_status_names, 4,
+    int st = check_enum(c, "data.status", &d[D_STATUS], submission_status_names, submission_status_lens, 4,
                         "working, submitted, returned, reassigned");
     s->status = st < 0 ? MODEL_SUBMISSION_WORKING : (model_submission_status_t)st;
     s->has_submitted_at =
