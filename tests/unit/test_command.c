@@ -341,6 +341,8 @@ static const case_t cases[] = {
     {"points 10000.5", GRD(.d_points = "10000.5"), MODEL_REJ_INVALID_VALUE, "data.points: 10000.5 is out of range 0..10000"},
     {"points 10000.0000000000000000001", GRD(.d_points = "10000.0000000000000000001"), MODEL_REJ_INVALID_VALUE, "data.points: "},
     {"points 10001", UPS(.d_points = "10001"), MODEL_REJ_INVALID_VALUE, "data.points: "},
+    {"points 99999", GRD(.d_points = "99999"), MODEL_REJ_INVALID_VALUE, "data.points: 99999 is out of range 0..10000"},
+    {"points 100000", GRD(.d_points = "100000"), MODEL_REJ_INVALID_VALUE, "data.points: 100000 is out of range 0..10000"},
     {"points 2e4", UPS(.d_points = "2e4"), MODEL_REJ_INVALID_VALUE, "data.points: "},
     {"points -0.1", GRD(.d_points = "-0.1"), MODEL_REJ_INVALID_VALUE, "data.points: -0.1 is out of range"},
     {"points -1e-400", GRD(.d_points = "-1e-400"), MODEL_REJ_INVALID_VALUE, "data.points: "},
@@ -700,6 +702,7 @@ START_TEST(test_points_values) {
     double want;
   } v[] = {
       {"0", 0},          {"10000", 10000},       {"1e4", 10000},      {"99.5", 99.5},
+      {"1", 1},          {"30", 30},             {"9999", 9999},      {"100", 100},
       {"0.1", 0.1},      {"1234.5678", 1234.5678}, {"12345678e-4", 1234.5678},
       {"0.30000000000000004", 0.30000000000000004},
       {"3.14159265358979323846264338327950288", 3.14159265358979323846264338327950288},
