@@ -1,6 +1,7 @@
 /* model_timestamp_parse() against a plain digit-by-digit reference
  * (ref_timestamp.h): every byte value at every position of timestamps of
- * each length, every day of years around the leap rules, and random
+ * each length, every day of years around the leap rules, the ends of
+ * February and of the year in every year, and random
  * strings over the timestamp alphabet. Verdicts and values must agree. */
 #include <check.h>
 #include <stdio.h>
@@ -47,6 +48,15 @@ START_TEST(test_calendar) {
         int n = snprintf(buf, sizeof buf, "%04d-%02d-%02dT23:59:59.999Z", years[yi], m, d);
         same(buf, (size_t)n);
       }
+  /* every year: the days around the end of February and of the year */
+  static const char *const days[] = {"01-01", "02-28", "02-29", "03-01", "12-31"};
+  for (int y = 1; y <= 9999; y++)
+    for (size_t di = 0; di < sizeof days / sizeof days[0]; di++) {
+      int n = snprintf(buf, sizeof buf, "%04d-%sT00:00:00.000Z", y, days[di]);
+      same(buf, (size_t)n);
+      n = snprintf(buf, sizeof buf, "%04d-%sT12:00:00Z", y, days[di]);
+      same(buf, (size_t)n);
+    }
 }
 END_TEST
 
