@@ -393,8 +393,8 @@ SCAN_NAME(plain_value)(const unsigned char *base, const unsigned char *p, const 
 
 /* What follows a value (or, `first`, an object's '{') other than ',' and
  * the key expected next written plainly: whitespace, ',' and any schema key,
- * or the object's '}'. Returns the key's name index with p at its value,
- * PLAIN_CLOSED with p past the '}', or -1. */
+ * or the object's '}'. Returns the key's name index with p at its value
+ * (before the end of the text), PLAIN_CLOSED with p past the '}', or -1. */
 SCAN_ATTR static __attribute__((noinline)) plain_at_t SCAN_NAME(plain_next)(const unsigned char *p,
                                                                             const unsigned char *end,
                                                                             const char (*names)[MODEL_JSON_KEY_MAX],
@@ -415,7 +415,10 @@ SCAN_ATTR static __attribute__((noinline)) plain_at_t SCAN_NAME(plain_next)(cons
   }
   if (p == end || *p != '"') return r;
   r.i = plain_key(p + 1, end, names, lens, n, guess);
-  if (r.i >= 0) r.p = p + 1 + lens[r.i] + 2;
+  if (r.i >= 0) {
+    r.p = p + 1 + lens[r.i] + 2;
+    if (r.p == end) r.i = -1; /* a value must follow */
+  }
   return r;
 }
 
@@ -436,11 +439,11 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
     i = (size_t)at.i;
   }
   for (;;) {
-    /* p is at the value of member i */
-    if (seen & (1u << i)) return NULL;
+    /* p is at the value of member i, before the end of the text */
+    if ((seen >> i) & 1) return NULL;
     seen |= 1u << i;
     model_json_value_t *c = &vals[i];
-    if (p < end && *p == '"') {
+    if (*p == '"') {
       const unsigned char *q = SCAN_STOP(p + 1, end);
       if (q == end || *q != '"') {
         q = SCAN_NAME(plain_string_rest)(q, end);
@@ -451,7 +454,7 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
       c->start = (size_t)(p + 1 - base);
       c->len = (size_t)(q - p - 1);
       p = q + 1;
-    } else if (p < end && (unsigned)(*p - '1') < 9u) {
+    } else if ((unsigned)(*p - '1') < 9u) {
       /* A positive integer with no fraction or exponent; any other
        * number goes out of line. */
       const unsigned char *st = p;
@@ -474,7 +477,7 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
     /* The name after this one is the key expected next: keys tend to come
      * in the schema's order. */
     size_t guess = i + 1;
-    if (end - p >= 16 && guess < n && plain_sep_is(p, names[guess], lens[guess])) {
+    if (end - p > 16 && guess < n && plain_sep_is(p, names[guess], lens[guess])) {
       i = guess;
       p += 2 + lens[guess] + 2;
       continue;
