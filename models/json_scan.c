@@ -6,7 +6,8 @@
  *   sub-object of the same kind. The plain path (scan_plain in
  *   json_scan_run.h) scans exactly that shape and nothing else: each key is
  *   matched in place against the schema name expected next, together with
- *   the ',' before it and the '"' ':' after it (one 16-byte compare), values
+ *   the ',' before it and the '"' ':' after it (one 16-byte compare with
+ *   the schema's member pattern, or one built from the name), values
  *   are lexed and captured, a repeated name or anything outside the shape
  *   (an unknown key, an escape, a nested array, a number or literal that is
  *   not one) makes it give up without reporting anything. Text of that shape
@@ -687,6 +688,18 @@ static inline __attribute__((always_inline)) bool plain_sep_is(const unsigned ch
 #else
   return l <= PLAIN_SEP_MAX && p[0] == ',' && p[1] == '"' && memcmp(p + 2, name, l) == 0 && p[l + 2] == '"' &&
          p[l + 3] == ':';
+#endif
+}
+
+/* plain_sep_is with the pattern given, MODEL_JSON_SEP(name) for a name of
+ * l bytes. */
+static inline __attribute__((always_inline)) bool plain_sep_at(const unsigned char *p, const char *sep, size_t l) {
+#ifdef MODEL_JSON_HAVE_SSE2
+  unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p),
+                                                           _mm_loadu_si128((const __m128i *)(const void *)sep)));
+  return (~eq & sep_masks[l]) == 0;
+#else
+  return l <= PLAIN_SEP_MAX && memcmp(p, sep, l + 4) == 0;
 #endif
 }
 

@@ -89,7 +89,18 @@ typedef struct model_json_schema {
   const char (*sub_keys)[MODEL_JSON_KEY_MAX];
   const uint8_t *sub_lens;
   size_t n_sub; /* at most MODEL_JSON_NAMES_MAX */
+  /* Optional, per list (NULL: built from the names as they are needed): for
+   * each name, MODEL_JSON_SEP(name), the text between one member's value
+   * and the next member's value when that member is this name, written
+   * plainly. The scan compares it with the text in place. */
+  const char (*root_seps)[MODEL_JSON_KEY_MAX];
+  const char (*sub_seps)[MODEL_JSON_KEY_MAX];
 } model_json_schema_t;
+
+/* ',' '"' name '"' ':' for a name given as a string literal; names longer
+ * than 12 bytes do not fit (their entry is never compared in full, so its
+ * content does not matter). */
+#define MODEL_JSON_SEP(name) ",\"" name "\":"
 
 typedef enum {
   MODEL_JSON_OK = 0,

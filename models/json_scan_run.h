@@ -424,9 +424,9 @@ SCAN_ATTR static __attribute__((noinline)) plain_at_t SCAN_NAME(plain_next)(cons
 
 SCAN_ATTR static inline __attribute__((always_inline)) const unsigned char *
 SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const unsigned char *end,
-                        const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n,
-                        model_json_value_t *vals, int sub_index, const model_json_schema_t *schema,
-                        model_json_value_t *sub_vals) {
+                        const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens,
+                        const char (*seps)[MODEL_JSON_KEY_MAX], size_t n, model_json_value_t *vals,
+                        int sub_index, const model_json_schema_t *schema, model_json_value_t *sub_vals) {
   uint32_t seen = 0;
   size_t i = 0;
   if (end - p >= 17 && p[0] == '"' && lens[0] <= PLAIN_KEY_MAX && plain_key_is(p + 1, names[0], lens[0])) {
@@ -477,7 +477,8 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
     /* The name after this one is the key expected next: keys tend to come
      * in the schema's order. */
     size_t guess = i + 1;
-    if (end - p > 16 && guess < n && plain_sep_is(p, names[guess], lens[guess])) {
+    if (end - p > 16 && guess < n &&
+        (seps ? plain_sep_at(p, seps[guess], lens[guess]) : plain_sep_is(p, names[guess], lens[guess]))) {
       i = guess;
       p += 2 + lens[guess] + 2;
       continue;
@@ -496,8 +497,8 @@ SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const unsigned char *
                                                            const unsigned char *end,
                                                            const model_json_schema_t *schema,
                                                            model_json_value_t *sub_vals) {
-  return SCAN_NAME(plain_object)(base, p, end, schema->sub_keys, schema->sub_lens, schema->n_sub, sub_vals, -1,
-                                 schema, sub_vals);
+  return SCAN_NAME(plain_object)(base, p, end, schema->sub_keys, schema->sub_lens, schema->sub_seps, schema->n_sub,
+                                 sub_vals, -1, schema, sub_vals);
 }
 
 /* The whole text: one plain object (whitespace around it). Returns whether
@@ -507,7 +508,7 @@ SCAN_ATTR static bool SCAN_NAME(scan_plain)(const unsigned char *base, const uns
                                             model_json_value_t *sub_vals) {
   const unsigned char *p = skip_ws(base, end);
   if (p == end || *p != '{') return false;
-  p = SCAN_NAME(plain_object)(base, p + 1, end, schema->root_keys, schema->root_lens, schema->n_root, root_vals,
-                              schema->sub_index, schema, sub_vals);
+  p = SCAN_NAME(plain_object)(base, p + 1, end, schema->root_keys, schema->root_lens, schema->root_seps,
+                              schema->n_root, root_vals, schema->sub_index, schema, sub_vals);
   return p && skip_ws(p, end) == end;
 }
