@@ -1,7 +1,8 @@
 /* The scan loop of json_scan.c, written once and compiled once per string
  * kernel (json_simd.h). Included only by json_scan.c, after it defines:
  *   SCAN_NAME(x)  the name of this instance's functions (x##_sse2, ...)
- *   SCAN_STOP     the kernel: first byte of [p, end) a string scan stops at
+ *   SCAN_STOP     the kernel (p, end, lo): first byte of [p, end) a string
+ *                 scan stops at, in a buffer that starts at lo
  *   SCAN_ATTR     function attributes of the instance (a target, or nothing)
  * and with the helpers of json_scan.c in scope. Every instance does exactly
  * the same work, so the instances must agree byte for byte on every input.
@@ -22,7 +23,7 @@ SCAN_NAME(lex_string)(scan_t *s, const unsigned char *p, bool *escaped, bool is_
   bool esc = false;
   p++;
   for (;;) {
-    p = SCAN_STOP(p, end);
+    p = SCAN_STOP(p, end, s->base);
     if (p == end) {
       set_error(s, MODEL_JSON_ERR_SYNTAX, open, "invalid JSON: %s", "unterminated string starting");
       return NULL;
@@ -304,7 +305,7 @@ SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const unsigned char *
  * the closing quote, or NULL at an escape, a control byte, bad UTF-8 or the
  * end of the text. */
 SCAN_ATTR static __attribute__((noinline)) const unsigned char *SCAN_NAME(plain_string_rest)(
-    const unsigned char *q, const unsigned char *end) {
+    const unsigned char *base, const unsigned char *q, const unsigned char *end) {
   for (;;) {
     if (q == end) return NULL;
     if (*q == '"') return q;
@@ -314,7 +315,7 @@ SCAN_ATTR static __attribute__((noinline)) const unsigned char *SCAN_NAME(plain_
       if (!k) return NULL;
       q += k;
     } while (q < end && *q >= 0x80);
-    q = SCAN_STOP(q, end);
+    q = SCAN_STOP(q, end, base);
   }
 }
 
@@ -329,8 +330,8 @@ SCAN_NAME(plain_value)(const unsigned char *base, const unsigned char *p, const 
   if (p == end) return NULL;
   switch (*p) {
   case '"': {
-    const unsigned char *q = SCAN_STOP(p + 1, end);
-    if (q == end || *q != '"') q = SCAN_NAME(plain_string_rest)(q, end);
+    const unsigned char *q = SCAN_STOP(p + 1, end, base);
+    if (q == end || *q != '"') q = SCAN_NAME(plain_string_rest)(base, q, end);
     if (!q) return NULL;
     c->type = MODEL_JSON_STRING;
     c->escaped = false;
@@ -444,9 +445,9 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
     seen |= 1u << i;
     model_json_value_t *c = &vals[i];
     if (*p == '"') {
-      const unsigned char *q = SCAN_STOP(p + 1, end);
+      const unsigned char *q = SCAN_STOP(p + 1, end, base);
       if (q == end || *q != '"') {
-        q = SCAN_NAME(plain_string_rest)(q, end);
+        q = SCAN_NAME(plain_string_rest)(base, q, end);
         if (!q) return NULL;
       }
       c->type = MODEL_JSON_STRING;

@@ -12,8 +12,12 @@
  *   targets, one at a time elsewhere; portable C;
  * - SSE2 (x86-64 baseline): 16 bytes at a time;
  * - AVX2 (chosen at run time when the CPU has it): 32 bytes at a time.
- * A vector kernel loads only whole blocks that lie inside [p, end) and hands
- * the tail to the narrower kernel, so nothing is read past the buffer.
+ * A vector kernel loads only whole blocks that lie inside [lo, end), lo
+ * being the start of the buffer, so nothing is read outside it: blocks from
+ * p on while they fit, then, when fewer bytes than a block are left, the
+ * block that ends at end (its bytes before p are dropped from the mask), or,
+ * in a buffer shorter than that, the narrower kernel. The scalar kernel does
+ * not read back: its borrows may flag a byte above a stop, so it starts at p.
  *
  * One vector classifies a block with three compares: equal to '"', equal to
  * '\', and signed less than 0x20, which holds both for control bytes and for
@@ -40,7 +44,8 @@ static inline __attribute__((always_inline)) int model_json_plain_byte(unsigned 
 }
 
 static inline __attribute__((always_inline)) const unsigned char *
-model_json_stop_scalar(const unsigned char *p, const unsigned char *end) {
+model_json_stop_scalar(const unsigned char *p, const unsigned char *end, const unsigned char *lo) {
+  (void)lo;
 #ifdef MODEL_JSON_SWAR
   /* Per byte: bit 7 is set for '"', '\' and bytes < 0x20 by the borrow
    * tests (exact for the lowest such byte; a borrow can only flag bytes
@@ -76,7 +81,7 @@ static inline __attribute__((always_inline)) const char (*model_json_splats(void
 }
 
 static inline __attribute__((always_inline)) const unsigned char *
-model_json_stop_sse2(const unsigned char *p, const unsigned char *end) {
+model_json_stop_sse2(const unsigned char *p, const unsigned char *end, const unsigned char *lo) {
   const char(*k)[32] = model_json_splats();
   const __m128i quote = _mm_load_si128((const __m128i *)(const void *)k[0]),
                 bslash = _mm_load_si128((const __m128i *)(const void *)k[1]),
@@ -89,11 +94,18 @@ model_json_stop_sse2(const unsigned char *p, const unsigned char *end) {
     if (bits) return p + __builtin_ctz(bits);
     p += 16;
   }
-  return model_json_stop_scalar(p, end);
+  if (p < end && end - lo >= 16) { /* the last block, ending at end */
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(end - 16));
+    __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                             _mm_cmplt_epi8(v, space));
+    unsigned bits = (unsigned)_mm_movemask_epi8(m) >> (16 - (end - p));
+    return bits ? p + __builtin_ctz(bits) : end;
+  }
+  return model_json_stop_scalar(p, end, lo);
 }
 
 __attribute__((target("avx2"))) static inline const unsigned char *
-model_json_stop_avx2(const unsigned char *p, const unsigned char *end) {
+model_json_stop_avx2(const unsigned char *p, const unsigned char *end, const unsigned char *lo) {
   const char(*k)[32] = model_json_splats();
   const __m256i quote = _mm256_load_si256((const __m256i *)(const void *)k[0]),
                 bslash = _mm256_load_si256((const __m256i *)(const void *)k[1]),
@@ -106,7 +118,14 @@ model_json_stop_avx2(const unsigned char *p, const unsigned char *end) {
     if (bits) return p + __builtin_ctz(bits);
     p += 32;
   }
-  return model_json_stop_sse2(p, end);
+  if (p < end && end - lo >= 32) { /* the last block, ending at end */
+    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(end - 32));
+    __m256i m = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, bslash)),
+                                _mm256_cmpgt_epi8(space, v));
+    uint32_t bits = (uint32_t)_mm256_movemask_epi8(m) >> (32 - (end - p));
+    return bits ? p + __builtin_ctz(bits) : end;
+  }
+  return model_json_stop_sse2(p, end, lo);
 }
 #endif
 
