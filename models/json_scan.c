@@ -3,7 +3,7 @@
  * Design notes (the why):
  * - Two paths. Most commands are written the same plain way: one object of
  *   known keys, no whitespace, string values without escapes, and a
- *   sub-object of the same kind. The plain path (scan_plain in
+ *   sub-object of the same kind. The plain path (plain_object in
  *   json_scan_run.h) scans exactly that shape and nothing else: each key is
  *   matched in place against the schema name expected next, together with
  *   the ',' before it and the '"' ':' after it (one 16-byte compare with
@@ -743,6 +743,11 @@ static inline model_json_type_t top_type(unsigned c) {
     return false;                                                                                 \
   } while (0)
 
+typedef bool (*scan_fn_t)(scan_t *, const model_json_schema_t *, model_json_value_t *,
+                          model_json_value_t *);
+static bool scan_full(scan_fn_t run, const char *buf, size_t len, const model_json_schema_t *schema,
+                      model_json_value_t *root_vals, model_json_value_t *sub_vals, model_json_result_t *res);
+
 /* The instances of the scan loop, one per string kernel. */
 #define SCAN_NAME(x) x##_scalar
 #define SCAN_STOP model_json_stop_scalar
@@ -770,16 +775,9 @@ static inline model_json_type_t top_type(unsigned c) {
 #undef SCAN_ATTR
 #endif
 
-typedef bool (*scan_fn_t)(scan_t *, const model_json_schema_t *, model_json_value_t *,
-                          model_json_value_t *);
-typedef bool (*plain_fn_t)(const unsigned char *, const unsigned char *, const model_json_schema_t *,
-                           model_json_value_t *, model_json_value_t *);
-
-/* One kernel's instances of the plain path and of the full scan. */
-typedef struct {
-  plain_fn_t plain;
-  scan_fn_t scan;
-} scan_kernel_t;
+/* One kernel's whole scan: the plain path, then the full scan if needed. */
+typedef bool (*kernel_scan_fn_t)(const char *, size_t, const model_json_schema_t *, model_json_value_t *,
+                                 model_json_value_t *, model_json_result_t *);
 
 static model_json_kernel_t forced_kernel = MODEL_JSON_KERNEL_AUTO;
 
@@ -815,18 +813,13 @@ const char *model_json_kernel_name(model_json_kernel_t k) {
   return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
-static const scan_kernel_t *pick_scan(void) {
-  static const scan_kernel_t scalar = {scan_plain_scalar, scan_run_scalar};
-#ifdef MODEL_JSON_HAVE_SSE2
-  static const scan_kernel_t sse2 = {scan_plain_sse2, scan_run_sse2};
-  static const scan_kernel_t avx2 = {scan_plain_avx2, scan_run_avx2};
-#endif
+static kernel_scan_fn_t pick_scan(void) {
   switch (model_json_kernel()) {
 #ifdef MODEL_JSON_HAVE_SSE2
-  case MODEL_JSON_KERNEL_AVX2: return &avx2;
-  case MODEL_JSON_KERNEL_SSE2: return &sse2;
+  case MODEL_JSON_KERNEL_AVX2: return scan_avx2;
+  case MODEL_JSON_KERNEL_SSE2: return scan_sse2;
 #endif
-  default: return &scalar;
+  default: return scan_scalar;
   }
 }
 
@@ -858,13 +851,13 @@ bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *sch
   res->top = MODEL_JSON_ABSENT;
   res->offset = 0;
   res->detail[0] = '\0';
+  return pick_scan()(buf, len, schema, root_vals, sub_vals, res);
+}
 
-  const scan_kernel_t *kernel = pick_scan();
-  if (kernel->plain((const unsigned char *)buf, (const unsigned char *)buf + len, schema, root_vals, sub_vals)) {
-    res->top = MODEL_JSON_OBJECT;
-    return true;
-  }
-  /* Not plain: the full scan, from the start, with nothing captured yet. */
+/* The full scan with kernel instance `run`, for a text the plain path gave
+ * up on: from the start, with nothing captured yet. */
+static bool scan_full(scan_fn_t run, const char *buf, size_t len, const model_json_schema_t *schema,
+                      model_json_value_t *root_vals, model_json_value_t *sub_vals, model_json_result_t *res) {
   mark_absent(root_vals, schema->n_root);
   mark_absent(sub_vals, schema->n_sub);
 
@@ -881,7 +874,7 @@ bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *sch
   s.utf8_bad = false;
   s.dup_off = NONE;
   s.nul_off = NONE;
-  bool ok = kernel->scan(&s, schema, root_vals, sub_vals);
+  bool ok = run(&s, schema, root_vals, sub_vals);
   free(s.heap);
   if (!ok) {
     /* Raw UTF-8 anywhere outranks whatever stopped the scan. The scan stops

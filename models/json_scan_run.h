@@ -502,14 +502,22 @@ SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const unsigned char *
                                  sub_vals, -1, schema, sub_vals);
 }
 
-/* The whole text: one plain object (whitespace around it). Returns whether
- * the text has the plain shape, and is then valid with its values captured. */
-SCAN_ATTR static bool SCAN_NAME(scan_plain)(const unsigned char *base, const unsigned char *end,
-                                            const model_json_schema_t *schema, model_json_value_t *root_vals,
-                                            model_json_value_t *sub_vals) {
+/* This kernel's whole scan (model_json_scan() has marked every value
+ * absent and the result OK): the plain path, whose text of one plain object
+ * (whitespace around it) is then valid with its values captured; else the
+ * full scan, from the start. */
+SCAN_ATTR static bool SCAN_NAME(scan)(const char *buf, size_t len, const model_json_schema_t *schema,
+                                      model_json_value_t *root_vals, model_json_value_t *sub_vals,
+                                      model_json_result_t *res) {
+  const unsigned char *base = (const unsigned char *)buf, *end = base + len;
   const unsigned char *p = skip_ws(base, end);
-  if (p == end || *p != '{') return false;
-  p = SCAN_NAME(plain_object)(base, p + 1, end, schema->root_keys, schema->root_lens, schema->root_seps,
-                              schema->n_root, root_vals, schema->sub_index, schema, sub_vals);
-  return p && skip_ws(p, end) == end;
+  if (p < end && *p == '{') {
+    p = SCAN_NAME(plain_object)(base, p + 1, end, schema->root_keys, schema->root_lens, schema->root_seps,
+                                schema->n_root, root_vals, schema->sub_index, schema, sub_vals);
+    if (p && skip_ws(p, end) == end) {
+      res->top = MODEL_JSON_OBJECT;
+      return true;
+    }
+  }
+  return scan_full(SCAN_NAME(scan_run), buf, len, schema, root_vals, sub_vals, res);
 }
