@@ -522,7 +522,8 @@ static void check_version(check_t *c, const model_json_value_t *v, uint64_t *ver
   *version = n;
 }
 
-static void check_cmd_id(check_t *c, const model_json_value_t *v, model_command_t *cmd) {
+static __attribute__((noinline)) void check_cmd_id_any(check_t *c, const model_json_value_t *v,
+                                                      model_command_t *cmd) {
   if (!want(c, "id", v, MODEL_JSON_STRING, true, false)) return;
   size_t n;
   bool printable = false;
@@ -570,6 +571,28 @@ static void check_cmd_id(check_t *c, const model_json_value_t *v, model_command_
   }
   cmd->id[n] = '\0';
   cmd->id_len = (uint8_t)n;
+}
+
+/* check_cmd_id, inline for the common id: a string without escapes of
+ * 1..16 printable bytes whose 16-byte block lies inside the text (copied
+ * whole; bytes past the id are overwritten by its NUL or ignored). Anything
+ * else goes to check_cmd_id_any, which decides from the start. */
+static inline __attribute__((always_inline)) void check_cmd_id(check_t *c, const model_json_value_t *v,
+                                                               model_command_t *cmd) {
+#ifdef __SSE2__
+  if (v->type == MODEL_JSON_STRING && !v->escaped && v->len - 1 < 16 &&
+      (size_t)(c->end - c->buf) - v->start >= 16) {
+    const unsigned char *src = (const unsigned char *)c->buf + v->start;
+    unsigned want = (2u << (v->len - 1)) - 1;
+    if ((printable_mask16(src) & want) == want) {
+      _mm_storeu_si128((__m128i *)(void *)cmd->id, _mm_loadu_si128((const __m128i *)(const void *)src));
+      cmd->id[v->len] = '\0';
+      cmd->id_len = (uint8_t)v->len;
+      return;
+    }
+  }
+#endif
+  check_cmd_id_any(c, v, cmd);
 }
 
 
