@@ -428,8 +428,13 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
                         const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens,
                         const char (*seps)[MODEL_JSON_KEY_MAX], size_t n, model_json_value_t *vals,
                         int sub_index, const model_json_schema_t *schema, model_json_value_t *sub_vals) {
+  /* The names met so far are those of seen and run..i: the members read
+   * since the last key out of order are names run, run + 1, ..., i, and
+   * seen holds the names before them. So a key in order (i + 1) is a repeat
+   * only if it is in seen, and seen is brought up to date only when a key
+   * comes out of order. */
   uint32_t seen = 0;
-  size_t i = 0;
+  size_t i = 0, run;
   if (end - p >= 17 && p[0] == '"' && lens[0] <= PLAIN_KEY_MAX && plain_key_is(p + 1, names[0], lens[0])) {
     /* the first name first, written plainly */
     p += 1 + lens[0] + 2;
@@ -439,10 +444,9 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
     p = at.p;
     i = (size_t)at.i;
   }
+  run = i;
   for (;;) {
     /* p is at the value of member i, before the end of the text */
-    if ((seen >> i) & 1) return NULL;
-    seen |= 1u << i;
     model_json_value_t *c = &vals[i];
     if (*p == '"') {
       const unsigned char *q = SCAN_STOP(p + 1, end, base);
@@ -480,6 +484,7 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
     size_t guess = i + 1;
     if (end - p > 16 && guess < n &&
         (seps ? plain_sep_at(p, seps[guess], lens[guess]) : plain_sep_is(p, names[guess], lens[guess]))) {
+      if ((seen >> guess) & 1) return NULL;
       i = guess;
       p += 2 + lens[guess] + 2;
       continue;
@@ -487,8 +492,10 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
     if (p < end && *p == '}') return p + 1;
     plain_at_t at = SCAN_NAME(plain_next)(p, end, names, lens, n, guess, false);
     if (at.i < 0) return at.i == PLAIN_CLOSED ? at.p : NULL;
+    seen |= (2u << i) - (1u << run); /* names run..i (i <= 31: the shift wraps to 0 at 31, as wanted) */
+    if ((seen >> at.i) & 1) return NULL;
     p = at.p;
-    i = (size_t)at.i;
+    i = run = (size_t)at.i;
   }
 }
 

@@ -116,8 +116,9 @@ END_TEST
 
 /* Texts at the edges of the scanner's plain path: the plain shape itself
  * (schema keys in and out of order, every kind of value, the sub object,
- * whitespace where JSON allows it) and each way out of it (a repeated or
- * unknown key, an escape, a control byte, bad UTF-8, a key too long for one
+ * whitespace where JSON allows it) and each way out of it (a name repeated
+ * in order or out of order, before or after a key out of order; an unknown
+ * key, an escape, a control byte, bad UTF-8, a key too long for one
  * compare, a nested array or object, a bad number or literal, trailing
  * bytes), every prefix of each. */
 START_TEST(test_plain_shapes) {
@@ -143,6 +144,13 @@ START_TEST(test_plain_shapes) {
       "{\"id\":\"a\",\"type\":\"x\",\"id\":\"b\"}",
       "{\"data\":{\"title\":\"a\",\"title\":\"b\"}}",
       "{\"data\":{},\"data\":{}}",
+      "{\"type\":\"x\",\"id\":\"a\",\"type\":\"y\"}",
+      "{\"tenant\":\"t\",\"id\":\"a\",\"type\":\"r\",\"tenant\":\"u\"}",
+      "{\"id\":\"a\",\"type\":\"b\",\"tenant\":\"c\",\"id\":\"d\"}",
+      "{\"ts\":\"a\",\"data\":{},\"id\":\"b\",\"type\":\"c\",\"tenant\":\"d\",\"assignment\":\"e\","
+      "\"student\":\"f\",\"version\":1,\"ts\":\"g\"}",
+      "{\"data\":{\"points\":1,\"class\":\"c\",\"title\":\"t\",\"status\":\"s\",\"dueAt\":null,"
+      "\"points\":2}}",
       "{\"id\":\"a\",\"x\":1}",
       "{\"x\":1,\"id\":\"a\"}",
       "{\"id\":\"a\\u0062\"}",
