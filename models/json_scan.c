@@ -704,10 +704,11 @@ static inline __attribute__((always_inline)) bool plain_sep_at(const unsigned ch
 }
 
 /* The plain path's key lookup: the index of the name whose key (with its
- * '"' and ':') starts at kp, or -1. *guess, the name after the last one
- * matched, is tried first: keys tend to come in the schema's order. Near
- * the end of the text the bytes left are compared from a zero-padded copy
- * (a match needs its l + 2 bytes nonzero, so it never matches the padding). */
+ * '"' and ':') starts at kp, or -1. The names are tried from guess (<= n),
+ * the one after the last matched, round to the one before it: keys tend to
+ * come in the schema's order, optional ones left out. Near the end of the
+ * text the bytes left are compared from a zero-padded copy (a match needs
+ * its l + 2 bytes nonzero, so it never matches the padding). */
 static inline __attribute__((always_inline)) int plain_key(const unsigned char *kp, const unsigned char *end,
                                                            const char (*names)[MODEL_JSON_KEY_MAX],
                                                            const uint8_t *lens, size_t n, size_t guess) {
@@ -717,10 +718,10 @@ static inline __attribute__((always_inline)) int plain_key(const unsigned char *
     memcpy(pad, kp, (size_t)(end - kp));
     kp = pad;
   }
-  if (guess < n && lens[guess] <= PLAIN_KEY_MAX && plain_key_is(kp, names[guess], lens[guess]))
-    return (int)guess;
-  for (size_t i = 0; i < n; i++)
+  for (size_t k = 0, i = guess; k < n; k++, i++) {
+    if (i == n) i = 0;
     if (lens[i] <= PLAIN_KEY_MAX && plain_key_is(kp, names[i], lens[i])) return (int)i;
+  }
   return -1;
 }
 
