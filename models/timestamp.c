@@ -48,7 +48,9 @@ static inline int64_t days_of(unsigned y, unsigned mo, unsigned dd) {
   return (int64_t)(yy * 365 + yy / 4 - c + c / 4 + from_march[mo] + dd - 1) - 719468;
 }
 
-bool model_timestamp_parse(const char *s, size_t len, int64_t *ms) {
+/* model_timestamp_parse() for len 20..30; milli is len == 24, a constant in
+ * each of the two instances below. */
+static inline __attribute__((always_inline)) bool parse(const char *s, size_t len, bool milli, int64_t *ms) {
   /* 01234567890123456789 0123
    * YYYY-MM-DDTHH:MM:SS[.F{1,9}]Z
    * The fixed part is checked as overlapping 8-byte words: XOR with a
@@ -58,8 +60,6 @@ bool model_timestamp_parse(const char *s, size_t len, int64_t *ms) {
    * (24 bytes), is three words that cover all of it: [0, 8), [8, 16) and
    * [16, 24) (":SS.fffZ"); any other length checks [11, 19) ("HH:MM:SS")
    * as its third word and its fraction digit by digit. */
-  if (len < 20 || len > 30) return false;
-  const bool milli = len == 24;
   uint64_t t0, t1, t2, m0, m1, m2;
   memcpy(&t0, "0000-00-", 8);
   memcpy(&t1, "00T00:00", 8);
@@ -113,6 +113,16 @@ bool model_timestamp_parse(const char *s, size_t len, int64_t *ms) {
   }
   *ms = ((days_of(y, mo, dd) * 24 + h) * 60 + mi) * 60000 + (int64_t)se * 1000 + millis;
   return true;
+}
+
+static __attribute__((noinline)) bool parse_other(const char *s, size_t len, int64_t *ms) {
+  return parse(s, len, false, ms);
+}
+
+bool model_timestamp_parse(const char *s, size_t len, int64_t *ms) {
+  if (len == 24) return parse(s, 24, true, ms);
+  if (len < 20 || len > 30) return false;
+  return parse_other(s, len, ms);
 }
 
 static void put(char *p, unsigned v, int n) {
