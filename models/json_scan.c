@@ -647,6 +647,9 @@ typedef struct {
   const unsigned char *p;
   int i;
 } plain_at_t;
+
+/* '"' ':' at bytes 16 and 17: the 16 bytes from key_tails + 16 - l put them
+ * right after a name of l bytes. */
 static const unsigned char key_tails[32] = {[16] = '"', [17] = ':'};
 
 /* The text at kp (16 bytes readable) is name `name` (l <= PLAIN_KEY_MAX
@@ -668,9 +671,9 @@ static inline __attribute__((always_inline)) bool plain_key_is(const unsigned ch
  * MODEL_JSON_KEY_MAX), a bit (16) that no 16-byte compare sets, so that it
  * never matches. */
 #define SEP_ROW(l) [l] = {',', '"', [(l) + 2] = '"', [(l) + 3] = ':'}
-static const unsigned char sep_tails[MODEL_JSON_KEY_MAX + 1][16] = {SEP_ROW(0), SEP_ROW(1), SEP_ROW(2), SEP_ROW(3), SEP_ROW(4),
-                                                SEP_ROW(5), SEP_ROW(6), SEP_ROW(7), SEP_ROW(8), SEP_ROW(9),
-                                                SEP_ROW(10), SEP_ROW(11), SEP_ROW(12)};
+static const unsigned char sep_tails[MODEL_JSON_KEY_MAX + 1][16] = {
+    SEP_ROW(0), SEP_ROW(1), SEP_ROW(2), SEP_ROW(3),  SEP_ROW(4),  SEP_ROW(5), SEP_ROW(6),
+    SEP_ROW(7), SEP_ROW(8), SEP_ROW(9), SEP_ROW(10), SEP_ROW(11), SEP_ROW(12)};
 #undef SEP_ROW
 static const uint32_t sep_masks[MODEL_JSON_KEY_MAX + 1] = {0xF,    0x1F,    0x3F,    0x7F,    0xFF,   0x1FF,
                                                            0x3FF,  0x7FF,   0xFFF,   0x1FFF,  0x3FFF, 0x7FFF,
