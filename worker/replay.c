@@ -10,7 +10,6 @@
 #include "codec.h"
 #include "command.h"
 #include "flusher.h"
-#include "keys.h"
 #include "log.h"
 #include "oom.h"
 #include "replay_file.h"
@@ -24,8 +23,10 @@ typedef struct replay {
   bool file_mode; /* --input and --output: no broker, no store */
   bool to_store;  /* the sink is the store (no --output, not verify) */
   store_t *store;
-  batch_t *batch;     /* the merge: every aggregate the replay holds */
-  flusher_t *flusher; /* into the store: the writer thread owns the connection */
+  batch_t *batch;        /* the merge into the store (to_store), else NULL */
+  flusher_t *flusher;    /* into the store: the writer thread owns the connection */
+  replay_merge_t merge;  /* the merge without a store (not to_store) */
+  replay_rebuilt_t done; /* its aggregates once read, sorted by key */
   model_command_t cmd;
   replay_file_t in, out, rejects;
   model_buf_t line; /* one rejects line */
@@ -97,40 +98,16 @@ static flusher_t *store_flusher_new(replay_t *r) {
 
 /* --- the merge ----------------------------------------------------------------------- */
 
-/* The batch: flushed by the configured limits into the store; otherwise
- * everything stays in memory until the end, never flushed. */
-static batch_t *merge_new(const replay_t *r) {
-  batch_limits_t limits = batch_limits_from_config(r->cfg);
-  if (!r->to_store) limits.max_commands = limits.max_aggregates = limits.linger_ms = INT64_MAX / 2;
-  return batch_new(&limits);
-}
-
-/* event_ms is when the command entered the system (0 = now). False when
- * the command would make its aggregate's document pass the store's limit:
- * rej says so, and nothing changed. */
+/* Into the store: the batch, flushed by the configured limits. Otherwise
+ * the plain table (replay_merge.h), everything in memory until the end.
+ * event_ms is when the command entered the system (0 = now), for the
+ * batch's latencies. False when the command would make its aggregate's
+ * document pass the store's limit: rej says so, and nothing changed. */
 static bool merge_apply(replay_t *r, const line_origin_t *origin, int64_t event_ms, model_reject_t *rej) {
+  if (!r->batch) return replay_merge_apply(&r->merge, &r->cmd, replay_merge_hash(&r->cmd), rej);
   batch_now_t now = batch_now(clock_system());
   return batch_apply_from(r->batch, &r->cmd, origin, event_ms > 0 ? event_ms : now.wall_ms, now, rej) !=
          MODEL_APPLY_TOO_LARGE;
-}
-
-typedef struct collect {
-  const model_aggregate_t **list;
-  size_t n;
-} collect_t;
-
-static void collect_one(void *ctx, const model_aggregate_t *agg, int64_t rev) {
-  (void)rev;
-  collect_t *c = ctx;
-  c->list[c->n++] = agg;
-}
-
-const model_aggregate_t **replay_sorted(const batch_t *b, size_t *n) {
-  collect_t c = {oom_malloc((batch_dirty_count(b) + batch_cached_count(b) + 1) * sizeof *c.list), 0};
-  batch_foreach(b, collect_one, &c);
-  model_keys_sort(c.list, c.n, sizeof *c.list, model_keys_of_aggregate_ptr, NULL);
-  *n = c.n;
-  return c.list;
 }
 
 /* --- one command ---------------------------------------------------------------------- */
@@ -278,19 +255,16 @@ static bool files_distinct(const replay_options_t *o) {
  * is one write of each document) and the time of the write as updatedAt. */
 static bool write_output(replay_t *r) {
   if (!r->out.f && !replay_file_open(&r->out, r->o->output, "w")) return false;
-  size_t n;
-  const model_aggregate_t **list = replay_sorted(r->batch, &n);
   model_buf_t doc = MODEL_BUF_INIT;
   int64_t now = clock_wall_ms();
   bool ok = true;
-  for (size_t i = 0; i < n && ok; i++) {
-    model_codec_to_json(list[i], 1, now, &doc);
+  for (size_t i = 0; i < r->done.n && ok; i++) {
+    model_codec_to_json(r->done.aggs[i], 1, now, &doc);
     ok = replay_file_write(&r->out, doc.data, doc.len);
     model_buf_clear(&doc);
     r->st->aggregates++;
   }
   model_buf_destroy(&doc);
-  free(list);
   return ok;
 }
 
@@ -313,13 +287,15 @@ static int replay_open(replay_t *r) {
       return 2;
     }
   }
-  r->batch = merge_new(r);
-  if (r->batch && r->store) r->flusher = store_flusher_new(r);
+  if (!r->to_store) return 0;
+  batch_limits_t limits = batch_limits_from_config(r->cfg);
+  r->batch = batch_new(&limits);
+  r->flusher = store_flusher_new(r);
   if (r->flusher) { /* only the store's documents can be loaded, and so not fit */
     batch_holder_t holder = {hold_line, decode_line, reject_line, release_line, r};
     batch_set_holder(r->batch, &holder);
   }
-  return r->batch && (!r->to_store || r->flusher) ? 0 : 1;
+  return r->flusher ? 0 : 1;
 }
 
 /* Source -> decode -> merge (-> the store, as it goes). */
@@ -334,19 +310,20 @@ static bool replay_read(replay_t *r) {
   return ok;
 }
 
-/* The sink's end: the store written or the output file written (verify
- * takes the batch at close). */
+/* The sink's end: the store written, or the aggregates gathered and the
+ * output file written (verify takes them at close). */
 static bool replay_finish(replay_t *r) {
   if (r->flusher) {
     bool ok = store_drain(r);
     return write_waiting(r) && replay_file_drain(&r->rejects) && ok;
   }
   if (!replay_file_drain(&r->rejects)) return false;
+  replay_merge_gather(&r->merge, 1, &r->done);
   return r->o->rebuilt || write_output(r);
 }
 
-/* Releases everything, handing the batch to verify after a rebuild that
- * got to the end; false when a file's last writes were lost. */
+/* Releases everything, handing the aggregates to verify after a rebuild
+ * that got to the end; false when a file's last writes were lost. */
 static bool replay_close(replay_t *r, bool done) {
   flusher_destroy(r->flusher);
   if (r->flusher) batch_set_holder(r->batch, NULL); /* its ctx, r, goes now */
@@ -354,13 +331,18 @@ static bool replay_close(replay_t *r, bool done) {
     const batch_stats_t *bs = batch_stats(r->batch);
     r->st->applied = bs->applied;
     r->st->stale = bs->stale;
-    if (r->to_store) r->st->aggregates = bs->writes_ok;
+    r->st->aggregates = bs->writes_ok;
+  } else {
+    r->st->applied = r->merge.applied;
+    r->st->stale = r->merge.stale;
   }
   if (done && r->o->rebuilt) {
-    r->st->aggregates = batch_dirty_count(r->batch) + batch_cached_count(r->batch);
-    *r->o->rebuilt = r->batch;
-    r->batch = NULL;
+    r->st->aggregates = r->done.n;
+    *r->o->rebuilt = r->done;
+    r->done = (replay_rebuilt_t){0};
   }
+  replay_rebuilt_free(&r->done);
+  replay_merge_free(&r->merge);
   batch_destroy(r->batch);
   store_destroy(r->store);
   replay_file_close_input(&r->in);
@@ -375,7 +357,7 @@ static bool replay_close(replay_t *r, bool done) {
 int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *stats) {
   double t0 = clock_mono_s();
   memset(stats, 0, sizeof *stats);
-  replay_t *r = oom_calloc(1, sizeof *r); /* the line buffer and the files start empty: all zero */
+  replay_t *r = oom_calloc(1, sizeof *r); /* the line buffer, the files and the merge start empty: all zero */
   r->cfg = cfg;
   r->o = o;
   r->st = stats;

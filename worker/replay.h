@@ -1,13 +1,16 @@
 /* `aggregator replay`: one pipeline for every mode.
  *
  *   source (replay_source.h: the lines of --input, or the configured topics
- *   from --from to --until) -> decode -> merge (a batch, batch.h) -> sink:
- *   - the configured store, through the same batch, writer thread and
- *     conditional writer as `run` (flusher.h);
- *   - --output: JSON lines of the final documents (model_codec_to_json),
- *     sorted by _id bytewise, each with rev 1 and updatedAt = the time of
- *     the write (one clock reading for the whole output);
- *   - verify's rebuild: the batch itself, handed to the caller.
+ *   from --from to --until) -> decode -> merge -> sink:
+ *   - the configured store: merged through the same batch (batch.h), writer
+ *     thread and conditional writer as `run` (flusher.h);
+ *   - --output: merged into a plain table (replay_merge.h), which keeps none
+ *     of the batch's write bookkeeping; JSON lines of the final documents
+ *     (model_codec_to_json), sorted by _id bytewise, each with rev 1 and
+ *     updatedAt = the time of the write (one clock reading for the whole
+ *     output);
+ *   - verify's rebuild: merged as for --output, the aggregates handed to
+ *     the caller sorted by _id.
  *
  * With both --input and --output (the file replay) it contacts no broker
  * and no store: the merge on a laptop, in one process. Its files are all
@@ -35,9 +38,8 @@
 
 #include "aggregate.h"
 #include "config.h"
+#include "replay_merge.h"
 #include "replay_source.h"
-
-struct batch;
 
 typedef struct replay_stats {
   uint64_t read;       /* commands (lines, messages) read */
@@ -55,10 +57,10 @@ typedef struct replay_options {
   const char *input;   /* --input FILE|-, NULL = the topics */
   const char *output;  /* --output FILE|-, NULL = the store */
   const char *rejects; /* --rejects FILE, with input only */
-  /* verify: rebuild in memory (as for --output) and hand the batch, every
-   * aggregate in it, to *rebuilt instead of writing it anywhere; the caller
-   * then owns it (batch_destroy). NULL for a replay. */
-  struct batch **rebuilt;
+  /* verify: rebuild in memory (as for --output) and hand every aggregate,
+   * sorted by key, to *rebuilt instead of writing it anywhere; the caller
+   * then owns them (replay_rebuilt_free). NULL for a replay. */
+  replay_rebuilt_t *rebuilt;
   const char *label; /* the progress line's "<label>: ", NULL = "replay" */
 } replay_options_t;
 
@@ -68,9 +70,5 @@ typedef struct replay_options {
  * interrupted), 2 a usage or configuration error (conflicting files, a bad
  * store URI). Errors go to stderr as one line, or to the log. */
 int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *stats);
-
-/* Every aggregate in b, sorted by key (model_keys_sort): a new array the
- * caller frees; the aggregates stay b's. *n is their number. */
-const model_aggregate_t **replay_sorted(const struct batch *b, size_t *n);
 
 #endif

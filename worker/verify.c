@@ -19,7 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "batch.h"
 #include "buf.h"
 #include "clock.h"
 #include "keys.h"
@@ -41,7 +40,7 @@ enum { VERIFY_REPAIR_ROUNDS = 50 };
 typedef enum { REPAIR_NONE = 0, REPAIR_WRITTEN, REPAIR_UNCHANGED, REPAIR_FAILED } repair_t;
 
 typedef struct entry {
-  const model_aggregate_t *rebuilt; /* borrowed from the rebuild's batch */
+  const model_aggregate_t *rebuilt; /* borrowed from the rebuild */
   model_aggregate_t *stored;        /* owned; NULL when not stored or unreadable */
   bool unreadable;                  /* stored, does not decode: drift holds the reason */
   int64_t rev;
@@ -284,9 +283,9 @@ static bool verify_chunk(verify_t *v, const model_aggregate_t *const *rebuilt, s
 }
 
 /* The rebuilt documents, in _id order, in chunks of batch.max_aggregates. */
-static bool verify_compare(verify_t *v, const batch_t *rebuilt) {
-  size_t n, per = v->cfg->batch_max_aggregates > 0 ? (size_t)v->cfg->batch_max_aggregates : 1000;
-  const model_aggregate_t **all = replay_sorted(rebuilt, &n);
+static bool verify_compare(verify_t *v, const replay_rebuilt_t *rebuilt) {
+  size_t n = rebuilt->n, per = v->cfg->batch_max_aggregates > 0 ? (size_t)v->cfg->batch_max_aggregates : 1000;
+  const model_aggregate_t *const *all = (const model_aggregate_t *const *)rebuilt->aggs;
   v->entries = oom_malloc(per * sizeof *v->entries);
   v->keys = oom_malloc(per * sizeof *v->keys);
   bool tty = isatty(2), ok = true;
@@ -307,7 +306,6 @@ static bool verify_compare(verify_t *v, const batch_t *rebuilt) {
   model_buf_destroy(&v->out);
   free(v->keys);
   free(v->entries);
-  free(all);
   return ok;
 }
 
@@ -327,14 +325,13 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
   v.sink = store_sink(v.store);
   /* The rebuild stops on SIGINT/SIGTERM (replay.h); its handlers stay for
    * the audit. */
-  batch_t *rebuilt = NULL;
+  replay_rebuilt_t rebuilt = {0};
   replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .rebuilt = &rebuilt,
                          .label = "verify"};
   int rc = replay_run(cfg, &ro, &stats->rebuild);
-  if (rc == 0 && !rebuilt) rc = 1;
   /* A repair that did not land is a failure of what was asked for. */
-  if (rc == 0) rc = !verify_compare(&v, rebuilt) || stats->failed ? 1 : stats->drifted ? 3 : 0;
-  batch_destroy(rebuilt);
+  if (rc == 0) rc = !verify_compare(&v, &rebuilt) || stats->failed ? 1 : stats->drifted ? 3 : 0;
+  replay_rebuilt_free(&rebuilt);
   store_destroy(v.store);
   stats->seconds = clock_mono_s() - t0;
   return rc;

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "batch.h"
 #include "config.h"
 #include "replay.h"
 #include "replay_file.h"
@@ -119,7 +118,7 @@ START_TEST(a_rebuild_is_handed_over_sorted) {
   ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
   close(fd);
   config_t *cfg = config_new();
-  batch_t *rebuilt = NULL;
+  replay_rebuilt_t rebuilt = {0};
   replay_options_t o = {.input = path, .rebuilt = &rebuilt, .label = "test"};
   replay_stats_t st;
   ck_assert_int_eq(replay_run(cfg, &o, &st), 0);
@@ -128,14 +127,10 @@ START_TEST(a_rebuild_is_handed_over_sorted) {
   ck_assert_uint_eq(st.applied, 2);
   ck_assert_uint_eq(st.stale, 1);
   ck_assert_uint_eq(st.aggregates, 2);
-  ck_assert_ptr_nonnull(rebuilt);
-  size_t n;
-  const model_aggregate_t **all = replay_sorted(rebuilt, &n);
-  ck_assert_uint_eq(n, 2);
-  ck_assert_str_eq(model_aggregate_key(all[0], NULL), "t/a");
-  ck_assert_str_eq(model_aggregate_key(all[1], NULL), "t/b");
-  free(all);
-  batch_destroy(rebuilt);
+  ck_assert_uint_eq(rebuilt.n, 2);
+  ck_assert_str_eq(model_aggregate_key(rebuilt.aggs[0], NULL), "t/a");
+  ck_assert_str_eq(model_aggregate_key(rebuilt.aggs[1], NULL), "t/b");
+  replay_rebuilt_free(&rebuilt);
   config_destroy(cfg);
   unlink(path);
 }

@@ -1,0 +1,44 @@
+/* The merge without a store: see replay_merge.h. */
+#include "replay_merge.h"
+
+#include <stdlib.h>
+
+#include "keys.h"
+#include "oom.h"
+#include "sink.h"
+
+bool replay_merge_apply(replay_merge_t *m, const model_command_t *cmd, uint32_t hash, model_reject_t *rej) {
+  model_aggregate_t *agg = model_aggset_get(&m->set, cmd, hash);
+  size_t would_be, limit = sink_document_limit(agg);
+  model_apply_result_t r = model_aggregate_apply_within(agg, cmd, limit, &would_be);
+  if (r == MODEL_APPLY_TOO_LARGE) {
+    model_reject_document_too_large(rej, would_be, limit);
+    return false;
+  }
+  m->applied += r == MODEL_APPLY_APPLIED;
+  m->stale += r == MODEL_APPLY_STALE;
+  return true;
+}
+
+void replay_merge_gather(replay_merge_t *merges, size_t n, replay_rebuilt_t *out) {
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) total += model_aggset_count(&merges[i].set);
+  out->aggs = oom_malloc((total + 1) * sizeof *out->aggs);
+  out->n = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = model_aggset_count(&merges[i].set);
+    model_aggset_take(&merges[i].set, out->aggs + out->n);
+    out->n += k;
+  }
+  model_keys_sort(out->aggs, out->n, sizeof *out->aggs, model_keys_of_aggregate_ptr, NULL);
+}
+
+void replay_merge_free(replay_merge_t *m) { model_aggset_free(&m->set); }
+
+void replay_rebuilt_free(replay_rebuilt_t *r) {
+  if (!r) return;
+  for (size_t i = 0; i < r->n; i++) model_aggregate_destroy(r->aggs[i]);
+  free(r->aggs);
+  r->aggs = NULL;
+  r->n = 0;
+}
