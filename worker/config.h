@@ -62,6 +62,8 @@ typedef struct config {
 
   int64_t limits_max_command_bytes;
 
+  int64_t replay_threads; /* 0 = one per online core (replay_threads_resolve) */
+
   char *metrics_listen; /* "host:port", "" for none */
 
   log_level_t log_level;

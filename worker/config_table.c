@@ -285,6 +285,7 @@ const config_section_t config_sections[] = {
     {"retry", "How the worker retries the store when it fails or is unreachable."},
     {"cache", "Clean aggregates kept in memory so that updates need no read."},
     {"limits", "Input limits."},
+    {"replay", "How `replay` and `verify` rebuild aggregates from a file or the topics."},
     {"metrics", "The HTTP endpoint for /metrics, /healthz and /readyz."},
     {"log", "Logging on stderr."},
     {"shutdown", "How long SIGTERM or SIGINT may take."},
@@ -335,6 +336,10 @@ const config_prop_t config_props[] = {
          "0 disables the cache."),
     SIZE("limits", "max_command_bytes", "64KiB", 256, 16 * MiB, 0, limits_max_command_bytes,
          "Commands longer than this are rejected as too_large without being parsed."),
+    INT("replay", "threads", "0", 0, 256, 0, replay_threads,
+        "Threads that decode and merge in `replay` and `verify`; 0 is one per online core, 1 decodes and merges "
+        "on the reading thread. Commands are routed to a thread by their aggregate's key, and the output (documents, "
+        "rejects, summary, report) is the same whatever the number. A replay into the store merges on one thread."),
     STR("metrics", "listen", "host:port", "", check_listen, "host:port, or empty", 0, metrics_listen,
         "Address of the HTTP endpoint; empty serves none. Use 0.0.0.0:PORT to listen on all interfaces."),
     ENUM("log", "level", "info", log_levels, CONFIG_LIVE, log_level, "Least severe level logged."),

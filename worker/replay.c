@@ -3,16 +3,18 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "batch.h"
 #include "buf.h"
 #include "clock.h"
-#include "codec.h"
 #include "command.h"
 #include "flusher.h"
 #include "log.h"
 #include "oom.h"
+#include "replay_encode.h"
 #include "replay_file.h"
+#include "replay_shards.h"
 #include "signals.h"
 #include "store.h"
 
@@ -25,7 +27,8 @@ typedef struct replay {
   store_t *store;
   batch_t *batch;        /* the merge into the store (to_store), else NULL */
   flusher_t *flusher;    /* into the store: the writer thread owns the connection */
-  replay_merge_t merge;  /* the merge without a store (not to_store) */
+  replay_merge_t merge;  /* the merge without a store (not to_store), on this thread */
+  replay_shards_t *shards; /* ... or on replay.threads threads, when more than one */
   replay_rebuilt_t done; /* its aggregates once read, sorted by key */
   model_command_t cmd;
   replay_file_t in, out, rejects;
@@ -142,8 +145,9 @@ static bool write_waiting(replay_t *r) {
   return ok;
 }
 
-/* Line `line` (counted from 1) was rejected. */
-static bool reject(replay_t *r, uint64_t line, const model_reject_t *rej) {
+/* The rejected command at position `line` of the stream (from 1), in
+ * stream order. */
+static bool reject_at(replay_t *r, uint64_t line, const model_reject_t *rej) {
   r->st->rejected++;
   if (!r->rejects.f) {
     if (r->o->input && !r->o->rebuilt && r->st->rejected <= REJECTS_SHOWN)
@@ -192,7 +196,7 @@ static bool decode_line(void *ctx, const void *held, model_command_t *cmd, model
 static void reject_line(void *ctx, const void *held, const model_command_t *cmd, const model_reject_t *rej) {
   (void)cmd;
   replay_t *r = ctx;
-  if (!reject(r, ((const held_line_t *)held)->line, rej)) log_error("replay: a rejects line was lost");
+  if (!reject_at(r, ((const held_line_t *)held)->line, rej)) log_error("replay: a rejects line was lost");
 }
 
 static void release_line(void *ctx, void *held) {
@@ -200,14 +204,19 @@ static void release_line(void *ctx, void *held) {
   free(held);
 }
 
+/* The threads' rejects (replay_shards.h), in stream order. */
+static bool shard_reject(void *ctx, uint64_t index, const model_reject_t *rej) { return reject_at(ctx, index, rej); }
+
+/* On this thread: the message is the count read so far. */
 static bool feed_message(void *ctx, const char *data, size_t len, int64_t event_ms) {
   replay_t *r = ctx;
   r->st->read++;
+  if (r->shards) return replay_shards_add(r->shards, data ? data : "", len);
   model_reject_t rej;
   if (!model_command_decode(data ? data : "", len, (size_t)r->cfg->limits_max_command_bytes, &r->cmd, &rej))
-    return reject(r, r->st->read, &rej);
+    return reject_at(r, r->st->read, &rej);
   line_origin_t origin = {r->st->read, data, len};
-  if (!merge_apply(r, &origin, event_ms, &rej)) return reject(r, r->st->read, &rej);
+  if (!merge_apply(r, &origin, event_ms, &rej)) return reject_at(r, r->st->read, &rej);
   return !r->flusher || store_keep_up(r);
 }
 
@@ -251,24 +260,36 @@ static bool files_distinct(const replay_options_t *o) {
   return true;
 }
 
+/* replay.threads: 0 is one per online core. */
+static size_t merge_threads(const config_t *cfg) {
+  long n = cfg->replay_threads > 0 ? (long)cfg->replay_threads : sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 256 ? 256 : (size_t)n;
+}
+
+static bool output_write(void *ctx, const char *data, size_t len) {
+  replay_t *r = ctx;
+  return replay_file_write(&r->out, data, len);
+}
+
 /* --output: the final documents, sorted by _id, each with rev 1 (the file
  * is one write of each document) and the time of the write as updatedAt. */
 static bool write_output(replay_t *r) {
   if (!r->out.f && !replay_file_open(&r->out, r->o->output, "w")) return false;
-  model_buf_t doc = MODEL_BUF_INIT;
-  int64_t now = clock_wall_ms();
-  bool ok = true;
-  for (size_t i = 0; i < r->done.n && ok; i++) {
-    model_codec_to_json(r->done.aggs[i], 1, now, &doc);
-    ok = replay_file_write(&r->out, doc.data, doc.len);
-    model_buf_clear(&doc);
-    r->st->aggregates++;
-  }
-  model_buf_destroy(&doc);
-  return ok;
+  r->st->aggregates = r->done.n;
+  return replay_encode(r->done.aggs, r->done.n, clock_wall_ms(), r->shards ? merge_threads(r->cfg) : 1, output_write,
+                       r);
 }
 
 /* --- the replay ------------------------------------------------------------------------- */
+
+/* The merge without a store on more than one thread: its workers start;
+ * 0, or the exit status. */
+static int merge_threads_start(replay_t *r) {
+  size_t n = merge_threads(r->cfg);
+  if (n == 1) return 0;
+  r->shards = replay_shards_new(n, (size_t)r->cfg->limits_max_command_bytes, shard_reject, r);
+  return r->shards ? 0 : 1;
+}
 
 /* Everything the replay needs before it reads: 0, or the exit status. */
 static int replay_open(replay_t *r) {
@@ -287,7 +308,7 @@ static int replay_open(replay_t *r) {
       return 2;
     }
   }
-  if (!r->to_store) return 0;
+  if (!r->to_store) return merge_threads_start(r);
   batch_limits_t limits = batch_limits_from_config(r->cfg);
   r->batch = batch_new(&limits);
   r->flusher = store_flusher_new(r);
@@ -313,12 +334,13 @@ static bool replay_read(replay_t *r) {
 /* The sink's end: the store written, or the aggregates gathered and the
  * output file written (verify takes them at close). */
 static bool replay_finish(replay_t *r) {
+  if (r->shards && !replay_shards_finish(r->shards, &r->done)) return false;
   if (r->flusher) {
     bool ok = store_drain(r);
     return write_waiting(r) && replay_file_drain(&r->rejects) && ok;
   }
   if (!replay_file_drain(&r->rejects)) return false;
-  replay_merge_gather(&r->merge, 1, &r->done);
+  if (!r->shards) replay_merge_sorted(&r->merge, &r->done);
   return r->o->rebuilt || write_output(r);
 }
 
@@ -333,8 +355,10 @@ static bool replay_close(replay_t *r, bool done) {
     r->st->stale = bs->stale;
     r->st->aggregates = bs->writes_ok;
   } else {
+    replay_shards_stop(r->shards);
     r->st->applied = r->merge.applied;
     r->st->stale = r->merge.stale;
+    if (r->shards) replay_shards_counts(r->shards, &r->st->applied, &r->st->stale);
   }
   if (done && r->o->rebuilt) {
     r->st->aggregates = r->done.n;
@@ -343,6 +367,7 @@ static bool replay_close(replay_t *r, bool done) {
   }
   replay_rebuilt_free(&r->done);
   replay_merge_free(&r->merge);
+  replay_shards_destroy(r->shards);
   batch_destroy(r->batch);
   store_destroy(r->store);
   replay_file_close_input(&r->in);

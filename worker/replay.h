@@ -12,6 +12,14 @@
  *   - verify's rebuild: merged as for --output, the aggregates handed to
  *     the caller sorted by _id.
  *
+ * Threads: without a store, decode and merge run on replay.threads threads
+ * (replay_shards.h; 1 keeps them on the calling thread) and --output is
+ * encoded on as many (replay_encode.h), with the output of one thread byte
+ * for byte. The source stays on the calling thread (the file's reads; the
+ * topics' messages from librdkafka's queue), and so do the rejects file and
+ * the summary. A replay into the store decodes and merges on the calling
+ * thread: the batch that feeds the writer is one thread's (batch.h).
+ *
  * With both --input and --output (the file replay) it contacts no broker
  * and no store: the merge on a laptop, in one process. Its files are all
  * opened before anything is read, so that a bad path costs no work; a

@@ -44,10 +44,13 @@ static inline uint32_t replay_merge_hash(const model_command_t *cmd) {
  * (document_too_large) and nothing changed. */
 bool replay_merge_apply(replay_merge_t *m, const model_command_t *cmd, uint32_t hash, model_reject_t *rej);
 
-/* Moves the aggregates of merges[0..n) into *out, sorted by key (keys are
- * distinct across the merges: each aggregate lives in one); the merges keep
- * their counts and no aggregate. */
-void replay_merge_gather(replay_merge_t *merges, size_t n, replay_rebuilt_t *out);
+/* Moves m's aggregates into *out, sorted by key; m keeps its counts. */
+void replay_merge_sorted(replay_merge_t *m, replay_rebuilt_t *out);
+
+/* Merges the sorted lists parts[0..n) (keys distinct across them: each
+ * aggregate lives in one merge) into *out, sorted; the parts are left
+ * empty. Linear in the aggregates times n. */
+void replay_rebuilt_join(replay_rebuilt_t *parts, size_t n, replay_rebuilt_t *out);
 
 void replay_merge_free(replay_merge_t *m);
 /* replay_rebuilt_free(NULL) and of an empty list are safe. */

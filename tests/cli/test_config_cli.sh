@@ -130,7 +130,7 @@ diff <(grep -v '^# file:' "$T/shown.ini") <(grep -v '^# file:' "$T/out") >/dev/n
 run 0 config describe
 for key in kafka.brokers kafka.topics kafka.group kafka.dlq_topic store.uri store.database store.collection \
   store.write_concern batch.max_commands batch.max_aggregates batch.linger_ms batch.max_pending_bytes \
-  retry.backoff_ms retry.backoff_max_ms cache.max_aggregates limits.max_command_bytes metrics.listen \
+  retry.backoff_ms retry.backoff_max_ms cache.max_aggregates limits.max_command_bytes replay.threads metrics.listen \
   log.level log.format kafka.rdkafka.; do
   grep -qF "  $key" "$T/out" || fail "describe lacks $key"
 done

@@ -157,6 +157,7 @@ START_TEST(defaults) {
                                  .cache_max_bytes = 320 << 20, .max_command_bytes = 65536,
                                  .listen = "", .level = LOG_LEVEL_INFO, .format = LOG_FORMAT_JSON});
   ck_assert_uint_eq(c->rdkafka_count, 0);
+  ck_assert_int_eq(c->replay_threads, 0); /* one per online core */
   ck_assert_ptr_null(c->source_file);
   config_destroy(c);
   config_destroy(NULL);
@@ -258,6 +259,8 @@ static const struct {
     {"cache.max_bytes=512M", "cache.max_bytes", "512MiB"},
     {"limits.max_command_bytes=16M", "limits.max_command_bytes", "16MiB"},
     {"batch.max_commands=1000000", "batch.max_commands", "1000000"},
+    {"replay.threads=0", "replay.threads", "0"},
+    {"replay.threads=256", "replay.threads", "256"},
     {"batch.linger_ms=007", "batch.linger_ms", "7"},
     {"store.write_concern=01", "store.write_concern", "1"},
     {"store.write_concern=50", "store.write_concern", "50"},
@@ -344,6 +347,9 @@ static const error_case_t error_cases[] = {
     FILE_ERR("[batch]\nlinger_ms = 60001\n", "{FILE}:2: batch.linger_ms: '60001' is out of range 0..60000"),
     FILE_ERR("[batch]\nlinger_ms = -1\n", "{FILE}:2: batch.linger_ms: '-1' is out of range 0..60000"),
     FILE_ERR("[batch]\nmax_commands = 0\n", "{FILE}:2: batch.max_commands: '0' is out of range 1..1000000"),
+    FILE_ERR("[replay]\n\nthreads = 257\n", "{FILE}:3: replay.threads: '257' is out of range 0..256"),
+    FILE_ERR("[replay]\nthreads = -1\n", "{FILE}:2: replay.threads: '-1' is out of range 0..256"),
+    FILE_ERR("[replay]\nthreads = two\n", "{FILE}:2: replay.threads: 'two' is not an integer"),
     FILE_ERR("[batch]\nmax_pending_bytes = 1023KiB\n",
              "{FILE}:2: batch.max_pending_bytes: '1023KiB' is out of range 1MiB..16GiB"),
     FILE_ERR("[batch]\nmax_pending_bytes = 17G\n",

@@ -1,0 +1,242 @@
+/* Decode and merge on several threads (worker/replay_shards.h) and the
+ * output encoded on several threads (worker/replay_encode.h) against the
+ * merge on one thread (worker/replay_merge.h): on a shuffled stream with
+ * redeliveries, invalid lines and commands rejected document_too_large, the
+ * same aggregates, counts and rejects in the same order, and the same
+ * bytes. Labelled tsan too: scripts/test runs it under ThreadSanitizer. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tools/cmdgen.h"
+#include "codec.h"
+#include "replay_encode.h"
+#include "replay_merge.h"
+#include "replay_shards.h"
+
+#define MAX_BYTES (64 * 1024)
+
+/* The stream: generated lines, with grades of 4,000 bytes of feedback for
+ * one assignment spread through them, enough to pass the store's limit. */
+typedef struct stream {
+  model_buf_t text;
+  size_t *off; /* line i is text[off[i], off[i + 1] - 1) */
+  size_t n;
+} stream_t;
+
+static void add_line(stream_t *s, const char *data, size_t len) {
+  s->off = realloc(s->off, (s->n + 2) * sizeof *s->off);
+  s->off[s->n] = s->text.len;
+  model_buf_append(&s->text, data, len);
+  model_buf_putc(&s->text, '\n');
+  s->off[++s->n] = s->text.len;
+}
+
+static void add_big_grade(stream_t *s, size_t i, model_buf_t *tmp) {
+  static char feedback[4001];
+  memset(feedback, 'f', 4000);
+  model_buf_clear(tmp);
+  model_buf_printf(tmp,
+                   "{\"id\":\"g%zu\",\"type\":\"grade.updated\",\"tenant\":\"t0\",\"assignment\":\"big\","
+                   "\"ts\":\"2026-09-01T08:00:00Z\",\"student\":\"s%zu\",\"version\":1,"
+                   "\"data\":{\"points\":1,\"feedback\":\"%s\"}}",
+                   i, i, feedback);
+  add_line(s, tmp->data, tmp->len);
+}
+
+static stream_t make_stream(void) {
+  cmdgen_opts_t o;
+  cmdgen_defaults(&o);
+  o.seed = 5;
+  o.tenants = 2;
+  o.assignments = 90;
+  o.students = 12;
+  o.count = 6000;
+  o.duplicate_rate = 0.3;
+  o.invalid_rate = 0.05;
+  o.order = CMDGEN_ORDER_SHUFFLE;
+  cmdgen_t g;
+  ck_assert(cmdgen_build(&g, &o));
+  stream_t s = {.text = MODEL_BUF_INIT};
+  model_buf_t line = MODEL_BUF_INIT;
+  for (size_t i = 0, big = 0; i < g.n; i++) {
+    model_buf_clear(&line);
+    cmdgen_render(&g, &g.ev[i], &line);
+    add_line(&s, line.data, line.len - 1);
+    if (big < 4300) add_big_grade(&s, big++, &line);
+  }
+  add_line(&s, "", 0); /* an empty line: rejected too */
+  model_buf_destroy(&line);
+  cmdgen_destroy(&g);
+  return s;
+}
+
+static void stream_free(stream_t *s) {
+  model_buf_destroy(&s->text);
+  free(s->off);
+}
+
+static const char *line_of(const stream_t *s, size_t i, size_t *len) {
+  *len = s->off[i + 1] - 1 - s->off[i];
+  return s->text.data + s->off[i];
+}
+
+/* The rejects as text, one "index code detail" line each, in the order met. */
+typedef struct seen {
+  model_buf_t text;
+  size_t n, stop_at; /* stop_at: the callback fails at this reject (0 = never) */
+} seen_t;
+
+static bool on_reject(void *ctx, uint64_t index, const model_reject_t *rej) {
+  seen_t *s = ctx;
+  model_buf_printf(&s->text, "%llu %s %s\n", (unsigned long long)index, model_reject_code_name(rej->code),
+                   rej->detail);
+  return ++s->n != s->stop_at;
+}
+
+typedef struct result {
+  replay_rebuilt_t docs;
+  uint64_t applied, stale;
+  seen_t rejects;
+} result_t;
+
+/* The merge on this thread, as replay.c runs it with replay.threads = 1. */
+static result_t one_thread(const stream_t *s) {
+  result_t r = {.rejects = {.text = MODEL_BUF_INIT}};
+  replay_merge_t m = REPLAY_MERGE_INIT;
+  model_command_t *cmd = malloc(sizeof *cmd);
+  for (size_t i = 0; i < s->n; i++) {
+    size_t len;
+    const char *data = line_of(s, i, &len);
+    model_reject_t rej;
+    if (!model_command_decode(data, len, MAX_BYTES, cmd, &rej) ||
+        !replay_merge_apply(&m, cmd, replay_merge_hash(cmd), &rej))
+      on_reject(&r.rejects, i + 1, &rej);
+  }
+  free(cmd);
+  replay_merge_sorted(&m, &r.docs);
+  r.applied = m.applied;
+  r.stale = m.stale;
+  replay_merge_free(&m);
+  return r;
+}
+
+static result_t threads(const stream_t *s, size_t n) {
+  result_t r = {.rejects = {.text = MODEL_BUF_INIT}};
+  replay_shards_t *sh = replay_shards_new(n, MAX_BYTES, on_reject, &r.rejects);
+  ck_assert_ptr_nonnull(sh);
+  for (size_t i = 0; i < s->n; i++) {
+    size_t len;
+    const char *data = line_of(s, i, &len);
+    ck_assert(replay_shards_add(sh, data, len));
+  }
+  ck_assert(replay_shards_finish(sh, &r.docs));
+  replay_shards_counts(sh, &r.applied, &r.stale);
+  replay_shards_destroy(sh);
+  return r;
+}
+
+static void result_free(result_t *r) {
+  replay_rebuilt_free(&r->docs);
+  model_buf_destroy(&r->rejects.text);
+}
+
+static void assert_same(const result_t *a, const result_t *b) {
+  ck_assert_uint_eq(a->applied, b->applied);
+  ck_assert_uint_eq(a->stale, b->stale);
+  ck_assert_uint_eq(a->rejects.n, b->rejects.n);
+  ck_assert_uint_eq(a->rejects.text.len, b->rejects.text.len);
+  ck_assert(!memcmp(a->rejects.text.data, b->rejects.text.data, a->rejects.text.len));
+  ck_assert_uint_eq(a->docs.n, b->docs.n);
+  for (size_t i = 0; i < a->docs.n; i++) {
+    ck_assert_str_eq(model_aggregate_key(a->docs.aggs[i], NULL), model_aggregate_key(b->docs.aggs[i], NULL));
+    ck_assert(model_aggregate_equal(a->docs.aggs[i], b->docs.aggs[i]));
+  }
+}
+
+START_TEST(threads_give_one_threads_result) {
+  stream_t s = make_stream();
+  result_t one = one_thread(&s);
+  ck_assert(strstr(one.rejects.text.data, "document_too_large"));
+  ck_assert(strstr(one.rejects.text.data, "invalid_json"));
+  ck_assert_uint_gt(one.stale, 0);
+  for (size_t n = 2; n <= 4; n++) {
+    result_t many = threads(&s, n);
+    assert_same(&one, &many);
+    result_free(&many);
+  }
+  result_free(&one);
+  stream_free(&s);
+}
+END_TEST
+
+START_TEST(a_failed_reject_stops_the_threads) {
+  stream_t s = make_stream();
+  seen_t seen = {.text = MODEL_BUF_INIT, .stop_at = 3};
+  replay_shards_t *sh = replay_shards_new(3, MAX_BYTES, on_reject, &seen);
+  bool ok = true;
+  for (size_t i = 0; i < s.n && ok; i++) {
+    size_t len;
+    const char *data = line_of(&s, i, &len);
+    ok = replay_shards_add(sh, data, len);
+  }
+  replay_rebuilt_t docs = {0};
+  if (ok) ok = replay_shards_finish(sh, &docs);
+  ck_assert(!ok);
+  ck_assert_uint_eq(seen.n, 3); /* none after the one that failed */
+  ck_assert_uint_eq(docs.n, 0);
+  replay_shards_destroy(sh); /* workers stopped mid-stream: nothing leaks, nothing hangs */
+  model_buf_destroy(&seen.text);
+  stream_free(&s);
+}
+END_TEST
+
+START_TEST(an_unfinished_replay_is_destroyed) {
+  stream_t s = make_stream();
+  seen_t seen = {.text = MODEL_BUF_INIT};
+  replay_shards_t *sh = replay_shards_new(2, MAX_BYTES, on_reject, &seen);
+  for (size_t i = 0; i < s.n / 2; i++) {
+    size_t len;
+    const char *data = line_of(&s, i, &len);
+    ck_assert(replay_shards_add(sh, data, len));
+  }
+  replay_shards_destroy(sh); /* an interrupted replay */
+  model_buf_destroy(&seen.text);
+  stream_free(&s);
+}
+END_TEST
+
+static bool collect(void *ctx, const char *data, size_t len) {
+  model_buf_append(ctx, data, len);
+  return true;
+}
+
+START_TEST(the_output_is_encoded_the_same_on_threads) {
+  stream_t s = make_stream();
+  result_t one = one_thread(&s);
+  model_buf_t a = MODEL_BUF_INIT, b = MODEL_BUF_INIT;
+  for (size_t i = 0; i < one.docs.n; i++) model_codec_to_json(one.docs.aggs[i], 1, 1788220800000LL, &a);
+  for (size_t n = 1; n <= 3; n++) {
+    model_buf_clear(&b);
+    ck_assert(replay_encode(one.docs.aggs, one.docs.n, 1788220800000LL, n, collect, &b));
+    ck_assert_uint_eq(a.len, b.len);
+    ck_assert(!memcmp(a.data, b.data, a.len));
+  }
+  model_buf_destroy(&a);
+  model_buf_destroy(&b);
+  result_free(&one);
+  stream_free(&s);
+}
+END_TEST
+
+Suite *test_suite(void) {
+  Suite *s = suite_create("replay_shards");
+  TCase *tc = tcase_create("replay_shards");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, threads_give_one_threads_result);
+  tcase_add_test(tc, a_failed_reject_stops_the_threads);
+  tcase_add_test(tc, an_unfinished_replay_is_destroyed);
+  tcase_add_test(tc, the_output_is_encoded_the_same_on_threads);
+  suite_add_tcase(s, tc);
+  return s;
+}

@@ -1,0 +1,108 @@
+/* A chunk of a threaded replay: see replay_chunk.h. */
+#include "replay_chunk.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "oom.h"
+
+void replay_chunk_init(replay_chunk_t *c, size_t nshards) {
+  memset(c, 0, sizeof *c);
+  c->bytes = (model_buf_t)MODEL_BUF_INIT;
+  c->cmds = oom_malloc(REPLAY_CHUNK_MSGS * sizeof *c->cmds);
+  c->shard_start = oom_calloc(nshards + 1, sizeof *c->shard_start);
+  c->merge_rejects = oom_calloc(nshards, sizeof *c->merge_rejects);
+  c->nshards = nshards;
+}
+
+void replay_chunk_free(replay_chunk_t *c) {
+  model_buf_destroy(&c->bytes);
+  free(c->cmds);
+  free(c->shard_start);
+  free(c->decode_rejects.v);
+  for (size_t s = 0; s < c->nshards; s++) free(c->merge_rejects[s].v);
+  free(c->merge_rejects);
+}
+
+void replay_chunk_reset(replay_chunk_t *c, uint64_t first) {
+  c->first = first;
+  c->n = 0;
+  model_buf_clear(&c->bytes);
+  c->decode_rejects.n = 0;
+  for (size_t s = 0; s < c->nshards; s++) c->merge_rejects[s].n = 0;
+}
+
+void replay_chunk_add(replay_chunk_t *c, const char *data, size_t len) {
+  if (len) model_buf_append(&c->bytes, data, len);
+  c->off[c->n] = (uint32_t)(c->bytes.len - len);
+  c->off[++c->n] = (uint32_t)c->bytes.len;
+}
+
+static replay_chunk_reject_t *push(replay_chunk_rejects_t *l) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 8;
+    l->v = oom_realloc(l->v, l->cap * sizeof *l->v);
+  }
+  return &l->v[l->n++];
+}
+
+/* The shard of a key's hash: its high bits, so that the low bits, which
+ * pick a slot in the shard's table (aggset.h), stay spread within a shard. */
+static size_t shard_of(uint32_t hash, size_t nshards) { return (size_t)(((uint64_t)hash * nshards) >> 32); }
+
+void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes) {
+  uint16_t shard[REPLAY_CHUNK_MSGS];
+  size_t *start = c->shard_start;
+  memset(start, 0, (c->nshards + 1) * sizeof *start);
+  for (size_t i = 0; i < c->n; i++) {
+    const char *data = c->bytes.data ? c->bytes.data + c->off[i] : "";
+    model_reject_t rej;
+    if (!model_command_decode(data, c->off[i + 1] - c->off[i], max_bytes, &c->cmds[i], &rej)) {
+      replay_chunk_reject_t *r = push(&c->decode_rejects);
+      r->index = c->first + i;
+      r->rej = rej;
+      shard[i] = UINT16_MAX;
+      continue;
+    }
+    c->hash[i] = replay_merge_hash(&c->cmds[i]);
+    shard[i] = (uint16_t)shard_of(c->hash[i], c->nshards);
+    start[shard[i] + 1]++;
+  }
+  for (size_t s = 0; s < c->nshards; s++) start[s + 1] += start[s];
+  size_t at[c->nshards];
+  memcpy(at, start, c->nshards * sizeof *at);
+  for (size_t i = 0; i < c->n; i++)
+    if (shard[i] != UINT16_MAX) c->order[at[shard[i]]++] = (uint16_t)i;
+}
+
+void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m) {
+  for (size_t j = c->shard_start[s]; j < c->shard_start[s + 1]; j++) {
+    size_t i = c->order[j];
+    model_reject_t rej;
+    if (replay_merge_apply(m, &c->cmds[i], c->hash[i], &rej)) continue;
+    replay_chunk_reject_t *r = push(&c->merge_rejects[s]);
+    r->index = c->first + i;
+    r->rej = rej;
+  }
+}
+
+bool replay_chunk_rejects(replay_chunk_t *c, bool (*fn)(void *ctx, uint64_t index, const model_reject_t *rej),
+                          void *ctx) {
+  /* A merge of the sorted lists: the shards' and, last, the decode's. */
+  size_t pos[c->nshards + 1];
+  memset(pos, 0, sizeof pos);
+  for (;;) {
+    const replay_chunk_reject_t *next = NULL;
+    size_t from = 0;
+    for (size_t s = 0; s <= c->nshards; s++) {
+      const replay_chunk_rejects_t *l = s < c->nshards ? &c->merge_rejects[s] : &c->decode_rejects;
+      if (pos[s] < l->n && (!next || l->v[pos[s]].index < next->index)) {
+        next = &l->v[pos[s]];
+        from = s;
+      }
+    }
+    if (!next) return true;
+    pos[from]++;
+    if (!fn(ctx, next->index, &next->rej)) return false;
+  }
+}

@@ -1,0 +1,81 @@
+/* A chunk of a threaded replay (replay_shards.h): up to REPLAY_CHUNK_MSGS
+ * consecutive messages (lines of --input, or messages of the topics) copied
+ * back to back, then their decoded commands, each routed to the shard that
+ * owns its aggregate, and the rejects of the chunk's messages.
+ *
+ * Its life, each step on one thread, handed over under the shards' lock:
+ *   fill (the feeding thread: replay_chunk_add) -> decode (any worker:
+ *   replay_chunk_decode) -> merge (every shard's worker, each its own
+ *   messages: replay_chunk_merge) -> retire (the feeding thread: the
+ *   rejects in message order, replay_chunk_rejects; then replay_chunk_reset
+ *   for the next fill).
+ * Decode writes the commands, the routing and the decode rejects; merge
+ * writes only its shard's list of rejects. So no two threads ever write
+ * the same field, and each reads only what an earlier step wrote. */
+#ifndef REPLAY_CHUNK_H
+#define REPLAY_CHUNK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "command.h"
+#include "replay_merge.h"
+
+/* A chunk is handed on at this many messages or this many bytes, whichever
+ * comes first: large enough that the lock is taken a few times per
+ * hundreds of commands, small enough that a window of chunks per thread
+ * stays a few MiB (a decoded command is about 4.5 KiB, most of it never
+ * touched). */
+enum { REPLAY_CHUNK_MSGS = 256, REPLAY_CHUNK_BYTES = 1 << 20 };
+
+typedef struct replay_chunk_reject {
+  uint64_t index; /* the message's position in the stream, from 1 */
+  model_reject_t rej;
+} replay_chunk_reject_t;
+
+typedef struct replay_chunk_rejects {
+  replay_chunk_reject_t *v;
+  size_t n, cap;
+} replay_chunk_rejects_t;
+
+typedef struct replay_chunk {
+  uint64_t first;                       /* the stream position of message 0, from 1 */
+  size_t n;                             /* messages */
+  model_buf_t bytes;                    /* the messages back to back */
+  uint32_t off[REPLAY_CHUNK_MSGS + 1];  /* message i is bytes[off[i], off[i + 1]) */
+  model_command_t *cmds;                /* [REPLAY_CHUNK_MSGS]: decoded, where valid */
+  uint32_t hash[REPLAY_CHUNK_MSGS];     /* replay_merge_hash of each valid command */
+  uint16_t order[REPLAY_CHUNK_MSGS];    /* the valid messages, grouped by shard, in order within each */
+  size_t *shard_start;                  /* [nshards + 1]: shard s has order[shard_start[s], shard_start[s + 1]) */
+  replay_chunk_rejects_t decode_rejects;  /* in message order */
+  replay_chunk_rejects_t *merge_rejects;  /* [nshards]: document_too_large, each in message order */
+  size_t nshards;
+} replay_chunk_t;
+
+void replay_chunk_init(replay_chunk_t *c, size_t nshards);
+void replay_chunk_free(replay_chunk_t *c);
+/* Empties c for the messages from stream position first on. */
+void replay_chunk_reset(replay_chunk_t *c, uint64_t first);
+
+/* True when c can take no more messages. */
+static inline bool replay_chunk_full(const replay_chunk_t *c) {
+  return c->n == REPLAY_CHUNK_MSGS || c->bytes.len >= REPLAY_CHUNK_BYTES;
+}
+/* Copies a message into c (not full). */
+void replay_chunk_add(replay_chunk_t *c, const char *data, size_t len);
+
+/* Decodes every message (max_bytes: limits.max_command_bytes) and routes
+ * the valid ones: the shard of a command is a function of its aggregate's
+ * key alone, so that each aggregate lives in one shard. */
+void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes);
+/* Merges shard s's commands of c into m, in message order. */
+void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m);
+
+/* Calls fn for every rejected message of c in message order; stops at the
+ * first false, which it returns. */
+bool replay_chunk_rejects(replay_chunk_t *c, bool (*fn)(void *ctx, uint64_t index, const model_reject_t *rej),
+                          void *ctx);
+
+#endif

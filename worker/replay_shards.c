@@ -1,0 +1,233 @@
+/* Decode and merge on several threads: see replay_shards.h. */
+#include "replay_shards.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oom.h"
+#include "replay_chunk.h"
+
+/* A slot of the ring: chunk k is in slot k % window. */
+typedef struct slot {
+  replay_chunk_t chunk;
+  bool decoded;   /* its commands are routed: shards may merge it */
+  size_t merged;  /* shards that merged it: at nthreads it can be retired */
+} slot_t;
+
+typedef struct worker {
+  replay_shards_t *s;
+  size_t shard;
+  uint64_t next_merge; /* the chunk it merges next (guarded by the lock) */
+  replay_merge_t merge; /* its shard's table: its own while it runs */
+  replay_rebuilt_t sorted; /* at the end: the table's aggregates, sorted by key */
+} worker_t;
+
+struct replay_shards {
+  pthread_mutex_t lock;
+  pthread_cond_t work; /* for the workers: a chunk published or decoded, or the end */
+  pthread_cond_t done; /* for the feeding thread: a chunk merged by every shard */
+  size_t nthreads, window, max_bytes;
+  slot_t *ring;
+  worker_t *workers;
+  pthread_t *tids;
+  size_t started;     /* threads running or to join */
+  uint64_t published; /* chunks handed to the workers */
+  uint64_t retired;   /* chunks whose rejects were emitted: their slots are free */
+  uint64_t next_decode;
+  bool closed;        /* no chunk will be published any more */
+  bool stopping;      /* drop the rest: the workers return at once */
+  bool failed;        /* a reject callback returned false */
+  /* The feeding thread's alone: */
+  replay_chunk_t *fill; /* the chunk being filled, NULL between chunks */
+  uint64_t added;       /* messages added */
+  replay_shards_reject_fn reject;
+  void *ctx;
+};
+
+/* --- the workers (under the lock unless said) ---------------------------------------------- */
+
+static slot_t *slot_of(replay_shards_t *s, uint64_t k) { return &s->ring[k % s->window]; }
+
+/* Merges chunk k's commands of w's shard, outside the lock. */
+static void merge_one(worker_t *w, uint64_t k) {
+  replay_shards_t *s = w->s;
+  slot_t *sl = slot_of(s, k);
+  pthread_mutex_unlock(&s->lock);
+  replay_chunk_merge(&sl->chunk, w->shard, &w->merge);
+  pthread_mutex_lock(&s->lock);
+  w->next_merge++;
+  if (++sl->merged == s->nthreads) pthread_cond_signal(&s->done);
+}
+
+/* Decodes chunk k, outside the lock. */
+static void decode_one(replay_shards_t *s, uint64_t k) {
+  slot_t *sl = slot_of(s, k);
+  pthread_mutex_unlock(&s->lock);
+  replay_chunk_decode(&sl->chunk, s->max_bytes);
+  pthread_mutex_lock(&s->lock);
+  sl->decoded = true;
+  pthread_cond_broadcast(&s->work);
+}
+
+/* Its shard's next chunk first (merging keeps the window moving), else a
+ * chunk to decode, else a wait. Once every chunk is merged, it sorts its
+ * shard's aggregates, so that the sorts too run side by side. */
+static void *worker_main(void *arg) {
+  worker_t *w = arg;
+  replay_shards_t *s = w->s;
+  bool all_merged = false;
+  pthread_mutex_lock(&s->lock);
+  while (!s->stopping) {
+    if (w->next_merge < s->published && slot_of(s, w->next_merge)->decoded) {
+      merge_one(w, w->next_merge);
+    } else if (s->next_decode < s->published) {
+      decode_one(s, s->next_decode++);
+    } else if (s->closed && w->next_merge == s->published) {
+      all_merged = true;
+      break;
+    } else {
+      pthread_cond_wait(&s->work, &s->lock);
+    }
+  }
+  pthread_mutex_unlock(&s->lock);
+  if (all_merged) replay_merge_sorted(&w->merge, &w->sorted);
+  return NULL;
+}
+
+/* --- the feeding thread ---------------------------------------------------------------------- */
+
+replay_shards_t *replay_shards_new(size_t nthreads, size_t max_bytes, replay_shards_reject_fn reject, void *ctx) {
+  replay_shards_t *s = oom_calloc(1, sizeof *s);
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->work, NULL);
+  pthread_cond_init(&s->done, NULL);
+  s->nthreads = nthreads;
+  s->window = REPLAY_SHARDS_WINDOW * nthreads;
+  s->max_bytes = max_bytes;
+  s->reject = reject;
+  s->ctx = ctx;
+  s->ring = oom_calloc(s->window, sizeof *s->ring);
+  for (size_t i = 0; i < s->window; i++) replay_chunk_init(&s->ring[i].chunk, nthreads);
+  s->workers = oom_calloc(nthreads, sizeof *s->workers);
+  s->tids = oom_calloc(nthreads, sizeof *s->tids);
+  for (; s->started < nthreads; s->started++) {
+    s->workers[s->started] = (worker_t){.s = s, .shard = s->started, .merge = REPLAY_MERGE_INIT};
+    if (pthread_create(&s->tids[s->started], NULL, worker_main, &s->workers[s->started])) {
+      fprintf(stderr, "aggregator: replay: cannot start a thread (replay.threads = %zu)\n", nthreads);
+      replay_shards_destroy(s);
+      return NULL;
+    }
+  }
+  return s;
+}
+
+/* Emits the rejects of the oldest chunk, which every shard has merged, and
+ * frees its slot; called and returning with the lock held. */
+static void retire_head(replay_shards_t *s) {
+  replay_chunk_t *c = &slot_of(s, s->retired)->chunk;
+  pthread_mutex_unlock(&s->lock);
+  if (!s->failed && !replay_chunk_rejects(c, s->reject, s->ctx)) s->failed = true; /* no reject after it */
+  pthread_mutex_lock(&s->lock);
+  s->retired++;
+}
+
+/* Retires the finished chunks at the head; with `room`, first waits until
+ * a slot is free for the next chunk; with `all`, until every published
+ * chunk is retired. Under the lock. */
+static void retire(replay_shards_t *s, bool room, bool all) {
+  for (;;) {
+    bool head_done = s->retired < s->published && slot_of(s, s->retired)->merged == s->nthreads;
+    if (head_done) {
+      retire_head(s);
+      continue;
+    }
+    bool waiting = (room && s->published - s->retired >= s->window) || (all && s->retired < s->published);
+    if (!waiting) return;
+    pthread_cond_wait(&s->done, &s->lock);
+  }
+}
+
+/* Hands the chunk being filled to the workers. */
+static void publish(replay_shards_t *s) {
+  pthread_mutex_lock(&s->lock);
+  s->published++;
+  pthread_cond_broadcast(&s->work);
+  retire(s, false, false);
+  pthread_mutex_unlock(&s->lock);
+  s->fill = NULL;
+}
+
+/* A free slot for the next chunk, once its predecessor there is retired. */
+static replay_chunk_t *acquire(replay_shards_t *s) {
+  pthread_mutex_lock(&s->lock);
+  retire(s, true, false);
+  slot_t *sl = slot_of(s, s->published);
+  sl->decoded = false;
+  sl->merged = 0;
+  pthread_mutex_unlock(&s->lock);
+  replay_chunk_reset(&sl->chunk, s->added + 1);
+  return &sl->chunk;
+}
+
+bool replay_shards_add(replay_shards_t *s, const char *data, size_t len) {
+  if (s->failed) return false;
+  if (!s->fill) s->fill = acquire(s);
+  replay_chunk_add(s->fill, data, len);
+  s->added++;
+  if (replay_chunk_full(s->fill)) publish(s);
+  return !s->failed;
+}
+
+void replay_shards_stop(replay_shards_t *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->lock);
+  s->closed = true;
+  if (s->retired < s->published) s->stopping = true; /* not drained: drop the rest */
+  pthread_cond_broadcast(&s->work);
+  pthread_mutex_unlock(&s->lock);
+  for (size_t i = 0; i < s->started; i++) pthread_join(s->tids[i], NULL);
+  s->started = 0;
+}
+
+bool replay_shards_finish(replay_shards_t *s, replay_rebuilt_t *out) {
+  if (s->fill && s->fill->n) publish(s);
+  pthread_mutex_lock(&s->lock);
+  s->closed = true;
+  pthread_cond_broadcast(&s->work);
+  retire(s, false, true);
+  pthread_mutex_unlock(&s->lock);
+  replay_shards_stop(s);
+  if (s->failed) return false;
+  replay_rebuilt_t *parts = oom_malloc(s->nthreads * sizeof *parts);
+  for (size_t i = 0; i < s->nthreads; i++) parts[i] = s->workers[i].sorted;
+  replay_rebuilt_join(parts, s->nthreads, out);
+  for (size_t i = 0; i < s->nthreads; i++) s->workers[i].sorted = (replay_rebuilt_t){0};
+  free(parts);
+  return true;
+}
+
+void replay_shards_counts(const replay_shards_t *s, uint64_t *applied, uint64_t *stale) {
+  for (size_t i = 0; i < s->nthreads; i++) {
+    *applied += s->workers[i].merge.applied;
+    *stale += s->workers[i].merge.stale;
+  }
+}
+
+void replay_shards_destroy(replay_shards_t *s) {
+  if (!s) return;
+  replay_shards_stop(s);
+  for (size_t i = 0; i < s->nthreads; i++) {
+    replay_merge_free(&s->workers[i].merge);
+    replay_rebuilt_free(&s->workers[i].sorted);
+  }
+  for (size_t i = 0; i < s->window; i++) replay_chunk_free(&s->ring[i].chunk);
+  free(s->ring);
+  free(s->workers);
+  free(s->tids);
+  pthread_cond_destroy(&s->work);
+  pthread_cond_destroy(&s->done);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+}

@@ -1,0 +1,78 @@
+/* Decode and merge of a replay without a store on several threads
+ * (replay.threads), with the output of one thread byte for byte.
+ *
+ *   the feeding thread (the replay's: it reads the file, or takes the
+ *   topics' messages from librdkafka) copies messages into chunks
+ *   (replay_chunk.h) and hands each on -> any worker decodes a chunk and
+ *   routes its commands by aggregate key to the shards -> each shard's
+ *   worker merges its commands of every chunk, chunk after chunk, into its
+ *   own table (replay_merge.h) -> the feeding thread retires chunks in
+ *   stream order, emitting their rejects -> at the end the shards'
+ *   aggregates are gathered, sorted by key.
+ *
+ * Why the output is the single thread's: a key's commands all go to one
+ * shard, which merges them in stream order (chunks in order, and in each
+ * chunk its messages in order), so every aggregate sees the same sequence
+ * of commands, and so the same applied, stale and document_too_large
+ * results; rejects carry their stream position and are emitted chunk by
+ * chunk in position order; the documents are sorted by key at the end.
+ *
+ * One worker per shard: worker t merges shard t and, while its shard waits
+ * for an earlier chunk to be decoded, decodes the next chunk not taken, so
+ * that decoding (the larger cost) runs on every thread. At most
+ * REPLAY_SHARDS_WINDOW chunks per worker are in flight; the feeding thread
+ * waits past that, which bounds memory whatever the stream.
+ *
+ * Threads and hand-over: every chunk slot, its flags and the counters
+ * below are guarded by one mutex; a chunk's data is written outside it by
+ * the one thread whose step it is (replay_chunk.h) and handed on by the
+ * flag set under it. Worker t alone touches shard t's table until the
+ * workers are joined (replay_shards_finish, replay_shards_destroy), when it
+ * passes to the feeding thread. Every function here is the feeding
+ * thread's. */
+#ifndef REPLAY_SHARDS_H
+#define REPLAY_SHARDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "command.h"
+#include "replay_merge.h"
+
+enum { REPLAY_SHARDS_WINDOW = 4 };
+
+typedef struct replay_shards replay_shards_t;
+
+/* A rejected message, with its position in the stream (from 1), in stream
+ * order, on the feeding thread; false stops the replay. */
+typedef bool (*replay_shards_reject_fn)(void *ctx, uint64_t index, const model_reject_t *rej);
+
+/* Starts nthreads (2 or more) workers; max_bytes is limits.max_command_bytes.
+ * NULL, with a message on stderr, when a thread cannot start. */
+replay_shards_t *replay_shards_new(size_t nthreads, size_t max_bytes, replay_shards_reject_fn reject, void *ctx);
+
+/* Hands the next message over (copied). May wait for the workers, and
+ * emits the rejects of the chunks they finished. False once a reject
+ * callback returned false. */
+bool replay_shards_add(replay_shards_t *s, const char *data, size_t len);
+
+/* After the last message: waits for every chunk, emits the remaining
+ * rejects, joins the workers and gathers every aggregate into *out, sorted
+ * by key. False once a reject callback returned false. */
+bool replay_shards_finish(replay_shards_t *s, replay_rebuilt_t *out);
+
+/* Stops the workers if they still run (what is in flight is dropped: a
+ * replay that stops early) and joins them; then nothing merges any more.
+ * Idempotent, and NULL is safe; replay_shards_finish does it once every
+ * chunk is merged. */
+void replay_shards_stop(replay_shards_t *s);
+
+/* Commands merged that changed a slot, and that changed nothing; after
+ * replay_shards_stop or replay_shards_finish. */
+void replay_shards_counts(const replay_shards_t *s, uint64_t *applied, uint64_t *stale);
+
+/* Stops the workers (replay_shards_stop) and frees everything; NULL is safe. */
+void replay_shards_destroy(replay_shards_t *s);
+
+#endif
