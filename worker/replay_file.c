@@ -35,9 +35,18 @@ bool replay_file_drain(replay_file_t *file) {
   return ok;
 }
 
+/* A piece as large as the buffer goes to stdio as it is, after what is
+ * buffered: copying it first would only cost a copy. */
 bool replay_file_write(replay_file_t *file, const char *data, size_t len) {
-  model_buf_append(&file->buf, data, len);
-  return file->buf.len < REPLAY_FILE_DRAIN_BYTES || replay_file_drain(file);
+  if (len < REPLAY_FILE_DRAIN_BYTES) {
+    model_buf_append(&file->buf, data, len);
+    return file->buf.len < REPLAY_FILE_DRAIN_BYTES || replay_file_drain(file);
+  }
+  if (!replay_file_drain(file)) return false;
+  if (fwrite(data, 1, len, file->f) == len) return true;
+  file->failed = true;
+  if (file->report_each) report(file);
+  return false;
 }
 
 bool replay_file_close(replay_file_t *file) {

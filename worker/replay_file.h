@@ -30,7 +30,8 @@ typedef struct replay_file {
  * *file must be zeroed or closed; shown, quote and report_each are kept. */
 bool replay_file_open(replay_file_t *file, const char *path, const char *mode);
 
-/* Appends len bytes; hands the buffer to stdio once it is large. */
+/* Appends len bytes; hands the buffer to stdio once it is large, and a
+ * piece that large at once. */
 bool replay_file_write(replay_file_t *file, const char *data, size_t len);
 
 /* Hands what is buffered to stdio. */
