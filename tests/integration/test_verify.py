@@ -8,6 +8,8 @@
 - `--repair` writes exactly the missing and store_behind documents (back to the rebuilt ones); a second
   verify reports only the differs and store_ahead documents, which the repair left as they were.
 - verify never moves the live group's offsets.
+- With drift to report, verify on one thread and on three (replay.threads), from the topics and from
+  --input, writes the same report and summary byte for byte.
 - Repairing verifies run while a live worker writes the same store (shown to overlap): none reports a
   `differs` or a failed repair, and once the worker has caught up a verify finds nothing and the store holds
   the documents of `replay --input`.
@@ -37,6 +39,17 @@ def verify(s, db, *args, rcs=(0, 3)):
     assert summary["drifted"] == len(lines), (summary, lines)
     assert (r.returncode == 3) == bool(lines), (r.returncode, lines)
     return r.returncode, {l["_id"]: l for l in lines}, summary
+
+
+def verify_threads(s, db, threads, *args):
+    """verify's report and summary line (its time aside), byte for byte, with replay.threads = threads."""
+    cmd = [h.AGGREGATOR, "verify", *s.settings("unused", [("store.database", db), ("log.level", "warn"),
+                                                          ("replay.threads", str(threads))]), *args]
+    r = subprocess.run(cmd, capture_output=True, timeout=600)
+    assert r.returncode == 3, f"verify exited {r.returncode}: {r.stderr[-3000:]}"
+    summary = [l for l in r.stderr.splitlines() if l.startswith(b"verify: read=")]
+    assert len(summary) == 1, r.stderr[-2000:]
+    return r.stdout, re.sub(rb" seconds=[0-9.]+", b"", summary[0])
 
 
 def store_tool(s, db, *args):
@@ -112,6 +125,9 @@ def scenario(s):
     assert all("repair" not in l for l in report.values()), report
     rc, report_input, _ = verify(s, s.db, "--input", first)
     assert report_input == report, (report_input, report)
+    for source in ([], ["--input", first]):
+        one = verify_threads(s, s.db, 1, *source)
+        assert verify_threads(s, s.db, 3, *source) == one, (source, one)
 
     # --repair: writes exactly the missing and store_behind documents.
     before = s.stored()
