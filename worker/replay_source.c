@@ -54,16 +54,54 @@ static void progress_show(progress_t *p, uint64_t done, bool final) {
 
 /* --- lines ------------------------------------------------------------------------- */
 
+/* The file is read in blocks of this many bytes (more for a longer line),
+ * and each line is handed over where it lies in the block: no copy per
+ * line, and one stdio call per block. */
+enum { LINES_BLOCK = 1 << 16 };
+
+typedef struct lines {
+  char *buf;
+  size_t cap, have, start; /* buf[start, have) is not handed over yet */
+  bool eof;
+} lines_t;
+
+/* Moves what is left to the front and reads more after it (the buffer
+ * doubles when a line fills it); at the end of the file sets eof. */
+static void lines_refill(lines_t *l, FILE *in) {
+  memmove(l->buf, l->buf + l->start, l->have - l->start);
+  l->have -= l->start;
+  l->start = 0;
+  if (l->have == l->cap) l->buf = oom_realloc(l->buf, l->cap *= 2);
+  size_t got = fread(l->buf + l->have, 1, l->cap - l->have, in);
+  l->have += got;
+  l->eof = got == 0;
+}
+
+/* The next line into *line and *len (without its "\n"); false at the end. */
+static bool lines_next(lines_t *l, FILE *in, const char **line, size_t *len) {
+  for (;;) {
+    char *nl = memchr(l->buf + l->start, '\n', l->have - l->start);
+    if (nl || (l->eof && l->have > l->start)) {
+      size_t end = nl ? (size_t)(nl - l->buf) : l->have;
+      *line = l->buf + l->start;
+      *len = end - l->start;
+      l->start = nl ? end + 1 : end;
+      return true;
+    }
+    if (l->eof) return false;
+    lines_refill(l, in);
+  }
+}
+
 bool replay_source_lines(FILE *in, const char *shown, const replay_feed_t *feed) {
   progress_t pr = progress_start(0, feed->label);
   uint64_t done = 0;
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
+  lines_t l = {.buf = oom_malloc(LINES_BLOCK), .cap = LINES_BLOCK};
+  const char *line;
+  size_t len;
   bool ok = true;
-  while (ok && !signals_stop_count() && (n = getline(&line, &cap, in)) >= 0) {
-    size_t len = (size_t)n, skip = 0;
-    if (len && line[len - 1] == '\n') len--;
+  while (ok && !signals_stop_count() && lines_next(&l, in, &line, &len)) {
+    size_t skip = 0;
     /* A byte order mark before the first line is the editor's, not the
      * command's: JSON text has none. */
     if (done == 0 && len >= 3 && !memcmp(line, "\xEF\xBB\xBF", 3)) skip = 3;
@@ -75,7 +113,7 @@ bool replay_source_lines(FILE *in, const char *shown, const replay_feed_t *feed)
     ok = false;
   }
   progress_show(&pr, done, true);
-  free(line);
+  free(l.buf);
   return ok && !signals_stop_count();
 }
 

@@ -6,7 +6,7 @@
  * Lines: a line is the bytes before a "\n" (a "\r" before it stays part of
  * the line, where JSON treats it as whitespace); the "\n" that ends the last
  * line starts no empty line; a last line without "\n" still counts. Any
- * length works (getline).
+ * length works (the read buffer grows to hold it).
  *
  * Topics: the replay assigns itself the configured topics' partitions (no
  * group join, no offset commit: the live group's offsets never move), from
