@@ -36,6 +36,7 @@ struct replay_shards {
   uint64_t published; /* chunks handed to the workers */
   uint64_t retired;   /* chunks whose rejects were emitted: their slots are free */
   uint64_t next_decode;
+  uint64_t wake_at;   /* the feeding thread sleeps until the chunks before this are merged */
   bool closed;        /* no chunk will be published any more */
   bool stopping;      /* drop the rest: the workers return at once */
   bool failed;        /* a reject callback returned false */
@@ -58,7 +59,9 @@ static void merge_one(worker_t *w, uint64_t k) {
   replay_chunk_merge(&sl->chunk, w->shard, &w->merge);
   pthread_mutex_lock(&s->lock);
   w->next_merge++;
-  if (++sl->merged == s->nthreads) pthread_cond_signal(&s->done);
+  /* Shards merge in order: chunk k merged by every shard is the end of a
+   * merged prefix, k + 1 chunks long. */
+  if (++sl->merged == s->nthreads && k + 1 >= s->wake_at) pthread_cond_signal(&s->done);
 }
 
 /* Decodes chunk k, outside the lock. */
@@ -135,7 +138,9 @@ static void retire_head(replay_shards_t *s) {
 
 /* Retires the finished chunks at the head; with `room`, first waits until
  * a slot is free for the next chunk; with `all`, until every published
- * chunk is retired. Under the lock. */
+ * chunk is retired. A full window is waited on until half of it is merged:
+ * one wake-up of this thread for several chunks, not one per chunk. Under
+ * the lock. */
 static void retire(replay_shards_t *s, bool room, bool all) {
   for (;;) {
     bool head_done = s->retired < s->published && slot_of(s, s->retired)->merged == s->nthreads;
@@ -143,9 +148,14 @@ static void retire(replay_shards_t *s, bool room, bool all) {
       retire_head(s);
       continue;
     }
-    bool waiting = (room && s->published - s->retired >= s->window) || (all && s->retired < s->published);
-    if (!waiting) return;
-    pthread_cond_wait(&s->done, &s->lock);
+    if (all && s->retired < s->published)
+      s->wake_at = s->published;
+    else if (room && s->published - s->retired >= s->window)
+      s->wake_at = s->retired + (s->window + 1) / 2;
+    else
+      return;
+    while (s->retired < s->published && slot_of(s, s->wake_at - 1)->merged < s->nthreads)
+      pthread_cond_wait(&s->done, &s->lock);
   }
 }
 
