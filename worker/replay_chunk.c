@@ -32,10 +32,10 @@ void replay_chunk_reset(replay_chunk_t *c, uint64_t first) {
   for (size_t s = 0; s < c->nshards; s++) c->merge_rejects[s].n = 0;
 }
 
-void replay_chunk_add(replay_chunk_t *c, const char *data, size_t len) {
-  if (len) model_buf_append(&c->bytes, data, len);
-  c->off[c->n] = (uint32_t)(c->bytes.len - len);
-  c->off[++c->n] = (uint32_t)c->bytes.len;
+void replay_chunk_add(replay_chunk_t *c, const char *data, size_t len, size_t max_bytes) {
+  c->off[c->n] = (uint32_t)c->bytes.len;
+  c->len[c->n++] = len;
+  if (len && len <= max_bytes) model_buf_append(&c->bytes, data, len);
 }
 
 static replay_chunk_reject_t *push(replay_chunk_rejects_t *l) {
@@ -57,7 +57,7 @@ void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes) {
   for (size_t i = 0; i < c->n; i++) {
     const char *data = c->bytes.data ? c->bytes.data + c->off[i] : "";
     model_reject_t rej;
-    if (!model_command_decode(data, c->off[i + 1] - c->off[i], max_bytes, &c->cmds[i], &rej)) {
+    if (!model_command_decode(data, c->len[i], max_bytes, &c->cmds[i], &rej)) {
       replay_chunk_reject_t *r = push(&c->decode_rejects);
       r->index = c->first + i;
       r->rej = rej;

@@ -44,7 +44,8 @@ typedef struct replay_chunk {
   uint64_t first;                       /* the stream position of message 0, from 1 */
   size_t n;                             /* messages */
   model_buf_t bytes;                    /* the messages back to back */
-  uint32_t off[REPLAY_CHUNK_MSGS + 1];  /* message i is bytes[off[i], off[i + 1]) */
+  uint32_t off[REPLAY_CHUNK_MSGS];      /* message i starts at bytes[off[i]] ... */
+  size_t len[REPLAY_CHUNK_MSGS];        /* ... and is len[i] bytes long (none kept past max_bytes) */
   model_command_t *cmds;                /* [REPLAY_CHUNK_MSGS]: decoded, where valid */
   uint32_t hash[REPLAY_CHUNK_MSGS];     /* replay_merge_hash of each valid command */
   uint16_t order[REPLAY_CHUNK_MSGS];    /* the valid messages, grouped by shard, in order within each */
@@ -63,8 +64,10 @@ void replay_chunk_reset(replay_chunk_t *c, uint64_t first);
 static inline bool replay_chunk_full(const replay_chunk_t *c) {
   return c->n == REPLAY_CHUNK_MSGS || c->bytes.len >= REPLAY_CHUNK_BYTES;
 }
-/* Copies a message into c (not full). */
-void replay_chunk_add(replay_chunk_t *c, const char *data, size_t len);
+/* Copies a message into c (not full). A message longer than max_bytes
+ * (limits.max_command_bytes) keeps its length and none of its bytes: the
+ * decoder rejects it as too_large on its length alone (command.h). */
+void replay_chunk_add(replay_chunk_t *c, const char *data, size_t len, size_t max_bytes);
 
 /* Decodes every message (max_bytes: limits.max_command_bytes) and routes
  * the valid ones: the shard of a command is a function of its aggregate's

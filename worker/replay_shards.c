@@ -184,7 +184,7 @@ static replay_chunk_t *acquire(replay_shards_t *s) {
 bool replay_shards_add(replay_shards_t *s, const char *data, size_t len) {
   if (s->failed) return false;
   if (!s->fill) s->fill = acquire(s);
-  replay_chunk_add(s->fill, data, len);
+  replay_chunk_add(s->fill, data, len, s->max_bytes);
   s->added++;
   if (replay_chunk_full(s->fill)) publish(s);
   return !s->failed;

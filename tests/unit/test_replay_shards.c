@@ -17,7 +17,8 @@
 #define MAX_BYTES (64 * 1024)
 
 /* The stream: generated lines, with grades of 4,000 bytes of feedback for
- * one assignment spread through them, enough to pass the store's limit. */
+ * one assignment spread through them, enough to pass the store's limit,
+ * and one line longer than limits.max_command_bytes. */
 typedef struct stream {
   model_buf_t text;
   size_t *off; /* line i is text[off[i], off[i + 1] - 1) */
@@ -64,6 +65,11 @@ static stream_t make_stream(void) {
     cmdgen_render(&g, &g.ev[i], &line);
     add_line(&s, line.data, line.len - 1);
     if (big < 4300) add_big_grade(&s, big++, &line);
+    if (i == g.n / 2) { /* past limits.max_command_bytes: too_large on its length alone */
+      model_buf_clear(&line);
+      for (size_t k = 0; k < MAX_BYTES + 100; k++) model_buf_putc(&line, 'x');
+      add_line(&s, line.data, line.len);
+    }
   }
   add_line(&s, "", 0); /* an empty line: rejected too */
   model_buf_destroy(&line);
@@ -159,6 +165,7 @@ START_TEST(threads_give_one_threads_result) {
   result_t one = one_thread(&s);
   ck_assert(strstr(one.rejects.text.data, "document_too_large"));
   ck_assert(strstr(one.rejects.text.data, "invalid_json"));
+  ck_assert(strstr(one.rejects.text.data, "too_large message is 65636 bytes"));
   ck_assert_uint_gt(one.stale, 0);
   for (size_t n = 2; n <= 4; n++) {
     result_t many = threads(&s, n);
