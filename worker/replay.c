@@ -29,6 +29,7 @@ typedef struct replay {
   flusher_t *flusher;    /* into the store: the writer thread owns the connection */
   replay_merge_t merge;  /* the merge without a store (not to_store), on this thread */
   replay_shards_t *shards; /* ... or on replay.threads threads, when more than one */
+  size_t threads;          /* replay.threads resolved: the shards' and the output's */
   replay_rebuilt_t done; /* its aggregates once read, sorted by key */
   model_command_t cmd;
   replay_file_t in, out, rejects;
@@ -276,8 +277,7 @@ static bool output_write(void *ctx, const char *data, size_t len) {
 static bool write_output(replay_t *r) {
   if (!r->out.f && !replay_file_open(&r->out, r->o->output, "w")) return false;
   r->st->aggregates = r->done.n;
-  return replay_encode(r->done.aggs, r->done.n, clock_wall_ms(), r->shards ? merge_threads(r->cfg) : 1, output_write,
-                       r);
+  return replay_encode(r->done.aggs, r->done.n, clock_wall_ms(), r->threads, output_write, r);
 }
 
 /* --- the replay ------------------------------------------------------------------------- */
@@ -285,10 +285,30 @@ static bool write_output(replay_t *r) {
 /* The merge without a store on more than one thread: its workers start;
  * 0, or the exit status. */
 static int merge_threads_start(replay_t *r) {
-  size_t n = merge_threads(r->cfg);
-  if (n == 1) return 0;
-  r->shards = replay_shards_new(n, (size_t)r->cfg->limits_max_command_bytes, shard_reject, r);
+  r->threads = merge_threads(r->cfg);
+  if (r->threads == 1) return 0;
+  r->shards = replay_shards_new(r->threads, (size_t)r->cfg->limits_max_command_bytes, shard_reject, r);
   return r->shards ? 0 : 1;
+}
+
+/* The store, the batch and the writer thread over it: 0, or the exit
+ * status. */
+static int store_open(replay_t *r) {
+  sink_error_t err;
+  const config_t *c = r->cfg;
+  r->store = store_new(c->store_uri, c->store_database, c->store_collection, c->store_write_concern, &err);
+  if (!r->store) {
+    fprintf(stderr, "aggregator: replay: store: %s\n", err.message);
+    return 2;
+  }
+  batch_limits_t limits = batch_limits_from_config(c);
+  r->batch = batch_new(&limits);
+  r->flusher = store_flusher_new(r);
+  if (r->flusher) { /* only the store's documents can be loaded, and so not fit */
+    batch_holder_t holder = {hold_line, decode_line, reject_line, release_line, r};
+    batch_set_holder(r->batch, &holder);
+  }
+  return r->flusher ? 0 : 1;
 }
 
 /* Everything the replay needs before it reads: 0, or the exit status. */
@@ -299,24 +319,7 @@ static int replay_open(replay_t *r) {
     if (!replay_file_open(&r->in, o->input, "r") || !replay_file_open(&r->out, o->output, "w")) return 1;
   }
   if (o->rejects && o->input && !replay_file_open(&r->rejects, o->rejects, "w")) return 1;
-  if (r->to_store) {
-    sink_error_t err;
-    const config_t *c = r->cfg;
-    r->store = store_new(c->store_uri, c->store_database, c->store_collection, c->store_write_concern, &err);
-    if (!r->store) {
-      fprintf(stderr, "aggregator: replay: store: %s\n", err.message);
-      return 2;
-    }
-  }
-  if (!r->to_store) return merge_threads_start(r);
-  batch_limits_t limits = batch_limits_from_config(r->cfg);
-  r->batch = batch_new(&limits);
-  r->flusher = store_flusher_new(r);
-  if (r->flusher) { /* only the store's documents can be loaded, and so not fit */
-    batch_holder_t holder = {hold_line, decode_line, reject_line, release_line, r};
-    batch_set_holder(r->batch, &holder);
-  }
-  return r->flusher ? 0 : 1;
+  return r->to_store ? store_open(r) : merge_threads_start(r);
 }
 
 /* Source -> decode -> merge (-> the store, as it goes). */
