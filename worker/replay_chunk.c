@@ -1,6 +1,7 @@
 /* A chunk of a threaded replay: see replay_chunk.h. */
 #include "replay_chunk.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +10,7 @@
 void replay_chunk_init(replay_chunk_t *c, size_t nshards) {
   memset(c, 0, sizeof *c);
   c->bytes = (model_buf_t)MODEL_BUF_INIT;
-  c->cmds = oom_malloc(REPLAY_CHUNK_MSGS * sizeof *c->cmds);
+  c->packed = (model_buf_t)MODEL_BUF_INIT;
   c->shard_start = oom_calloc(nshards + 1, sizeof *c->shard_start);
   c->merge_rejects = oom_calloc(nshards, sizeof *c->merge_rejects);
   c->nshards = nshards;
@@ -17,7 +18,7 @@ void replay_chunk_init(replay_chunk_t *c, size_t nshards) {
 
 void replay_chunk_free(replay_chunk_t *c) {
   model_buf_destroy(&c->bytes);
-  free(c->cmds);
+  model_buf_destroy(&c->packed);
   free(c->shard_start);
   free(c->decode_rejects.v);
   for (size_t s = 0; s < c->nshards; s++) free(c->merge_rejects[s].v);
@@ -28,6 +29,7 @@ void replay_chunk_reset(replay_chunk_t *c, uint64_t first) {
   c->first = first;
   c->n = 0;
   model_buf_clear(&c->bytes);
+  model_buf_clear(&c->packed);
   c->decode_rejects.n = 0;
   for (size_t s = 0; s < c->nshards; s++) c->merge_rejects[s].n = 0;
 }
@@ -46,25 +48,71 @@ static replay_chunk_reject_t *push(replay_chunk_rejects_t *l) {
   return &l->v[l->n++];
 }
 
+/* --- packed commands --------------------------------------------------------------- */
+
+#define CMD_FIELD(f) (((model_command_t *)0)->f)
+#define CMD_END(f) (offsetof(model_command_t, f) + sizeof CMD_FIELD(f))
+/* The variable-length strings end their structs (padding aside), so that a
+ * command's used bytes are a prefix of it. */
+_Static_assert(CMD_END(data.assignment.title) + 8 > offsetof(model_command_t, data) + sizeof CMD_FIELD(data.assignment),
+               "the title ends the assignment's data");
+_Static_assert(CMD_END(data.grade.feedback) + 8 > offsetof(model_command_t, data) + sizeof CMD_FIELD(data.grade),
+               "the feedback ends the grade's data");
+_Static_assert(sizeof CMD_FIELD(data.submission) < sizeof CMD_FIELD(data.grade), "a submission's data is short");
+
+/* The bytes of cmd its type uses: every field before the type's data, the
+ * data up to the end of its string (with its NUL); the other types' data is
+ * at most a submission's. */
+static size_t packed_size(const model_command_t *cmd) {
+  switch (cmd->type) {
+  case MODEL_CMD_ASSIGNMENT_UPSERTED:
+    return offsetof(model_command_t, data.assignment.title) + cmd->data.assignment.title_len + 1;
+  case MODEL_CMD_GRADE_UPDATED:
+    return offsetof(model_command_t, data.grade.feedback) + cmd->data.grade.feedback_len + 1;
+  default:
+    return offsetof(model_command_t, data) + sizeof cmd->data.submission;
+  }
+}
+
+/* Appends cmd's used bytes to c->packed, 8-aligned; returns their offset. */
+static uint32_t pack(replay_chunk_t *c, const model_command_t *cmd) {
+  size_t at = (c->packed.len + 7) & ~(size_t)7, n = packed_size(cmd);
+  model_buf_reserve(&c->packed, at - c->packed.len + n);
+  memcpy(c->packed.data + at, cmd, n);
+  c->packed.len = at + n;
+  return (uint32_t)at;
+}
+
+/* Copies a packed command back over scratch: the bytes it did not use
+ * are another command's, which its type never reads. */
+static const model_command_t *unpack(const replay_chunk_t *c, size_t i, model_command_t *scratch) {
+  const model_command_t *packed = (const model_command_t *)(c->packed.data + c->at[i]);
+  memcpy(scratch, packed, packed_size(packed)); /* what packed_size reads comes before what it counts */
+  return scratch;
+}
+
+/* --- decode and merge ----------------------------------------------------------------- */
+
 /* The shard of a key's hash: its high bits, so that the low bits, which
  * pick a slot in the shard's table (aggset.h), stay spread within a shard. */
 static size_t shard_of(uint32_t hash, size_t nshards) { return (size_t)(((uint64_t)hash * nshards) >> 32); }
 
-void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes) {
+void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes, model_command_t *scratch) {
   uint16_t shard[REPLAY_CHUNK_MSGS];
   size_t *start = c->shard_start;
   memset(start, 0, (c->nshards + 1) * sizeof *start);
   for (size_t i = 0; i < c->n; i++) {
     const char *data = c->bytes.data ? c->bytes.data + c->off[i] : "";
     model_reject_t rej;
-    if (!model_command_decode(data, c->len[i], max_bytes, &c->cmds[i], &rej)) {
+    if (!model_command_decode(data, c->len[i], max_bytes, scratch, &rej)) {
       replay_chunk_reject_t *r = push(&c->decode_rejects);
       r->index = c->first + i;
       r->rej = rej;
       shard[i] = UINT16_MAX;
       continue;
     }
-    c->hash[i] = replay_merge_hash(&c->cmds[i]);
+    c->hash[i] = replay_merge_hash(scratch);
+    c->at[i] = pack(c, scratch);
     shard[i] = (uint16_t)shard_of(c->hash[i], c->nshards);
     start[shard[i] + 1]++;
   }
@@ -75,11 +123,11 @@ void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes) {
     if (shard[i] != UINT16_MAX) c->order[at[shard[i]]++] = (uint16_t)i;
 }
 
-void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m) {
+void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m, model_command_t *scratch) {
   for (size_t j = c->shard_start[s]; j < c->shard_start[s + 1]; j++) {
     size_t i = c->order[j];
     model_reject_t rej;
-    if (replay_merge_apply(m, &c->cmds[i], c->hash[i], &rej)) continue;
+    if (replay_merge_apply(m, unpack(c, i, scratch), c->hash[i], &rej)) continue;
     replay_chunk_reject_t *r = push(&c->merge_rejects[s]);
     r->index = c->first + i;
     r->rej = rej;

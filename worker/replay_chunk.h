@@ -26,8 +26,7 @@
 /* A chunk is handed on at this many messages or this many bytes, whichever
  * comes first: large enough that the lock is taken a few times per
  * hundreds of commands, small enough that a window of chunks per thread
- * stays a few MiB (a decoded command is about 4.5 KiB, most of it never
- * touched). */
+ * stays in a few hundred KiB. */
 enum { REPLAY_CHUNK_MSGS = 256, REPLAY_CHUNK_BYTES = 1 << 20 };
 
 typedef struct replay_chunk_reject {
@@ -46,7 +45,11 @@ typedef struct replay_chunk {
   model_buf_t bytes;                    /* the messages back to back */
   uint32_t off[REPLAY_CHUNK_MSGS];      /* message i starts at bytes[off[i]] ... */
   size_t len[REPLAY_CHUNK_MSGS];        /* ... and is len[i] bytes long (none kept past max_bytes) */
-  model_command_t *cmds;                /* [REPLAY_CHUNK_MSGS]: decoded, where valid */
+  /* The decoded commands, packed: of a model_command_t (about 4.5 KiB) only
+   * the bytes its type uses, back to back (replay_chunk.c), so that the
+   * merging thread reads a few hundred bytes per command, in order. */
+  model_buf_t packed;
+  uint32_t at[REPLAY_CHUNK_MSGS];       /* a valid command's offset in packed */
   uint32_t hash[REPLAY_CHUNK_MSGS];     /* replay_merge_hash of each valid command */
   uint16_t order[REPLAY_CHUNK_MSGS];    /* the valid messages, grouped by shard, in order within each */
   size_t *shard_start;                  /* [nshards + 1]: shard s has order[shard_start[s], shard_start[s + 1]) */
@@ -71,10 +74,12 @@ void replay_chunk_add(replay_chunk_t *c, const char *data, size_t len, size_t ma
 
 /* Decodes every message (max_bytes: limits.max_command_bytes) and routes
  * the valid ones: the shard of a command is a function of its aggregate's
- * key alone, so that each aggregate lives in one shard. */
-void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes);
-/* Merges shard s's commands of c into m, in message order. */
-void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m);
+ * key alone, so that each aggregate lives in one shard. scratch is the
+ * calling thread's. */
+void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes, model_command_t *scratch);
+/* Merges shard s's commands of c into m, in message order, each unpacked
+ * into scratch (the calling thread's). */
+void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m, model_command_t *scratch);
 
 /* Calls fn for every rejected message of c in message order; stops at the
  * first false, which it returns. */

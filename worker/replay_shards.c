@@ -21,6 +21,7 @@ typedef struct worker {
   size_t shard;
   uint64_t next_merge; /* the chunk it merges next (guarded by the lock) */
   replay_merge_t merge; /* its shard's table: its own while it runs */
+  model_command_t *scratch; /* its decoded and unpacked commands */
   replay_rebuilt_t sorted; /* at the end: the table's aggregates, sorted by key */
 } worker_t;
 
@@ -56,7 +57,7 @@ static void merge_one(worker_t *w, uint64_t k) {
   replay_shards_t *s = w->s;
   slot_t *sl = slot_of(s, k);
   pthread_mutex_unlock(&s->lock);
-  replay_chunk_merge(&sl->chunk, w->shard, &w->merge);
+  replay_chunk_merge(&sl->chunk, w->shard, &w->merge, w->scratch);
   pthread_mutex_lock(&s->lock);
   w->next_merge++;
   /* Shards merge in order: chunk k merged by every shard is the end of a
@@ -65,10 +66,11 @@ static void merge_one(worker_t *w, uint64_t k) {
 }
 
 /* Decodes chunk k, outside the lock. */
-static void decode_one(replay_shards_t *s, uint64_t k) {
+static void decode_one(worker_t *w, uint64_t k) {
+  replay_shards_t *s = w->s;
   slot_t *sl = slot_of(s, k);
   pthread_mutex_unlock(&s->lock);
-  replay_chunk_decode(&sl->chunk, s->max_bytes);
+  replay_chunk_decode(&sl->chunk, s->max_bytes, w->scratch);
   pthread_mutex_lock(&s->lock);
   sl->decoded = true;
   pthread_cond_broadcast(&s->work);
@@ -86,7 +88,7 @@ static void *worker_main(void *arg) {
     if (w->next_merge < s->published && slot_of(s, w->next_merge)->decoded) {
       merge_one(w, w->next_merge);
     } else if (s->next_decode < s->published) {
-      decode_one(s, s->next_decode++);
+      decode_one(w, s->next_decode++);
     } else if (s->closed && w->next_merge == s->published) {
       all_merged = true;
       break;
@@ -116,7 +118,8 @@ replay_shards_t *replay_shards_new(size_t nthreads, size_t max_bytes, replay_sha
   s->workers = oom_calloc(nthreads, sizeof *s->workers);
   s->tids = oom_calloc(nthreads, sizeof *s->tids);
   for (; s->started < nthreads; s->started++) {
-    s->workers[s->started] = (worker_t){.s = s, .shard = s->started, .merge = REPLAY_MERGE_INIT};
+    s->workers[s->started] = (worker_t){.s = s, .shard = s->started, .merge = REPLAY_MERGE_INIT,
+                                        .scratch = oom_malloc(sizeof(model_command_t))};
     if (pthread_create(&s->tids[s->started], NULL, worker_main, &s->workers[s->started])) {
       fprintf(stderr, "aggregator: replay: cannot start a thread (replay.threads = %zu)\n", nthreads);
       replay_shards_destroy(s);
@@ -230,6 +233,7 @@ void replay_shards_destroy(replay_shards_t *s) {
   replay_shards_stop(s);
   for (size_t i = 0; i < s->nthreads; i++) {
     replay_merge_free(&s->workers[i].merge);
+    free(s->workers[i].scratch);
     replay_rebuilt_free(&s->workers[i].sorted);
   }
   for (size_t i = 0; i < s->window; i++) replay_chunk_free(&s->ring[i].chunk);
