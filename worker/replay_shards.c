@@ -40,8 +40,8 @@ struct replay_shards {
   uint64_t wake_at;   /* the feeding thread sleeps until the chunks before this are merged */
   bool closed;        /* no chunk will be published any more */
   bool stopping;      /* drop the rest: the workers return at once */
-  bool failed;        /* a reject callback returned false */
   /* The feeding thread's alone: */
+  bool failed;          /* a reject callback returned false */
   replay_chunk_t *fill; /* the chunk being filled, NULL between chunks */
   uint64_t added;       /* messages added */
   replay_shards_reject_fn reject;
