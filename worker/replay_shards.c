@@ -27,17 +27,18 @@ typedef struct worker {
 
 struct replay_shards {
   pthread_mutex_t lock;
-  pthread_cond_t work; /* for the workers: a chunk published or decoded, or the end */
-  pthread_cond_t done; /* for the feeding thread: a chunk merged by every shard */
+  /* For every thread: a chunk published or decoded, the end, and for the
+   * feeding thread the chunk it waits for merged (wake_at). */
+  pthread_cond_t work;
   size_t nthreads, window, max_bytes;
   slot_t *ring;
-  worker_t *workers;
-  pthread_t *tids;
-  size_t started;     /* threads running or to join */
+  worker_t *workers; /* [nthreads]: the last is the feeding thread's own */
+  pthread_t *tids;   /* [nthreads - 1] */
+  size_t started;    /* threads running or to join */
   uint64_t published; /* chunks handed to the workers */
   uint64_t retired;   /* chunks whose rejects were emitted: their slots are free */
   uint64_t next_decode;
-  uint64_t wake_at;   /* the feeding thread sleeps until the chunks before this are merged */
+  uint64_t wake_at;   /* the feeding thread sleeps until the chunks before this are merged, or work comes */
   bool closed;        /* no chunk will be published any more */
   bool stopping;      /* drop the rest: the workers return at once */
   /* The feeding thread's alone: */
@@ -62,7 +63,7 @@ static void merge_one(worker_t *w, uint64_t k) {
   w->next_merge++;
   /* Shards merge in order: chunk k merged by every shard is the end of a
    * merged prefix, k + 1 chunks long. */
-  if (++sl->merged == s->nthreads && k + 1 >= s->wake_at) pthread_cond_signal(&s->done);
+  if (++sl->merged == s->nthreads && k + 1 >= s->wake_at) pthread_cond_broadcast(&s->work);
 }
 
 /* Decodes chunk k, outside the lock. */
@@ -76,25 +77,31 @@ static void decode_one(worker_t *w, uint64_t k) {
   pthread_cond_broadcast(&s->work);
 }
 
-/* Its shard's next chunk first (merging keeps the window moving), else a
- * chunk to decode, else a wait. Once every chunk is merged, it sorts its
- * shard's aggregates, so that the sorts too run side by side. */
+/* One step of w's work: its shard's next chunk first (merging keeps the
+ * window moving), else the next chunk to decode. False when there is none. */
+static bool worker_step(worker_t *w) {
+  replay_shards_t *s = w->s;
+  if (w->next_merge < s->published && slot_of(s, w->next_merge)->decoded)
+    merge_one(w, w->next_merge);
+  else if (s->next_decode < s->published)
+    decode_one(w, s->next_decode++);
+  else
+    return false;
+  return true;
+}
+
+/* Steps until every chunk is merged, waiting when there is nothing to do.
+ * Then it sorts its shard's aggregates, so that the sorts too run side by
+ * side. */
 static void *worker_main(void *arg) {
   worker_t *w = arg;
   replay_shards_t *s = w->s;
   bool all_merged = false;
   pthread_mutex_lock(&s->lock);
-  while (!s->stopping) {
-    if (w->next_merge < s->published && slot_of(s, w->next_merge)->decoded) {
-      merge_one(w, w->next_merge);
-    } else if (s->next_decode < s->published) {
-      decode_one(w, s->next_decode++);
-    } else if (s->closed && w->next_merge == s->published) {
-      all_merged = true;
-      break;
-    } else {
-      pthread_cond_wait(&s->work, &s->lock);
-    }
+  while (!s->stopping && !all_merged) {
+    if (worker_step(w)) continue;
+    all_merged = s->closed && w->next_merge == s->published;
+    if (!all_merged) pthread_cond_wait(&s->work, &s->lock);
   }
   pthread_mutex_unlock(&s->lock);
   if (all_merged) replay_merge_sorted(&w->merge, &w->sorted);
@@ -107,19 +114,20 @@ replay_shards_t *replay_shards_new(size_t nthreads, size_t max_bytes, replay_sha
   replay_shards_t *s = oom_calloc(1, sizeof *s);
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->work, NULL);
-  pthread_cond_init(&s->done, NULL);
   s->nthreads = nthreads;
   s->window = REPLAY_SHARDS_WINDOW * nthreads;
   s->max_bytes = max_bytes;
   s->reject = reject;
   s->ctx = ctx;
+  s->wake_at = UINT64_MAX;
   s->ring = oom_calloc(s->window, sizeof *s->ring);
   for (size_t i = 0; i < s->window; i++) replay_chunk_init(&s->ring[i].chunk, nthreads);
   s->workers = oom_calloc(nthreads, sizeof *s->workers);
+  for (size_t i = 0; i < nthreads; i++)
+    s->workers[i] = (worker_t){.s = s, .shard = i, .merge = REPLAY_MERGE_INIT,
+                               .scratch = oom_malloc(sizeof(model_command_t))};
   s->tids = oom_calloc(nthreads, sizeof *s->tids);
-  for (; s->started < nthreads; s->started++) {
-    s->workers[s->started] = (worker_t){.s = s, .shard = s->started, .merge = REPLAY_MERGE_INIT,
-                                        .scratch = oom_malloc(sizeof(model_command_t))};
+  for (; s->started < nthreads - 1; s->started++) {
     if (pthread_create(&s->tids[s->started], NULL, worker_main, &s->workers[s->started])) {
       fprintf(stderr, "aggregator: replay: cannot start a thread (replay.threads = %zu)\n", nthreads);
       replay_shards_destroy(s);
@@ -141,24 +149,24 @@ static void retire_head(replay_shards_t *s) {
 
 /* Retires the finished chunks at the head; with `room`, first waits until
  * a slot is free for the next chunk; with `all`, until every published
- * chunk is retired. A full window is waited on until half of it is merged:
- * one wake-up of this thread for several chunks, not one per chunk. Under
- * the lock. */
+ * chunk is retired. While it waits, this thread works its own shard (and
+ * decodes) like the workers; with nothing to do it sleeps until there is,
+ * or until half of a full window is merged: one wake-up for several chunks.
+ * Under the lock. */
 static void retire(replay_shards_t *s, bool room, bool all) {
+  worker_t *own = &s->workers[s->nthreads - 1];
   for (;;) {
     bool head_done = s->retired < s->published && slot_of(s, s->retired)->merged == s->nthreads;
     if (head_done) {
       retire_head(s);
       continue;
     }
-    if (all && s->retired < s->published)
-      s->wake_at = s->published;
-    else if (room && s->published - s->retired >= s->window)
-      s->wake_at = s->retired + (s->window + 1) / 2;
-    else
-      return;
-    while (s->retired < s->published && slot_of(s, s->wake_at - 1)->merged < s->nthreads)
-      pthread_cond_wait(&s->done, &s->lock);
+    bool full = room && s->published - s->retired >= s->window;
+    if (!full && !(all && s->retired < s->published)) return;
+    if (worker_step(own)) continue;
+    s->wake_at = full ? s->retired + (s->window + 1) / 2 : s->published;
+    pthread_cond_wait(&s->work, &s->lock);
+    s->wake_at = UINT64_MAX;
   }
 }
 
@@ -211,6 +219,8 @@ bool replay_shards_finish(replay_shards_t *s, replay_rebuilt_t *out) {
   pthread_cond_broadcast(&s->work);
   retire(s, false, true);
   pthread_mutex_unlock(&s->lock);
+  worker_t *own = &s->workers[s->nthreads - 1];
+  replay_merge_sorted(&own->merge, &own->sorted);
   replay_shards_stop(s);
   if (s->failed) return false;
   replay_rebuilt_t *parts = oom_malloc(s->nthreads * sizeof *parts);
@@ -241,7 +251,6 @@ void replay_shards_destroy(replay_shards_t *s) {
   free(s->workers);
   free(s->tids);
   pthread_cond_destroy(&s->work);
-  pthread_cond_destroy(&s->done);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }

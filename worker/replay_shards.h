@@ -17,19 +17,22 @@
  * results; rejects carry their stream position and are emitted chunk by
  * chunk in position order; the documents are sorted by key at the end.
  *
- * One worker per shard: worker t merges shard t and, while its shard waits
- * for an earlier chunk to be decoded, decodes the next chunk not taken, so
- * that decoding (the larger cost) runs on every thread. At most
- * REPLAY_SHARDS_WINDOW chunks per worker are in flight; the feeding thread
- * waits past that, which bounds memory whatever the stream.
+ * N threads in all, one per shard: N - 1 workers and the feeding thread
+ * itself. Each merges its shard and, while its shard waits for an earlier
+ * chunk to be decoded, decodes the next chunk not taken, so that decoding
+ * (the larger cost) runs on every thread. At most REPLAY_SHARDS_WINDOW
+ * chunks per thread are in flight, which bounds memory whatever the stream;
+ * the feeding thread works the last shard while the window is full, and
+ * goes back to reading as soon as a slot is free (reading is a small part
+ * of the work), so that N threads keep N cores busy and no more.
  *
- * Threads and hand-over: every chunk slot, its flags and the counters
- * below are guarded by one mutex; a chunk's data is written outside it by
- * the one thread whose step it is (replay_chunk.h) and handed on by the
- * flag set under it. Worker t alone touches shard t's table until the
- * workers are joined (replay_shards_finish, replay_shards_destroy), when it
- * passes to the feeding thread. Every function here is the feeding
- * thread's. */
+ * Threads and hand-over: every chunk slot, its flags and the counters are
+ * guarded by one mutex; a chunk's data is written outside it by the one
+ * thread whose step it is (replay_chunk.h) and handed on by the flag set
+ * under it. Worker t alone touches shard t's table until the workers are
+ * joined (replay_shards_finish, replay_shards_stop), when it passes to the
+ * feeding thread; the last shard's is the feeding thread's throughout.
+ * Every function here is the feeding thread's. */
 #ifndef REPLAY_SHARDS_H
 #define REPLAY_SHARDS_H
 
@@ -48,13 +51,14 @@ typedef struct replay_shards replay_shards_t;
  * order, on the feeding thread; false stops the replay. */
 typedef bool (*replay_shards_reject_fn)(void *ctx, uint64_t index, const model_reject_t *rej);
 
-/* Starts nthreads (2 or more) workers; max_bytes is limits.max_command_bytes.
+/* Starts nthreads - 1 workers (nthreads 2 or more: the feeding thread is
+ * the last); max_bytes is limits.max_command_bytes.
  * NULL, with a message on stderr, when a thread cannot start. */
 replay_shards_t *replay_shards_new(size_t nthreads, size_t max_bytes, replay_shards_reject_fn reject, void *ctx);
 
-/* Hands the next message over (copied). May wait for the workers, and
- * emits the rejects of the chunks they finished. False once a reject
- * callback returned false. */
+/* Hands the next message over (copied). When the window is full, works the
+ * last shard until a slot is free, and emits the rejects of the chunks
+ * finished. False once a reject callback returned false. */
 bool replay_shards_add(replay_shards_t *s, const char *data, size_t len);
 
 /* After the last message: waits for every chunk, emits the remaining
