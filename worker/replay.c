@@ -102,6 +102,12 @@ static flusher_t *store_flusher_new(replay_t *r) {
 
 /* --- the merge ----------------------------------------------------------------------- */
 
+/* The batch, for the store: flushed by the configured limits. */
+static batch_t *merge_new(const replay_t *r) {
+  batch_limits_t limits = batch_limits_from_config(r->cfg);
+  return batch_new(&limits);
+}
+
 /* Into the store: the batch, flushed by the configured limits. Otherwise
  * the plain table (replay_merge.h), everything in memory until the end.
  * event_ms is when the command entered the system (0 = now), for the
@@ -208,16 +214,18 @@ static void release_line(void *ctx, void *held) {
 /* The threads' rejects (replay_shards.h), in stream order. */
 static bool shard_reject(void *ctx, uint64_t index, const model_reject_t *rej) { return reject_at(ctx, index, rej); }
 
-/* On this thread: the message is the count read so far. */
+/* On this thread: the line number is the count read so far. */
+static bool reject(replay_t *r, const model_reject_t *rej) { return reject_at(r, r->st->read, rej); }
+
 static bool feed_message(void *ctx, const char *data, size_t len, int64_t event_ms) {
   replay_t *r = ctx;
   r->st->read++;
   if (r->shards) return replay_shards_add(r->shards, data ? data : "", len);
   model_reject_t rej;
   if (!model_command_decode(data ? data : "", len, (size_t)r->cfg->limits_max_command_bytes, &r->cmd, &rej))
-    return reject_at(r, r->st->read, &rej);
+    return reject(r, &rej);
   line_origin_t origin = {r->st->read, data, len};
-  if (!merge_apply(r, &origin, event_ms, &rej)) return reject_at(r, r->st->read, &rej);
+  if (!merge_apply(r, &origin, event_ms, &rej)) return reject(r, &rej);
   return !r->flusher || store_keep_up(r);
 }
 
@@ -291,26 +299,6 @@ static int merge_threads_start(replay_t *r) {
   return r->shards ? 0 : 1;
 }
 
-/* The store, the batch and the writer thread over it: 0, or the exit
- * status. */
-static int store_open(replay_t *r) {
-  sink_error_t err;
-  const config_t *c = r->cfg;
-  r->store = store_new(c->store_uri, c->store_database, c->store_collection, c->store_write_concern, &err);
-  if (!r->store) {
-    fprintf(stderr, "aggregator: replay: store: %s\n", err.message);
-    return 2;
-  }
-  batch_limits_t limits = batch_limits_from_config(c);
-  r->batch = batch_new(&limits);
-  r->flusher = store_flusher_new(r);
-  if (r->flusher) { /* only the store's documents can be loaded, and so not fit */
-    batch_holder_t holder = {hold_line, decode_line, reject_line, release_line, r};
-    batch_set_holder(r->batch, &holder);
-  }
-  return r->flusher ? 0 : 1;
-}
-
 /* Everything the replay needs before it reads: 0, or the exit status. */
 static int replay_open(replay_t *r) {
   const replay_options_t *o = r->o;
@@ -319,7 +307,23 @@ static int replay_open(replay_t *r) {
     if (!replay_file_open(&r->in, o->input, "r") || !replay_file_open(&r->out, o->output, "w")) return 1;
   }
   if (o->rejects && o->input && !replay_file_open(&r->rejects, o->rejects, "w")) return 1;
-  return r->to_store ? store_open(r) : merge_threads_start(r);
+  if (r->to_store) {
+    sink_error_t err;
+    const config_t *c = r->cfg;
+    r->store = store_new(c->store_uri, c->store_database, c->store_collection, c->store_write_concern, &err);
+    if (!r->store) {
+      fprintf(stderr, "aggregator: replay: store: %s\n", err.message);
+      return 2;
+    }
+  }
+  if (!r->to_store) return merge_threads_start(r);
+  r->batch = merge_new(r);
+  if (r->batch && r->store) r->flusher = store_flusher_new(r);
+  if (r->flusher) { /* only the store's documents can be loaded, and so not fit */
+    batch_holder_t holder = {hold_line, decode_line, reject_line, release_line, r};
+    batch_set_holder(r->batch, &holder);
+  }
+  return r->batch && (!r->to_store || r->flusher) ? 0 : 1;
 }
 
 /* Source -> decode -> merge (-> the store, as it goes). */
@@ -356,7 +360,7 @@ static bool replay_close(replay_t *r, bool done) {
     const batch_stats_t *bs = batch_stats(r->batch);
     r->st->applied = bs->applied;
     r->st->stale = bs->stale;
-    r->st->aggregates = bs->writes_ok;
+    if (r->to_store) r->st->aggregates = bs->writes_ok;
   } else {
     replay_shards_stop(r->shards);
     r->st->applied = r->merge.applied;
