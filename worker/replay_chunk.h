@@ -4,11 +4,11 @@
  * owns its aggregate, and the rejects of the chunk's messages.
  *
  * Its life, each step on one thread, handed over under the shards' lock:
- *   fill (the feeding thread: replay_chunk_add) -> decode (any worker:
- *   replay_chunk_decode) -> merge (every shard's worker, each its own
- *   messages: replay_chunk_merge) -> retire (the feeding thread: the
- *   rejects in message order, replay_chunk_rejects; then replay_chunk_reset
- *   for the next fill).
+ *   fill (the feeding thread: replay_chunk_add) -> decode (any of the
+ *   shards' threads: replay_chunk_decode) -> merge (every shard's thread,
+ *   each its own messages: replay_chunk_merge) -> retire (the feeding
+ *   thread: the rejects in message order, replay_chunk_rejects; then
+ *   replay_chunk_reset for the next fill).
  * Decode writes the commands, the routing and the decode rejects; merge
  * writes only its shard's list of rejects. So no two threads ever write
  * the same field, and each reads only what an earlier step wrote. */
