@@ -5,11 +5,10 @@
 #include "hash.h"
 #include "oom.h"
 
-#define KEY_MAX (2 * MODEL_ID_MAX + 2)
-
-/* FNV-1a: keys are short and this is not exposed to hash flooding beyond
- * a tenant's own ids, which are validated. */
-static uint32_t hash_key(const char *k, size_t n) { return hash_fnv1a32(HASH_FNV1A32_INIT, k, n); }
+/* Keys hash with FNV-1a (hash.h): they are short and this is not exposed to
+ * hash flooding beyond a tenant's own ids, which are validated. A key is at
+ * most two ids and a slash: its length fits the entry's byte. */
+_Static_assert(2 * MODEL_ID_MAX + 1 <= UINT8_MAX, "batch_entry_t.key_len is a byte");
 
 void batch_cache_init(batch_cache_t *c) {
   memset(c, 0, sizeof *c);
@@ -29,12 +28,15 @@ void batch_cache_free(batch_cache_t *c) {
   c->buckets = NULL;
 }
 
-static batch_entry_t *find(const batch_cache_t *c, const char *key, size_t n, uint32_t h) {
+/* The entry of "<tenant>/<assignment>" whose hash is h: compares the hash,
+ * then the key kept in the entry, in its two parts (no concatenated copy). */
+static batch_entry_t *find(const batch_cache_t *c, const model_command_t *cmd, size_t n, uint32_t h) {
+  size_t tl = (size_t)cmd->tenant_len;
   for (batch_entry_t *e = c->buckets[h & (c->nbuckets - 1)]; e; e = e->hash_next) {
-    if (e->hash != h) continue;
-    size_t kl;
-    const char *k = model_aggregate_key(e->agg, &kl);
-    if (kl == n && !memcmp(k, key, n)) return e;
+    if (e->hash != h || e->key_len != n) continue;
+    if (!memcmp(e->key, cmd->tenant, tl) && e->key[tl] == '/' &&
+        !memcmp(e->key + tl + 1, cmd->assignment, n - tl - 1))
+      return e;
   }
   return NULL;
 }
@@ -55,16 +57,21 @@ static void grow(batch_cache_t *c) {
 }
 
 batch_entry_t *batch_cache_get(batch_cache_t *c, const model_command_t *cmd, bool *created) {
-  char key[KEY_MAX];
   size_t n = (size_t)cmd->tenant_len + 1 + cmd->assignment_len;
+  uint32_t h = hash_fnv1a32(HASH_FNV1A32_INIT, cmd->tenant, cmd->tenant_len);
+  h = hash_fnv1a32(h, "/", 1);
+  h = hash_fnv1a32(h, cmd->assignment, cmd->assignment_len);
+  batch_entry_t *e = find(c, cmd, n, h);
+  *created = !e;
+  if (e) return e;
+  /* The key follows the entry in one block (batch_entry.h). */
+  e = oom_calloc(1, sizeof *e + n + 1);
+  char *key = (char *)(e + 1);
   memcpy(key, cmd->tenant, cmd->tenant_len);
   key[cmd->tenant_len] = '/';
   memcpy(key + cmd->tenant_len + 1, cmd->assignment, cmd->assignment_len);
-  uint32_t h = hash_key(key, n);
-  batch_entry_t *e = find(c, key, n, h);
-  *created = !e;
-  if (e) return e;
-  e = oom_calloc(1, sizeof *e);
+  e->key = key;
+  e->key_len = (uint8_t)n;
   e->agg = model_aggregate_new(cmd->tenant, cmd->tenant_len, cmd->assignment, cmd->assignment_len);
   e->hash = h;
   e->hash_next = c->buckets[h & (c->nbuckets - 1)];

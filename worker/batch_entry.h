@@ -3,8 +3,8 @@
  * worker/batch*.c includes it.
  *
  * Who owns which fields:
- *  - batch_cache.c: the table (hash_next, hash) and, for clean entries, the
- *    LRU (prev, next);
+ *  - batch_cache.c: the table (hash_next, hash, key) and, for clean
+ *    entries, the LRU (prev, next);
  *  - batch_writeset.c: the dirty list (prev, next while dirty), pend_seq,
  *    and what changed since the last snapshot (touched*);
  *  - batch.c: agg, rev, loaded, inflight, flight_seq, mem, the arrival
@@ -27,13 +27,21 @@
 
 typedef struct batch_entry {
   struct batch_entry *hash_next;
+  /* The aggregate's key "<tenant>/<assignment>" (NUL-terminated), in the
+   * entry's own allocation, right after it; and its FNV-1a hash. A lookup
+   * compares the hash, then the key, without touching the aggregate, whose
+   * block moves as it grows and is replaced when a stored document is
+   * loaded: one memory access fewer per command, a cache miss each when the
+   * aggregates are many. */
+  const char *key;
+  uint32_t hash;
+  uint8_t key_len;
   struct batch_entry *prev, *next; /* in the dirty list or the clean LRU, or both NULL */
   model_aggregate_t *agg;
   int64_t rev;
   size_t mem;          /* bytes counted in pending_bytes while dirty or in flight, in the cache's bytes while in the LRU */
   uint64_t pend_seq;   /* while dirty: seq of the oldest command not in the store nor in flight */
   uint64_t flight_seq; /* while in flight: pend_seq when the snapshot was taken */
-  uint32_t hash;
   bool loaded;
   bool dirty;    /* changes not in any snapshot: in the dirty list */
   bool inflight; /* a snapshot of it is in the job in flight */
@@ -72,13 +80,13 @@ static inline void batch_entry_list_push_back(batch_entry_t *s, batch_entry_t *e
   s->prev = e;
 }
 
-/* The memory e holds: its aggregate, the entry itself, its touched list,
- * its arrival times and its holds. One measure for both bounds (batch.max_pending_bytes,
- * cache.max_bytes): with many small aggregates the bookkeeping outweighs the
- * aggregates (docs/BENCHMARKS.md). */
+/* The memory e holds: its aggregate, the entry itself (its key included),
+ * its touched list, its arrival times and its holds. One measure for both
+ * bounds (batch.max_pending_bytes, cache.max_bytes): with many small
+ * aggregates the bookkeeping outweighs the aggregates (docs/BENCHMARKS.md). */
 static inline size_t batch_entry_memory(const batch_entry_t *e) {
-  return model_aggregate_memory(e->agg) + sizeof *e + e->touched.cap + batch_latency_bytes(&e->arr_pend) +
-         batch_latency_bytes(&e->arr_flight) + batch_holds_memory(&e->holds);
+  return model_aggregate_memory(e->agg) + sizeof *e + (size_t)e->key_len + 1 + e->touched.cap +
+         batch_latency_bytes(&e->arr_pend) + batch_latency_bytes(&e->arr_flight) + batch_holds_memory(&e->holds);
 }
 
 /* Frees e and everything it holds; it must be in no list, and its holds
