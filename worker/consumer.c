@@ -37,6 +37,13 @@ typedef struct consumer {
   const clock_source_t *clock;
   rd_kafka_t *rk;
   offsets_t *offsets;
+  /* The partition of the last message handled (offsets_find by topic name
+   * per message otherwise): its topic handle, number and offsets. Forgotten
+   * at every rebalance callback, the only place partitions are added to or
+   * removed from offsets (which moves them). */
+  const rd_kafka_topic_t *last_rkt;
+  int32_t last_partition;
+  offsets_part_t *last_part;
   deadletter_t *dlq;
   bool paused;
   bool fatal;
@@ -153,6 +160,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
                          void *opaque) {
   consumer_t *c = opaque;
   bool coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+  c->last_rkt = NULL; /* offsets changes below */
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     for (int i = 0; i < parts->cnt; i++) offsets_add(c->offsets, parts->elems[i].topic, parts->elems[i].partition);
     rd_kafka_error_t *e = coop ? rd_kafka_incremental_assign(rk, parts) : NULL;
@@ -263,10 +271,19 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
     log_warn("consumer error", "error", LOG_STR, rd_kafka_message_errstr(m));
     return;
   }
-  offsets_part_t *p = offsets_find(c->offsets, rd_kafka_topic_name(m->rkt), m->partition);
-  if (!p) return; /* from a partition given up meanwhile */
-  int64_t produced = rd_kafka_message_timestamp(m, NULL);
-  offsets_consumed(p, m->offset, produced > 0 ? produced : now.wall_ms);
+  offsets_part_t *p = c->last_part;
+  if (m->rkt != c->last_rkt || m->partition != c->last_partition) {
+    p = offsets_find(c->offsets, rd_kafka_topic_name(m->rkt), m->partition);
+    if (!p) return; /* from a partition given up meanwhile */
+    c->last_rkt = m->rkt;
+    c->last_partition = m->partition;
+    c->last_part = p;
+  }
+  /* The Kafka timestamp, or now when the message has none: dates the
+   * command for the oldest-uncommitted gauge and its latencies. */
+  int64_t ts = rd_kafka_message_timestamp(m, NULL);
+  if (ts <= 0) ts = now.wall_ms;
+  offsets_consumed(p, m->offset, ts);
   model_reject_t rej;
   if (!model_command_decode(m->payload ? m->payload : "", m->len, (size_t)c->cfg->limits_max_command_bytes, &c->cmd,
                             &rej)) {
@@ -274,9 +291,7 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
     reject(c, p, &src, METRICS_TYPE_INVALID, &rej);
     return;
   }
-  rd_kafka_timestamp_type_t tstype;
-  int64_t ts = rd_kafka_message_timestamp(m, &tstype);
-  model_apply_result_t r = batch_apply_from(c->batch, &c->cmd, m, ts > 0 ? ts : now.wall_ms, now, &rej);
+  model_apply_result_t r = batch_apply_from(c->batch, &c->cmd, m, ts, now, &rej);
   if (r == MODEL_APPLY_TOO_LARGE) {
     kafka_source_t src = kafka_source_of(m);
     reject(c, p, &src, c->cmd.type, &rej);
