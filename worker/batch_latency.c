@@ -27,11 +27,8 @@ static void coarsen(batch_latency_t *l) {
   l->n = m;
 }
 
-void batch_latency_add(batch_latency_t *l, int64_t ms, uint64_t n, const batch_latency_bound_t *bound) {
-  if (l->n && l->v[l->n - 1].ms == ms) {
-    l->v[l->n - 1].n += n;
-    return;
-  }
+/* A time other than the newest run's (batch_latency_add has checked). */
+void batch_latency_append(batch_latency_t *l, int64_t ms, uint64_t n, const batch_latency_bound_t *bound) {
   if (l->n == bound->max_runs) {
     if (!bound->coarsen) {
       l->v[l->n - 1].n += n;
@@ -75,9 +72,9 @@ void batch_latency_prepend(batch_latency_t *newer, batch_latency_t *older, const
   *newer = all;
 }
 
-void batch_latency_seq_add(batch_latency_seq_t *s, uint64_t seq, int64_t ms) {
+void batch_latency_seq_append(batch_latency_seq_t *s, uint64_t seq, int64_t ms) {
   if (!s->runs.n) s->first = seq;
-  batch_latency_add(&s->runs, ms, 1, &IN_ORDER);
+  batch_latency_append(&s->runs, ms, 1, &IN_ORDER); /* not the newest run's time: batch_latency_seq_add checked */
 }
 
 void batch_latency_seq_observe_below(batch_latency_seq_t *s, uint64_t upto, int64_t now_ms,

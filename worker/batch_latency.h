@@ -46,8 +46,17 @@ typedef struct batch_latency_bound {
  * entries carry a command or two, so the list starts with room for one. */
 extern const batch_latency_bound_t BATCH_LATENCY_PER_AGGREGATE;
 
-/* Adds n commands that entered at ms (aborts when out of memory). */
-void batch_latency_add(batch_latency_t *l, int64_t ms, uint64_t n, const batch_latency_bound_t *bound);
+/* Adds n commands that entered at ms (aborts when out of memory). Inline:
+ * called per command, and most commands join the newest run (Kafka
+ * timestamps in a row are often the same millisecond). */
+void batch_latency_append(batch_latency_t *l, int64_t ms, uint64_t n, const batch_latency_bound_t *bound);
+static inline void batch_latency_add(batch_latency_t *l, int64_t ms, uint64_t n, const batch_latency_bound_t *bound) {
+  if (l->n && l->v[l->n - 1].ms == ms) {
+    l->v[l->n - 1].n += n;
+    return;
+  }
+  batch_latency_append(l, ms, n, bound);
+}
 /* Frees the list's memory; it is empty after. */
 void batch_latency_free(batch_latency_t *l);
 /* The heap the list holds. */
@@ -74,8 +83,17 @@ typedef struct batch_latency_seq {
   uint64_t first;
 } batch_latency_seq_t;
 
-/* The command with this seq (the next one after those kept) entered at ms. */
-void batch_latency_seq_add(batch_latency_seq_t *s, uint64_t seq, int64_t ms);
+/* The command with this seq (the next one after those kept) entered at ms.
+ * Inline as batch_latency_add. */
+void batch_latency_seq_append(batch_latency_seq_t *s, uint64_t seq, int64_t ms);
+static inline void batch_latency_seq_add(batch_latency_seq_t *s, uint64_t seq, int64_t ms) {
+  batch_latency_t *l = &s->runs;
+  if (l->n && l->v[l->n - 1].ms == ms) {
+    l->v[l->n - 1].n++;
+    return;
+  }
+  batch_latency_seq_append(s, seq, ms);
+}
 /* Observes the commands below seq upto as done at now_ms and drops them (a
  * run cut by upto keeps its later commands). */
 void batch_latency_seq_observe_below(batch_latency_seq_t *s, uint64_t upto, int64_t now_ms,
