@@ -52,6 +52,9 @@ typedef struct consumer {
   int64_t last_tick;     /* monotonic ms: the last once-a-second chores */
   int64_t stop_deadline; /* monotonic ms by which a stop ends (shutdown.timeout_ms); INT64_MAX while running */
   model_command_t cmd;
+  /* The burst's valid commands by type, applied and stale: counted in the
+   * metrics once per burst (count_burst) instead of once per message. */
+  uint32_t tally[MODEL_CMD_TYPE_COUNT][2];
 } consumer_t;
 
 /* --- commits ---------------------------------------------------------------------- */
@@ -297,7 +300,15 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
     reject(c, p, &src, c->cmd.type, &rej);
     return;
   }
-  metrics_command(c->cmd.type, r == MODEL_APPLY_APPLIED ? METRICS_APPLIED : METRICS_STALE, 1);
+  c->tally[c->cmd.type][r == MODEL_APPLY_APPLIED ? 0 : 1]++;
+}
+
+static void count_burst(consumer_t *c) {
+  for (int t = 0; t < MODEL_CMD_TYPE_COUNT; t++) {
+    if (c->tally[t][0]) metrics_command(t, METRICS_APPLIED, c->tally[t][0]);
+    if (c->tally[t][1]) metrics_command(t, METRICS_STALE, c->tally[t][1]);
+    c->tally[t][0] = c->tally[t][1] = 0;
+  }
 }
 
 static void set_paused(consumer_t *c, bool pause) {
@@ -465,6 +476,7 @@ static batch_now_t consume_burst(consumer_t *c) {
     if (++k == CONSUME_BURST || c->fatal || signals_stop_count()) break;
     m = rd_kafka_consumer_poll(c->rk, 0);
   }
+  count_burst(c);
   return burst;
 }
 
