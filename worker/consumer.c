@@ -459,7 +459,13 @@ static bool start(consumer_t *c, const sink_t *sink, int *rc) {
  * check, the dead-letter producer's poll) is paid once per burst instead of
  * once per message, where clock reads alone would be a large share of the
  * worker's CPU. A burst is a few milliseconds of merging at most. Returns
- * the time of the burst. */
+ * the time of the burst.
+ *
+ * Messages are taken one at a time with rd_kafka_consumer_poll, not with
+ * the batch read replay uses: in librdkafka before 2.1 a batch read can
+ * skip offsets of a partition that is paused and resumed, and the worker
+ * pauses and resumes for backpressure (replay only ever pauses a partition
+ * it has finished). */
 static batch_now_t consume_burst(consumer_t *c) {
   int64_t now = clock_mono(c->clock);
   int64_t wake = now + 100;
