@@ -145,9 +145,10 @@ class Toxiproxy:
     """A toxiproxy server of the scenario's own (built by scripts/bootstrap into the cache) on a free API port:
     network faults between one scenario's worker and a service, seen by nobody else."""
 
-    def __init__(self, s):
+    def __init__(self, s, port=None):
+        """port: the API's port, a free one unless given."""
         assert os.access(TOXIPROXY, os.X_OK), f"{TOXIPROXY} missing: run scripts/bootstrap"
-        self.port = free_port()
+        self.port = port or free_port()
         logf = open(s.path("toxiproxy.log"), "w")
         p = subprocess.Popen([TOXIPROXY, "-host", "127.0.0.1", "-port", str(self.port)], stdout=logf, stderr=logf)
         s.procs.append(p)
@@ -166,10 +167,10 @@ class Toxiproxy:
         self.call("POST", "/proxies", {"name": name, "listen": listen, "upstream": upstream, "enabled": True})
         return listen
 
-    def store_uri(self, socket_timeout_ms):
-        """The URI of a proxy to the stack's FerretDB, with the socket timeout given."""
+    def store_uri(self, socket_timeout_ms, listen=None):
+        """The URI of a proxy to the stack's FerretDB (on listen, as for proxy), with the socket timeout given."""
         upstream = MONGO.split("//", 1)[1].split("/", 1)[0].split("?", 1)[0]
-        return f"mongodb://{self.proxy('store', upstream)}/?socketTimeoutMS={socket_timeout_ms}"
+        return f"mongodb://{self.proxy('store', upstream, listen)}/?socketTimeoutMS={socket_timeout_ms}"
 
     def add(self, proxy, name, kind, stream, **attributes):
         self.call("POST", f"/proxies/{proxy}/toxics",
@@ -273,14 +274,15 @@ def start_midstream(s, seed, rate=300, group="g1", extra=(("batch.max_commands",
 
 
 class Scenario:
-    def __init__(self, name, partitions=6):
+    def __init__(self, name, partitions=6, directory=None):
+        """directory: where the scenario's files go (worker logs, streams), a fresh temporary one unless given."""
         self.name = name
         tag = f"{name}-{os.getpid()}-{random.randint(0, 99999)}"
         self.tag = tag
         self.topic = f"cmds-{tag}"
         self.dlq = f"dlq-{tag}"
         self.db = f"it_{name}_{os.getpid()}".replace("-", "_")
-        self.dir = tempfile.mkdtemp(prefix=f"agg-{name}-")
+        self.dir = directory or tempfile.mkdtemp(prefix=f"agg-{name}-")
         self.workers = []
         self.procs = []  # other children (producers, replays): killed by cleanup if still running
         self.extra_topics = []
