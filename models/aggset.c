@@ -8,9 +8,8 @@
 #include "oom.h"
 
 uint32_t model_aggset_hash(const char *tenant, size_t tenant_len, const char *assignment, size_t assignment_len) {
-  uint32_t h = hash_fnv1a32(HASH_FNV1A32_INIT, tenant, tenant_len);
-  h = hash_fnv1a32(h, "/", 1);
-  return hash_fnv1a32(h, assignment, assignment_len);
+  uint64_t h = hash_words(HASH_WORDS_INIT, tenant, tenant_len);
+  return hash_words_final32(hash_words(h, assignment, assignment_len));
 }
 
 /* The slot of the key, or the empty slot where it goes. */

@@ -33,8 +33,8 @@ typedef struct model_aggset {
 
 #define MODEL_AGGSET_INIT {0}
 
-/* The hash of the key "tenant/assignment" (FNV-1a, hash.h), computed from
- * its parts without building the key. */
+/* The hash of the key "tenant/assignment" (hash_words, hash.h), computed
+ * from its parts without building the key. */
 uint32_t model_aggset_hash(const char *tenant, size_t tenant_len, const char *assignment, size_t assignment_len);
 
 /* The aggregate of cmd's (tenant, assignment), created empty when absent;

@@ -159,7 +159,7 @@ static void r_splice_record(run_t *r, size_t i, size_t pos, size_t old_len, cons
 /* One byte of hash of a student id: lookups scan these (one or two cache
  * lines) instead of binary-searching the records (a cache miss per probe). */
 static uint8_t fingerprint(const char *s, size_t n) {
-  uint32_t h = hash_fnv1a32(HASH_FNV1A32_INIT, s, n);
+  uint32_t h = hash_words_final32(hash_words(HASH_WORDS_INIT, s, n));
   return (uint8_t)(h ^ h >> 8 ^ h >> 16 ^ h >> 24);
 }
 
