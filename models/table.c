@@ -164,16 +164,41 @@ static uint8_t fingerprint(const char *s, size_t n) {
 }
 
 /* Inserts a whole record (its id first) as student i of the run; the
- * records after it move up. fp is the fingerprint of its id. */
+ * records after it move up. fp is the fingerprint of its id.
+ *
+ * One pass, from the end of the run down: the records after i move up by
+ * len + 3 (the new record, fingerprint and index entry), those before by 3;
+ * the index entries after i move up by 3 and gain len, those before move
+ * up by 1; the fingerprints after i by 1. Everything moves up, so working
+ * downward never overwrites a byte before it is read. */
 static void r_insert_record(run_t *r, size_t i, const uint8_t *rec, size_t len, uint8_t fp) {
-  size_t off = i < r->n ? r_idx_get(r, i) : r_area(r);
-  r_splice(r, r_rec_off(r) + off, 0, rec, len);
-  uint8_t zero[2] = {0};
-  r_splice(r, r_idx_off(r) + 2 * i, 0, zero, 2);
-  r_splice(r, r->off + i, 0, &fp, 1);
-  r->n++;
-  r_idx_set(r, i, off);
-  for (size_t j = i + 1; j < r->n; j++) r_idx_set(r, j, r_idx_get(r, j) + len);
+  size_t n = r->n, area = r_area(r), need = (size_t)r->used + len + 3;
+  if (need > r->cap) {
+    uint32_t c = grow_cap(need);
+    r->blk = oom_realloc(r->blk, c);
+    r->cap = c;
+  }
+  uint8_t *fps = r->blk + r->off, *idx = fps + n, *recs = fps + 3 * n;
+  uint8_t *nidx = idx + 1, *nrecs = recs + 3;
+  uint16_t off_i;
+  if (i < n) memcpy(&off_i, idx + 2 * i, 2);
+  else off_i = (uint16_t)area;
+  memmove(nrecs + off_i + len, recs + off_i, area - off_i);
+  memcpy(nrecs + off_i, rec, len);
+  memmove(nrecs, recs, off_i);
+  for (size_t j = n; j-- > i;) {
+    uint16_t v;
+    memcpy(&v, idx + 2 * j, 2);
+    assert(v + len <= UINT16_MAX);
+    v = (uint16_t)(v + len);
+    memcpy(nidx + 2 * (j + 1), &v, 2);
+  }
+  memcpy(nidx + 2 * i, &off_i, 2);
+  memmove(nidx, idx, 2 * i);
+  memmove(fps + i + 1, fps + i, n - i);
+  fps[i] = fp;
+  r->n = (uint32_t)(n + 1);
+  r->used = (uint32_t)need;
 }
 
 /* Compares the id s[0..len) with a record's NUL-terminated id, as strcmp. */
