@@ -85,14 +85,19 @@ static char *escape_byte(char *d, unsigned char c) {
 }
 
 /* Clean bytes go over eight at a time, tested as one word and copied as one;
- * only a word that holds a byte to escape, and the tail, are walked byte by
- * byte. */
+ * only a word that holds a byte to escape is walked byte by byte. The tail
+ * (under eight bytes) goes in one step when clean: as the key's last eight
+ * bytes, rewriting the overlap with the same bytes, when everything before
+ * went out verbatim; else, from four bytes up, as two overlapping 4-byte
+ * halves. Reads stay within s[0..n) and writes within what the literal
+ * occupies; a tail with a byte to escape, or under four bytes after an
+ * escape or in a key under four bytes, is walked byte by byte. */
 char *model_buf_json_quote(char *dst, const char *s, size_t n) {
   char *d = dst;
   *d++ = '"';
   size_t i = 0;
+  uint64_t w;
   while (i + 8 <= n) {
-    uint64_t w;
     memcpy(&w, s + i, 8);
     if (!word_needs_escape(w)) {
       memcpy(d, &w, 8);
@@ -101,6 +106,25 @@ char *model_buf_json_quote(char *dst, const char *s, size_t n) {
       continue;
     }
     for (size_t end = i + 8; i < end; i++) d = escape_byte(d, (unsigned char)s[i]);
+  }
+  size_t rem = n - i;
+  if (rem && n >= 8 && (size_t)(d - dst) == i + 1) { /* verbatim so far: d - 8 + rem holds s[n - 8] */
+    memcpy(&w, s + n - 8, 8);
+    if (!word_needs_escape(w)) {
+      memcpy(d + rem - 8, &w, 8);
+      d += rem;
+      i = n;
+    }
+  } else if (rem >= 4) {
+    uint32_t a, b;
+    memcpy(&a, s + i, 4);
+    memcpy(&b, s + n - 4, 4);
+    if (!word_needs_escape((uint64_t)b << 32 | a)) {
+      memcpy(d, &a, 4);
+      memcpy(d + rem - 4, &b, 4);
+      d += rem;
+      i = n;
+    }
   }
   for (; i < n; i++) d = escape_byte(d, (unsigned char)s[i]);
   *d++ = '"';
