@@ -201,34 +201,15 @@ static void r_insert_record(run_t *r, size_t i, const uint8_t *rec, size_t len, 
   r->used = (uint32_t)need;
 }
 
-/* Compares the id s[0..len) with a record's NUL-terminated id, as strcmp. */
-static int cmp_sid(const char *s, size_t len, const uint8_t *rec) {
-  int c = strncmp(s, (const char *)rec, len);
-  if (c) return c;
-  return rec[len] ? -1 : 0;
-}
-
-/* *pos is the student's index in the run, or where it would be inserted;
- * *fp the fingerprint of sid. */
-static bool r_find(const run_t *r, const char *sid, size_t len, size_t *pos, uint8_t *fp) {
-  const uint8_t *fps = r->blk + r->off, *end = fps + r->n, *p = fps;
-  uint8_t f = fingerprint(sid, len);
-  *fp = f;
-  while ((p = memchr(p, f, (size_t)(end - p))) != NULL) {
-    if (cmp_sid(sid, len, r_rec(r, (size_t)(p - fps))) == 0) {
-      *pos = (size_t)(p - fps);
-      return true;
-    }
-    p++;
-  }
-  size_t lo = 0, hi = r->n; /* absent: binary search for its place */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (cmp_sid(sid, len, r_rec(r, mid)) < 0) hi = mid;
-    else lo = mid + 1;
-  }
-  *pos = lo;
-  return false;
+static inline uint64_t load_be64(const unsigned char *u) {
+  uint64_t v;
+  memcpy(&v, u, 8);
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return __builtin_bswap64(v);
+#else
+  return (uint64_t)u[0] << 56 | (uint64_t)u[1] << 48 | (uint64_t)u[2] << 40 | (uint64_t)u[3] << 32 |
+         (uint64_t)u[4] << 24 | (uint64_t)u[5] << 16 | (uint64_t)u[6] << 8 | u[7];
+#endif
 }
 
 /* The first 8 bytes of an id as a big-endian number, zero-padded: ids hold
@@ -239,12 +220,56 @@ static bool r_find(const run_t *r, const char *sid, size_t len, size_t *pos, uin
  * 8 bytes) fall back to the record. */
 static uint64_t id_prefix(const char *s, size_t len) {
   const unsigned char *u = (const unsigned char *)s;
-  if (len >= 8) /* the common case, in one load */
-    return (uint64_t)u[0] << 56 | (uint64_t)u[1] << 48 | (uint64_t)u[2] << 40 | (uint64_t)u[3] << 32 |
-           (uint64_t)u[4] << 24 | (uint64_t)u[5] << 16 | (uint64_t)u[6] << 8 | u[7];
+  if (len >= 8) return load_be64(u); /* the common case, in one load */
   uint64_t v = 0;
   for (size_t i = 0; i < 8; i++) v = v << 8 | (i < len ? u[i] : 0);
   return v;
+}
+
+/* Compares the id s[0..len) with a record's NUL-terminated id, as strcmp. */
+static int cmp_sid(const char *s, size_t len, const uint8_t *rec) {
+  int c = strncmp(s, (const char *)rec, len);
+  if (c) return c;
+  return rec[len] ? -1 : 0;
+}
+
+/* cmp_sid with the first 8 bytes compared as one number, px being
+ * id_prefix(s, len): when s has 8 bytes or more and the block holds 8 bytes
+ * from rec (end: the end of the run's bytes). The record's id may be
+ * shorter, and the load then takes bytes past its NUL; that is harmless,
+ * because s holds no NUL, so the first byte that differs is at or before
+ * that NUL. Equal prefixes mean both ids go on past 8 bytes or end there. */
+static inline int cmp_sid_px(const char *s, size_t len, uint64_t px, const uint8_t *rec, const uint8_t *end) {
+  if (len < 8 || end - rec < 8) return cmp_sid(s, len, rec);
+  uint64_t rx = load_be64(rec);
+  if (px != rx) return px < rx ? -1 : 1;
+  if (len == 8) return rec[8] ? -1 : 0;
+  return cmp_sid(s + 8, len - 8, rec + 8);
+}
+
+/* *pos is the student's index in the run, or where it would be inserted;
+ * *fp the fingerprint of sid. */
+static bool r_find(const run_t *r, const char *sid, size_t len, size_t *pos, uint8_t *fp) {
+  const uint8_t *fps = r->blk + r->off, *end = fps + r->n, *p = fps;
+  const uint8_t *blk_end = r->blk + r->used;
+  uint64_t px = id_prefix(sid, len);
+  uint8_t f = fingerprint(sid, len);
+  *fp = f;
+  while ((p = memchr(p, f, (size_t)(end - p))) != NULL) {
+    if (cmp_sid_px(sid, len, px, r_rec(r, (size_t)(p - fps)), blk_end) == 0) {
+      *pos = (size_t)(p - fps);
+      return true;
+    }
+    p++;
+  }
+  size_t lo = 0, hi = r->n; /* absent: binary search for its place */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (cmp_sid_px(sid, len, px, r_rec(r, mid), blk_end) < 0) hi = mid;
+    else lo = mid + 1;
+  }
+  *pos = lo;
+  return false;
 }
 
 /* A chunk's first record is at offset 0 of its records. */
