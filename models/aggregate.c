@@ -234,6 +234,42 @@ const char *model_aggregate_assignment(const model_aggregate_t *agg, size_t *len
   return model_table_assignment(&agg->t);
 }
 
+/* a[0..n) == b[0..n) for short ids, eight bytes at a time: the last word
+ * is the one ending at the last byte (overlapping the one before), and keys
+ * under 8 bytes go as two overlapping 4-byte halves or byte by byte, so
+ * that no read leaves either range. */
+static bool bytes_equal(const char *a, const char *b, size_t n) {
+  uint64_t x, y;
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 < n; i += 8) {
+      memcpy(&x, a + i, 8);
+      memcpy(&y, b + i, 8);
+      if (x != y) return false;
+    }
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, b + n - 8, 8);
+    return x == y;
+  }
+  if (n >= 4) {
+    uint32_t p, q, r, s;
+    memcpy(&p, a, 4);
+    memcpy(&q, b, 4);
+    memcpy(&r, a + n - 4, 4);
+    memcpy(&s, b + n - 4, 4);
+    return p == q && r == s;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+bool model_aggregate_has_key(const model_aggregate_t *agg, const char *tenant, size_t tenant_len,
+                             const char *assignment, size_t assignment_len) {
+  const model_table_t *t = &agg->t;
+  return t->tlen == tenant_len && t->alen == assignment_len && bytes_equal(model_table_tenant(t), tenant, tenant_len) &&
+         bytes_equal(model_table_assignment(t), assignment, assignment_len);
+}
+
 int model_stamp_compare(const model_stamp_t *a, const model_stamp_t *b) {
   if (a->version != b->version) return a->version > b->version ? 1 : -1;
   return strcmp(a->id, b->id);

@@ -42,6 +42,10 @@ void model_aggregate_destroy(model_aggregate_t *agg);
 const char *model_aggregate_key(const model_aggregate_t *agg, size_t *len);
 const char *model_aggregate_tenant(const model_aggregate_t *agg, size_t *len);
 const char *model_aggregate_assignment(const model_aggregate_t *agg, size_t *len);
+/* Whether agg's key is (tenant, assignment): one call, no library calls,
+ * for the lookups of a table of aggregates. */
+bool model_aggregate_has_key(const model_aggregate_t *agg, const char *tenant, size_t tenant_len,
+                             const char *assignment, size_t assignment_len);
 
 /* Applies a validated command whose (tenant, assignment) is agg's key (the
  * caller routes commands; a mismatch is a programming error and asserts). */

@@ -19,10 +19,7 @@ static model_aggset_slot_t *probe(const model_aggset_t *s, const model_command_t
     model_aggset_slot_t *slot = &s->slots[i];
     if (!slot->agg) return slot;
     if (slot->hash != hash) continue;
-    size_t tl, al;
-    const char *t = model_aggregate_tenant(slot->agg, &tl), *a = model_aggregate_assignment(slot->agg, &al);
-    if (tl == cmd->tenant_len && al == cmd->assignment_len && !memcmp(t, cmd->tenant, tl) &&
-        !memcmp(a, cmd->assignment, al))
+    if (model_aggregate_has_key(slot->agg, cmd->tenant, cmd->tenant_len, cmd->assignment, cmd->assignment_len))
       return slot;
   }
 }
