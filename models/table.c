@@ -183,7 +183,7 @@ static void r_insert_record(run_t *r, size_t i, const uint8_t *rec, size_t len, 
   uint16_t off_i;
   if (i < n) memcpy(&off_i, idx + 2 * i, 2);
   else off_i = (uint16_t)area;
-  memmove(nrecs + off_i + len, recs + off_i, area - off_i);
+  if (i < n) memmove(nrecs + off_i + len, recs + off_i, area - off_i); /* nothing to move when appending */
   memcpy(nrecs + off_i, rec, len);
   memmove(nrecs, recs, off_i);
   for (size_t j = n; j-- > i;) {
@@ -195,7 +195,7 @@ static void r_insert_record(run_t *r, size_t i, const uint8_t *rec, size_t len, 
   }
   memcpy(nidx + 2 * i, &off_i, 2);
   memmove(nidx, idx, 2 * i);
-  memmove(fps + i + 1, fps + i, n - i);
+  if (i < n) memmove(fps + i + 1, fps + i, n - i);
   fps[i] = fp;
   r->n = (uint32_t)(n + 1);
   r->used = (uint32_t)need;
