@@ -330,13 +330,17 @@ static dir_t chunk_from(const run_t *r, size_t from, size_t to) {
   return d;
 }
 
+/* Whether run r has passed the bounds (and holds two students to split). */
+static bool r_over(const run_t *r) { return r->n >= 2 && (r->n > RUN_MAX_N || r_bytes(r) > RUN_MAX_BYTES); }
+
 /* Splits run c in two halves once it passes the bounds. An inline run
  * becomes the first two chunks (the main block keeps key, tenant, header
- * and the directory). */
+ * and the directory). Callers holding the edited run test r_over first,
+ * which spares the reload in the common case. */
 static void maybe_split(table_t *a, size_t c) {
   run_t r;
   run_load(a, c, &r);
-  if (r.n < 2 || (r.n <= RUN_MAX_N && r_bytes(&r) <= RUN_MAX_BYTES)) return;
+  if (!r_over(&r)) return;
   size_t k = r.n / 2;
   dir_t d[2] = {chunk_from(&r, 0, k), chunk_from(&r, k, r.n)};
   if (!a->chunked) {
@@ -451,7 +455,7 @@ void model_table_insert(table_t *t, const model_table_pos_t *pos, const uint8_t 
       dir_put(t, c, &d);
     }
   }
-  maybe_split(t, c);
+  if (r_over(&r)) maybe_split(t, c);
 }
 
 void model_table_splice(table_t *t, const model_table_pos_t *pos, size_t at, size_t old_len, const uint8_t *src,
@@ -459,7 +463,7 @@ void model_table_splice(table_t *t, const model_table_pos_t *pos, size_t at, siz
   run_t r = pos->run; /* a local copy: stores into the block cannot alias it */
   r_splice_record(&r, pos->index, at, old_len, src, new_len);
   run_store(t, pos->chunk, &r);
-  if (new_len > old_len) maybe_split(t, pos->chunk);
+  if (new_len > old_len && r_over(&r)) maybe_split(t, pos->chunk);
 }
 
 const uint8_t *model_table_student(const table_t *t, size_t i) {
