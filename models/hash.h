@@ -41,11 +41,13 @@ static inline uint64_t hash_fnv1a64(uint64_t h, const void *data, size_t n) {
  * low half: the multiply carries every input bit upward only, the fold brings
  * the high bits (where the key's last bytes, the ones that tell ids like
  * "stu00359" and "stu00363" apart, end up) down to the bits a power-of-two
- * table indexes by. The length goes into the state first, so keys that
- * differ only in length, or the zero padding of a short word, never share a
- * word sequence. hash_words32 ends with a full avalanche (the murmur3
- * finalizer), so every output bit depends on every input bit; that is the
- * property the tables need, and all that they need.
+ * table indexes by. The length goes into the state first: the overlapping
+ * reads below can give keys of different lengths the same words, and the
+ * length tells them apart. hash_words_final32 is a full avalanche (the
+ * murmur3 finalizer), so every output bit depends on every bit of the
+ * state; that is the property the tables need, and all that they need. A
+ * user of fewer bits may take the top bits of the state times
+ * HASH_WORDS_MUL instead (the student fingerprints, table.c).
  *
  * Reads only the key's n bytes: the last, partial word of a key of 8 bytes
  * or more is the word ending at its last byte (overlapping the one before);
