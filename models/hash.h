@@ -71,12 +71,16 @@ static inline uint64_t hash_words(uint64_t h, const void *data, size_t n) {
   const unsigned char *p = data;
   uint64_t w;
   h = hash_words_step(h, (uint64_t)n);
-  if (n >= 8) {
-    for (; n > 8; p += 8, n -= 8) {
+  if (n > 8) {
+    for (; n > 16; p += 8, n -= 8) {
       memcpy(&w, p, 8);
       h = hash_words_step(h, w);
     }
-    memcpy(&w, p + n - 8, 8); /* the last 8 bytes of the key */
+    memcpy(&w, p, 8); /* 9 to 16 bytes left: the first word, then the last */
+    h = hash_words_step(h, w);
+    memcpy(&w, p + n - 8, 8);
+  } else if (n == 8) {
+    memcpy(&w, p, 8);
   } else if (n >= 4) {
     uint32_t a, b;
     memcpy(&a, p, 4);
