@@ -239,16 +239,19 @@ const char *model_aggregate_assignment(const model_aggregate_t *agg, size_t *len
  * under 8 bytes go as two overlapping 4-byte halves or byte by byte, so
  * that no read leaves either range. */
 static bool bytes_equal(const char *a, const char *b, size_t n) {
-  uint64_t x, y;
+  uint64_t x, y, u, v;
   if (n >= 8) {
-    for (size_t i = 0; i + 8 < n; i += 8) {
+    size_t i = 0;
+    for (; n - i > 16; i += 8) {
       memcpy(&x, a + i, 8);
       memcpy(&y, b + i, 8);
       if (x != y) return false;
     }
-    memcpy(&x, a + n - 8, 8);
-    memcpy(&y, b + n - 8, 8);
-    return x == y;
+    memcpy(&x, a + i, 8); /* 8 to 16 bytes left: the first word and the last, at once */
+    memcpy(&y, b + i, 8);
+    memcpy(&u, a + n - 8, 8);
+    memcpy(&v, b + n - 8, 8);
+    return ((x ^ y) | (u ^ v)) == 0;
   }
   if (n >= 4) {
     uint32_t p, q, r, s;
