@@ -58,9 +58,9 @@
 #endif
 
 #include "aggregate.h"
+#include "aggset.h"
 #include "cmdgen.h"
 #include "codec.h"
-#include "hash.h"
 
 static double now(void) {
   struct timespec t;
@@ -115,32 +115,13 @@ static void phase_end(const char *name) {
 #endif
 }
 
-/* The same routing as replay_file.c: open addressing on FNV-1a. */
-typedef struct {
-  uint64_t hash;
-  model_aggregate_t *agg;
-} slot_t;
-static slot_t *table;
-static size_t table_cap, table_count;
+/* The same table as a replay without a store (models/aggset.h). */
+static model_aggset_t table = MODEL_AGGSET_INIT;
+static model_aggregate_t **aggs_all; /* the table's aggregates, once taken */
+static size_t table_count;
 
 static model_aggregate_t *route(const model_command_t *c) {
-  uint64_t h = hash_fnv1a64(HASH_FNV1A64_INIT, c->tenant, c->tenant_len);
-  h = hash_fnv1a64(h, "/", 1);
-  h = hash_fnv1a64(h, c->assignment, c->assignment_len);
-  h = h ? h : 1;
-  size_t j = h & (table_cap - 1);
-  for (; table[j].hash; j = (j + 1) & (table_cap - 1)) {
-    if (table[j].hash != h) continue;
-    size_t tl, al;
-    const char *t = model_aggregate_tenant(table[j].agg, &tl), *a = model_aggregate_assignment(table[j].agg, &al);
-    if (tl == c->tenant_len && al == c->assignment_len && !memcmp(t, c->tenant, tl) && !memcmp(a, c->assignment, al))
-      return table[j].agg;
-  }
-  table[j].hash = h;
-  table[j].agg = model_aggregate_new(c->tenant, c->tenant_len, c->assignment, c->assignment_len);
-  if (!table[j].agg) abort();
-  table_count++;
-  return table[j].agg;
+  return model_aggset_get(&table, c, model_aggset_hash(c->tenant, c->tenant_len, c->assignment, c->assignment_len));
 }
 
 /* ---- the sweep ---- */
@@ -299,12 +280,9 @@ int main(int argc, char **argv) {
   }
 
   /* ---- 2. decode + route + apply ---- */
-  table_cap = 1;
-  while (table_cap < 2 * (size_t)o.assignments + 2) table_cap <<= 1;
   malloc_trim(0); /* free heap pages left by generation would hide growth */
   long rss0 = rss_bytes();
   struct mallinfo2 mi0 = mallinfo2();
-  table = calloc(table_cap, sizeof *table);
   size_t applied = 0;
   perf_ctl("enable\n");
   phase_begin();
@@ -319,18 +297,22 @@ int main(int argc, char **argv) {
   perf_ctl("disable\n");
   long rss1 = rss_bytes();
   struct mallinfo2 mi1 = mallinfo2();
+  size_t table_bytes = table.cap * sizeof *table.slots;
+  table_count = model_aggset_count(&table);
+  aggs_all = malloc((table_count + 1) * sizeof *aggs_all);
+  if (!aggs_all) abort();
+  model_aggset_take(&table, aggs_all);
   malloc_trim(0); /* what a worker could give back after a burst: whole free pages */
   long rss2 = rss_bytes();
 
   size_t mem = 0, students = 0, filled = 0;
-  for (size_t j = 0; j < table_cap; j++) {
-    if (!table[j].hash) continue;
-    mem += model_aggregate_memory(table[j].agg);
-    size_t ns = model_aggregate_student_count(table[j].agg);
+  for (size_t j = 0; j < table_count; j++) {
+    mem += model_aggregate_memory(aggs_all[j]);
+    size_t ns = model_aggregate_student_count(aggs_all[j]);
     students += ns;
     for (size_t s = 0; s < ns; s++) {
       model_student_view_t v;
-      model_aggregate_student(table[j].agg, s, &v);
+      model_aggregate_student(aggs_all[j], s, &v);
       filled += v.has_member && v.has_submission && v.has_grade;
     }
   }
@@ -344,7 +326,7 @@ int main(int argc, char **argv) {
          (double)students / aggs, 100.0 * (double)filled / (double)students);
   printf("  RSS growth %.0f bytes/aggregate, %.0f after malloc_trim (hash table included: %.0f); malloc in use %.0f, "
          "free in heap %.0f; model_aggregate_memory %.0f\n",
-         (double)(rss1 - rss0) / aggs, (double)(rss2 - rss0) / aggs, (double)(table_cap * sizeof *table) / aggs,
+         (double)(rss1 - rss0) / aggs, (double)(rss2 - rss0) / aggs, (double)table_bytes / aggs,
          (double)((long)(mi1.uordblks + mi1.hblkhd) - (long)(mi0.uordblks + mi0.hblkhd)) / aggs,
          (double)((long)mi1.fordblks - (long)mi0.fordblks) / aggs, (double)mem / aggs);
 
@@ -352,13 +334,12 @@ int main(int argc, char **argv) {
   phase_begin();
   c0 = cpu_now();
   t0 = now();
-  for (size_t j = 0; j < table_cap; j++) {
-    if (!table[j].hash) continue;
+  for (size_t j = 0; j < table_count; j++) {
     size_t tl, al;
-    const char *t = model_aggregate_tenant(table[j].agg, &tl), *a = model_aggregate_assignment(table[j].agg, &al);
+    const char *t = model_aggregate_tenant(aggs_all[j], &tl), *a = model_aggregate_assignment(aggs_all[j], &al);
     model_aggregate_t *e = model_aggregate_new(t, tl, a, al);
-    model_aggregate_merge(e, table[j].agg);
-    if (!model_aggregate_equal(e, table[j].agg)) abort();
+    model_aggregate_merge(e, aggs_all[j]);
+    if (!model_aggregate_equal(e, aggs_all[j])) abort();
     model_aggregate_destroy(e);
   }
   double t_merge = now() - t0, c_merge = cpu_now() - c0;
@@ -369,10 +350,9 @@ int main(int argc, char **argv) {
   size_t bson_bytes = 0, json_bytes = 0;
   phase_begin();
   t0 = now();
-  for (size_t j = 0; j < table_cap; j++) {
-    if (!table[j].hash) continue;
+  for (size_t j = 0; j < table_count; j++) {
     bson_t b = BSON_INITIALIZER;
-    model_codec_to_bson(table[j].agg, 1, 1788220800000LL, &b);
+    model_codec_to_bson(aggs_all[j], 1, 1788220800000LL, &b);
     bson_bytes += b.len;
     bson_destroy(&b);
   }
@@ -381,10 +361,9 @@ int main(int argc, char **argv) {
   model_buf_t jb = MODEL_BUF_INIT;
   phase_begin();
   t0 = now();
-  for (size_t j = 0; j < table_cap; j++) {
-    if (!table[j].hash) continue;
+  for (size_t j = 0; j < table_count; j++) {
     model_buf_clear(&jb);
-    model_codec_to_json(table[j].agg, 1, 1788220800000LL, &jb);
+    model_codec_to_json(aggs_all[j], 1, 1788220800000LL, &jb);
     json_bytes += jb.len;
   }
   double t_json = now() - t0;
@@ -396,8 +375,9 @@ int main(int argc, char **argv) {
   printf("RESULT apply_cps=%.0f merge_ns=%.0f rss=%.0f mem=%.0f bson=%.0f\n", (double)n / c_all, c_merge / aggs * 1e9,
          (double)(rss1 - rss0) / aggs, (double)mem / aggs, (double)bson_bytes / aggs);
 
-  for (size_t j = 0; j < table_cap; j++) model_aggregate_destroy(table[j].agg);
-  free(table);
+  for (size_t j = 0; j < table_count; j++) model_aggregate_destroy(aggs_all[j]);
+  free(aggs_all);
+  model_aggset_free(&table);
   free(cmd);
   free(off);
   model_buf_destroy(&text);
