@@ -1,9 +1,11 @@
 #include "keys.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aggregate.h"
+#include "oom.h"
 
 typedef struct {
   model_keys_of_fn key_of;
@@ -15,9 +17,94 @@ static int compare(const void *a, const void *b, void *order_) {
   return strcmp(o->key_of(a, o->ctx), o->key_of(b, o->ctx));
 }
 
+/* The sort skips the bytes every key shares (the tenant's name, say), then
+ * orders the elements by the next 16 bytes of their keys read as a
+ * big-endian number (a shorter key padded with zero bytes, so that it sorts
+ * before the keys it is a prefix of, as strcmp has it), with a radix sort:
+ * a byte at a time, least significant first, skipping the bytes where every
+ * key has the same. Keys equal in those 16 bytes are then put in strcmp
+ * order among themselves. Aggregate keys ("tenant/assignment") mostly differ
+ * within them; strcmp through qsort costs several times as much per
+ * element. */
+typedef struct {
+  uint64_t hi, lo;
+  size_t index;
+} keyed_t;
+
+static void window_of(const char *k, keyed_t *out) {
+  uint64_t w[2] = {0, 0};
+  for (int i = 0; i < 16 && k[i]; i++) w[i / 8] |= (uint64_t)(unsigned char)k[i] << (56 - 8 * (i % 8));
+  out->hi = w[0];
+  out->lo = w[1];
+}
+
+static inline unsigned digit(const keyed_t *e, int d) {
+  return (unsigned)((d < 8 ? e->lo >> (8 * d) : e->hi >> (8 * (d - 8))) & 0xff);
+}
+
+static void radix(keyed_t *a, keyed_t *tmp, size_t n) {
+  size_t count[16][256];
+  memset(count, 0, sizeof count);
+  for (size_t i = 0; i < n; i++)
+    for (int d = 0; d < 16; d++) count[d][digit(&a[i], d)]++;
+  for (int d = 0; d < 16; d++) {
+    if (count[d][digit(&a[0], d)] == n) continue; /* every key has this byte */
+    size_t at = 0;
+    for (int v = 0; v < 256; v++) {
+      size_t c = count[d][v];
+      count[d][v] = at;
+      at += c;
+    }
+    for (size_t i = 0; i < n; i++) tmp[count[d][digit(&a[i], d)]++] = a[i];
+    memcpy(a, tmp, n * sizeof *a);
+  }
+}
+
+/* How many first bytes every key has in common. */
+static size_t common_prefix(const void *base, size_t n, size_t size, model_keys_of_fn key_of, void *ctx) {
+  const char *first = key_of(base, ctx);
+  size_t c = strlen(first);
+  for (size_t i = 1; i < n && c > 0; i++) {
+    const char *k = key_of((const char *)base + i * size, ctx);
+    size_t j = 0;
+    while (j < c && k[j] == first[j]) j++;
+    c = j;
+  }
+  return c;
+}
+
+typedef struct {
+  const char *base;
+  size_t size;
+  order_t order;
+} tail_t;
+
+static int compare_keyed(const void *a, const void *b, void *tail_) {
+  const tail_t *t = tail_;
+  const keyed_t *x = a, *y = b;
+  return compare(t->base + x->index * t->size, t->base + y->index * t->size, (void *)&t->order);
+}
+
 void model_keys_sort(void *base, size_t n, size_t size, model_keys_of_fn key_of, void *ctx) {
   if (n < 2) return;
-  qsort_r(base, n, size, compare, &(order_t){key_of, ctx});
+  size_t skip = common_prefix(base, n, size, key_of, ctx);
+  keyed_t *k = oom_malloc(2 * n * sizeof *k);
+  for (size_t i = 0; i < n; i++) {
+    window_of(key_of((const char *)base + i * size, ctx) + skip, &k[i]);
+    k[i].index = i;
+  }
+  radix(k, k + n, n);
+  tail_t tail = {base, size, {key_of, ctx}};
+  for (size_t i = 0, j; i < n; i = j) { /* runs of equal windows, in full key order */
+    j = i + 1;
+    while (j < n && k[j].hi == k[i].hi && k[j].lo == k[i].lo) j++;
+    if (j - i > 1 && (k[i].lo & 0xff)) qsort_r(k + i, j - i, sizeof *k, compare_keyed, &tail);
+  }
+  char *out = oom_malloc(n * size);
+  for (size_t i = 0; i < n; i++) memcpy(out + i * size, (const char *)base + k[i].index * size, size);
+  memcpy(base, out, n * size);
+  free(out);
+  free(k);
 }
 
 size_t model_keys_find(const void *base, size_t n, size_t size, model_keys_of_fn key_of, void *ctx, const char *key) {

@@ -27,6 +27,36 @@ START_TEST(sort_orders_by_key_bytes) {
 }
 END_TEST
 
+static int strcmp_elems(const void *a, const void *b) {
+  return strcmp(((const elem_t *)a)->key, ((const elem_t *)b)->key);
+}
+
+/* Keys of 0 to 19 bytes over a 3-letter alphabet (so that many share their
+ * first 8 bytes, and some are prefixes of others), high bytes among them:
+ * the order is strcmp's (bytes as unsigned), duplicates included. */
+START_TEST(sort_agrees_with_strcmp_on_shared_prefixes) {
+  enum { N = 3000 };
+  static char keys[N][20];
+  static elem_t v[N], want[N];
+  static const char alphabet[] = {'a', 'b', '\xe9'};
+  unsigned seed = 12345;
+  for (size_t i = 0; i < N; i++) {
+    seed = seed * 1103515245u + 12345u;
+    size_t len = (seed >> 16) % 20;
+    for (size_t j = 0; j < len; j++) {
+      seed = seed * 1103515245u + 12345u;
+      keys[i][j] = alphabet[(seed >> 16) % 3];
+    }
+    keys[i][len] = 0;
+    v[i] = want[i] = (elem_t){keys[i], (int)i};
+  }
+  model_keys_sort(v, N, sizeof *v, key_of_elem, NULL);
+  qsort(want, N, sizeof *want, strcmp_elems);
+  for (size_t i = 0; i < N; i++) ck_assert_msg(!strcmp(v[i].key, want[i].key), "at %zu", i);
+  for (size_t i = 0; i < N; i++) ck_assert_ptr_eq(v[i].key, keys[v[i].payload]); /* elements move whole */
+}
+END_TEST
+
 START_TEST(find_returns_the_index_or_n) {
   elem_t v[] = {{"a", 0}, {"b", 0}, {"c", 0}, {"e", 0}};
   size_t n = sizeof v / sizeof *v;
@@ -81,6 +111,7 @@ Suite *test_suite(void) {
   Suite *s = suite_create("keys");
   TCase *tc = tcase_create("keys");
   tcase_add_test(tc, sort_orders_by_key_bytes);
+  tcase_add_test(tc, sort_agrees_with_strcmp_on_shared_prefixes);
   tcase_add_test(tc, find_returns_the_index_or_n);
   tcase_add_test(tc, sort_through_an_index_with_context);
   tcase_add_test(tc, manual_clock_moves_only_when_told);
