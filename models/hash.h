@@ -1,16 +1,12 @@
-/* The project's non-cryptographic hashes: FNV-1a (the batch's key
- * tables) and hash_words (the aggregate's student fingerprints, the file
- * replay's key table), both for short keys.
+/* The project's one non-cryptographic hash, hash_words: the aggregate keys
+ * of the batch's and the replay's tables (model_aggset_hash) and the
+ * aggregate's student fingerprints, all short keys.
  *
- * Why FNV-1a: keys are short ids (at most 64 bytes, validated by the
- * decoder), it is a few instructions per byte, and its distribution is good
- * enough for open addressing on such keys. It is not keyed: tables hashed
- * with it must not face keys chosen by an attacker to collide. Ours hold
- * tenant and assignment ids from trusted upstream services.
- *
- * Streams: start from HASH_FNV1A32_INIT / HASH_FNV1A64_INIT, feed bytes with
- * hash_fnv1a32/64 (the result of one call is the state for the next), so a
- * hash of "tenant/assignment" needs no concatenated copy. */
+ * Keys are short ids (at most 64 bytes, validated by the decoder), and its
+ * distribution is good enough for open addressing on such keys. It is not
+ * keyed: tables hashed with it must not face keys chosen by an attacker to
+ * collide. Ours hold tenant and assignment ids from trusted upstream
+ * services. */
 #ifndef HASH_H
 #define HASH_H
 
@@ -18,23 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define HASH_FNV1A32_INIT 2166136261u
-#define HASH_FNV1A64_INIT 14695981039346656037ull
-
-static inline uint32_t hash_fnv1a32(uint32_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
-  return h;
-}
-
-static inline uint64_t hash_fnv1a64(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-/* hash_words: the same use as FNV-1a (short trusted ids, open addressing,
- * not keyed) at a few instructions per 8 bytes instead of per byte.
+/* hash_words: a few instructions per 8 bytes of key.
  *
  * Each step XORs one 8-byte little-endian word of the key into the state,
  * multiplies by an odd 64-bit constant and folds the high half onto the
@@ -55,7 +35,7 @@ static inline uint64_t hash_fnv1a64(uint64_t h, const void *data, size_t n) {
  * as its first, middle and last byte. No read goes past p + n, so keys may
  * sit at the end of any buffer.
  *
- * Streams like FNV-1a: start from HASH_WORDS_INIT, feed parts with
+ * Streams: start from HASH_WORDS_INIT, feed parts with
  * hash_words (each call's result is the state for the next), finish with
  * hash_words_final32. The parts' lengths are in the state, so a
  * "tenant/assignment" key needs no separator. */

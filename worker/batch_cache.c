@@ -2,12 +2,13 @@
 
 #include <string.h>
 
-#include "hash.h"
+#include "aggset.h"
 #include "oom.h"
 
-/* Keys hash with FNV-1a (hash.h): they are short and this is not exposed to
- * hash flooding beyond a tenant's own ids, which are validated. A key is at
- * most two ids and a slash: its length fits the entry's byte. */
+/* Keys hash as every aggregate key does (model_aggset_hash: hash_words,
+ * hash.h): they are short and this is not exposed to hash flooding beyond a
+ * tenant's own ids, which are validated. A key is at most two ids and a
+ * slash: its length fits the entry's byte. */
 _Static_assert(2 * MODEL_ID_MAX + 1 <= UINT8_MAX, "batch_entry_t.key_len is a byte");
 
 void batch_cache_init(batch_cache_t *c) {
@@ -58,9 +59,7 @@ static void grow(batch_cache_t *c) {
 
 batch_entry_t *batch_cache_get(batch_cache_t *c, const model_command_t *cmd, bool *created) {
   size_t n = (size_t)cmd->tenant_len + 1 + cmd->assignment_len;
-  uint32_t h = hash_fnv1a32(HASH_FNV1A32_INIT, cmd->tenant, cmd->tenant_len);
-  h = hash_fnv1a32(h, "/", 1);
-  h = hash_fnv1a32(h, cmd->assignment, cmd->assignment_len);
+  uint32_t h = model_aggset_hash(cmd->tenant, cmd->tenant_len, cmd->assignment, cmd->assignment_len);
   batch_entry_t *e = find(c, cmd, n, h);
   *created = !e;
   if (e) return e;

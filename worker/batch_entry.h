@@ -28,7 +28,7 @@
 typedef struct batch_entry {
   struct batch_entry *hash_next;
   /* The aggregate's key "<tenant>/<assignment>" (NUL-terminated), in the
-   * entry's own allocation, right after it; and its FNV-1a hash. A lookup
+   * entry's own allocation, right after it; and its hash (model_aggset_hash). A lookup
    * compares the hash, then the key, without touching the aggregate, whose
    * block moves as it grows and is replaced when a stored document is
    * loaded: one memory access fewer per command, a cache miss each when the
