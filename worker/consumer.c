@@ -327,6 +327,12 @@ static void set_paused(consumer_t *c, bool pause) {
            LOG_INT, (int64_t)(batch_pending_bytes(c->batch) + deadletter_bytes(c->dlq)));
 }
 
+/* The configured bounds as gauges, at the start and after each reload. */
+static void report_bounds(const consumer_t *c) {
+  metrics_set_bounds((uint64_t)c->cfg->batch_max_pending_bytes, (uint64_t)c->cfg->cache_max_aggregates,
+                     (uint64_t)c->cfg->cache_max_bytes);
+}
+
 /* Per partition: the lag from the position and from the committed offset,
  * against the high watermark of the last fetch, and the oldest uncommitted
  * command's time. */
@@ -357,8 +363,7 @@ static void reload(consumer_t *c, const consumer_reload_t *rl) {
   config_destroy(next);
   batch_limits_t limits = batch_limits_from_config(c->cfg);
   batch_set_limits(c->batch, &limits);
-  metrics_set_bounds((uint64_t)c->cfg->batch_max_pending_bytes, (uint64_t)c->cfg->cache_max_aggregates,
-                     (uint64_t)c->cfg->cache_max_bytes);
+  report_bounds(c);
   flusher_set_retry(c->flusher, c->cfg->retry_backoff_ms, c->cfg->retry_backoff_max_ms);
   log_setup(c->cfg->log_level, c->cfg->log_format);
   log_info("configuration reloaded");
@@ -435,8 +440,7 @@ static void destroy_clients(consumer_t *c) {
 static bool start(consumer_t *c, const sink_t *sink, int *rc) {
   *rc = 1;
   c->offsets = offsets_new();
-  metrics_set_bounds((uint64_t)c->cfg->batch_max_pending_bytes, (uint64_t)c->cfg->cache_max_aggregates,
-                     (uint64_t)c->cfg->cache_max_bytes);
+  report_bounds(c);
   c->flusher = flusher_new(c->batch, sink, IDLE_PING_MS, c->clock);
   if (!c->flusher) {
     log_error("cannot start the writer thread");
