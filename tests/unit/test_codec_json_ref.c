@@ -7,12 +7,12 @@
  * escape, string lengths across word boundaries and doubles of every
  * class. */
 #include <check.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/corpus.h"
 #include "../tools/cmdgen.h"
 #include "codec.h"
 #include "model_fixtures.h"
@@ -251,37 +251,31 @@ START_TEST(test_generated_streams) {
 }
 END_TEST
 
+typedef struct corpus_ctx {
+  aggs_t all;
+  size_t accepted;
+} corpus_ctx_t;
+
+/* Each command of the corpus that decodes: its aggregate alone, and all of
+ * them merged (checked at the end). */
+static void corpus_command(const char *name, const char *data, size_t n, void *ctx_) {
+  (void)name;
+  corpus_ctx_t *ctx = ctx_;
+  model_reject_t rej;
+  if (!model_command_decode(data, n, 1 << 20, &cmd, &rej)) return;
+  ctx->accepted++;
+  model_aggregate_t *one = model_aggregate_new(cmd.tenant, cmd.tenant_len, cmd.assignment, cmd.assignment_len);
+  model_aggregate_apply(one, &cmd);
+  check_same(one, 1, 0);
+  model_aggregate_destroy(one);
+  model_aggregate_apply(aggs_route(&ctx->all, &cmd), &cmd);
+}
+
 START_TEST(test_fuzz_corpus) {
-  const char *src = getenv("AGG_SOURCE_DIR");
-  ck_assert_msg(src != NULL, "AGG_SOURCE_DIR is not set");
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus/fuzz_command", src);
-  DIR *d = opendir(dir);
-  ck_assert_msg(d != NULL, "cannot open %s", dir);
-  aggs_t all = {0};
-  size_t accepted = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char path[8192];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    char text[1 << 16];
-    size_t n = fread(text, 1, sizeof text, f);
-    fclose(f);
-    model_reject_t rej;
-    if (!model_command_decode(text, n, 1 << 20, &cmd, &rej)) continue;
-    accepted++;
-    model_aggregate_t *one = model_aggregate_new(cmd.tenant, cmd.tenant_len, cmd.assignment, cmd.assignment_len);
-    model_aggregate_apply(one, &cmd);
-    check_same(one, 1, 0);
-    model_aggregate_destroy(one);
-    model_aggregate_apply(aggs_route(&all, &cmd), &cmd);
-  }
-  closedir(d);
-  ck_assert_uint_gt(accepted, 0);
-  aggs_check_and_free(&all);
+  corpus_ctx_t ctx = {0};
+  corpus_each("fuzz_command", corpus_command, &ctx);
+  ck_assert_uint_gt(ctx.accepted, 0);
+  aggs_check_and_free(&ctx.all);
 }
 END_TEST
 

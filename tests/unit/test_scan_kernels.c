@@ -6,11 +6,11 @@
  * end of the buffer. test_command.c runs every one of its inputs through the
  * same check. */
 #include <check.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/corpus.h"
 #include "../fuzz/scan_diff.h"
 
 #define MAXB (1u << 20)
@@ -32,31 +32,14 @@ START_TEST(test_kernels_available) {
 }
 END_TEST
 
-START_TEST(test_corpus) {
-  const char *root = getenv("AGG_SOURCE_DIR");
-  ck_assert_msg(root != NULL, "AGG_SOURCE_DIR is not set");
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus/fuzz_command", root);
-  DIR *d = opendir(dir);
-  ck_assert_msg(d != NULL, "cannot open %s", dir);
-  int files = 0;
-  static char buf[1 << 20];
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    if (e->d_name[0] == '.') continue;
-    char path[4600];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    diff_ok(buf, n, e->d_name);
-    /* every prefix too: each one ends the buffer at another byte */
-    for (size_t k = 0; k < n && k < 400; k++) diff_ok(buf, k, e->d_name);
-    files++;
-  }
-  closedir(d);
-  ck_assert_int_gt(files, 0);
+static void corpus_file_ok(const char *name, const char *data, size_t n, void *ctx) {
+  (void)ctx;
+  diff_ok(data, n, name);
+  /* every prefix too: each one ends the buffer at another byte */
+  for (size_t k = 0; k < n && k < 400; k++) diff_ok(data, k, name);
 }
+
+START_TEST(test_corpus) { ck_assert_uint_gt(corpus_each("fuzz_command", corpus_file_ok, NULL), 0); }
 END_TEST
 
 /* A valid command whose id is `pad` bytes of 'x' then `piece`, then more
