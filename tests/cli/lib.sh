@@ -1,13 +1,15 @@
 # What the command-line tests share; sourced, not run. Sets BIN (the
 # aggregator binary, $AGGREGATOR) and T (a scratch directory removed on
 # exit), clears the AGGREGATOR_ variables of the caller's environment (a test
-# sets the ones it means), and keeps the count of failed checks.
+# sets the ones it means), and keeps the count of passed and failed checks.
 BIN="${AGGREGATOR:?AGGREGATOR must name the aggregator binary}"
 T="$(mktemp -d)"
 trap 'rm -rf "$T"' EXIT
 for v in $(env | sed -n 's/^\(AGGREGATOR_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 
 fails=0
+passes=0
+ok() { passes=$((passes + 1)); }
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 
 # run EXPECTED_STATUS ARGS...: runs the binary, stdout to $T/out, stderr to $T/err.
@@ -24,5 +26,5 @@ finish() {
     echo "$fails failure(s)" >&2
     exit 1
   fi
-  echo "$1: all checks passed"
+  if [ "$passes" -gt 0 ]; then echo "$1: all $passes checks passed"; else echo "$1: all checks passed"; fi
 }

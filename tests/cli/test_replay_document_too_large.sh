@@ -7,23 +7,14 @@
 # assignments are untouched.
 set -euo pipefail
 
-AGG=${AGGREGATOR:?set AGGREGATOR to the aggregator binary}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 export LC_ALL=C
-
-fails=0
-passes=0
-ok() { passes=$((passes + 1)); }
-fail() {
-  echo "FAIL: $*" >&2
-  fails=$((fails + 1))
-}
 
 # 4,200 grades of 4,000 bytes of feedback for t1/big (about 17.2 MB of
 # document), then one for t1/small, then a shorter feedback for a student
 # t1/big holds (it shrinks the document: it fits).
-python3 - "$TMP/in.jsonl" <<'PY'
+python3 - "$T/in.jsonl" <<'PY'
 import json, sys
 def grade(i, assignment, student, version, feedback):
     return json.dumps({"id": "g%d" % i, "type": "grade.updated", "tenant": "t1", "assignment": assignment,
@@ -37,13 +28,13 @@ with open(sys.argv[1], "w") as f:
 PY
 
 set +e
-"$AGG" replay --input "$TMP/in.jsonl" --output "$TMP/out.jsonl" --rejects "$TMP/rej.jsonl" 2>"$TMP/err"
+"$BIN" replay --input "$T/in.jsonl" --output "$T/out.jsonl" --rejects "$T/rej.jsonl" 2>"$T/err"
 rc=$?
 set -e
-[ "$rc" -eq 0 ] && ok || fail "exit $rc: $(head -c 300 "$TMP/err")"
+[ "$rc" -eq 0 ] && ok || fail "exit $rc: $(head -c 300 "$T/err")"
 
 LIMIT=$((16 * 1024 * 1024 - 64 - 6)) # the statement's envelope and the _id "t1/big"
-python3 - "$TMP/out.jsonl" "$TMP/rej.jsonl" "$TMP/err" "$LIMIT" <<'PY' && ok || fail "see above"
+python3 - "$T/out.jsonl" "$T/rej.jsonl" "$T/err" "$LIMIT" <<'PY' && ok || fail "see above"
 import json, re, sys
 out, rej, err, limit = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 docs = {d["_id"]: d for d in map(json.loads, open(out))}
@@ -73,5 +64,4 @@ for p in problems:
 sys.exit(1 if problems else 0)
 PY
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish test_replay_document_too_large
