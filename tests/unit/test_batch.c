@@ -560,58 +560,76 @@ static model_aggregate_t *full_document(void) {
   return a;
 }
 
+/* The three tests on t1/big stored full: the store holds full_document(),
+ * want starts as its copy, and b holds its commands through t. */
+typedef struct full_case {
+  mem_store_t s;
+  model_aggregate_t *stored, *want;
+  test_holder_t t;
+  batch_t *b;
+} full_case_t;
+
+static void full_case_start(full_case_t *f) {
+  mem_init(&f->s);
+  f->stored = full_document();
+  f->want = model_aggregate_clone(f->stored);
+  mem_put(&f->s, f->stored);
+  f->b = holding_batch(&f->t);
+}
+
+/* Destroys the batch, which releases whatever it still holds. */
+static void full_case_end(full_case_t *f) {
+  batch_destroy(f->b);
+  ck_assert_int_eq(f->t.released, f->t.held);
+  model_aggregate_destroy(f->stored);
+  model_aggregate_destroy(f->want);
+  mem_free(&f->s);
+}
+
 /* After a restart (cold cache) the aggregate is an overlay: the new student
  * fits the overlay but not the stored document. The flush that loads it
  * rebuilds it from the stored document and the held commands: exactly that
  * command is rejected late (document_too_large), the others are applied,
  * the document is written once, whole, and the store never refuses it. */
 START_TEST(an_overlay_past_the_limit_rejects_late_what_does_not_fit) {
-  mem_store_t s;
-  mem_init(&s);
-  model_aggregate_t *stored = full_document(), *want = model_aggregate_clone(stored);
-  mem_put(&s, stored);
-  test_holder_t t;
-  batch_t *b = holding_batch(&t);
+  full_case_t f;
+  full_case_start(&f);
   model_command_t a = long_grade("big", "s1", "h1", 2, MODEL_FEEDBACK_MAX); /* same size: fits */
   model_command_t big = long_grade("big", "zz", "n1", 1, MODEL_FEEDBACK_MAX);
   model_command_t c = long_grade("big", "s2", "h2", 2, MODEL_FEEDBACK_MAX);
   model_command_t small = roster("small", "s1", "x1", 1, true);
-  apply_held(b, &t, &a);
-  apply_held(b, &t, &big);
-  apply_held(b, &t, &c);
-  apply_held(b, &t, &small);
-  model_aggregate_apply(want, &a);
-  model_aggregate_apply(want, &c);
+  apply_held(f.b, &f.t, &a);
+  apply_held(f.b, &f.t, &big);
+  apply_held(f.b, &f.t, &c);
+  apply_held(f.b, &f.t, &small);
+  model_aggregate_apply(f.want, &a);
+  model_aggregate_apply(f.want, &c);
   double refused0 = metric("\naggregator_store_too_large_total ");
 
-  writer_job_t *job = batch_flush_begin(b, mem_at(0));
-  sink_t sink = mem_sink(&s);
+  writer_job_t *job = batch_flush_begin(f.b, mem_at(0));
+  sink_t sink = mem_sink(&f.s);
   writer_execute(&sink, job);
   ck_assert_uint_eq(job->too_large, 1);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_PARTIAL);
-  ck_assert_int_eq(t.nrejected, 1);
-  ck_assert_int_eq(t.rejected[0], 1); /* big, the second held */
-  ck_assert_int_eq(t.last.code, MODEL_REJ_DOCUMENT_TOO_LARGE);
-  ck_assert_uint_eq(batch_stats(b)->too_large, 1);
-  ck_assert_uint_eq(batch_stats(b)->applied, 3);
-  ck_assert_int_eq(t.released, t.held); /* loaded: nothing held any more */
-  ck_assert(batch_dirty(b));
-  ck_assert_uint_lt(batch_durable_seq(b), batch_seq(b)); /* not written yet: nothing past it committable */
-  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 1);
+  ck_assert_int_eq(batch_flush_end(f.b, job, mem_at(0), NULL), BATCH_PARTIAL);
+  ck_assert_int_eq(f.t.nrejected, 1);
+  ck_assert_int_eq(f.t.rejected[0], 1); /* big, the second held */
+  ck_assert_int_eq(f.t.last.code, MODEL_REJ_DOCUMENT_TOO_LARGE);
+  ck_assert_uint_eq(batch_stats(f.b)->too_large, 1);
+  ck_assert_uint_eq(batch_stats(f.b)->applied, 3);
+  ck_assert_int_eq(f.t.released, f.t.held); /* loaded: nothing held any more */
+  ck_assert(batch_dirty(f.b));
+  ck_assert_uint_lt(batch_durable_seq(f.b), batch_seq(f.b)); /* not written yet: nothing past it committable */
+  ck_assert_int_eq(mem_find(&f.s, "t1/big")->rev, 1);
 
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
-  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2); /* written once */
-  ck_assert(model_aggregate_equal(mem_find(&s, "t1/big")->agg, want));
-  ck_assert_uint_le(statement_bytes(mem_find(&s, "t1/big")->agg), SINK_MAX_DOCUMENT_BYTES);
-  ck_assert_int_eq(mem_find(&s, "t1/small")->rev, 1);
-  ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
+  ck_assert_int_eq(mem_flush(f.b, &f.s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_find(&f.s, "t1/big")->rev, 2); /* written once */
+  ck_assert(model_aggregate_equal(mem_find(&f.s, "t1/big")->agg, f.want));
+  ck_assert_uint_le(statement_bytes(mem_find(&f.s, "t1/big")->agg), SINK_MAX_DOCUMENT_BYTES);
+  ck_assert_int_eq(mem_find(&f.s, "t1/small")->rev, 1);
+  ck_assert_uint_eq(batch_durable_seq(f.b), batch_seq(f.b));
   ck_assert(metric("\naggregator_store_too_large_total ") == refused0);
-  ck_assert_uint_eq(batch_stats(b)->write_errors, 0);
-  batch_destroy(b);
-  ck_assert_int_eq(t.released, t.held);
-  model_aggregate_destroy(stored);
-  model_aggregate_destroy(want);
-  mem_free(&s);
+  ck_assert_uint_eq(batch_stats(f.b)->write_errors, 0);
+  full_case_end(&f);
 }
 END_TEST
 
@@ -619,28 +637,20 @@ END_TEST
  * replaced by 4 KiB) is rejected late; a grade that keeps its size is
  * applied. */
 START_TEST(a_slot_grown_past_the_limit_by_an_overlay_is_rejected_late) {
-  mem_store_t s;
-  mem_init(&s);
-  model_aggregate_t *stored = full_document(), *want = model_aggregate_clone(stored);
-  mem_put(&s, stored);
-  test_holder_t t;
-  batch_t *b = holding_batch(&t);
+  full_case_t f;
+  full_case_start(&f);
   model_command_t grow = long_grade("big", "s0", "i0", 3, MODEL_FEEDBACK_MAX);
   model_command_t keep = long_grade("big", "s3", "h3", 2, MODEL_FEEDBACK_MAX);
-  apply_held(b, &t, &grow);
-  apply_held(b, &t, &keep);
-  model_aggregate_apply(want, &keep);
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
-  ck_assert_int_eq(t.nrejected, 1);
-  ck_assert_int_eq(t.rejected[0], 0);
-  ck_assert(model_aggregate_equal(mem_find(&s, "t1/big")->agg, want));
-  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
-  ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
-  batch_destroy(b);
-  ck_assert_int_eq(t.released, t.held);
-  model_aggregate_destroy(stored);
-  model_aggregate_destroy(want);
-  mem_free(&s);
+  apply_held(f.b, &f.t, &grow);
+  apply_held(f.b, &f.t, &keep);
+  model_aggregate_apply(f.want, &keep);
+  ck_assert_int_eq(mem_flush(f.b, &f.s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(f.t.nrejected, 1);
+  ck_assert_int_eq(f.t.rejected[0], 0);
+  ck_assert(model_aggregate_equal(mem_find(&f.s, "t1/big")->agg, f.want));
+  ck_assert_int_eq(mem_find(&f.s, "t1/big")->rev, 2);
+  ck_assert_uint_eq(batch_durable_seq(f.b), batch_seq(f.b));
+  full_case_end(&f);
 }
 END_TEST
 
@@ -688,34 +698,27 @@ END_TEST
  * document just written: the aggregate is rebuilt from it, the command is
  * rejected late, and the rest is written. */
 START_TEST(a_command_during_the_load_that_does_not_fit_is_rejected_late) {
-  mem_store_t s;
-  mem_init(&s);
-  model_aggregate_t *stored = full_document(), *want = model_aggregate_clone(stored);
-  mem_put(&s, stored);
-  test_holder_t t;
-  batch_t *b = holding_batch(&t);
+  full_case_t f;
+  full_case_start(&f);
   model_command_t a = long_grade("big", "s1", "h1", 2, MODEL_FEEDBACK_MAX);
   model_command_t big = long_grade("big", "zz", "n1", 1, MODEL_FEEDBACK_MAX);
-  apply_held(b, &t, &a);
-  model_aggregate_apply(want, &a);
-  writer_job_t *job = batch_flush_begin(b, mem_at(0));
-  apply_held(b, &t, &big);
-  sink_t sink = mem_sink(&s);
+  apply_held(f.b, &f.t, &a);
+  model_aggregate_apply(f.want, &a);
+  writer_job_t *job = batch_flush_begin(f.b, mem_at(0));
+  apply_held(f.b, &f.t, &big);
+  sink_t sink = mem_sink(&f.s);
   writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
-  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2); /* a landed */
-  ck_assert_int_eq(t.nrejected, 1);
-  ck_assert_int_eq(t.rejected[0], 1);
-  ck_assert_int_eq(t.released, 2);
-  ck_assert(!batch_dirty(b)); /* nothing that fits is missing from the store: nothing more to write */
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
-  ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
-  ck_assert(model_aggregate_equal(mem_find(&s, "t1/big")->agg, want));
-  ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
-  batch_destroy(b);
-  model_aggregate_destroy(stored);
-  model_aggregate_destroy(want);
-  mem_free(&s);
+  ck_assert_int_eq(batch_flush_end(f.b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(mem_find(&f.s, "t1/big")->rev, 2); /* a landed */
+  ck_assert_int_eq(f.t.nrejected, 1);
+  ck_assert_int_eq(f.t.rejected[0], 1);
+  ck_assert_int_eq(f.t.released, 2);
+  ck_assert(!batch_dirty(f.b)); /* nothing that fits is missing from the store: nothing more to write */
+  ck_assert_int_eq(mem_flush(f.b, &f.s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_find(&f.s, "t1/big")->rev, 2);
+  ck_assert(model_aggregate_equal(mem_find(&f.s, "t1/big")->agg, f.want));
+  ck_assert_uint_eq(batch_durable_seq(f.b), batch_seq(f.b));
+  full_case_end(&f);
 }
 END_TEST
 
