@@ -350,36 +350,51 @@ static int64_t dlq_count(const scenario_t *s) {
   return hi;
 }
 
-/* The first dead-letter message carries the reason and its source. */
-static void assert_dlq_headers(const scenario_t *s) {
-  rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, "dlq-reader");
+/* The first message of the dead-letter topic, read by its own consumer;
+ * dead_letter_done frees both. */
+typedef struct dead_letter {
+  rd_kafka_t *rk;
+  rd_kafka_message_t *m;
+  rd_kafka_headers_t *h;
+} dead_letter_t;
+
+static dead_letter_t first_dead_letter(const scenario_t *s) {
+  dead_letter_t d = {client(RD_KAFKA_CONSUMER, "dlq-reader"), NULL, NULL};
   rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
   rd_kafka_topic_partition_list_add(l, s->dlq, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
-  ck_assert_int_eq(rd_kafka_assign(rk, l), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ck_assert_int_eq(rd_kafka_assign(d.rk, l), RD_KAFKA_RESP_ERR_NO_ERROR);
   rd_kafka_topic_partition_list_destroy(l);
-  rd_kafka_message_t *m = NULL;
-  for (int i = 0; i < 100 && !m; i++) {
-    m = rd_kafka_consumer_poll(rk, 100);
-    if (m && m->err) {
-      rd_kafka_message_destroy(m);
-      m = NULL;
+  for (int i = 0; i < 100 && !d.m; i++) {
+    d.m = rd_kafka_consumer_poll(d.rk, 100);
+    if (d.m && d.m->err) {
+      rd_kafka_message_destroy(d.m);
+      d.m = NULL;
     }
   }
-  ck_assert_msg(m, "no dead-letter message could be read");
-  rd_kafka_headers_t *h = NULL;
-  ck_assert_int_eq(rd_kafka_message_headers(m, &h), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ck_assert_msg(d.m, "no dead-letter message could be read");
+  ck_assert_int_eq(rd_kafka_message_headers(d.m, &d.h), RD_KAFKA_RESP_ERR_NO_ERROR);
+  return d;
+}
+
+static void dead_letter_done(dead_letter_t *d) {
+  rd_kafka_message_destroy(d->m);
+  rd_kafka_consumer_close(d->rk);
+  rd_kafka_destroy(d->rk);
+}
+
+/* The first dead-letter message carries the reason and its source. */
+static void assert_dlq_headers(const scenario_t *s) {
+  dead_letter_t d = first_dead_letter(s);
   const char *names[] = {"x-error-code", "x-error-detail", "x-source-topic", "x-source-partition",
                          "x-source-offset"};
   for (size_t i = 0; i < 5; i++) {
     const void *v;
     size_t n;
-    ck_assert_msg(rd_kafka_header_get_last(h, names[i], &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR && n > 0,
+    ck_assert_msg(rd_kafka_header_get_last(d.h, names[i], &v, &n) == RD_KAFKA_RESP_ERR_NO_ERROR && n > 0,
                   "header %s missing", names[i]);
     if (!strcmp(names[i], "x-source-topic")) ck_assert(n == strlen(s->topic) && !memcmp(v, s->topic, n));
   }
-  rd_kafka_message_destroy(m);
-  rd_kafka_consumer_close(rk);
-  rd_kafka_destroy(rk);
+  dead_letter_done(&d);
 }
 
 /* What every test starts from: a scenario in fresh topics, an empty store
@@ -621,29 +636,12 @@ static void produce_one(scenario_t *s, const char *key, const char *value) {
 
 /* The x-error-code of the first dead-letter message. */
 static void first_dead_letter_code(const scenario_t *s, char *out, size_t size) {
-  rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, "dlq-code-reader");
-  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(l, s->dlq, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
-  ck_assert_int_eq(rd_kafka_assign(rk, l), RD_KAFKA_RESP_ERR_NO_ERROR);
-  rd_kafka_topic_partition_list_destroy(l);
-  rd_kafka_message_t *m = NULL;
-  for (int i = 0; i < 100 && !m; i++) {
-    m = rd_kafka_consumer_poll(rk, 100);
-    if (m && m->err) {
-      rd_kafka_message_destroy(m);
-      m = NULL;
-    }
-  }
-  ck_assert_msg(m, "no dead-letter message could be read");
-  rd_kafka_headers_t *h = NULL;
+  dead_letter_t d = first_dead_letter(s);
   const void *v;
   size_t n;
-  ck_assert_int_eq(rd_kafka_message_headers(m, &h), RD_KAFKA_RESP_ERR_NO_ERROR);
-  ck_assert_int_eq(rd_kafka_header_get_last(h, "x-error-code", &v, &n), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ck_assert_int_eq(rd_kafka_header_get_last(d.h, "x-error-code", &v, &n), RD_KAFKA_RESP_ERR_NO_ERROR);
   snprintf(out, size, "%.*s", (int)n, (const char *)v);
-  rd_kafka_message_destroy(m);
-  rd_kafka_consumer_close(rk);
-  rd_kafka_destroy(rk);
+  dead_letter_done(&d);
 }
 
 /* A restart's cold cache: the stored document of t1/big has no room for
