@@ -362,8 +362,8 @@ START_TEST(test_hand_made) {
 END_TEST
 
 /* Strings alone: every byte value at every place of strings of 1 to 19
- * bytes (one and two words, and the tails), among clean bytes and among
- * bytes that need escapes. */
+ * bytes (one and two words, the two-word path of 8 to 16 bytes, and the
+ * tails), among clean bytes and among bytes that need escapes. */
 START_TEST(test_string_every_byte) {
   for (size_t n = 1; n < 20; n++) {
     for (size_t at = 0; at < n; at++) {
