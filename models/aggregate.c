@@ -478,9 +478,16 @@ model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg) {
   return c;
 }
 
-/* The counters, recomputed from the slots: assigned = students whose member
- * slot says assigned; of those, submitted and returned by their submission
- * status, and graded when their grade's points are not null. */
+void model_counts_add(model_counts_t *c, const model_student_view_t *s) {
+  if (!s->has_member || !s->assigned) return;
+  c->assigned++;
+  if (s->has_submission) {
+    c->submitted += s->submission_status == MODEL_SUBMISSION_SUBMITTED;
+    c->returned += s->submission_status == MODEL_SUBMISSION_RETURNED;
+  }
+  if (s->has_grade) c->graded += s->has_points;
+}
+
 model_counts_t model_aggregate_counts(const model_aggregate_t *agg) {
   model_counts_t c = {0, 0, 0, 0};
   model_table_cursor_t k;
@@ -488,16 +495,9 @@ model_counts_t model_aggregate_counts(const model_aggregate_t *agg) {
   const uint8_t *rec;
   size_t len;
   while ((rec = model_table_cursor_next(&k, &len)) != NULL) {
-    size_t pos[4];
-    uint8_t f = rec[model_rec_sections(rec, strlen((const char *)rec), len, pos)];
-    if ((f & (MODEL_REC_F_MEMBER | MODEL_REC_F_ASSIGNED)) != (MODEL_REC_F_MEMBER | MODEL_REC_F_ASSIGNED)) continue;
-    c.assigned++;
-    if (f & MODEL_REC_F_SUB) {
-      unsigned st = (f & MODEL_REC_F_SUBSTAT_MASK) >> MODEL_REC_F_SUBSTAT_SHIFT;
-      c.submitted += st == MODEL_SUBMISSION_SUBMITTED;
-      c.returned += st == MODEL_SUBMISSION_RETURNED;
-    }
-    if (f & MODEL_REC_F_GRADE) c.graded += model_rec_grade_has_points(rec + pos[MODEL_REC_GRADE]);
+    model_student_view_t s;
+    model_rec_decode_student(rec, &s);
+    model_counts_add(&c, &s);
   }
   return c;
 }

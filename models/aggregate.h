@@ -101,7 +101,8 @@ bool model_aggregate_find_student(const model_aggregate_t *agg, const char *id, 
 /* A deep copy; never NULL (out of memory aborts, see oom.h). */
 model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg);
 
-/* Derived counters, recomputed from the slots. */
+/* Derived counters, recomputed from the slots: model_counts_add over every
+ * student. */
 model_counts_t model_aggregate_counts(const model_aggregate_t *agg);
 
 /* Bytes of heap this aggregate owns (for memory bounds). */
@@ -147,6 +148,13 @@ typedef struct model_student_view {
   const char *feedback;
   size_t feedback_len;
 } model_student_view_t;
+
+/* The counters' rule for one student, added to *c: assigned counts the
+ * students whose member slot says assigned; of those, submitted and
+ * returned go by their submission status, and graded counts a grade whose
+ * points are not null. A codec that decodes every student anyway counts
+ * with it as it goes instead of calling model_aggregate_counts. */
+void model_counts_add(model_counts_t *c, const model_student_view_t *s);
 
 void model_aggregate_header(const model_aggregate_t *agg, model_header_view_t *out);
 size_t model_aggregate_student_count(const model_aggregate_t *agg);

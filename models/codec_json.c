@@ -168,12 +168,13 @@ void model_codec_to_json(const model_aggregate_t *agg, int64_t rev, int64_t upda
   put_header(out, agg);
   model_buf_append(out, ",\"students\":{", 13);
   size_t n = model_aggregate_student_count(agg);
+  model_counts_t c = {0, 0, 0, 0};
   for (size_t i = 0; i < n; i++) {
     model_student_view_t s;
     model_aggregate_student(agg, i, &s);
     put_student(out, &s, i == 0);
+    model_counts_add(&c, &s);
   }
-  model_counts_t c = model_aggregate_counts(agg);
   p = model_buf_space(out, GROUP_FIXED_MAX);
   PUT_LIT(p, "},\"counts\":{\"assigned\":");
   p += model_numfmt_i64(p, c.assigned);
