@@ -38,9 +38,17 @@ static const char digit_pairs[201] = "00010203040506070809"
                                      "80818283848586878889"
                                      "90919293949596979899";
 
+/* The digits go straight to their place in out: their count first (the
+ * small numbers of versions and counters need a compare or two), then from
+ * the right, two at a time. */
 size_t model_numfmt_u64(char *out, uint64_t v) {
-  char tmp[MODEL_NUMFMT_U64_MAX];
-  char *p = tmp + sizeof tmp;
+  if (v < 10) {
+    out[0] = (char)('0' + v);
+    return 1;
+  }
+  size_t n = 2;
+  for (uint64_t p = 100; n < MODEL_NUMFMT_U64_MAX && v >= p; p *= 10) n++;
+  char *p = out + n;
   while (v >= 100) {
     unsigned r = (unsigned)(v % 100);
     v /= 100;
@@ -53,8 +61,6 @@ size_t model_numfmt_u64(char *out, uint64_t v) {
   } else {
     *--p = (char)('0' + v);
   }
-  size_t n = (size_t)(tmp + sizeof tmp - p);
-  memcpy(out, p, n);
   return n;
 }
 
