@@ -25,17 +25,14 @@ static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d) {
 
 static bool is_leap(unsigned y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
-static inline uint64_t load8(const char *s) {
-  uint64_t w;
-  memcpy(&w, s, 8);
-  return w;
-}
-
-/* Whether every byte of w is 0..9. A byte above 9 sets bit 7 of itself (when
- * >= 0x80) or of itself plus 0x76; a carry out of a byte happens only when
- * that byte is already >= 0x8A, so it cannot hide a failure. */
-static inline bool all_below_10(uint64_t w) {
-  return ((w | (w + 0x7676767676767676ULL)) & 0x8080808080808080ULL) == 0;
+/* Whether every byte of w is at most its limit, w's bytes being below 0x80
+ * or failing: bias holds 0x80 - 1 - limit in each byte, and a byte above its
+ * limit sets bit 7 of itself plus its bias, a byte >= 0x80 bit 7 of itself.
+ * Only such a byte carries out of its sum, and it fails anyway, so the
+ * carry cannot hide a failure. Limits here: 9 for a digit (bias 0x76), 0
+ * for a separator after the XOR with its template (bias 0x7F). */
+static inline uint64_t over_limit(uint64_t w, uint64_t bias) {
+  return (w | (w + bias)) & 0x8080808080808080ULL;
 }
 
 /* Days since 1970-01-01 of a valid date, year >= 1: the calendar counted
@@ -48,41 +45,58 @@ static inline int64_t days_of(unsigned y, unsigned mo, unsigned dd) {
   return (int64_t)(yy * 365 + yy / 4 - c + c / 4 + from_march[mo] + dd - 1) - 719468;
 }
 
+/* The days of each month number 0..99 in a common year; 0 for a number
+ * that is no month, so that the day check (day >= 1) refuses it. */
+static const unsigned char month_days[100] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+static inline uint64_t load8(const char *s) {
+  uint64_t w;
+  memcpy(&w, s, 8);
+  return w;
+}
+
 /* model_timestamp_parse() for len 20..30; milli is len == 24, a constant in
  * each of the two instances below. */
 static inline __attribute__((always_inline)) bool parse(const char *s, size_t len, bool milli, int64_t *ms) {
   /* 01234567890123456789 0123
    * YYYY-MM-DDTHH:MM:SS[.F{1,9}]Z
    * The fixed part is checked as overlapping 8-byte words: XOR with a
-   * template of '0' digits and the separators leaves every byte 0..9, and
-   * the separators' bytes 0. Loads and templates both go through memory, so
+   * template of '0' digits and the separators leaves every digit's byte
+   * 0..9 and every separator's byte 0, which over_limit checks with one
+   * bias per word. Loads, templates and biases all go through memory, so
    * the check holds on either byte order. The common form, milliseconds
    * (24 bytes), is three words that cover all of it: [0, 8), [8, 16) and
    * [16, 24) (":SS.fffZ"); any other length checks [11, 19) ("HH:MM:SS")
    * as its third word and its fraction digit by digit. */
-  uint64_t t0, t1, t2, m0, m1, m2;
+  uint64_t t0, t1, t2, b0, b1, b2;
   memcpy(&t0, "0000-00-", 8);
   memcpy(&t1, "00T00:00", 8);
-  memcpy(&m0, "\0\0\0\0\xff\0\0\xff", 8);
-  memcpy(&m1, "\0\0\xff\0\0\xff\0\0", 8);
+  memcpy(&b0, "\x76\x76\x76\x76\x7f\x76\x76\x7f", 8);
+  memcpy(&b1, "\x76\x76\x7f\x76\x76\x7f\x76\x76", 8);
   if (milli) {
     memcpy(&t2, ":00.000Z", 8);
-    memcpy(&m2, "\xff\0\0\xff\0\0\0\xff", 8);
+    memcpy(&b2, "\x7f\x76\x76\x7f\x76\x76\x76\x7f", 8);
   } else {
     memcpy(&t2, "00:00:00", 8);
-    memcpy(&m2, "\0\0\xff\0\0\xff\0\0", 8);
+    memcpy(&b2, "\x76\x76\x7f\x76\x76\x7f\x76\x76", 8);
   }
   uint64_t a = load8(s) ^ t0, b = load8(s + 8) ^ t1, c = load8(s + (milli ? 16 : 11)) ^ t2;
-  if (!all_below_10(a) || !all_below_10(b) || !all_below_10(c) || ((a & m0) | (b & m1) | (c & m2)) != 0)
-    return false;
+  if (over_limit(a, b0) | over_limit(b, b1) | over_limit(c, b2)) return false;
   unsigned millis = 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   /* The words now hold digit values (separators 0), first byte lowest:
-   * w * 10 + (w >> 8) puts each two-digit number at its first byte. */
+   * w * 10 + (w >> 8) puts each two-digit number at its first byte, and
+   * every byte of the result is at most 99 (no carries between bytes). The
+   * clock's fields are checked together the same way as the digits: in
+   * "DDTHH:MM" the day at byte 0 must be >= 1 (bias 0x7F sets bit 7), the
+   * hour at byte 3 <= 23 and the minute at byte 6 <= 59 (bit 7 clear). */
   uint64_t pa = a * 10 + (a >> 8), pb = b * 10 + (b >> 8), pc = c * 10 + (c >> 8);
   unsigned y = (unsigned)(pa & 0xFF) * 100 + (unsigned)((pa >> 16) & 0xFF), mo = (unsigned)((pa >> 40) & 0xFF);
   unsigned dd = (unsigned)(pb & 0xFF), h = (unsigned)((pb >> 24) & 0xFF), mi = (unsigned)((pb >> 48) & 0xFF);
-  unsigned se = (unsigned)((pc >> (milli ? 8 : 48)) & 0xFF);
+  unsigned se_at = milli ? 8 : 48, se = (unsigned)((pc >> se_at) & 0xFF);
+  uint64_t clock = ((pb & 0x00FF0000FF0000FFULL) + 0x004400006800007FULL) & 0x0080000080000080ULL;
+  uint64_t sec = ((pc & (0xFFULL << se_at)) + (0x44ULL << se_at)) & (0x80ULL << se_at);
+  if ((clock ^ 0x80) | sec) return false;
   if (milli) millis = (unsigned)((pc >> 32) & 0xFF) * 10 + (unsigned)((c >> 48) & 0xFF);
 #else
 #define d(s, i) ((unsigned)((s)[i] - '0'))
@@ -91,10 +105,11 @@ static inline __attribute__((always_inline)) bool parse(const char *s, size_t le
   unsigned h = d(s, 11) * 10 + d(s, 12), mi = d(s, 14) * 10 + d(s, 15), se = d(s, 17) * 10 + d(s, 18);
   if (milli) millis = d(s, 20) * 100 + d(s, 21) * 10 + d(s, 22);
 #undef d
+  if (dd < 1 || h > 23 || mi > 59 || se > 59) return false;
 #endif
-  if (y < 1 || mo < 1 || mo > 12 || dd < 1 || h > 23 || mi > 59 || se > 59) return false;
-  static const unsigned char mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (dd > mdays[mo - 1] && !(mo == 2 && dd == 29 && is_leap(y))) return false;
+  /* The month's range goes with the day's: month_days is 0 for a number
+   * that is no month. */
+  if (y < 1 || (dd > month_days[mo] && !(mo == 2 && dd == 29 && is_leap(y)))) return false;
   if (!milli) {
     size_t i = 19;
     if (s[i] == '.') {
@@ -111,7 +126,7 @@ static inline __attribute__((always_inline)) bool parse(const char *s, size_t le
     }
     if (i != len - 1 || s[i] != 'Z') return false;
   }
-  *ms = ((days_of(y, mo, dd) * 24 + h) * 60 + mi) * 60000 + (int64_t)se * 1000 + millis;
+  *ms = days_of(y, mo, dd) * 86400000 + (int64_t)(h * 3600000 + mi * 60000 + se * 1000 + millis);
   return true;
 }
 

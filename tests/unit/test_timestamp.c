@@ -60,6 +60,26 @@ START_TEST(test_calendar) {
 }
 END_TEST
 
+/* Every value 00..99 of each clock field and of the month and the day, in
+ * both forms: the limits (hour 23, minute and second 59, day 1, month
+ * 1..12) are checked apart from the digits, on the packed pairs. */
+START_TEST(test_field_values) {
+  static const char *const bases[] = {"2024-02-29T23:59:59.999Z", "2024-02-29T23:59:59Z", "2023-12-31T00:00:00.5Z"};
+  static const size_t at[] = {5, 8, 11, 14, 17};
+  char buf[40];
+  for (size_t bi = 0; bi < sizeof bases / sizeof bases[0]; bi++) {
+    size_t n = strlen(bases[bi]);
+    for (size_t f = 0; f < sizeof at / sizeof at[0]; f++)
+      for (int v = 0; v < 100; v++) {
+        memcpy(buf, bases[bi], n);
+        buf[at[f]] = (char)('0' + v / 10);
+        buf[at[f] + 1] = (char)('0' + v % 10);
+        same(buf, n);
+      }
+  }
+}
+END_TEST
+
 START_TEST(test_random) {
   static const char alphabet[] = "0123456789-:.TZ9012345";
   uint64_t r = 0x243F6A8885A308D3ULL;
@@ -84,6 +104,7 @@ Suite *test_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_every_byte_everywhere);
   tcase_add_test(tc, test_calendar);
+  tcase_add_test(tc, test_field_values);
   tcase_add_test(tc, test_random);
   suite_add_tcase(s, tc);
   return s;
