@@ -2,10 +2,12 @@
  * (ref_timestamp.h): every byte value at every position of timestamps of
  * each length, every day of years around the leap rules, the ends of
  * February and of the year in every year, and random
- * strings over the timestamp alphabet. Verdicts and values must agree. */
+ * strings over the timestamp alphabet. Verdicts and values must agree.
+ * model_timestamp_format() against gmtime_r and snprintf. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "timestamp.h"
 #include "../fuzz/ref_timestamp.h"
@@ -98,6 +100,33 @@ START_TEST(test_random) {
 }
 END_TEST
 
+/* model_timestamp_format() against gmtime_r and snprintf: the ends of the
+ * range, every millisecond digit and random instants of years 0001..9999. */
+static void same_format(int64_t ms) {
+  char got[MODEL_TIMESTAMP_LEN + 1], want[64];
+  int64_t sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+  time_t t = (time_t)sec;
+  struct tm tm;
+  ck_assert(gmtime_r(&t, &tm) != NULL);
+  snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+           tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms - sec * 1000));
+  ck_assert_uint_eq(model_timestamp_format(ms, got), MODEL_TIMESTAMP_LEN);
+  ck_assert_msg(!strcmp(got, want), "%lld: got %s, want %s", (long long)ms, got, want);
+}
+
+START_TEST(test_format) {
+  static const int64_t edges[] = {-62135596800000LL, -62135596799999LL, -1, 0, 1, 999, 1000, 86399999, 86400000,
+                                  951782400000LL, 253402300799999LL};
+  for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) same_format(edges[i]);
+  for (int64_t k = 0; k < 1000; k++) same_format(1788220800000LL + k * 1001);
+  uint64_t r = 0x9E3779B97F4A7C15ULL;
+  for (int i = 0; i < 200000; i++) {
+    r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+    same_format((int64_t)(r % 315537897600000ULL) - 62135596800000LL);
+  }
+}
+END_TEST
+
 Suite *test_suite(void) {
   Suite *s = suite_create("timestamp");
   TCase *tc = tcase_create("timestamp");
@@ -106,6 +135,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_calendar);
   tcase_add_test(tc, test_field_values);
   tcase_add_test(tc, test_random);
+  tcase_add_test(tc, test_format);
   suite_add_tcase(s, tc);
   return s;
 }
