@@ -24,6 +24,7 @@
 
 #include "json_scan.h"
 #include "timestamp.h"
+#include "zero.h"
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -668,22 +669,6 @@ static void check_data(check_t *c, model_cmd_type_t t, const model_json_value_t 
   }
 }
 
-/* memset(p, 0, n) for a constant n >= 16, as 16-byte stores (the last one
- * overlapping): a few instructions where the compiler emits a string store
- * of one instruction per 8 bytes. The empty asm keeps the compiler from
- * seeing a memset and emitting that string store after all. */
-static inline __attribute__((always_inline)) void zero_prefix(void *p, size_t n) {
-#ifdef __SSE2__
-  char *d = p;
-  __m128i z = _mm_setzero_si128();
-  __asm__("" : "+x"(z));
-  for (size_t i = 0; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(void *)(d + i), z);
-  _mm_storeu_si128((__m128i *)(void *)(d + n - 16), z);
-#else
-  memset(p, 0, n);
-#endif
-}
-
 /* The zeroing in model_command_decode() relies on this layout. */
 _Static_assert(offsetof(model_command_t, data.grade.feedback) <=
                    offsetof(model_command_t, data.assignment.title) &&
@@ -745,7 +730,7 @@ bool model_command_decode(const char *buf, size_t len, size_t max_bytes, model_c
   } else {
     /* Zero every has_ flag, length and first string byte of all three data
      * variants: they all live in this prefix of the union. */
-    zero_prefix(&cmd->data, offsetof(model_command_t, data.assignment.title) - offsetof(model_command_t, data) + 1);
+    model_zero(&cmd->data, offsetof(model_command_t, data.assignment.title) - offsetof(model_command_t, data) + 1);
   }
   if (c.best != MODEL_OK) return false;
   cmd->type = (model_cmd_type_t)t;
