@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "zero.h"
+
 const uint8_t model_rec_slot_bits[3] = {
     MODEL_REC_F_MEMBER | MODEL_REC_F_ASSIGNED,
     MODEL_REC_F_SUB | MODEL_REC_F_SUBSTAT_MASK | MODEL_REC_F_SUBMITTED_AT | MODEL_REC_F_RETURNED_AT,
@@ -131,7 +133,7 @@ const char *model_rec_grade_feedback(const uint8_t *p, bool *has_points) {
 /* ---- decoders ---------------------------------------------------------------- */
 
 void model_rec_decode_header(const uint8_t *p, model_header_view_t *out) {
-  memset(out, 0, sizeof *out);
+  model_zero(out, sizeof *out);
   uint8_t f = *p++;
   if (!(f & H_PRESENT)) return;
   out->present = true;
@@ -175,7 +177,7 @@ static void decode_grade(const uint8_t *p, model_student_view_t *out) {
 }
 
 void model_rec_decode_student(const uint8_t *p, model_student_view_t *out) {
-  memset(out, 0, sizeof *out);
+  model_zero(out, sizeof *out);
   out->student = (const char *)p;
   out->student_len = strlen(out->student);
   p += out->student_len + 1;
