@@ -49,17 +49,6 @@ void model_buf_printf(model_buf_t *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
-/* Nonzero when some byte of the word w needs an escape: below 0x20, '"' or
- * '\\'. (x - k) & ~x & 0x80 per byte is the classic test for a byte below k
- * (k <= 0x80); equality is "below 1" after an XOR. Exact as a yes/no for the
- * whole word, which is all it is used for. The XORs leave the top bits
- * alone ('"' and '\\' are ASCII), so the three tests share one ~w. */
-static inline uint64_t word_needs_escape(uint64_t w) {
-  const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
-  uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
-  return ((w - ones * 0x20) | (q - ones) | (bs - ones)) & ~w & high;
-}
-
 static char *escape_byte(char *d, unsigned char c) {
   static const char hex[] = "0123456789abcdef";
   if (c >= 0x20 && c != '"' && c != '\\') {
@@ -92,14 +81,14 @@ static char *escape_byte(char *d, unsigned char c) {
  * halves. Reads stay within s[0..n) and writes within what the literal
  * occupies; a tail with a byte to escape, or under four bytes after an
  * escape or in a key under four bytes, is walked byte by byte. */
-static __attribute__((noinline)) char *quote_words(char *dst, const char *s, size_t n) {
+char *model_buf_json_quote_any(char *dst, const char *s, size_t n) {
   char *d = dst;
   *d++ = '"';
   size_t i = 0;
   uint64_t w;
   while (i + 8 <= n) {
     memcpy(&w, s + i, 8);
-    if (!word_needs_escape(w)) {
+    if (!model_buf_word_needs_escape(w)) {
       memcpy(d, &w, 8);
       d += 8;
       i += 8;
@@ -110,7 +99,7 @@ static __attribute__((noinline)) char *quote_words(char *dst, const char *s, siz
   size_t rem = n - i;
   if (rem && n >= 8 && (size_t)(d - dst) == i + 1) { /* verbatim so far: d - 8 + rem holds s[n - 8] */
     memcpy(&w, s + n - 8, 8);
-    if (!word_needs_escape(w)) {
+    if (!model_buf_word_needs_escape(w)) {
       memcpy(d + rem - 8, &w, 8);
       d += rem;
       i = n;
@@ -119,7 +108,7 @@ static __attribute__((noinline)) char *quote_words(char *dst, const char *s, siz
     uint32_t a, b;
     memcpy(&a, s + i, 4);
     memcpy(&b, s + n - 4, 4);
-    if (!word_needs_escape((uint64_t)b << 32 | a)) {
+    if (!model_buf_word_needs_escape((uint64_t)b << 32 | a)) {
       memcpy(d, &a, 4);
       memcpy(d + rem - 4, &b, 4);
       d += rem;
@@ -129,26 +118,6 @@ static __attribute__((noinline)) char *quote_words(char *dst, const char *s, siz
   for (; i < n; i++) d = escape_byte(d, (unsigned char)s[i]);
   *d++ = '"';
   return d;
-}
-
-/* Most strings of a document (student and command ids) are 8 to 16 clean
- * bytes: two words cover them (the second ending at the last byte,
- * overlapping the first), tested and copied at once, with no loop. Anything
- * else, or a string with a byte to escape, goes the word-by-word way. */
-char *model_buf_json_quote(char *dst, const char *s, size_t n) {
-  if (n - 8 <= 8) {
-    uint64_t a, b;
-    memcpy(&a, s, 8);
-    memcpy(&b, s + n - 8, 8);
-    if (!(word_needs_escape(a) | word_needs_escape(b))) {
-      dst[0] = '"';
-      memcpy(dst + 1, &a, 8);
-      memcpy(dst + 1 + n - 8, &b, 8);
-      dst[n + 1] = '"';
-      return dst + n + 2;
-    }
-  }
-  return quote_words(dst, s, n);
 }
 
 void model_buf_json_string(model_buf_t *b, const char *s, size_t n) {

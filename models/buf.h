@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct model_buf {
   char *data;
@@ -42,9 +43,43 @@ void model_buf_json_string(model_buf_t *b, const char *s, size_t n);
 /* The most bytes a JSON string literal of n input bytes takes: each byte
  * escaped as \u00XX, and the quotes. */
 #define MODEL_BUF_JSON_STRING_MAX(n) (6 * (size_t)(n) + 2)
+/* Nonzero when some byte of the word w needs an escape: below 0x20, '"' or
+ * '\\'. (x - k) & ~x & 0x80 per byte is the classic test for a byte below k
+ * (k <= 0x80); equality is "below 1" after an XOR. Exact as a yes/no for the
+ * whole word, which is all it is used for. The XORs leave the top bits
+ * alone ('"' and '\\' are ASCII), so the three tests share one ~w. */
+static inline uint64_t model_buf_word_needs_escape(uint64_t w) {
+  const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+  uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+  return ((w - ones * 0x20) | (q - ones) | (bs - ones)) & ~w & high;
+}
+
+/* model_buf_json_quote for any string: clean words copied whole, the bytes
+ * to escape one by one (buf.c). */
+char *model_buf_json_quote_any(char *dst, const char *s, size_t n);
+
 /* Writes the literal model_buf_json_string appends to dst, which has room for
- * MODEL_BUF_JSON_STRING_MAX(n) bytes, and returns the end of what it wrote. */
-char *model_buf_json_quote(char *dst, const char *s, size_t n);
+ * MODEL_BUF_JSON_STRING_MAX(n) bytes, and returns the end of what it wrote.
+ * Most strings of a document (student and command ids) are 8 to 16 clean
+ * bytes: two words cover them (the second ending at the last byte,
+ * overlapping the first), tested and copied at once, inline in the
+ * encoder. Anything else, or a string with a byte to escape, goes to
+ * model_buf_json_quote_any. */
+static inline char *model_buf_json_quote(char *dst, const char *s, size_t n) {
+  if (n - 8 <= 8) {
+    uint64_t a, b;
+    memcpy(&a, s, 8);
+    memcpy(&b, s + n - 8, 8);
+    if (!(model_buf_word_needs_escape(a) | model_buf_word_needs_escape(b))) {
+      dst[0] = '"';
+      memcpy(dst + 1, &a, 8);
+      memcpy(dst + 1 + n - 8, &b, 8);
+      dst[n + 1] = '"';
+      return dst + n + 2;
+    }
+  }
+  return model_buf_json_quote_any(dst, s, n);
+}
 void model_buf_clear(model_buf_t *b);
 void model_buf_destroy(model_buf_t *b);
 
