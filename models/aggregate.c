@@ -480,16 +480,6 @@ model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg) {
   return c;
 }
 
-void model_counts_add(model_counts_t *c, const model_student_view_t *s) {
-  if (!s->has_member || !s->assigned) return;
-  c->assigned++;
-  if (s->has_submission) {
-    c->submitted += s->submission_status == MODEL_SUBMISSION_SUBMITTED;
-    c->returned += s->submission_status == MODEL_SUBMISSION_RETURNED;
-  }
-  if (s->has_grade) c->graded += s->has_points;
-}
-
 model_counts_t model_aggregate_counts(const model_aggregate_t *agg) {
   model_counts_t c = {0, 0, 0, 0};
   model_table_cursor_t k;

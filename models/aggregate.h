@@ -153,8 +153,17 @@ typedef struct model_student_view {
  * students whose member slot says assigned; of those, submitted and
  * returned go by their submission status, and graded counts a grade whose
  * points are not null. A codec that decodes every student anyway counts
- * with it as it goes instead of calling model_aggregate_counts. */
-void model_counts_add(model_counts_t *c, const model_student_view_t *s);
+ * with it as it goes instead of calling model_aggregate_counts; inline, as
+ * it runs once per student written. */
+static inline void model_counts_add(model_counts_t *c, const model_student_view_t *s) {
+  if (!s->has_member || !s->assigned) return;
+  c->assigned++;
+  if (s->has_submission) {
+    c->submitted += s->submission_status == MODEL_SUBMISSION_SUBMITTED;
+    c->returned += s->submission_status == MODEL_SUBMISSION_RETURNED;
+  }
+  if (s->has_grade) c->graded += s->has_points;
+}
 
 void model_aggregate_header(const model_aggregate_t *agg, model_header_view_t *out);
 size_t model_aggregate_student_count(const model_aggregate_t *agg);
