@@ -50,16 +50,17 @@ static void set_doc_size(model_aggregate_t *a, size_t n) {
 
 /* ---- offering one slot -------------------------------------------------------- */
 
-/* Offers one encoded section (stamp first) for slot `slot` of student sid,
- * with its flag bits: it replaces the student's section iff its stamp is
- * greater and the document stays within max_bytes, and a student without a
- * record gets one. *would_be is the document's size after the change. */
+/* Offers one encoded section (stamp first, *st decoded) for slot `slot` of
+ * student sid, with its flag bits: it replaces the student's section iff
+ * its stamp is greater and the document stays within max_bytes, and a
+ * student without a record gets one. *would_be is the document's size
+ * after the change. */
 static model_apply_result_t student_offer(model_aggregate_t *a, const char *sid, size_t sid_len, int slot,
-                                          uint64_t version, const char *cid, const uint8_t *sec, size_t sec_len,
+                                          const model_stamp_t *st, const uint8_t *sec, size_t sec_len,
                                           uint8_t bits, size_t max_bytes, size_t *would_be) {
   model_table_pos_t at;
   if (!model_table_find(&a->t, sid, sid_len, &at)) {
-    size_t n = doc_size(a) + model_docsize_student_frame(sid_len) + model_docsize_slot(slot, bits, sec);
+    size_t n = doc_size(a) + model_docsize_student_frame(sid_len) + model_docsize_slot_id(slot, bits, sec, st->id_len);
     *would_be = n;
     if (n > max_bytes) return MODEL_APPLY_TOO_LARGE;
     uint8_t rec[MODEL_ID_MAX + 2 + MODEL_REC_SECTION_MAX];
@@ -74,8 +75,9 @@ static model_apply_result_t student_offer(model_aggregate_t *a, const char *sid,
   size_t flags_off = model_rec_sections(at.rec, sid_len, at.rec_len, pos);
   uint8_t f = at.rec[flags_off];
   uint8_t present = (uint8_t)(MODEL_REC_F_MEMBER << slot);
-  if ((f & present) && !model_rec_stamp_greater(version, cid, at.rec + pos[slot])) return MODEL_APPLY_STALE;
-  size_t n = doc_size(a) - model_docsize_slot(slot, f, at.rec + pos[slot]) + model_docsize_slot(slot, bits, sec);
+  if ((f & present) && !model_rec_stamp_greater(st->version, st->id, at.rec + pos[slot])) return MODEL_APPLY_STALE;
+  size_t n = doc_size(a) - model_docsize_slot(slot, f, at.rec + pos[slot]) +
+             model_docsize_slot_id(slot, bits, sec, st->id_len);
   *would_be = n;
   if (n > max_bytes) return MODEL_APPLY_TOO_LARGE;
   size_t old_len = (f & present) ? pos[slot + 1] - pos[slot] : 0;
@@ -88,11 +90,10 @@ static model_apply_result_t student_offer(model_aggregate_t *a, const char *sid,
 
 /* student_offer without a limit: for merges and stored documents, whose
  * size the store bounded already or the caller checks. */
-static bool student_put(model_aggregate_t *a, const char *sid, size_t sid_len, int slot, uint64_t version,
-                        const char *cid, const uint8_t *sec, size_t sec_len, uint8_t bits) {
+static bool student_put(model_aggregate_t *a, const char *sid, size_t sid_len, int slot, const model_stamp_t *st,
+                        const uint8_t *sec, size_t sec_len, uint8_t bits) {
   size_t would_be;
-  return student_offer(a, sid, sid_len, slot, version, cid, sec, sec_len, bits, SIZE_MAX, &would_be) ==
-         MODEL_APPLY_APPLIED;
+  return student_offer(a, sid, sid_len, slot, st, sec, sec_len, bits, SIZE_MAX, &would_be) == MODEL_APPLY_APPLIED;
 }
 
 /* Offers a whole header record (present, stamp first), within max_bytes. */
@@ -119,7 +120,7 @@ static bool record_offer(model_aggregate_t *a, const uint8_t *rec, size_t len) {
     if (!(f & (MODEL_REC_F_MEMBER << slot))) continue;
     model_stamp_t st;
     model_rec_get_stamp(rec + pos[slot], &st);
-    changed |= student_put(a, (const char *)rec, id_len, slot, st.version, st.id, rec + pos[slot],
+    changed |= student_put(a, (const char *)rec, id_len, slot, &st, rec + pos[slot],
                            pos[slot + 1] - pos[slot], (uint8_t)(f & model_rec_slot_bits[slot]));
   }
   return changed;
@@ -347,7 +348,7 @@ model_apply_result_t model_aggregate_apply_within(model_aggregate_t *agg, const 
     assert(!"unknown command type");
     return MODEL_APPLY_STALE;
   }
-  return student_offer(agg, cmd->student, cmd->student_len, slot, st.version, st.id, buf, n, bits, max_bytes,
+  return student_offer(agg, cmd->student, cmd->student_len, slot, &st, buf, n, bits, max_bytes,
                        would_be);
 }
 
@@ -534,20 +535,20 @@ bool model_aggregate_put_student(model_aggregate_t *agg, const model_student_vie
   if (s->has_member) {
     const model_stamp_t *st = &s->member_stamp;
     size_t n = model_rec_encode_member(buf, st, s->assigned, &bits);
-    changed |= student_put(agg, s->student, s->student_len, MODEL_REC_MEMBER, st->version, st->id, buf, n, bits);
+    changed |= student_put(agg, s->student, s->student_len, MODEL_REC_MEMBER, st, buf, n, bits);
   }
   if (s->has_submission) {
     const model_stamp_t *st = &s->submission_stamp;
     size_t n = model_rec_encode_submission(buf, st, s->submission_status, s->has_submitted_at, s->submitted_at_ms,
                                            s->has_returned_at, s->returned_at_ms, &bits);
-    changed |= student_put(agg, s->student, s->student_len, MODEL_REC_SUB, st->version, st->id, buf, n, bits);
+    changed |= student_put(agg, s->student, s->student_len, MODEL_REC_SUB, st, buf, n, bits);
   }
   if (s->has_grade) {
     assert(!s->has_feedback || s->feedback_len <= MODEL_FEEDBACK_MAX);
     const model_stamp_t *st = &s->grade_stamp;
     size_t n = model_rec_encode_grade(buf, st, s->has_points, s->points, s->has_feedback, s->feedback,
                                       s->feedback_len, &bits);
-    changed |= student_put(agg, s->student, s->student_len, MODEL_REC_GRADE, st->version, st->id, buf, n, bits);
+    changed |= student_put(agg, s->student, s->student_len, MODEL_REC_GRADE, st, buf, n, bits);
   }
   return changed;
 }

@@ -45,7 +45,12 @@ static const uint8_t sub_status_len[4] = {sizeof "working" - 1, sizeof "submitte
 
 size_t model_docsize_slot(int slot, uint8_t flags, const uint8_t *sec) {
   if (!(flags & (MODEL_REC_F_MEMBER << slot))) return 0;
-  size_t stamp = STAMP(stamp_id_len(sec));
+  return model_docsize_slot_id(slot, flags, sec, stamp_id_len(sec));
+}
+
+size_t model_docsize_slot_id(int slot, uint8_t flags, const uint8_t *sec, size_t id_len) {
+  if (!(flags & (MODEL_REC_F_MEMBER << slot))) return 0;
+  size_t stamp = STAMP(id_len);
   switch (slot) {
   case MODEL_REC_MEMBER:
     return EL(6) + DOC + (EL(8) + 1) + stamp;

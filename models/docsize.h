@@ -39,6 +39,10 @@ static inline size_t model_docsize_student_frame(size_t id_len) {
  * student's subdocument, for the section sec of a record whose flags byte
  * is flags; 0 when the flags say the slot is absent. */
 size_t model_docsize_slot(int slot, uint8_t flags, const uint8_t *sec);
+/* model_docsize_slot for a section whose stamp's command id is id_len
+ * bytes long, as the caller knows it (a command, a decoded stamp), so that
+ * the section is not read for it. */
+size_t model_docsize_slot_id(int slot, uint8_t flags, const uint8_t *sec, size_t id_len);
 
 /* A student's whole element in `students`, for its record of len bytes. */
 size_t model_docsize_student(const uint8_t *rec, size_t len);
