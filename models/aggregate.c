@@ -96,13 +96,14 @@ static bool student_put(model_aggregate_t *a, const char *sid, size_t sid_len, i
   return student_offer(a, sid, sid_len, slot, st, sec, sec_len, bits, SIZE_MAX, &would_be) == MODEL_APPLY_APPLIED;
 }
 
-/* Offers a whole header record (present, stamp first), within max_bytes. */
+/* Offers a whole header record (present, stamp first), within max_bytes;
+ * rec_size is its element's size, model_docsize_header(rec). */
 static model_apply_result_t header_offer(model_aggregate_t *a, uint64_t version, const char *cid, const uint8_t *rec,
-                                         size_t len, size_t max_bytes, size_t *would_be) {
+                                         size_t len, size_t rec_size, size_t max_bytes, size_t *would_be) {
   size_t cur_len;
   const uint8_t *cur = model_table_header(&a->t, &cur_len);
   if ((cur[0] & MODEL_REC_H_PRESENT) && !model_rec_stamp_greater(version, cid, cur + 1)) return MODEL_APPLY_STALE;
-  size_t n = doc_size(a) - model_docsize_header(cur) + model_docsize_header(rec);
+  size_t n = doc_size(a) - model_docsize_header(cur) + rec_size;
   *would_be = n;
   if (n > max_bytes) return MODEL_APPLY_TOO_LARGE;
   model_table_set_header(&a->t, rec, len);
@@ -325,7 +326,7 @@ model_apply_result_t model_aggregate_apply_within(model_aggregate_t *agg, const 
     model_header_view_t h;
     header_of(cmd, &h);
     n = model_rec_encode_header(buf, &h);
-    return header_offer(agg, st.version, st.id, buf, n, max_bytes, would_be);
+    return header_offer(agg, st.version, st.id, buf, n, model_docsize_header_view(&h), max_bytes, would_be);
   }
   case MODEL_CMD_ROSTER_ASSIGNED:
   case MODEL_CMD_ROSTER_UNASSIGNED:
@@ -368,7 +369,8 @@ bool model_aggregate_merge(model_aggregate_t *dst, const model_aggregate_t *src)
     model_stamp_t st;
     model_rec_get_stamp(h + 1, &st);
     size_t would_be;
-    changed |= header_offer(dst, st.version, st.id, h, hlen, SIZE_MAX, &would_be) == MODEL_APPLY_APPLIED;
+    changed |= header_offer(dst, st.version, st.id, h, hlen, model_docsize_header(h), SIZE_MAX, &would_be) ==
+               MODEL_APPLY_APPLIED;
   }
   size_t ns = model_table_count(&src->t);
   if (ns == 0) return changed;
@@ -525,7 +527,8 @@ bool model_aggregate_put_header(model_aggregate_t *agg, const model_header_view_
     return false;
   uint8_t buf[MODEL_REC_SECTION_MAX];
   size_t n = model_rec_encode_header(buf, h), would_be;
-  return header_offer(agg, h->stamp.version, h->stamp.id, buf, n, SIZE_MAX, &would_be) == MODEL_APPLY_APPLIED;
+  return header_offer(agg, h->stamp.version, h->stamp.id, buf, n, model_docsize_header(buf), SIZE_MAX, &would_be) ==
+         MODEL_APPLY_APPLIED;
 }
 
 bool model_aggregate_put_student(model_aggregate_t *agg, const model_student_view_t *s) {

@@ -22,12 +22,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "aggregate.h"
+
 /* The document with no header element and no students (an empty
  * `students` subdocument). */
 size_t model_docsize_base(size_t tenant_len, size_t assignment_len);
 
 /* The `header` element for the header record hrec (null when absent). */
 size_t model_docsize_header(const uint8_t *hrec);
+/* The same for a header in its decoded form (present or not), without
+ * encoding it: the merge sizes a command's header from the view it
+ * encodes. */
+size_t model_docsize_header_view(const model_header_view_t *h);
 
 /* A student's element in `students` without its slots: its key and its
  * subdocument's framing. */
