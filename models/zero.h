@@ -1,4 +1,4 @@
-/* model_zero: zeroing of small structs whose size is a constant. */
+/* model_zero: memset(p, 0, n) for a small constant n, in 16-byte stores. */
 #ifndef MODEL_ZERO_H
 #define MODEL_ZERO_H
 
@@ -9,13 +9,18 @@
 #include <emmintrin.h>
 #endif
 
-/* memset(p, 0, n) for a constant n >= 16, as 16-byte stores (the last one
- * overlapping): a few instructions where the compiler emits a string store
- * (rep stos) that costs one instruction per 8 bytes and a setup. The empty
- * asm keeps the compiler from seeing a memset and emitting that string
- * store after all. */
+/* memset(p, 0, n), n a compile-time constant. From 16 bytes up it is
+ * 16-byte stores, the last one overlapping the one before, because for a
+ * memset of a struct's size gcc emits a string store (rep stos) whose steps
+ * are 8 bytes each; the empty asm keeps gcc from turning the stores back
+ * into that memset. Below 16 bytes the stores would reach before p: it is
+ * a plain memset. */
 static inline __attribute__((always_inline)) void model_zero(void *p, size_t n) {
 #ifdef __SSE2__
+  if (n < 16) {
+    memset(p, 0, n);
+    return;
+  }
   char *d = p;
   __m128i z = _mm_setzero_si128();
   __asm__("" : "+x"(z));

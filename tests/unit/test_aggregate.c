@@ -9,6 +9,7 @@
 #include "aggregate.h"
 #include "buf.h"
 #include "model_fixtures.h"
+#include "zero.h"
 
 #define T "t1"
 #define A "a1"
@@ -764,10 +765,25 @@ START_TEST(test_views_of_a_copy_round_trip) {
 }
 END_TEST
 
+/* model_zero (zero.h, which the record views are cleared with) zeroes
+ * exactly its n bytes, for every size up to 48: below 16 bytes too, where
+ * a 16-byte store would reach outside them. */
+START_TEST(test_zero_touches_only_its_bytes) {
+  for (size_t n = 1; n <= 48; n++) {
+    unsigned char buf[16 + 48 + 16];
+    memset(buf, 0xA5, sizeof buf);
+    model_zero(buf + 16, n);
+    for (size_t i = 0; i < sizeof buf; i++)
+      ck_assert_msg(buf[i] == (i >= 16 && i < 16 + n ? 0 : 0xA5), "n=%zu: byte %zu is %02x", n, i, buf[i]);
+  }
+}
+END_TEST
+
 Suite *test_suite(void) {
   Suite *s = suite_create("aggregate");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_new_is_empty);
+  tcase_add_test(tc, test_zero_touches_only_its_bytes);
   tcase_add_test(tc, test_header_upsert_view);
   tcase_add_test(tc, test_header_stamp_rules);
   tcase_add_test(tc, test_header_deleted);
