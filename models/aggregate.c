@@ -60,7 +60,7 @@ static model_apply_result_t student_offer(model_aggregate_t *a, const char *sid,
                                           uint8_t bits, size_t max_bytes, size_t *would_be) {
   model_table_pos_t at;
   if (!model_table_find(&a->t, sid, sid_len, &at)) {
-    size_t n = doc_size(a) + model_docsize_student_frame(sid_len) + model_docsize_slot_id(slot, bits, sec, st->id_len);
+    size_t n = doc_size(a) + model_docsize_student_frame(sid_len) + model_docsize_slot_idlen(slot, bits, sec, st->id_len);
     *would_be = n;
     if (n > max_bytes) return MODEL_APPLY_TOO_LARGE;
     uint8_t rec[MODEL_ID_MAX + 2 + MODEL_REC_SECTION_MAX];
@@ -77,7 +77,7 @@ static model_apply_result_t student_offer(model_aggregate_t *a, const char *sid,
   uint8_t present = (uint8_t)(MODEL_REC_F_MEMBER << slot);
   if ((f & present) && !model_rec_stamp_greater(st->version, st->id, at.rec + pos[slot])) return MODEL_APPLY_STALE;
   size_t n = doc_size(a) - model_docsize_slot(slot, f, at.rec + pos[slot]) +
-             model_docsize_slot_id(slot, bits, sec, st->id_len);
+             model_docsize_slot_idlen(slot, bits, sec, st->id_len);
   *would_be = n;
   if (n > max_bytes) return MODEL_APPLY_TOO_LARGE;
   size_t old_len = (f & present) ? pos[slot + 1] - pos[slot] : 0;

@@ -69,8 +69,9 @@ void model_reject_document_too_large(model_reject_t *rej, size_t would_be, size_
 static const char *const assignment_status_names[] = {"draft", "published", "closed"};
 static const char *const submission_status_names[] = {"working", "submitted", "returned",
                                                       "reassigned"};
-static const uint8_t assignment_status_lens[] = {5, 9, 6};
-static const uint8_t submission_status_lens[] = {7, 9, 8, 10};
+const uint8_t model_assignment_status_len[3] = {sizeof "draft" - 1, sizeof "published" - 1, sizeof "closed" - 1};
+const uint8_t model_submission_status_len[4] = {sizeof "working" - 1, sizeof "submitted" - 1, sizeof "returned" - 1,
+                                                sizeof "reassigned" - 1};
 
 const char *model_assignment_status_name(model_assignment_status_t s) {
   return (unsigned)s < 3 ? assignment_status_names[s] : NULL;
@@ -637,7 +638,7 @@ static void check_data(check_t *c, model_cmd_type_t t, const model_json_value_t 
     __typeof__(cmd->data.assignment) *a = &cmd->data.assignment;
     check_id(c, "data.class", &d[D_CLASS], true, a->class_id, &a->class_len);
     check_text(c, "data.title", &d[D_TITLE], true, false, 1, MODEL_TITLE_MAX, a->title, &a->title_len);
-    int st = check_enum(c, "data.status", &d[D_STATUS], assignment_status_names, assignment_status_lens, 3,
+    int st = check_enum(c, "data.status", &d[D_STATUS], assignment_status_names, model_assignment_status_len, 3,
                         "draft, published, closed");
     a->status = st < 0 ? MODEL_ASSIGNMENT_DRAFT : (model_assignment_status_t)st;
     a->has_due_at = check_ts(c, "data.dueAt", &d[D_DUE_AT], false, true, &a->due_at_ms);
@@ -647,7 +648,7 @@ static void check_data(check_t *c, model_cmd_type_t t, const model_json_value_t 
   }
   case MODEL_CMD_SUBMISSION_UPDATED: {
     __typeof__(cmd->data.submission) *s = &cmd->data.submission;
-    int st = check_enum(c, "data.status", &d[D_STATUS], submission_status_names, submission_status_lens, 4,
+    int st = check_enum(c, "data.status", &d[D_STATUS], submission_status_names, model_submission_status_len, 4,
                         "working, submitted, returned, reassigned");
     s->status = st < 0 ? MODEL_SUBMISSION_WORKING : (model_submission_status_t)st;
     s->has_submitted_at =

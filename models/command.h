@@ -84,6 +84,10 @@ typedef enum {
 
 const char *model_assignment_status_name(model_assignment_status_t s);
 const char *model_submission_status_name(model_submission_status_t s);
+/* The lengths of those names, by status: the document's size is counted
+ * from them (docsize.h). */
+extern const uint8_t model_assignment_status_len[3];
+extern const uint8_t model_submission_status_len[4];
 
 /* A validated command. Strings are NUL-terminated copies (decoded from JSON
  * escapes) with their byte lengths; optional values carry a has_ flag

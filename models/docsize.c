@@ -25,10 +25,6 @@ size_t model_docsize_base(size_t tenant_len, size_t assignment_len) {
          (EL(3) + 8) + (EL(9) + 8);
 }
 
-/* The lengths of model_assignment_status_name's names, by status (the
- * unit tests hold them equal). */
-static const uint8_t header_status_len[3] = {sizeof "draft" - 1, sizeof "published" - 1, sizeof "closed" - 1};
-
 size_t model_docsize_header(const uint8_t *hrec) {
   model_header_view_t h;
   model_rec_decode_header(hrec, &h);
@@ -39,24 +35,18 @@ size_t model_docsize_header_view(const model_header_view_t *h) {
   if (!h->present) return EL(6);
   size_t n = EL(6) + DOC + STAMP(h->stamp.id_len);
   if (h->deleted) return n + STR(6, strlen("deleted"));
-  return n + STR(5, h->class_len) + STR(5, h->title_len) + STR(6, header_status_len[h->status]) +
+  return n + STR(5, h->class_len) + STR(5, h->title_len) + STR(6, model_assignment_status_len[h->status]) +
          OPT8(5, h->has_due_at) + OPT8(6, h->has_points);
 }
 
 /* The length of the command id of the stamp at p. */
 static size_t stamp_id_len(const uint8_t *p) { return strlen((const char *)model_rec_skip_uv(p)); }
 
-/* The lengths of model_submission_status_name's names, by status (the
- * merge reads one per submission command; the unit tests hold them equal). */
-static const uint8_t sub_status_len[4] = {sizeof "working" - 1, sizeof "submitted" - 1, sizeof "returned" - 1,
-                                          sizeof "reassigned" - 1};
-
 size_t model_docsize_slot(int slot, uint8_t flags, const uint8_t *sec) {
-  if (!(flags & (MODEL_REC_F_MEMBER << slot))) return 0;
-  return model_docsize_slot_id(slot, flags, sec, stamp_id_len(sec));
+  return flags & (MODEL_REC_F_MEMBER << slot) ? model_docsize_slot_idlen(slot, flags, sec, stamp_id_len(sec)) : 0;
 }
 
-size_t model_docsize_slot_id(int slot, uint8_t flags, const uint8_t *sec, size_t id_len) {
+size_t model_docsize_slot_idlen(int slot, uint8_t flags, const uint8_t *sec, size_t id_len) {
   if (!(flags & (MODEL_REC_F_MEMBER << slot))) return 0;
   size_t stamp = STAMP(id_len);
   switch (slot) {
@@ -64,7 +54,7 @@ size_t model_docsize_slot_id(int slot, uint8_t flags, const uint8_t *sec, size_t
     return EL(6) + DOC + (EL(8) + 1) + stamp;
   case MODEL_REC_SUB: {
     unsigned st = (flags & MODEL_REC_F_SUBSTAT_MASK) >> MODEL_REC_F_SUBSTAT_SHIFT;
-    return EL(10) + DOC + STR(6, sub_status_len[st]) +
+    return EL(10) + DOC + STR(6, model_submission_status_len[st]) +
            OPT8(11, flags & MODEL_REC_F_SUBMITTED_AT) + OPT8(10, flags & MODEL_REC_F_RETURNED_AT) + stamp;
   }
   default: {

@@ -32,7 +32,7 @@ size_t model_docsize_base(size_t tenant_len, size_t assignment_len);
 size_t model_docsize_header(const uint8_t *hrec);
 /* The same for a header in its decoded form (present or not), without
  * encoding it: the merge sizes a command's header from the view it
- * encodes. */
+ * encodes. Its lengths are the strlen of its strings. */
 size_t model_docsize_header_view(const model_header_view_t *h);
 
 /* A student's element in `students` without its slots: its key and its
@@ -46,9 +46,9 @@ static inline size_t model_docsize_student_frame(size_t id_len) {
  * is flags; 0 when the flags say the slot is absent. */
 size_t model_docsize_slot(int slot, uint8_t flags, const uint8_t *sec);
 /* model_docsize_slot for a section whose stamp's command id is id_len
- * bytes long, as the caller knows it (a command, a decoded stamp), so that
- * the section is not read for it. */
-size_t model_docsize_slot_id(int slot, uint8_t flags, const uint8_t *sec, size_t id_len);
+ * bytes long (its strlen), as the caller knows it from a command or a
+ * decoded stamp, so that the section is not read for it. */
+size_t model_docsize_slot_idlen(int slot, uint8_t flags, const uint8_t *sec, size_t id_len);
 
 /* A student's whole element in `students`, for its record of len bytes. */
 size_t model_docsize_student(const uint8_t *rec, size_t len);

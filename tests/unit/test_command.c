@@ -986,6 +986,10 @@ START_TEST(test_names) {
   ck_assert_str_eq(model_submission_status_name(MODEL_SUBMISSION_SUBMITTED), "submitted");
   ck_assert_str_eq(model_submission_status_name(MODEL_SUBMISSION_RETURNED), "returned");
   ck_assert_str_eq(model_submission_status_name(MODEL_SUBMISSION_REASSIGNED), "reassigned");
+  for (int st = MODEL_ASSIGNMENT_DRAFT; st <= MODEL_ASSIGNMENT_CLOSED; st++)
+    ck_assert_uint_eq(model_assignment_status_len[st], strlen(model_assignment_status_name(st)));
+  for (int st = MODEL_SUBMISSION_WORKING; st <= MODEL_SUBMISSION_REASSIGNED; st++)
+    ck_assert_uint_eq(model_submission_status_len[st], strlen(model_submission_status_name(st)));
 }
 END_TEST
 
