@@ -101,8 +101,8 @@ bool model_aggregate_find_student(const model_aggregate_t *agg, const char *id, 
 /* A deep copy; never NULL (out of memory aborts, see oom.h). */
 model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg);
 
-/* Derived counters, recomputed from the slots: model_counts_add over every
- * student. */
+/* Derived counters, recomputed from the slots: model_counts_add_slot over
+ * every student. */
 model_counts_t model_aggregate_counts(const model_aggregate_t *agg);
 
 /* Bytes of heap this aggregate owns (for memory bounds). */
@@ -113,7 +113,8 @@ size_t model_aggregate_memory(const model_aggregate_t *agg);
 typedef struct model_stamp {
   uint64_t version;
   const char *id; /* command id, NUL-terminated, owned by the aggregate */
-  size_t id_len;
+  size_t id_len;  /* strlen(id): command ids hold no NUL, and the document's
+                     size is counted from this length */
 } model_stamp_t;
 
 /* The order of stamps: by version, then by command id bytewise (strcmp). <0, 0 or >0 as a is less than, equal to or greater
@@ -152,17 +153,24 @@ typedef struct model_student_view {
 /* The counters' rule for one student, added to *c: assigned counts the
  * students whose member slot says assigned; of those, submitted and
  * returned go by their submission status, and graded counts a grade whose
- * points are not null. A codec that decodes every student anyway counts
- * with it as it goes instead of calling model_aggregate_counts; inline, as
- * it runs once per student written. */
-static inline void model_counts_add(model_counts_t *c, const model_student_view_t *s) {
-  if (!s->has_member || !s->assigned) return;
+ * points are not null. model_counts_add_slot takes what the rule reads, so
+ * that a caller reading records' flags and a caller holding a student's
+ * view apply the same rule; both are inline, as they run once for every
+ * student a document's counters are taken from. */
+static inline void model_counts_add_slot(model_counts_t *c, bool assigned, bool has_submission,
+                                         model_submission_status_t submission_status, bool graded) {
+  if (!assigned) return;
   c->assigned++;
-  if (s->has_submission) {
-    c->submitted += s->submission_status == MODEL_SUBMISSION_SUBMITTED;
-    c->returned += s->submission_status == MODEL_SUBMISSION_RETURNED;
+  if (has_submission) {
+    c->submitted += submission_status == MODEL_SUBMISSION_SUBMITTED;
+    c->returned += submission_status == MODEL_SUBMISSION_RETURNED;
   }
-  if (s->has_grade) c->graded += s->has_points;
+  c->graded += graded;
+}
+
+static inline void model_counts_add(model_counts_t *c, const model_student_view_t *s) {
+  model_counts_add_slot(c, s->has_member && s->assigned, s->has_submission, s->submission_status,
+                        s->has_grade && s->has_points);
 }
 
 void model_aggregate_header(const model_aggregate_t *agg, model_header_view_t *out);

@@ -47,7 +47,7 @@ size_t model_numfmt_u64(char *out, uint64_t v) {
     return 1;
   }
   size_t n = 2;
-  for (uint64_t p = 100; n < MODEL_NUMFMT_U64_MAX && v >= p; p *= 10) n++;
+  for (uint64_t pow10 = 100; n < MODEL_NUMFMT_U64_MAX && v >= pow10; pow10 *= 10) n++;
   char *p = out + n;
   while (v >= 100) {
     unsigned r = (unsigned)(v % 100);

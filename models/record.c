@@ -119,6 +119,10 @@ size_t model_rec_encode_grade(uint8_t *p, const model_stamp_t *st, bool has_poin
   return n;
 }
 
+bool model_rec_grade_has_points(const uint8_t *p) {
+  return (model_rec_skip_stamp(p)[0] & G_POINTS_MASK) != PTS_NULL;
+}
+
 const char *model_rec_grade_feedback(const uint8_t *p, bool *has_points) {
   p = model_rec_skip_stamp(p);
   uint8_t gf = *p++;

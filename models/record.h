@@ -160,8 +160,10 @@ size_t model_rec_encode_submission(uint8_t *p, const model_stamp_t *st, model_su
 size_t model_rec_encode_grade(uint8_t *p, const model_stamp_t *st, bool has_points, double points,
                               bool has_feedback, const char *feedback, size_t feedback_len, uint8_t *bits);
 
+/* Does the grade section at p hold points (not null)? */
+bool model_rec_grade_has_points(const uint8_t *p);
 /* The feedback of the grade section at p (NUL-terminated, in the record),
- * or NULL when it is null; *has_points: whether it holds points (not null). */
+ * or NULL when it is null; *has_points as model_rec_grade_has_points. */
 const char *model_rec_grade_feedback(const uint8_t *p, bool *has_points);
 
 /* ---- views: decoded in place, pointing into the record ----------------------- */

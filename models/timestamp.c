@@ -88,14 +88,17 @@ static inline __attribute__((always_inline)) bool parse(const char *s, size_t le
    * w * 10 + (w >> 8) puts each two-digit number at its first byte, and
    * every byte of the result is at most 99 (no carries between bytes). The
    * clock's fields are checked together the same way as the digits: in
-   * "DDTHH:MM" the day at byte 0 must be >= 1 (bias 0x7F sets bit 7), the
-   * hour at byte 3 <= 23 and the minute at byte 6 <= 59 (bit 7 clear). */
+   * "DDTHH:MM" the day at byte 0 must be >= 1 (adding 0x80 - 1 sets bit 7),
+   * the hour at byte 3 <= 23 and the minute at byte 6 <= 59 (adding
+   * 0x80 - 24 and 0x80 - 60 leaves bit 7 clear); the second, at its byte
+   * of the third word, <= 59 the same way. */
   uint64_t pa = a * 10 + (a >> 8), pb = b * 10 + (b >> 8), pc = c * 10 + (c >> 8);
   unsigned y = (unsigned)(pa & 0xFF) * 100 + (unsigned)((pa >> 16) & 0xFF), mo = (unsigned)((pa >> 40) & 0xFF);
   unsigned dd = (unsigned)(pb & 0xFF), h = (unsigned)((pb >> 24) & 0xFF), mi = (unsigned)((pb >> 48) & 0xFF);
   unsigned se_at = milli ? 8 : 48, se = (unsigned)((pc >> se_at) & 0xFF);
-  uint64_t clock = ((pb & 0x00FF0000FF0000FFULL) + 0x004400006800007FULL) & 0x0080000080000080ULL;
-  uint64_t sec = ((pc & (0xFFULL << se_at)) + (0x44ULL << se_at)) & (0x80ULL << se_at);
+  const uint64_t clock_bias = (0x80ULL - 60) << 48 | (0x80ULL - 24) << 24 | (0x80ULL - 1);
+  uint64_t clock = ((pb & 0x00FF0000FF0000FFULL) + clock_bias) & 0x0080000080000080ULL;
+  uint64_t sec = ((pc & (0xFFULL << se_at)) + ((0x80ULL - 60) << se_at)) & (0x80ULL << se_at);
   if ((clock ^ 0x80) | sec) return false;
   if (milli) millis = (unsigned)((pc >> 32) & 0xFF) * 10 + (unsigned)((c >> 48) & 0xFF);
 #else
@@ -140,8 +143,8 @@ bool model_timestamp_parse(const char *s, size_t len, int64_t *ms) {
   return parse_other(s, len, ms);
 }
 
-/* Writes v (0..99) as two digits: v * 103 >> 10 is v / 10 for every v
- * below 179, one multiply instead of a division per digit. */
+/* Writes v (0..99) as two digits; v * 103 >> 10 is v / 10 for every v
+ * below 179. */
 static inline void put2(char *p, unsigned v) {
   unsigned t = v * 103 >> 10;
   p[0] = (char)('0' + t);
