@@ -24,10 +24,15 @@ static model_aggset_slot_t *probe(const model_aggset_t *s, const model_command_t
   }
 }
 
-/* Doubles the slots (1024 at first), reinserting by the stored hashes. */
+/* Doubles the slots (1024 at first), reinserting by the stored hashes.
+ * The slots are zeroed by writing them, not by calloc: calloc's fresh pages
+ * would be read first (a probe) and written later, and that write to the
+ * shared zero page is a second fault which, with other threads running,
+ * flushes the TLB of every core. */
 static void grow(model_aggset_t *s) {
   size_t cap = s->cap ? s->cap * 2 : 1024, mask = cap - 1;
-  model_aggset_slot_t *slots = oom_calloc(cap, sizeof *slots);
+  model_aggset_slot_t *slots = oom_malloc(cap * sizeof *slots);
+  memset(slots, 0, cap * sizeof *slots);
   for (size_t i = 0; i < s->cap; i++) {
     if (!s->slots[i].agg) continue;
     size_t j = s->slots[i].hash & mask;
