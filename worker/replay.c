@@ -229,6 +229,17 @@ static bool feed_message(void *ctx, const char *data, size_t len, int64_t event_
   return !r->flusher || store_keep_up(r);
 }
 
+/* The threaded replay of a file: blocks of lines straight into the shards'
+ * chunks, cut into lines on their threads. */
+static model_buf_t *feed_block(void *ctx) { return replay_shards_block(((replay_t *)ctx)->shards); }
+
+static bool feed_block_done(void *ctx, uint64_t *lines) {
+  replay_t *r = ctx;
+  bool ok = replay_shards_block_done(r->shards, lines);
+  r->st->read = *lines;
+  return ok;
+}
+
 static bool feed_idle(void *ctx) {
   replay_t *r = ctx;
   return store_step(r->flusher, 0, false);
@@ -333,7 +344,8 @@ static bool replay_read(replay_t *r) {
   if (!r->file_mode) feed.label = o->label ? o->label : "replay";
   if (!o->input) return replay_source_topics(r->cfg, o->from, o->until, &feed);
   if (!r->in.f && !replay_file_open(&r->in, o->input, "r")) return false;
-  bool ok = replay_source_lines(r->in.f, r->in.shown, &feed);
+  replay_block_feed_t blocks = {feed_block, feed_block_done};
+  bool ok = replay_source_blocks(r->in.f, r->in.shown, &feed, r->shards ? &blocks : NULL);
   replay_file_close_input(&r->in);
   return ok;
 }
@@ -363,6 +375,7 @@ static bool replay_close(replay_t *r, bool done) {
     if (r->to_store) r->st->aggregates = bs->writes_ok;
   } else {
     replay_shards_stop(r->shards);
+    if (r->shards && r->o->input) r->st->read = replay_shards_messages(r->shards); /* lines in blocks */
     r->st->applied = r->merge.applied;
     r->st->stale = r->merge.stale;
     if (r->shards) replay_shards_counts(r->shards, &r->st->applied, &r->st->stale);

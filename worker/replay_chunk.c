@@ -6,9 +6,25 @@
 #include <string.h>
 
 #include "oom.h"
+#include "replay_lines.h"
+
+/* Room for n messages in the per-message arrays (doubling). */
+static void room(replay_chunk_t *c, size_t n) {
+  if (n <= c->cap) return;
+  size_t cap = c->cap ? c->cap : REPLAY_CHUNK_MSGS;
+  while (cap < n) cap *= 2;
+  c->off = oom_realloc(c->off, cap * sizeof *c->off);
+  c->len = oom_realloc(c->len, cap * sizeof *c->len);
+  c->at = oom_realloc(c->at, cap * sizeof *c->at);
+  c->hash = oom_realloc(c->hash, cap * sizeof *c->hash);
+  c->route = oom_realloc(c->route, cap * sizeof *c->route);
+  c->order = oom_realloc(c->order, cap * sizeof *c->order);
+  c->cap = cap;
+}
 
 void replay_chunk_init(replay_chunk_t *c, size_t nshards) {
   memset(c, 0, sizeof *c);
+  room(c, REPLAY_CHUNK_MSGS);
   c->bytes = (model_buf_t)MODEL_BUF_INIT;
   c->packed = (model_buf_t)MODEL_BUF_INIT;
   c->shard_start = oom_calloc(nshards + 1, sizeof *c->shard_start);
@@ -19,14 +35,20 @@ void replay_chunk_init(replay_chunk_t *c, size_t nshards) {
 void replay_chunk_free(replay_chunk_t *c) {
   model_buf_destroy(&c->bytes);
   model_buf_destroy(&c->packed);
+  free(c->off);
+  free(c->len);
+  free(c->at);
+  free(c->hash);
+  free(c->route);
+  free(c->order);
   free(c->shard_start);
   free(c->decode_rejects.v);
   for (size_t s = 0; s < c->nshards; s++) free(c->merge_rejects[s].v);
   free(c->merge_rejects);
 }
 
-void replay_chunk_reset(replay_chunk_t *c, uint64_t first) {
-  c->first = first;
+void replay_chunk_reset(replay_chunk_t *c, bool block) {
+  c->block = block;
   c->n = 0;
   model_buf_clear(&c->bytes);
   model_buf_clear(&c->packed);
@@ -35,7 +57,8 @@ void replay_chunk_reset(replay_chunk_t *c, uint64_t first) {
 }
 
 void replay_chunk_add(replay_chunk_t *c, const char *data, size_t len, size_t max_bytes) {
-  c->off[c->n] = (uint32_t)c->bytes.len;
+  room(c, c->n + 1);
+  c->off[c->n] = c->bytes.len;
   c->len[c->n++] = len;
   if (len && len <= max_bytes) model_buf_append(&c->bytes, data, len);
 }
@@ -97,8 +120,20 @@ static const model_command_t *unpack(const replay_chunk_t *c, size_t i, model_co
  * pick a slot in the shard's table (aggset.h), stay spread within a shard. */
 static size_t shard_of(uint32_t hash, size_t nshards) { return (size_t)(((uint64_t)hash * nshards) >> 32); }
 
+/* Cuts a block into its lines: the messages. */
+static void cut_lines(replay_chunk_t *c) {
+  for (size_t at = 0; at < c->bytes.len;) {
+    size_t len, step = replay_lines_next(c->bytes.data + at, c->bytes.len - at, &len);
+    room(c, c->n + 1);
+    c->off[c->n] = at;
+    c->len[c->n++] = len;
+    at += step;
+  }
+}
+
 void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes, model_command_t *scratch) {
-  uint16_t shard[REPLAY_CHUNK_MSGS];
+  if (c->block) cut_lines(c);
+  uint16_t *shard = c->route;
   size_t *start = c->shard_start;
   memset(start, 0, (c->nshards + 1) * sizeof *start);
   for (size_t i = 0; i < c->n; i++) {
@@ -106,7 +141,7 @@ void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes, model_command_t *s
     model_reject_t rej;
     if (!model_command_decode(data, c->len[i], max_bytes, scratch, &rej)) {
       replay_chunk_reject_t *r = push(&c->decode_rejects);
-      r->index = c->first + i;
+      r->index = i;
       r->rej = rej;
       shard[i] = UINT16_MAX;
       continue;
@@ -120,7 +155,7 @@ void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes, model_command_t *s
   size_t at[c->nshards];
   memcpy(at, start, c->nshards * sizeof *at);
   for (size_t i = 0; i < c->n; i++)
-    if (shard[i] != UINT16_MAX) c->order[at[shard[i]]++] = (uint16_t)i;
+    if (shard[i] != UINT16_MAX) c->order[at[shard[i]]++] = (uint32_t)i;
 }
 
 void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m, model_command_t *scratch) {
@@ -129,7 +164,7 @@ void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m, model_co
     model_reject_t rej;
     if (replay_merge_apply(m, unpack(c, i, scratch), c->hash[i], &rej)) continue;
     replay_chunk_reject_t *r = push(&c->merge_rejects[s]);
-    r->index = c->first + i;
+    r->index = i;
     r->rej = rej;
   }
 }
@@ -151,6 +186,6 @@ bool replay_chunk_rejects(replay_chunk_t *c, bool (*fn)(void *ctx, uint64_t inde
     }
     if (!next) return true;
     pos[from]++;
-    if (!fn(ctx, next->index, &next->rej)) return false;
+    if (!fn(ctx, c->first + next->index, &next->rej)) return false;
   }
 }

@@ -44,7 +44,7 @@ struct replay_shards {
   /* The feeding thread's alone: */
   bool failed;          /* a reject callback returned false */
   replay_chunk_t *fill; /* the chunk being filled, NULL between chunks */
-  uint64_t added;       /* messages added */
+  uint64_t messages;    /* messages of the chunks retired */
   replay_shards_reject_fn reject;
   void *ctx;
 };
@@ -142,6 +142,8 @@ replay_shards_t *replay_shards_new(size_t nthreads, size_t max_bytes, replay_sha
 static void retire_head(replay_shards_t *s) {
   replay_chunk_t *c = &slot_of(s, s->retired)->chunk;
   pthread_mutex_unlock(&s->lock);
+  c->first = s->messages + 1;
+  s->messages += c->n;
   if (!s->failed && !replay_chunk_rejects(c, s->reject, s->ctx)) s->failed = true; /* no reject after it */
   pthread_mutex_lock(&s->lock);
   s->retired++;
@@ -181,25 +183,38 @@ static void publish(replay_shards_t *s) {
 }
 
 /* A free slot for the next chunk, once its predecessor there is retired. */
-static replay_chunk_t *acquire(replay_shards_t *s) {
+static replay_chunk_t *acquire(replay_shards_t *s, bool block) {
   pthread_mutex_lock(&s->lock);
   retire(s, true, false);
   slot_t *sl = slot_of(s, s->published);
   sl->decoded = false;
   sl->merged = 0;
   pthread_mutex_unlock(&s->lock);
-  replay_chunk_reset(&sl->chunk, s->added + 1);
+  replay_chunk_reset(&sl->chunk, block);
   return &sl->chunk;
 }
 
 bool replay_shards_add(replay_shards_t *s, const char *data, size_t len) {
   if (s->failed) return false;
-  if (!s->fill) s->fill = acquire(s);
+  if (!s->fill) s->fill = acquire(s, false);
   replay_chunk_add(s->fill, data, len, s->max_bytes);
-  s->added++;
   if (replay_chunk_full(s->fill)) publish(s);
   return !s->failed;
 }
+
+model_buf_t *replay_shards_block(replay_shards_t *s) {
+  if (s->failed) return NULL;
+  if (!s->fill) s->fill = acquire(s, true);
+  return &s->fill->bytes;
+}
+
+bool replay_shards_block_done(replay_shards_t *s, uint64_t *lines) {
+  publish(s);
+  *lines = s->messages;
+  return !s->failed;
+}
+
+uint64_t replay_shards_messages(const replay_shards_t *s) { return s->messages; }
 
 void replay_shards_stop(replay_shards_t *s) {
   if (!s) return;
@@ -213,7 +228,7 @@ void replay_shards_stop(replay_shards_t *s) {
 }
 
 bool replay_shards_finish(replay_shards_t *s, replay_rebuilt_t *out) {
-  if (s->fill && s->fill->n) publish(s);
+  if (s->fill && !replay_chunk_empty(s->fill)) publish(s);
   pthread_mutex_lock(&s->lock);
   s->closed = true;
   pthread_cond_broadcast(&s->work);

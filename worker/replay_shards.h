@@ -1,10 +1,11 @@
 /* Decode and merge of a replay without a store on several threads
  * (replay.threads), with the output of one thread byte for byte.
  *
- *   the feeding thread (the replay's: it reads the file, or takes the
- *   topics' messages from librdkafka) copies messages into chunks
- *   (replay_chunk.h) and hands each on -> any worker decodes a chunk and
- *   routes its commands by aggregate key to the shards -> each shard's
+ *   the feeding thread (the replay's) reads the file in blocks of whole
+ *   lines straight into chunks, or copies the topics' messages from
+ *   librdkafka into chunks (replay_chunk.h), and hands each on -> any
+ *   worker decodes a chunk (a block cut into its lines first) and routes
+ *   its commands by aggregate key to the shards -> each shard's
  *   worker merges its commands of every chunk, chunk after chunk, into its
  *   own table (replay_merge.h) -> the feeding thread retires chunks in
  *   stream order, emitting their rejects -> at the end the shards'
@@ -40,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "command.h"
 #include "replay_merge.h"
 
@@ -60,6 +62,19 @@ replay_shards_t *replay_shards_new(size_t nthreads, size_t max_bytes, replay_sha
  * last shard until a slot is free, and emits the rejects of the chunks
  * finished. False once a reject callback returned false. */
 bool replay_shards_add(replay_shards_t *s, const char *data, size_t len);
+
+/* Instead of messages one by one: the buffer of the next chunk, for a
+ * block of whole lines (replay_lines_read), waiting for a free slot as
+ * replay_shards_add does; NULL once a reject callback returned false.
+ * replay_shards_block_done hands the block over (its lines are cut by the
+ * worker that decodes it) and sets *lines to replay_shards_messages; a
+ * block left empty is never handed over. */
+model_buf_t *replay_shards_block(replay_shards_t *s);
+bool replay_shards_block_done(replay_shards_t *s, uint64_t *lines);
+
+/* The messages of the chunks retired (every chunk's, after
+ * replay_shards_finish). */
+uint64_t replay_shards_messages(const replay_shards_t *s);
 
 /* After the last message: waits for every chunk, emits the remaining
  * rejects, joins the workers and gathers every aggregate into *out, sorted

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "oom.h"
 #include "redact.h"
+#include "replay_lines.h"
 #include "signals.h"
 #include "timestamp.h"
 
@@ -54,67 +55,52 @@ static void progress_show(progress_t *p, uint64_t done, bool final) {
 
 /* --- lines ------------------------------------------------------------------------- */
 
-/* The file is read in blocks of this many bytes (more for a longer line),
- * and each line is handed over where it lies in the block: no copy per
- * line, and one stdio call per block. */
-enum { LINES_BLOCK = 1 << 16 };
-
-typedef struct lines {
-  char *buf;
-  size_t cap, have, start; /* buf[start, have) is not handed over yet */
-  bool eof;
-} lines_t;
-
-/* Moves what is left to the front and reads more after it (the buffer
- * doubles when a line fills it); at the end of the file sets eof. */
-static void lines_refill(lines_t *l, FILE *in) {
-  memmove(l->buf, l->buf + l->start, l->have - l->start);
-  l->have -= l->start;
-  l->start = 0;
-  if (l->have == l->cap) l->buf = oom_realloc(l->buf, l->cap *= 2);
-  size_t got = fread(l->buf + l->have, 1, l->cap - l->have, in);
-  l->have += got;
-  l->eof = got == 0;
-}
-
-/* The next line into *line and *len (without its "\n"); false at the end. */
-static bool lines_next(lines_t *l, FILE *in, const char **line, size_t *len) {
-  for (;;) {
-    char *nl = memchr(l->buf + l->start, '\n', l->have - l->start);
-    if (nl || (l->eof && l->have > l->start)) {
-      size_t end = nl ? (size_t)(nl - l->buf) : l->have;
-      *line = l->buf + l->start;
-      *len = end - l->start;
-      l->start = nl ? end + 1 : end;
-      return true;
+/* Every block of lines, each handed over whole (blocks) or line by line
+ * where it lies (feed->message): no copy per line, and one stdio call per
+ * piece of a block. */
+static bool lines_feed(replay_lines_t *l, const replay_feed_t *feed, const replay_block_feed_t *blocks,
+                       progress_t *pr, uint64_t *done) {
+  model_buf_t own = MODEL_BUF_INIT;
+  bool ok = true;
+  while (ok && !signals_stop_count()) {
+    model_buf_t *block = blocks ? blocks->block(feed->ctx) : &own;
+    if (!block) {
+      ok = false;
+      break;
     }
-    if (l->eof) return false;
-    lines_refill(l, in);
+    if (!replay_lines_read(l, block, REPLAY_LINES_BLOCK)) break;
+    if (blocks) {
+      ok = blocks->done(feed->ctx, done);
+    } else {
+      for (size_t at = 0; ok && at < block->len;) {
+        size_t len, step = replay_lines_next(block->data + at, block->len - at, &len);
+        ok = feed->message(feed->ctx, block->data + at, len, 0);
+        ++*done;
+        at += step;
+      }
+    }
+    progress_show(pr, *done, false);
   }
+  model_buf_destroy(&own);
+  return ok;
 }
 
-bool replay_source_lines(FILE *in, const char *shown, const replay_feed_t *feed) {
+bool replay_source_blocks(FILE *in, const char *shown, const replay_feed_t *feed, const replay_block_feed_t *blocks) {
   progress_t pr = progress_start(0, feed->label);
   uint64_t done = 0;
-  lines_t l = {.buf = oom_malloc(LINES_BLOCK), .cap = LINES_BLOCK};
-  const char *line;
-  size_t len;
-  bool ok = true;
-  while (ok && !signals_stop_count() && lines_next(&l, in, &line, &len)) {
-    size_t skip = 0;
-    /* A byte order mark before the first line is the editor's, not the
-     * command's: JSON text has none. */
-    if (done == 0 && len >= 3 && !memcmp(line, "\xEF\xBB\xBF", 3)) skip = 3;
-    ok = feed->message(feed->ctx, line + skip, len - skip, 0);
-    progress_show(&pr, ++done, false);
-  }
+  replay_lines_t l = REPLAY_LINES_INIT(in);
+  bool ok = lines_feed(&l, feed, blocks, &pr, &done);
   if (ok && ferror(in)) {
     fprintf(stderr, "aggregator: replay: cannot read '%s': %s\n", shown, strerror(errno));
     ok = false;
   }
   progress_show(&pr, done, true);
-  free(l.buf);
+  replay_lines_free(&l);
   return ok && !signals_stop_count();
+}
+
+bool replay_source_lines(FILE *in, const char *shown, const replay_feed_t *feed) {
+  return replay_source_blocks(in, shown, feed, NULL);
 }
 
 /* --- topics: the plan --------------------------------------------------------------- */

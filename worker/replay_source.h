@@ -3,10 +3,9 @@
  * caller's feed (replay.c decodes and merges them) and says whether it got
  * to the end.
  *
- * Lines: a line is the bytes before a "\n" (a "\r" before it stays part of
- * the line, where JSON treats it as whitespace); the "\n" that ends the last
- * line starts no empty line; a last line without "\n" still counts. Any
- * length works (the read buffer grows to hold it).
+ * Lines: as replay_lines.h cuts them, handed over one by one or, to a feed
+ * that takes them so, in whole blocks of lines read straight into the
+ * feed's buffer.
  *
  * Topics: the replay assigns itself the configured topics' partitions (no
  * group join, no offset commit: the live group's offsets never move), from
@@ -24,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "buf.h"
 #include "config.h"
 
 typedef struct replay_feed {
@@ -41,6 +41,16 @@ typedef struct replay_feed {
   const char *label;
 } replay_feed_t;
 
+/* A feed of lines that takes whole blocks of them instead of single lines:
+ * `block` gives the buffer to read the next block of whole lines into
+ * (replay_lines_read), NULL to stop; then `done` hands it over filled and
+ * sets *lines to the lines known so far (for the progress line), false to
+ * stop. Both get the feed's ctx. */
+typedef struct replay_block_feed {
+  model_buf_t *(*block)(void *ctx);
+  bool (*done)(void *ctx, uint64_t *lines);
+} replay_block_feed_t;
+
 /* Parses a --from/--until bound: NULL or `word` ("beginning", "end") sets
  * *special; otherwise an RFC 3339 UTC time into *ms. False when it is
  * neither (a usage error: the CLI checks before contacting anything). */
@@ -49,6 +59,8 @@ bool replay_parse_bound(const char *s, const char *word, int64_t *ms, bool *spec
 /* Feeds every line of in (borrowed; `shown` names it in a read error).
  * True when the end of the file was reached. */
 bool replay_source_lines(FILE *in, const char *shown, const replay_feed_t *feed);
+/* The same in whole blocks, to `blocks` (feed->message is not called). */
+bool replay_source_blocks(FILE *in, const char *shown, const replay_feed_t *feed, const replay_block_feed_t *blocks);
 
 /* Feeds the configured topics' messages from `from` to `until` (as
  * replay_parse_bound takes them). True when every partition was read up to

@@ -55,6 +55,56 @@ for n in 2 5; do
 done
 cmp -s <(norm "$T/out.1") <(norm "$T/stdin.1") || fail "standard input gives other documents than the file"
 
+# The edges of the lines, which the threaded replay reads in blocks cut at a
+# "\n" and cuts into lines on its threads: the same stream with a byte order
+# mark, "\r\n" on some lines, empty lines, a valid line longer than a block
+# (64 KiB), a line over limits.max_command_bytes, lines across every block
+# edge, and no final newline. Every thread count gives every line its
+# number: the rejects are the first stream's, renumbered, and the inserted
+# lines' (empty: invalid_json; over the limit: too_large); the mark, the
+# long line and the last line are commands (their documents are there).
+python3 - "$T/in.jsonl" "$T/edge.jsonl" "$T/rej.1" "$T/edge.expected" <<'PY' ||
+import json, re, sys
+lines = open(sys.argv[1], "rb").read().split(b"\n")[:-1]
+def cmd(i, assignment, pad=0):
+    c = {"id": "e%d" % i, "type": "roster.assigned", "tenant": "t0", "assignment": assignment,
+         "student": "s1", "version": 1, "ts": "2026-09-01T08:00:00Z"}
+    if pad:
+        c["padding"] = "x" * pad
+    return json.dumps(c, separators=(",", ":")).encode()
+out, number, extra = [b"\xef\xbb\xbf" + cmd(0, "edge-bom")], {}, []
+for k, line in enumerate(lines):
+    if k % 211 == 5:
+        out.append(b"")
+        extra.append((len(out), "invalid_json"))
+    if k == len(lines) // 3:
+        out.append(cmd(1, "edge-long", 200000))
+    if k == len(lines) // 2:
+        out.append(cmd(2, "edge-over", 300000))
+        extra.append((len(out), "too_large"))
+    out.append(line + b"\r" if k % 97 == 3 else line)
+    number[k + 1] = len(out)
+out.append(cmd(3, "edge-last"))
+open(sys.argv[2], "wb").write(b"\n".join(out))  # no final newline
+got = [re.match(r'\{"line":(\d+),"code":"([a-z0-9_]+)"', l).groups() for l in open(sys.argv[3])]
+want = sorted([(number[int(n)], c) for n, c in got] + extra)
+open(sys.argv[4], "w").write("".join("%d %s\n" % p for p in want) + "read=%d\n" % len(out))
+PY
+  fail "cannot build the edge stream"
+for n in 1 2 5; do
+  run 0 replay --input "$T/edge.jsonl" --output "$T/edge.out.$n" --rejects "$T/edge.rej.$n" \
+    --set replay.threads=$n --set limits.max_command_bytes=262144
+  { sed -E 's/^\{"line":([0-9]+),"code":"([a-z0-9_]+)".*/\1 \2/' "$T/edge.rej.$n"
+    sed -nE 's/^replay: (read=[0-9]+) .*/\1/p' "$T/err"; } >"$T/edge.got.$n"
+  cmp -s "$T/edge.expected" "$T/edge.got.$n" ||
+    fail "threads=$n: edge stream: $(diff "$T/edge.expected" "$T/edge.got.$n" | head -5)"
+  for a in bom long last; do
+    grep -q "\"_id\":\"t0/edge-$a\"" "$T/edge.out.$n" || fail "threads=$n: edge stream: no document edge-$a"
+  done
+  [ $n = 1 ] || cmp -s <(norm "$T/edge.out.1") <(norm "$T/edge.out.$n") ||
+    fail "threads=$n: edge stream: documents differ from one thread's"
+done
+
 # The default (0, one per online core) and an empty input.
 run 0 replay --input "$T/in.jsonl" --output "$T/out.0" --rejects "$T/rej.0"
 cmp -s <(norm "$T/out.1") <(norm "$T/out.0") && cmp -s "$T/rej.1" "$T/rej.0" || fail "the default differs"

@@ -3,14 +3,17 @@
  * merge on one thread (worker/replay_merge.h): on a shuffled stream with
  * redeliveries, invalid lines and commands rejected document_too_large, the
  * same aggregates, counts and rejects in the same order, and the same
- * bytes. Labelled tsan too: scripts/test runs it under ThreadSanitizer. */
+ * bytes, whether the stream comes message by message or in blocks of
+ * lines. Labelled tsan too: scripts/test runs it under ThreadSanitizer. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../tools/cmdgen.h"
 #include "codec.h"
 #include "replay_encode.h"
+#include "replay_lines.h"
 #include "replay_merge.h"
 #include "replay_shards.h"
 
@@ -142,6 +145,31 @@ static result_t threads(const stream_t *s, size_t n) {
   return r;
 }
 
+/* The same, the stream read in blocks of whole lines of `want` bytes or
+ * more (replay_lines.h), as replay.c hands a file to the threads. */
+static result_t threads_blocks(const stream_t *s, size_t n, size_t want) {
+  result_t r = {.rejects = {.text = MODEL_BUF_INIT}};
+  replay_shards_t *sh = replay_shards_new(n, MAX_BYTES, on_reject, &r.rejects);
+  ck_assert_ptr_nonnull(sh);
+  FILE *in = fmemopen(s->text.data, s->text.len, "r");
+  ck_assert_ptr_nonnull(in);
+  replay_lines_t l = REPLAY_LINES_INIT(in);
+  uint64_t lines = 0;
+  for (;;) {
+    model_buf_t *block = replay_shards_block(sh);
+    ck_assert_ptr_nonnull(block);
+    if (!replay_lines_read(&l, block, want)) break;
+    ck_assert(replay_shards_block_done(sh, &lines));
+  }
+  ck_assert(replay_shards_finish(sh, &r.docs));
+  ck_assert_uint_eq(replay_shards_messages(sh), s->n);
+  replay_shards_counts(sh, &r.applied, &r.stale);
+  replay_shards_destroy(sh);
+  replay_lines_free(&l);
+  fclose(in);
+  return r;
+}
+
 static void result_free(result_t *r) {
   replay_rebuilt_free(&r->docs);
   model_buf_destroy(&r->rejects.text);
@@ -171,6 +199,24 @@ START_TEST(threads_give_one_threads_result) {
     result_t many = threads(&s, n);
     assert_same(&one, &many);
     result_free(&many);
+  }
+  result_free(&one);
+  stream_free(&s);
+}
+END_TEST
+
+/* Blocks of every size cut lines at every place: an empty line, a line
+ * longer than the block, a line past limits.max_command_bytes on an edge. */
+START_TEST(blocks_give_one_threads_result) {
+  stream_t s = make_stream();
+  result_t one = one_thread(&s);
+  static const size_t wants[] = {61, 4099, REPLAY_LINES_BLOCK};
+  for (size_t w = 0; w < sizeof wants / sizeof *wants; w++) {
+    for (size_t n = 2; n <= 3; n++) {
+      result_t many = threads_blocks(&s, n, wants[w]);
+      assert_same(&one, &many);
+      result_free(&many);
+    }
   }
   result_free(&one);
   stream_free(&s);
@@ -241,6 +287,7 @@ Suite *test_suite(void) {
   TCase *tc = tcase_create("replay_shards");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, threads_give_one_threads_result);
+  tcase_add_test(tc, blocks_give_one_threads_result);
   tcase_add_test(tc, a_failed_reject_stops_the_threads);
   tcase_add_test(tc, an_unfinished_replay_is_destroyed);
   tcase_add_test(tc, the_output_is_encoded_the_same_on_threads);
