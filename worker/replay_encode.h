@@ -2,16 +2,21 @@
  * updatedAt = one time for the whole output), encoded on several threads
  * and written in order.
  *
- * The list is cut into rounds of REPLAY_ENCODE_ROUND aggregates per thread;
- * in a round each thread encodes a contiguous part into a buffer of its
- * own, then the calling thread writes the parts in order: the bytes are
- * those of one thread encoding the list front to back, and memory holds
- * one round of documents.
+ * The list is cut into pieces of REPLAY_ENCODE_PIECE aggregates, which the
+ * threads take in list order, each the next piece not taken, and encode
+ * into the piece's buffer; the calling thread writes the pieces in list
+ * order as they are done, and encodes pieces too while the next one to
+ * write is not done. So the bytes are those of one thread encoding the
+ * list front to back, every thread is busy to the end whatever each
+ * piece costs, and at most REPLAY_ENCODE_WINDOW pieces per thread are
+ * encoded and not yet written, which bounds memory and keeps them in cache.
  *
- * Threads: each round starts nthreads - 1 threads and joins them; the
- * calling thread encodes the first part. The aggregates are only read
- * (borrowed) while a round runs; each buffer is its thread's until the join
- * hands it back. */
+ * Threads: one call starts nthreads - 1 threads and joins them before it
+ * returns. The aggregates are only read (borrowed). A piece's slot, its
+ * flag and the counters are guarded by one mutex; a slot's buffer is
+ * written outside it by the thread that took the piece and handed to the
+ * calling thread by the flag set under it; once written, the slot is free
+ * for the piece a window later. */
 #ifndef REPLAY_ENCODE_H
 #define REPLAY_ENCODE_H
 
@@ -21,12 +26,12 @@
 
 #include "aggregate.h"
 
-enum { REPLAY_ENCODE_ROUND = 1024 };
+enum { REPLAY_ENCODE_PIECE = 128, REPLAY_ENCODE_WINDOW = 4 };
 
 /* Encodes aggs[0..n) and hands the bytes in order to write(ctx, data, len)
  * (on the calling thread), which returns false to stop. nthreads 1 encodes
- * on the calling thread alone; where a thread cannot start, its part is
- * encoded on the calling thread. False when write returned false. */
+ * on the calling thread alone, and so does a call whose threads cannot
+ * start. False when write returned false. */
 bool replay_encode(model_aggregate_t *const *aggs, size_t n, int64_t now_ms, size_t nthreads,
                    bool (*write)(void *ctx, const char *data, size_t len), void *ctx);
 
