@@ -97,21 +97,20 @@ static size_t packed_size(const model_command_t *cmd) {
   }
 }
 
-/* Appends cmd's used bytes to c->packed, 8-aligned; returns their offset. */
-static uint32_t pack(replay_chunk_t *c, const model_command_t *cmd) {
-  size_t at = (c->packed.len + 7) & ~(size_t)7, n = packed_size(cmd);
-  model_buf_reserve(&c->packed, at - c->packed.len + n);
-  memcpy(c->packed.data + at, cmd, n);
-  c->packed.len = at + n;
-  return (uint32_t)at;
+/* Where the next command is decoded: the next 8-aligned offset of
+ * c->packed, with a whole model_command_t of room after it. The room stays
+ * (packed only grows until the chunk is reset), so that every command
+ * packed there can be read as a model_command_t in place: the bytes past
+ * its packed_size are the next commands' or unused, which its type never
+ * reads. */
+static size_t pack_at(replay_chunk_t *c) {
+  size_t at = (c->packed.len + 7) & ~(size_t)7;
+  model_buf_reserve(&c->packed, at - c->packed.len + sizeof(model_command_t));
+  return at;
 }
 
-/* Copies a packed command back over scratch: the bytes it did not use
- * are another command's, which its type never reads. */
-static const model_command_t *unpack(const replay_chunk_t *c, size_t i, model_command_t *scratch) {
-  const model_command_t *packed = (const model_command_t *)(c->packed.data + c->at[i]);
-  memcpy(scratch, packed, packed_size(packed)); /* what packed_size reads comes before what it counts */
-  return scratch;
+static model_command_t *packed_cmd(const replay_chunk_t *c, size_t at) {
+  return (model_command_t *)(void *)(c->packed.data + at);
 }
 
 /* --- decode and merge ----------------------------------------------------------------- */
@@ -131,7 +130,7 @@ static void cut_lines(replay_chunk_t *c) {
   }
 }
 
-void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes, model_command_t *scratch) {
+void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes) {
   if (c->block) cut_lines(c);
   uint16_t *shard = c->route;
   size_t *start = c->shard_start;
@@ -139,15 +138,18 @@ void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes, model_command_t *s
   for (size_t i = 0; i < c->n; i++) {
     const char *data = c->bytes.data ? c->bytes.data + c->off[i] : "";
     model_reject_t rej;
-    if (!model_command_decode(data, c->len[i], max_bytes, scratch, &rej)) {
+    size_t at = pack_at(c);
+    model_command_t *cmd = packed_cmd(c, at);
+    if (!model_command_decode(data, c->len[i], max_bytes, cmd, &rej)) {
       replay_chunk_reject_t *r = push(&c->decode_rejects);
       r->index = i;
       r->rej = rej;
       shard[i] = UINT16_MAX;
       continue;
     }
-    c->hash[i] = replay_merge_hash(scratch);
-    c->at[i] = pack(c, scratch);
+    c->hash[i] = replay_merge_hash(cmd);
+    c->at[i] = (uint32_t)at;
+    c->packed.len = at + packed_size(cmd);
     shard[i] = (uint16_t)shard_of(c->hash[i], c->nshards);
     start[shard[i] + 1]++;
   }
@@ -158,11 +160,11 @@ void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes, model_command_t *s
     if (shard[i] != UINT16_MAX) c->order[at[shard[i]]++] = (uint32_t)i;
 }
 
-void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m, model_command_t *scratch) {
+void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m) {
   for (size_t j = c->shard_start[s]; j < c->shard_start[s + 1]; j++) {
     size_t i = c->order[j];
     model_reject_t rej;
-    if (replay_merge_apply(m, unpack(c, i, scratch), c->hash[i], &rej)) continue;
+    if (replay_merge_apply(m, packed_cmd(c, c->at[i]), c->hash[i], &rej)) continue;
     replay_chunk_reject_t *r = push(&c->merge_rejects[s]);
     r->index = i;
     r->rej = rej;

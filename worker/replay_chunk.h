@@ -54,9 +54,10 @@ typedef struct replay_chunk {
   size_t cap;                           /* room for messages in the arrays below */
   size_t *off;                          /* message i starts at bytes[off[i]] ... */
   size_t *len;                          /* ... and is len[i] bytes long (an added one keeps none past max_bytes) */
-  /* The decoded commands, packed: of a model_command_t (about 4.5 KiB) only
-   * the bytes its type uses, back to back (replay_chunk.c), so that the
-   * merging thread reads a few hundred bytes per command, in order. */
+  /* The decoded commands, packed: each decoded in place at its end, which
+   * then keeps of the model_command_t (about 4.5 KiB) only the bytes its
+   * type uses, back to back (replay_chunk.c), so that the merging thread
+   * reads a few hundred bytes per command, in order, where they lie. */
   model_buf_t packed;
   uint32_t *at;                         /* a valid command's offset in packed */
   uint32_t *hash;                       /* replay_merge_hash of each valid command */
@@ -87,12 +88,11 @@ void replay_chunk_add(replay_chunk_t *c, const char *data, size_t len, size_t ma
 
 /* Decodes every message (max_bytes: limits.max_command_bytes) and routes
  * the valid ones: the shard of a command is a function of its aggregate's
- * key alone, so that each aggregate lives in one shard. scratch is the
- * calling thread's. */
-void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes, model_command_t *scratch);
-/* Merges shard s's commands of c into m, in message order, each unpacked
- * into scratch (the calling thread's). */
-void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m, model_command_t *scratch);
+ * key alone, so that each aggregate lives in one shard. */
+void replay_chunk_decode(replay_chunk_t *c, size_t max_bytes);
+/* Merges shard s's commands of c into m, in message order, each read
+ * where it is packed. */
+void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m);
 
 /* Calls fn for every rejected message of c in message order, with its
  * stream position (c->first + its index); stops at the first false, which

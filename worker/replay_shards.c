@@ -21,7 +21,6 @@ typedef struct worker {
   size_t shard;
   uint64_t next_merge; /* the chunk it merges next (guarded by the lock) */
   replay_merge_t merge; /* its shard's table: its own while it runs */
-  model_command_t *scratch; /* its decoded and unpacked commands */
   replay_rebuilt_t sorted; /* at the end: the table's aggregates, sorted by key */
 } worker_t;
 
@@ -58,7 +57,7 @@ static void merge_one(worker_t *w, uint64_t k) {
   replay_shards_t *s = w->s;
   slot_t *sl = slot_of(s, k);
   pthread_mutex_unlock(&s->lock);
-  replay_chunk_merge(&sl->chunk, w->shard, &w->merge, w->scratch);
+  replay_chunk_merge(&sl->chunk, w->shard, &w->merge);
   pthread_mutex_lock(&s->lock);
   w->next_merge++;
   /* Shards merge in order: chunk k merged by every shard is the end of a
@@ -71,7 +70,7 @@ static void decode_one(worker_t *w, uint64_t k) {
   replay_shards_t *s = w->s;
   slot_t *sl = slot_of(s, k);
   pthread_mutex_unlock(&s->lock);
-  replay_chunk_decode(&sl->chunk, s->max_bytes, w->scratch);
+  replay_chunk_decode(&sl->chunk, s->max_bytes);
   pthread_mutex_lock(&s->lock);
   sl->decoded = true;
   pthread_cond_broadcast(&s->work);
@@ -124,8 +123,7 @@ replay_shards_t *replay_shards_new(size_t nthreads, size_t max_bytes, replay_sha
   for (size_t i = 0; i < s->window; i++) replay_chunk_init(&s->ring[i].chunk, nthreads);
   s->workers = oom_calloc(nthreads, sizeof *s->workers);
   for (size_t i = 0; i < nthreads; i++)
-    s->workers[i] = (worker_t){.s = s, .shard = i, .merge = REPLAY_MERGE_INIT,
-                               .scratch = oom_malloc(sizeof(model_command_t))};
+    s->workers[i] = (worker_t){.s = s, .shard = i, .merge = REPLAY_MERGE_INIT};
   s->tids = oom_calloc(nthreads, sizeof *s->tids);
   for (; s->started < nthreads - 1; s->started++) {
     if (pthread_create(&s->tids[s->started], NULL, worker_main, &s->workers[s->started])) {
@@ -258,7 +256,6 @@ void replay_shards_destroy(replay_shards_t *s) {
   replay_shards_stop(s);
   for (size_t i = 0; i < s->nthreads; i++) {
     replay_merge_free(&s->workers[i].merge);
-    free(s->workers[i].scratch);
     replay_rebuilt_free(&s->workers[i].sorted);
   }
   for (size_t i = 0; i < s->window; i++) replay_chunk_free(&s->ring[i].chunk);
