@@ -296,7 +296,9 @@ static bool output_write(void *ctx, const char *data, size_t len) {
 static bool write_output(replay_t *r) {
   if (!r->out.f && !replay_file_open(&r->out, r->o->output, "w")) return false;
   r->st->aggregates = r->done.n;
-  return replay_encode(r->done.aggs, r->done.n, clock_wall_ms(), r->threads, output_write, r);
+  size_t n = r->done.n;
+  r->done.n = 0; /* handed over: the encoding destroys them */
+  return replay_encode(r->done.aggs, n, clock_wall_ms(), r->threads, true, output_write, r);
 }
 
 /* --- the replay ------------------------------------------------------------------------- */

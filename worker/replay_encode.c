@@ -19,6 +19,7 @@ typedef struct encode {
   model_aggregate_t *const *aggs;
   size_t n, npieces, window;
   int64_t now_ms;
+  bool consume;   /* the aggregates are destroyed once encoded */
   piece_t *ring;  /* piece k in ring[k % window] */
   size_t taken;   /* pieces taken to encode */
   size_t written; /* pieces written: the slots of the next `window` are free */
@@ -35,6 +36,8 @@ static bool encode_next(encode_t *e) {
   size_t from = k * REPLAY_ENCODE_PIECE, to = from + REPLAY_ENCODE_PIECE < e->n ? from + REPLAY_ENCODE_PIECE : e->n;
   model_buf_clear(&p->out);
   for (size_t i = from; i < to; i++) model_codec_to_json(e->aggs[i], 1, e->now_ms, &p->out);
+  if (e->consume)
+    for (size_t i = from; i < to; i++) model_aggregate_destroy(e->aggs[i]);
   pthread_mutex_lock(&e->lock);
   p->done = true;
   pthread_cond_broadcast(&e->work);
@@ -70,10 +73,11 @@ static bool write_all(encode_t *e, bool (*write)(void *ctx, const char *data, si
   return ok;
 }
 
-bool replay_encode(model_aggregate_t *const *aggs, size_t n, int64_t now_ms, size_t nthreads,
+bool replay_encode(model_aggregate_t *const *aggs, size_t n, int64_t now_ms, size_t nthreads, bool consume,
                    bool (*write)(void *ctx, const char *data, size_t len), void *ctx) {
   if (nthreads < 1) nthreads = 1;
-  encode_t e = {.aggs = aggs, .n = n, .now_ms = now_ms, .window = REPLAY_ENCODE_WINDOW * nthreads};
+  encode_t e = {.aggs = aggs, .n = n, .now_ms = now_ms, .consume = consume,
+                .window = REPLAY_ENCODE_WINDOW * nthreads};
   e.npieces = (n + REPLAY_ENCODE_PIECE - 1) / REPLAY_ENCODE_PIECE;
   if (nthreads > e.npieces) nthreads = e.npieces ? e.npieces : 1; /* a thread per piece at most */
   pthread_mutex_init(&e.lock, NULL);
@@ -88,6 +92,8 @@ bool replay_encode(model_aggregate_t *const *aggs, size_t n, int64_t now_ms, siz
   pthread_cond_broadcast(&e.work);
   pthread_mutex_unlock(&e.lock);
   for (size_t t = 0; t < started; t++) pthread_join(tids[t], NULL);
+  if (consume) /* the pieces never taken, after a failed write */
+    for (size_t i = e.taken * REPLAY_ENCODE_PIECE; i < n; i++) model_aggregate_destroy(aggs[i]);
   for (size_t i = 0; i < e.window; i++) model_buf_destroy(&e.ring[i].out);
   free(e.ring);
   free(tids);

@@ -12,7 +12,9 @@
  * encoded and not yet written, which bounds memory and keeps them in cache.
  *
  * Threads: one call starts nthreads - 1 threads and joins them before it
- * returns. The aggregates are only read (borrowed). A piece's slot, its
+ * returns. The aggregates are only read (borrowed), or, when the caller
+ * hands them over (consume), destroyed by the thread that encoded them, as
+ * soon as it did: the frees run side by side too, on memory still in cache. A piece's slot, its
  * flag and the counters are guarded by one mutex; a slot's buffer is
  * written outside it by the thread that took the piece and handed to the
  * calling thread by the flag set under it; once written, the slot is free
@@ -31,8 +33,10 @@ enum { REPLAY_ENCODE_PIECE = 128, REPLAY_ENCODE_WINDOW = 4 };
 /* Encodes aggs[0..n) and hands the bytes in order to write(ctx, data, len)
  * (on the calling thread), which returns false to stop. nthreads 1 encodes
  * on the calling thread alone, and so does a call whose threads cannot
- * start. False when write returned false. */
-bool replay_encode(model_aggregate_t *const *aggs, size_t n, int64_t now_ms, size_t nthreads,
+ * start. With consume, every aggregate is destroyed by the time it
+ * returns, whatever write said (the array stays the caller's). False when
+ * write returned false. */
+bool replay_encode(model_aggregate_t *const *aggs, size_t n, int64_t now_ms, size_t nthreads, bool consume,
                    bool (*write)(void *ctx, const char *data, size_t len), void *ctx);
 
 #endif
