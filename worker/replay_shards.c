@@ -22,6 +22,7 @@ typedef struct worker {
   uint64_t next_merge; /* the chunk it merges next (guarded by the lock) */
   replay_merge_t merge; /* its shard's table: its own while it runs */
   replay_rebuilt_t sorted; /* at the end: the table's aggregates, sorted by key */
+  replay_rebuilt_t range;  /* then: the aggregates of every shard in its key range, sorted */
 } worker_t;
 
 struct replay_shards {
@@ -40,6 +41,10 @@ struct replay_shards {
   uint64_t wake_at;   /* the feeding thread sleeps until the chunks before this are merged, or work comes */
   bool closed;        /* no chunk will be published any more */
   bool stopping;      /* drop the rest: the workers return at once */
+  size_t sorted;      /* shards whose aggregates are sorted */
+  bool join;          /* the pivots are set: every thread joins its key range */
+  size_t joined;      /* workers whose range is joined */
+  const char **pivot; /* [nthreads + 1]: range t is [pivot[t], pivot[t + 1]), NULL at both ends */
   /* The feeding thread's alone: */
   bool failed;          /* a reject callback returned false */
   replay_chunk_t *fill; /* the chunk being filled, NULL between chunks */
@@ -89,9 +94,41 @@ static bool worker_step(worker_t *w) {
   return true;
 }
 
+/* --- the end: sorted by key, side by side ---------------------------------------------- */
+
+/* The first aggregate of p whose key is not below key (NULL: below none). */
+static size_t lower_bound(const replay_rebuilt_t *p, const char *key) {
+  size_t lo = 0, hi = key ? p->n : 0;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(model_aggregate_key(p->aggs[mid], NULL), key) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Range t of every shard's sorted aggregates, joined into w->range. The
+ * sorted lists are only read here, by every thread at once; each range's
+ * own copies go to replay_rebuilt_join. */
+static void join_range(replay_shards_t *s, worker_t *w, size_t t) {
+  replay_rebuilt_t *parts = oom_calloc(s->nthreads, sizeof *parts);
+  for (size_t i = 0; i < s->nthreads; i++) {
+    const replay_rebuilt_t *all = &s->workers[i].sorted;
+    size_t from = lower_bound(all, s->pivot[t]), to = s->pivot[t + 1] ? lower_bound(all, s->pivot[t + 1]) : all->n;
+    parts[i].n = to - from;
+    parts[i].aggs = oom_malloc((parts[i].n + 1) * sizeof *parts[i].aggs);
+    if (parts[i].n) memcpy(parts[i].aggs, all->aggs + from, parts[i].n * sizeof *parts[i].aggs);
+  }
+  replay_rebuilt_join(parts, s->nthreads, &w->range);
+  free(parts);
+}
+
 /* Steps until every chunk is merged, waiting when there is nothing to do.
- * Then it sorts its shard's aggregates, so that the sorts too run side by
- * side. */
+ * Then it sorts its shard's aggregates and joins its key range of every
+ * shard's (replay_shards_finish), so that the sorts and the join too run
+ * side by side. */
 static void *worker_main(void *arg) {
   worker_t *w = arg;
   replay_shards_t *s = w->s;
@@ -103,7 +140,18 @@ static void *worker_main(void *arg) {
     if (!all_merged) pthread_cond_wait(&s->work, &s->lock);
   }
   pthread_mutex_unlock(&s->lock);
-  if (all_merged) replay_merge_sorted(&w->merge, &w->sorted);
+  if (!all_merged) return NULL;
+  replay_merge_sorted(&w->merge, &w->sorted);
+  pthread_mutex_lock(&s->lock);
+  if (++s->sorted == s->nthreads) pthread_cond_broadcast(&s->work);
+  while (!s->stopping && !s->join) pthread_cond_wait(&s->work, &s->lock);
+  bool join = !s->stopping;
+  pthread_mutex_unlock(&s->lock);
+  if (!join) return NULL;
+  join_range(s, w, w->shard);
+  pthread_mutex_lock(&s->lock);
+  if (++s->joined == s->nthreads - 1) pthread_cond_broadcast(&s->work);
+  pthread_mutex_unlock(&s->lock);
   return NULL;
 }
 
@@ -120,6 +168,7 @@ replay_shards_t *replay_shards_new(size_t nthreads, size_t max_bytes, replay_sha
   s->ctx = ctx;
   s->wake_at = UINT64_MAX;
   s->ring = oom_calloc(s->window, sizeof *s->ring);
+  s->pivot = oom_calloc(nthreads + 1, sizeof *s->pivot);
   for (size_t i = 0; i < s->window; i++) replay_chunk_init(&s->ring[i].chunk, nthreads);
   s->workers = oom_calloc(nthreads, sizeof *s->workers);
   for (size_t i = 0; i < nthreads; i++)
@@ -218,11 +267,26 @@ void replay_shards_stop(replay_shards_t *s) {
   if (!s) return;
   pthread_mutex_lock(&s->lock);
   s->closed = true;
-  if (s->retired < s->published) s->stopping = true; /* not drained: drop the rest */
+  /* Drained or not, the workers return: every chunk retired is merged by
+   * every shard, what is in flight is dropped, and no join comes. */
+  s->stopping = true;
   pthread_cond_broadcast(&s->work);
   pthread_mutex_unlock(&s->lock);
   for (size_t i = 0; i < s->started; i++) pthread_join(s->tids[i], NULL);
   s->started = 0;
+}
+
+/* Sets the pivots that cut the key space into one range per thread: keys
+ * of the largest shard at even steps (every shard is a sample of the keys
+ * by their hash, so the ranges hold about as many aggregates each). Under
+ * the lock, every shard sorted. */
+static void set_pivots(replay_shards_t *s) {
+  const replay_rebuilt_t *big = &s->workers[0].sorted;
+  for (size_t i = 1; i < s->nthreads; i++)
+    if (s->workers[i].sorted.n > big->n) big = &s->workers[i].sorted;
+  s->pivot[0] = s->pivot[s->nthreads] = NULL;
+  for (size_t t = 1; t < s->nthreads; t++)
+    s->pivot[t] = big->n ? model_aggregate_key(big->aggs[t * big->n / s->nthreads], NULL) : "";
 }
 
 bool replay_shards_finish(replay_shards_t *s, replay_rebuilt_t *out) {
@@ -232,15 +296,38 @@ bool replay_shards_finish(replay_shards_t *s, replay_rebuilt_t *out) {
   pthread_cond_broadcast(&s->work);
   retire(s, false, true);
   pthread_mutex_unlock(&s->lock);
+  if (s->failed) {
+    replay_shards_stop(s);
+    return false;
+  }
   worker_t *own = &s->workers[s->nthreads - 1];
   replay_merge_sorted(&own->merge, &own->sorted);
+  pthread_mutex_lock(&s->lock);
+  s->sorted++;
+  while (s->sorted < s->nthreads) pthread_cond_wait(&s->work, &s->lock);
+  set_pivots(s);
+  s->join = true;
+  pthread_cond_broadcast(&s->work);
+  pthread_mutex_unlock(&s->lock);
+  join_range(s, own, s->nthreads - 1);
+  pthread_mutex_lock(&s->lock);
+  while (s->joined < s->nthreads - 1) pthread_cond_wait(&s->work, &s->lock);
+  pthread_mutex_unlock(&s->lock);
   replay_shards_stop(s);
-  if (s->failed) return false;
-  replay_rebuilt_t *parts = oom_malloc(s->nthreads * sizeof *parts);
-  for (size_t i = 0; i < s->nthreads; i++) parts[i] = s->workers[i].sorted;
-  replay_rebuilt_join(parts, s->nthreads, out);
-  for (size_t i = 0; i < s->nthreads; i++) s->workers[i].sorted = (replay_rebuilt_t){0};
-  free(parts);
+  /* The ranges in key order: range t is worker t's. */
+  size_t total = 0;
+  for (size_t i = 0; i < s->nthreads; i++) total += s->workers[i].range.n;
+  out->aggs = oom_malloc((total + 1) * sizeof *out->aggs);
+  out->n = 0;
+  for (size_t i = 0; i < s->nthreads; i++) {
+    worker_t *w = &s->workers[i];
+    if (w->range.n) memcpy(out->aggs + out->n, w->range.aggs, w->range.n * sizeof *out->aggs);
+    out->n += w->range.n;
+    free(w->range.aggs);
+    w->range = (replay_rebuilt_t){0};
+    free(w->sorted.aggs); /* its aggregates are out's now */
+    w->sorted = (replay_rebuilt_t){0};
+  }
   return true;
 }
 
@@ -257,9 +344,11 @@ void replay_shards_destroy(replay_shards_t *s) {
   for (size_t i = 0; i < s->nthreads; i++) {
     replay_merge_free(&s->workers[i].merge);
     replay_rebuilt_free(&s->workers[i].sorted);
+    free(s->workers[i].range.aggs); /* its aggregates are also in sorted */
   }
   for (size_t i = 0; i < s->window; i++) replay_chunk_free(&s->ring[i].chunk);
   free(s->ring);
+  free(s->pivot);
   free(s->workers);
   free(s->tids);
   pthread_cond_destroy(&s->work);

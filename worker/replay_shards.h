@@ -8,8 +8,11 @@
  *   its commands by aggregate key to the shards -> each shard's
  *   worker merges its commands of every chunk, chunk after chunk, into its
  *   own table (replay_merge.h) -> the feeding thread retires chunks in
- *   stream order, emitting their rejects -> at the end the shards'
- *   aggregates are gathered, sorted by key.
+ *   stream order, counting their messages (so that a block's lines get
+ *   their numbers) and emitting their rejects -> at the end each thread
+ *   sorts its shard's aggregates by key, then joins one range of keys of
+ *   every shard's (cut at pivots taken from the largest), and the ranges
+ *   follow each other in key order.
  *
  * Why the output is the single thread's: a key's commands all go to one
  * shard, which merges them in stream order (chunks in order, and in each
@@ -32,8 +35,12 @@
  * thread whose step it is (replay_chunk.h) and handed on by the flag set
  * under it. Worker t alone touches shard t's table until the workers are
  * joined (replay_shards_finish, replay_shards_stop), when it passes to the
- * feeding thread; the last shard's is the feeding thread's throughout.
- * Every function here is the feeding thread's. */
+ * feeding thread; the last shard's is the feeding thread's throughout. At
+ * the end, a thread's sorted list is handed on by the count of sorted
+ * shards, raised under the mutex; the feeding thread then sets the pivots
+ * and the join flag under it, and every thread only reads every sorted
+ * list while it joins its range into a list of its own, handed back by the
+ * count of ranges joined. Every function here is the feeding thread's. */
 #ifndef REPLAY_SHARDS_H
 #define REPLAY_SHARDS_H
 

@@ -209,6 +209,21 @@ START_TEST(threads_give_one_threads_result) {
 }
 END_TEST
 
+/* Many aggregates: each thread joins a range of keys of every shard's. */
+START_TEST(threads_sort_many_aggregates_as_one_thread) {
+  stream_t s = make_stream_of(false);
+  result_t one = one_thread(&s);
+  ck_assert_uint_gt(one.docs.n, 1000);
+  for (size_t n = 2; n <= 5; n++) {
+    result_t many = threads(&s, n);
+    assert_same(&one, &many);
+    result_free(&many);
+  }
+  result_free(&one);
+  stream_free(&s);
+}
+END_TEST
+
 /* Blocks of every size cut lines at every place: an empty line, a line
  * longer than the block, a line past limits.max_command_bytes on an edge. */
 START_TEST(blocks_give_one_threads_result) {
@@ -321,6 +336,7 @@ Suite *test_suite(void) {
   TCase *tc = tcase_create("replay_shards");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, threads_give_one_threads_result);
+  tcase_add_test(tc, threads_sort_many_aggregates_as_one_thread);
   tcase_add_test(tc, blocks_give_one_threads_result);
   tcase_add_test(tc, a_failed_reject_stops_the_threads);
   tcase_add_test(tc, an_unfinished_replay_is_destroyed);
