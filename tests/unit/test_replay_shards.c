@@ -192,6 +192,15 @@ static void assert_same(const result_t *a, const result_t *b) {
   }
 }
 
+/* The replay of s on lo..hi threads gives one, the result of one thread. */
+static void assert_threads_agree(const stream_t *s, const result_t *one, size_t lo, size_t hi) {
+  for (size_t n = lo; n <= hi; n++) {
+    result_t many = threads(s, n);
+    assert_same(one, &many);
+    result_free(&many);
+  }
+}
+
 START_TEST(threads_give_one_threads_result) {
   stream_t s = make_stream();
   result_t one = one_thread(&s);
@@ -199,11 +208,7 @@ START_TEST(threads_give_one_threads_result) {
   ck_assert(strstr(one.rejects.text.data, "invalid_json"));
   ck_assert(strstr(one.rejects.text.data, "too_large message is 65636 bytes"));
   ck_assert_uint_gt(one.stale, 0);
-  for (size_t n = 2; n <= 4; n++) {
-    result_t many = threads(&s, n);
-    assert_same(&one, &many);
-    result_free(&many);
-  }
+  assert_threads_agree(&s, &one, 2, 4);
   result_free(&one);
   stream_free(&s);
 }
@@ -214,11 +219,7 @@ START_TEST(threads_sort_many_aggregates_as_one_thread) {
   stream_t s = make_stream_of(false);
   result_t one = one_thread(&s);
   ck_assert_uint_gt(one.docs.n, 1000);
-  for (size_t n = 2; n <= 5; n++) {
-    result_t many = threads(&s, n);
-    assert_same(&one, &many);
-    result_free(&many);
-  }
+  assert_threads_agree(&s, &one, 2, 5);
   result_free(&one);
   stream_free(&s);
 }
