@@ -233,9 +233,9 @@ static bool feed_message(void *ctx, const char *data, size_t len, int64_t event_
  * chunks, cut into lines on their threads. */
 static model_buf_t *feed_block(void *ctx) { return replay_shards_block(((replay_t *)ctx)->shards); }
 
-static bool feed_block_done(void *ctx, uint64_t *lines) {
+static bool feed_block_done(void *ctx, size_t long_len, uint64_t *lines) {
   replay_t *r = ctx;
-  bool ok = replay_shards_block_done(r->shards, lines);
+  bool ok = replay_shards_block_done(r->shards, long_len, lines);
   r->st->read = *lines;
   return ok;
 }
@@ -347,7 +347,8 @@ static bool replay_read(replay_t *r) {
   if (!o->input) return replay_source_topics(r->cfg, o->from, o->until, &feed);
   if (!r->in.f && !replay_file_open(&r->in, o->input, "r")) return false;
   replay_block_feed_t blocks = {feed_block, feed_block_done};
-  bool ok = replay_source_blocks(r->in.f, r->in.shown, &feed, r->shards ? &blocks : NULL);
+  bool ok = replay_source_blocks(r->in.f, r->in.shown, (size_t)r->cfg->limits_max_command_bytes, &feed,
+                                 r->shards ? &blocks : NULL);
   replay_file_close_input(&r->in);
   return ok;
 }

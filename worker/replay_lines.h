@@ -4,8 +4,15 @@
  * of the line, where JSON treats it as whitespace); the "\n" that ends the
  * last line starts no empty line; a last line without "\n" still counts; a
  * byte order mark before the first line is skipped (it is the editor's, not
- * the command's: JSON text has none). Any length works: a block grows to
- * hold a line longer than it.
+ * the command's: JSON text has none). Any length works.
+ *
+ * A line longer than the reader's max_line (limits.max_command_bytes) is
+ * not kept whole: the decoder rejects it on its length alone, so a line
+ * that outgrows max_line before its "\n" is read in pieces, dropped, and
+ * handed over by its length only. (One that a single read brings whole may
+ * stay in its block, and is rejected the same way.) A block therefore
+ * holds at most max_line bytes beyond what one read brings, whatever the
+ * file: the memory of a replay does not follow its longest line.
  *
  * replay_lines_read cuts the file into blocks that end just after a "\n"
  * (or at the end of the file), so that a block holds whole lines and the
@@ -30,19 +37,25 @@
 enum { REPLAY_LINES_BLOCK = 1 << 16 };
 
 typedef struct replay_lines {
-  FILE *in;        /* borrowed */
+  FILE *in;         /* borrowed */
+  size_t max_line;  /* a longer line is handed over by its length only */
   model_buf_t rest; /* the bytes after the last "\n" of the block read last */
-  bool eof;        /* the end of the file (or a read error: ferror says) */
-  bool started;    /* the first block is read: its byte order mark is gone */
+  size_t skipping;  /* > 0: the next read finishes a line past max_line, of
+                       which this many bytes are read */
+  bool eof;         /* the end of the file (or a read error: ferror says) */
+  bool started;     /* the first read is done: its byte order mark is gone */
 } replay_lines_t;
 
-#define REPLAY_LINES_INIT(file) {.in = (file), .rest = MODEL_BUF_INIT}
+#define REPLAY_LINES_INIT(file, max) {.in = (file), .max_line = (max), .rest = MODEL_BUF_INIT}
 
-/* Empties *block and reads into it the next block of whole lines: at
- * least `want` bytes (unless the file ends first), cut just after the
- * last "\n" read, the bytes after it kept for the next block. False when
- * nothing is left (check ferror(l->in) then). */
-bool replay_lines_read(replay_lines_t *l, model_buf_t *block, size_t want);
+/* Empties *block and reads the next piece of the file into it: either a
+ * block of whole lines, at least `want` bytes (unless the file ends first
+ * or a line past max_line comes next), cut just after
+ * the last "\n" read, the bytes after it kept for the next block, with
+ * *long_len 0; or, with *long_len its length and the block empty, the one
+ * line past max_line that comes next. False when nothing is left (check
+ * ferror(l->in) then). */
+bool replay_lines_read(replay_lines_t *l, model_buf_t *block, size_t want, size_t *long_len);
 
 /* The line that starts at data of a block whose unwalked part is
  * data[0..len) (len > 0): sets *line_len and returns the bytes to step

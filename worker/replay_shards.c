@@ -255,7 +255,11 @@ model_buf_t *replay_shards_block(replay_shards_t *s) {
   return &s->fill->bytes;
 }
 
-bool replay_shards_block_done(replay_shards_t *s, uint64_t *lines) {
+bool replay_shards_block_done(replay_shards_t *s, size_t long_len, uint64_t *lines) {
+  if (long_len) {
+    replay_chunk_reset(s->fill, false);
+    replay_chunk_add(s->fill, "", long_len, s->max_bytes);
+  }
   publish(s);
   *lines = s->messages;
   return !s->failed;

@@ -74,10 +74,13 @@ bool replay_shards_add(replay_shards_t *s, const char *data, size_t len);
  * block of whole lines (replay_lines_read), waiting for a free slot as
  * replay_shards_add does; NULL once a reject callback returned false.
  * replay_shards_block_done hands the block over (its lines are cut by the
- * worker that decodes it) and sets *lines to replay_shards_messages; a
- * block left empty is never handed over. */
+ * worker that decodes it), or, with long_len > 0, the block left empty
+ * stands for one line of that many bytes, past max_bytes, which the chunk
+ * keeps by its length only as replay_shards_add does; it sets *lines to
+ * replay_shards_messages. A block left empty otherwise is never handed
+ * over. */
 model_buf_t *replay_shards_block(replay_shards_t *s);
-bool replay_shards_block_done(replay_shards_t *s, uint64_t *lines);
+bool replay_shards_block_done(replay_shards_t *s, size_t long_len, uint64_t *lines);
 
 /* The messages of the chunks retired (every chunk's, after
  * replay_shards_finish). */

@@ -68,9 +68,13 @@ static bool lines_feed(replay_lines_t *l, const replay_feed_t *feed, const repla
       ok = false;
       break;
     }
-    if (!replay_lines_read(l, block, REPLAY_LINES_BLOCK)) break;
+    size_t long_len;
+    if (!replay_lines_read(l, block, REPLAY_LINES_BLOCK, &long_len)) break;
     if (blocks) {
-      ok = blocks->done(feed->ctx, done);
+      ok = blocks->done(feed->ctx, long_len, done);
+    } else if (long_len) {
+      ok = feed->message(feed->ctx, NULL, long_len, 0);
+      ++*done;
     } else {
       for (size_t at = 0; ok && at < block->len;) {
         size_t len, step = replay_lines_next(block->data + at, block->len - at, &len);
@@ -85,10 +89,11 @@ static bool lines_feed(replay_lines_t *l, const replay_feed_t *feed, const repla
   return ok;
 }
 
-bool replay_source_blocks(FILE *in, const char *shown, const replay_feed_t *feed, const replay_block_feed_t *blocks) {
+bool replay_source_blocks(FILE *in, const char *shown, size_t max_line, const replay_feed_t *feed,
+                          const replay_block_feed_t *blocks) {
   progress_t pr = progress_start(0, feed->label);
   uint64_t done = 0;
-  replay_lines_t l = REPLAY_LINES_INIT(in);
+  replay_lines_t l = REPLAY_LINES_INIT(in, max_line);
   bool ok = lines_feed(&l, feed, blocks, &pr, &done);
   if (ok && ferror(in)) {
     fprintf(stderr, "aggregator: replay: cannot read '%s': %s\n", shown, strerror(errno));
@@ -99,8 +104,8 @@ bool replay_source_blocks(FILE *in, const char *shown, const replay_feed_t *feed
   return ok && !signals_stop_count();
 }
 
-bool replay_source_lines(FILE *in, const char *shown, const replay_feed_t *feed) {
-  return replay_source_blocks(in, shown, feed, NULL);
+bool replay_source_lines(FILE *in, const char *shown, size_t max_line, const replay_feed_t *feed) {
+  return replay_source_blocks(in, shown, max_line, feed, NULL);
 }
 
 /* --- topics: the plan --------------------------------------------------------------- */

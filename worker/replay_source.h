@@ -43,12 +43,13 @@ typedef struct replay_feed {
 
 /* A feed of lines that takes whole blocks of them instead of single lines:
  * `block` gives the buffer to read the next block of whole lines into
- * (replay_lines_read), NULL to stop; then `done` hands it over filled and
- * sets *lines to the lines known so far (for the progress line), false to
- * stop. Both get the feed's ctx. */
+ * (replay_lines_read), NULL to stop; then `done` hands it over filled, or
+ * empty and standing for one line past the limit of long_len bytes (> 0),
+ * and sets *lines to the lines known so far (for the progress line), false
+ * to stop. Both get the feed's ctx. */
 typedef struct replay_block_feed {
   model_buf_t *(*block)(void *ctx);
-  bool (*done)(void *ctx, uint64_t *lines);
+  bool (*done)(void *ctx, size_t long_len, uint64_t *lines);
 } replay_block_feed_t;
 
 /* Parses a --from/--until bound: NULL or `word` ("beginning", "end") sets
@@ -56,11 +57,14 @@ typedef struct replay_block_feed {
  * neither (a usage error: the CLI checks before contacting anything). */
 bool replay_parse_bound(const char *s, const char *word, int64_t *ms, bool *special);
 
-/* Feeds every line of in (borrowed; `shown` names it in a read error).
- * True when the end of the file was reached. */
-bool replay_source_lines(FILE *in, const char *shown, const replay_feed_t *feed);
+/* Feeds every line of in (borrowed; `shown` names it in a read error);
+ * a line longer than max_line (limits.max_command_bytes) is fed by its
+ * length only, with data NULL. True when the end of the file was
+ * reached. */
+bool replay_source_lines(FILE *in, const char *shown, size_t max_line, const replay_feed_t *feed);
 /* The same in whole blocks, to `blocks` (feed->message is not called). */
-bool replay_source_blocks(FILE *in, const char *shown, const replay_feed_t *feed, const replay_block_feed_t *blocks);
+bool replay_source_blocks(FILE *in, const char *shown, size_t max_line, const replay_feed_t *feed,
+                          const replay_block_feed_t *blocks);
 
 /* Feeds the configured topics' messages from `from` to `until` (as
  * replay_parse_bound takes them). True when every partition was read up to

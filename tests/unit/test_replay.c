@@ -10,6 +10,7 @@
 #include "config.h"
 #include "replay.h"
 #include "replay_file.h"
+#include "replay_lines.h"
 #include "replay_source.h"
 
 /* --- the line source ------------------------------------------------------------ */
@@ -24,21 +25,27 @@ static bool record(void *ctx, const char *data, size_t len, int64_t event_ms) {
   seen_t *s = ctx;
   ck_assert_int_eq(event_ms, 0); /* a file has no event times */
   ck_assert_uint_lt(s->n, 8);
-  ck_assert_uint_lt(len, sizeof s->lines[0]);
-  memcpy(s->lines[s->n], data, len);
-  s->lines[s->n][len] = 0;
+  if (data) {
+    ck_assert_uint_lt(len, sizeof s->lines[0]);
+    memcpy(s->lines[s->n], data, len);
+    s->lines[s->n][len] = 0;
+  } else {
+    snprintf(s->lines[s->n], sizeof s->lines[0], "#%zu", len); /* a line past max_line: its length only */
+  }
   s->n++;
   return s->n != s->stop_after;
 }
 
-static bool lines_of(const char *text, seen_t *s) {
+static bool lines_within(const char *text, size_t max_line, seen_t *s) {
   FILE *in = fmemopen((void *)text, strlen(text), "r");
   ck_assert_ptr_nonnull(in);
   replay_feed_t feed = {record, NULL, s, NULL};
-  bool ok = replay_source_lines(in, "mem", &feed);
+  bool ok = replay_source_lines(in, "mem", max_line, &feed);
   fclose(in);
   return ok;
 }
+
+static bool lines_of(const char *text, seen_t *s) { return lines_within(text, SIZE_MAX, s); }
 
 START_TEST(lines_split_at_newlines) {
   seen_t s = {0};
@@ -54,6 +61,27 @@ START_TEST(lines_split_at_newlines) {
   seen_t u = {0};
   ck_assert(lines_of("", &u));
   ck_assert_uint_eq(u.n, 0);
+}
+END_TEST
+
+/* A line past max_line and longer than a read is fed by its length,
+ * without its bytes, in its place among the others. */
+START_TEST(a_line_past_the_limit_is_fed_by_its_length) {
+  enum { LONG = 3 * REPLAY_LINES_BLOCK + 5 };
+  char *text = malloc(LONG + 16);
+  strcpy(text, "ab\n");
+  memset(text + 3, 'x', LONG);
+  strcpy(text + 3 + LONG, "\ncd\n\xEF\xBB\xBF");
+  seen_t s = {0};
+  ck_assert(lines_within(text, 1000, &s));
+  ck_assert_uint_eq(s.n, 4);
+  ck_assert_str_eq(s.lines[0], "ab");
+  char want[16];
+  snprintf(want, sizeof want, "#%d", (int)LONG);
+  ck_assert_str_eq(s.lines[1], want);
+  ck_assert_str_eq(s.lines[2], "cd");
+  ck_assert_str_eq(s.lines[3], "\xEF\xBB\xBF"); /* a mark past the first line is a line's bytes */
+  free(text);
 }
 END_TEST
 
@@ -140,6 +168,7 @@ Suite *test_suite(void) {
   Suite *s = suite_create("replay");
   TCase *tc = tcase_create("replay");
   tcase_add_test(tc, lines_split_at_newlines);
+  tcase_add_test(tc, a_line_past_the_limit_is_fed_by_its_length);
   tcase_add_test(tc, a_feed_that_fails_stops_the_source);
   tcase_add_test(tc, a_file_holds_what_was_written);
   tcase_add_test(tc, a_lost_write_fails_the_close);

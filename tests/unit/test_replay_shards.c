@@ -157,13 +157,14 @@ static result_t threads_blocks(const stream_t *s, size_t n, size_t want) {
   ck_assert_ptr_nonnull(sh);
   FILE *in = fmemopen(s->text.data, s->text.len, "r");
   ck_assert_ptr_nonnull(in);
-  replay_lines_t l = REPLAY_LINES_INIT(in);
+  replay_lines_t l = REPLAY_LINES_INIT(in, MAX_BYTES);
   uint64_t lines = 0;
+  size_t long_len;
   for (;;) {
     model_buf_t *block = replay_shards_block(sh);
     ck_assert_ptr_nonnull(block);
-    if (!replay_lines_read(&l, block, want)) break;
-    ck_assert(replay_shards_block_done(sh, &lines));
+    if (!replay_lines_read(&l, block, want, &long_len)) break;
+    ck_assert(replay_shards_block_done(sh, long_len, &lines));
   }
   ck_assert(replay_shards_finish(sh, &r.docs));
   ck_assert_uint_eq(replay_shards_messages(sh), s->n);
