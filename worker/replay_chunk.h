@@ -31,11 +31,13 @@
 #include "replay_merge.h"
 
 /* A chunk of added messages is handed on at this many messages or this
- * many bytes, whichever comes first: large enough that the lock is taken a
- * few times per hundreds of commands, small enough that a window of chunks
- * per thread stays in a few hundred KiB. A block of lines is as long as
- * replay_lines_read makes it (REPLAY_LINES_BLOCK, more for a longer line)
- * and holds as many lines as it does: the arrays below grow to them. */
+ * many bytes, whichever comes first (a message past max_bytes keeps none
+ * of its bytes): large enough that the lock is taken a few times per
+ * hundreds of commands, small enough that a window of chunks per thread
+ * stays within a few MiB. A block of lines is as long as replay_lines_read
+ * makes it (REPLAY_LINES_BLOCK, and at most max_bytes more for a line
+ * that ends past it) and holds as many lines as it does: the arrays below
+ * grow to them. */
 enum { REPLAY_CHUNK_MSGS = 256, REPLAY_CHUNK_BYTES = 1 << 20 };
 
 typedef struct replay_chunk_reject {

@@ -25,10 +25,12 @@
  * itself. Each merges its shard and, while its shard waits for an earlier
  * chunk to be decoded, decodes the next chunk not taken, so that decoding
  * (the larger cost) runs on every thread. At most REPLAY_SHARDS_WINDOW
- * chunks per thread are in flight, which bounds memory whatever the stream;
- * the feeding thread works the last shard while the window is full, and
- * goes back to reading as soon as a slot is free (reading is a small part
- * of the work), so that N threads keep N cores busy and no more.
+ * chunks per thread are in flight, each bounded (replay_chunk.h), which
+ * bounds memory whatever the stream; the feeding thread works the last
+ * shard while the window is full, and when it has nothing to do it sleeps
+ * until half of the window is merged, then reads again (reading is a
+ * small part of the work): one wake-up for several chunks, and N threads
+ * keep N cores busy and no more.
  *
  * Threads and hand-over: every chunk slot, its flags and the counters are
  * guarded by one mutex; a chunk's data is written outside it by the one
