@@ -121,12 +121,12 @@ static size_t shard_of(uint32_t hash, size_t nshards) { return (size_t)(((uint64
 
 /* Cuts a block into its lines: the messages. */
 static void cut_lines(replay_chunk_t *c) {
-  for (size_t at = 0; at < c->bytes.len;) {
-    size_t len, step = replay_lines_next(c->bytes.data + at, c->bytes.len - at, &len);
+  const char *line;
+  size_t at = 0, len;
+  while (replay_lines_next(c->bytes.data, c->bytes.len, &at, &line, &len)) {
     room(c, c->n + 1);
-    c->off[c->n] = at;
+    c->off[c->n] = (size_t)(line - c->bytes.data);
     c->len[c->n++] = len;
-    at += step;
   }
 }
 

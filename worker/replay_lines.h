@@ -17,7 +17,8 @@
  * replay_lines_read cuts the file into blocks that end just after a "\n"
  * (or at the end of the file), so that a block holds whole lines and the
  * lines of the file are those of its blocks in order; replay_lines_next
- * walks the lines of one block. The one-thread replay walks each block as
+ * walks the lines of one block, for the one-thread replay and the threads
+ * alike. The one-thread replay walks each block as
  * it reads it; the threaded replay hands whole blocks to its workers, which
  * walk them there (replay_shards.h).
  *
@@ -57,13 +58,18 @@ typedef struct replay_lines {
  * ferror(l->in) then). */
 bool replay_lines_read(replay_lines_t *l, model_buf_t *block, size_t want, size_t *long_len);
 
-/* The line that starts at data of a block whose unwalked part is
- * data[0..len) (len > 0): sets *line_len and returns the bytes to step
- * over to the next line (its "\n" included). */
-static inline size_t replay_lines_next(const char *data, size_t len, size_t *line_len) {
-  const char *nl = memchr(data, '\n', len);
-  *line_len = nl ? (size_t)(nl - data) : len;
-  return nl ? *line_len + 1 : len;
+/* Walks the lines of a block data[0..len): from *at (0 for the first),
+ * sets *line and *line_len to the next line (without its "\n") and moves
+ * *at past it; false at the block's end. The "\n" that ends the block's
+ * last line starts no empty line. */
+static inline bool replay_lines_next(const char *data, size_t len, size_t *at, const char **line,
+                                     size_t *line_len) {
+  if (*at >= len) return false;
+  const char *p = data + *at, *nl = memchr(p, '\n', len - *at);
+  *line = p;
+  *line_len = nl ? (size_t)(nl - p) : len - *at;
+  *at += *line_len + (nl != NULL);
+  return true;
 }
 
 /* Frees what the reader holds (not its FILE). */

@@ -76,11 +76,11 @@ static bool lines_feed(replay_lines_t *l, const replay_feed_t *feed, const repla
       ok = feed->message(feed->ctx, NULL, long_len, 0);
       ++*done;
     } else {
-      for (size_t at = 0; ok && at < block->len;) {
-        size_t len, step = replay_lines_next(block->data + at, block->len - at, &len);
-        ok = feed->message(feed->ctx, block->data + at, len, 0);
+      const char *line;
+      size_t at = 0, len;
+      while (ok && replay_lines_next(block->data, block->len, &at, &line, &len)) {
+        ok = feed->message(feed->ctx, line, len, 0);
         ++*done;
-        at += step;
       }
     }
     progress_show(pr, *done, false);

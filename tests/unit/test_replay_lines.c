@@ -52,13 +52,12 @@ static void through_blocks(const char *text, size_t len, size_t want, size_t max
       continue;
     }
     ck_assert_uint_gt(block.len, 0);
-    for (size_t at = 0; at < block.len;) {
-      size_t line, step = replay_lines_next(block.data + at, block.len - at, &line);
+    const char *line;
+    size_t at = 0, n;
+    while (replay_lines_next(block.data, block.len, &at, &line, &n))
       /* A line past the limit that one read brought whole stays in the
        * block: its length is what counts. */
-      put_line(out, line > max_line ? NULL : block.data + at, line);
-      at += step;
-    }
+      put_line(out, n > max_line ? NULL : line, n);
     if (!l.eof && !l.skipping) ck_assert_int_eq(block.data[block.len - 1], '\n');
   }
   ck_assert(!ferror(in));
