@@ -417,7 +417,13 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
   }
   name_files(r);
   int rc = replay_open(r);
-  if (rc == 0 && !(replay_read(r) && replay_finish(r))) rc = 1;
+  if (rc == 0) {
+    bool read = replay_read(r);
+    /* Cut short, the threads still write the rejects of what was read, as
+     * one thread has by then. */
+    if (!read && r->shards) replay_shards_drain(r->shards);
+    if (!(read && replay_finish(r))) rc = 1;
+  }
   if (!replay_close(r, rc == 0) && rc == 0) rc = 1;
   free(r);
   stats->seconds = clock_mono_s() - t0;

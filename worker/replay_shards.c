@@ -267,6 +267,14 @@ bool replay_shards_block_done(replay_shards_t *s, size_t long_len, uint64_t *lin
 
 uint64_t replay_shards_messages(const replay_shards_t *s) { return s->messages; }
 
+bool replay_shards_drain(replay_shards_t *s) {
+  if (s->fill && !replay_chunk_empty(s->fill)) publish(s);
+  pthread_mutex_lock(&s->lock);
+  retire(s, false, true);
+  pthread_mutex_unlock(&s->lock);
+  return !s->failed;
+}
+
 void replay_shards_stop(replay_shards_t *s) {
   if (!s) return;
   pthread_mutex_lock(&s->lock);

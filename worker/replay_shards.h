@@ -93,6 +93,12 @@ uint64_t replay_shards_messages(const replay_shards_t *s);
  * by key. False once a reject callback returned false. */
 bool replay_shards_finish(replay_shards_t *s, replay_rebuilt_t *out);
 
+/* For a replay whose source stops early (a read error, a stop signal):
+ * hands over what is added, waits for every chunk handed over and emits
+ * their rejects, as one thread would have by then; the workers stay, for
+ * replay_shards_stop. False once a reject callback returned false. */
+bool replay_shards_drain(replay_shards_t *s);
+
 /* Stops the workers if they still run (what is in flight is dropped: a
  * replay that stops early) and joins them; then nothing merges any more.
  * Idempotent, and NULL is safe; replay_shards_finish does it once every

@@ -265,6 +265,38 @@ START_TEST(a_failed_reject_stops_the_threads) {
 }
 END_TEST
 
+/* A source that stops half-way (a read error): drained, the threads have
+ * emitted the rejects of every message handed over, as one thread has. */
+START_TEST(a_replay_cut_short_emits_the_rejects_of_what_was_handed_over) {
+  stream_t s = make_stream();
+  result_t one = one_thread(&s);
+  size_t half = s.n / 2;
+  model_buf_t want = MODEL_BUF_INIT;
+  for (const char *p = one.rejects.text.data, *end = p + one.rejects.text.len; p < end;) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (strtoull(p, NULL, 10) <= half) model_buf_append(&want, p, (size_t)(nl - p) + 1);
+    p = nl + 1;
+  }
+  ck_assert_uint_gt(want.len, 0);
+  seen_t seen = {.text = MODEL_BUF_INIT};
+  replay_shards_t *sh = replay_shards_new(3, MAX_BYTES, on_reject, &seen);
+  for (size_t i = 0; i < half; i++) {
+    size_t len;
+    const char *data = line_of(&s, i, &len);
+    ck_assert(replay_shards_add(sh, data, len));
+  }
+  ck_assert(replay_shards_drain(sh));
+  ck_assert_uint_eq(replay_shards_messages(sh), half);
+  ck_assert_uint_eq(seen.text.len, want.len);
+  ck_assert(!memcmp(seen.text.data, want.data, want.len));
+  replay_shards_destroy(sh);
+  model_buf_destroy(&seen.text);
+  model_buf_destroy(&want);
+  result_free(&one);
+  stream_free(&s);
+}
+END_TEST
+
 START_TEST(an_unfinished_replay_is_destroyed) {
   stream_t s = make_stream();
   seen_t seen = {.text = MODEL_BUF_INIT};
@@ -341,6 +373,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, threads_sort_many_aggregates_as_one_thread);
   tcase_add_test(tc, blocks_give_one_threads_result);
   tcase_add_test(tc, a_failed_reject_stops_the_threads);
+  tcase_add_test(tc, a_replay_cut_short_emits_the_rejects_of_what_was_handed_over);
   tcase_add_test(tc, an_unfinished_replay_is_destroyed);
   tcase_add_test(tc, the_output_is_encoded_the_same_on_threads);
   tcase_add_test(tc, a_failed_write_stops_the_encoding_and_destroys_what_was_handed_over);
