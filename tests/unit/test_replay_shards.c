@@ -297,6 +297,66 @@ START_TEST(a_replay_cut_short_emits_the_rejects_of_what_was_handed_over) {
 }
 END_TEST
 
+/* The same through blocks of lines: a failed reject ends the blocks
+ * (replay_shards_block gives none, or replay_shards_block_done says so),
+ * and a block taken but never handed over is freed with the rest. */
+START_TEST(a_failed_reject_stops_the_blocks) {
+  stream_t s = make_stream();
+  seen_t seen = {.text = MODEL_BUF_INIT, .stop_at = 3};
+  replay_shards_t *sh = replay_shards_new(3, MAX_BYTES, on_reject, &seen);
+  FILE *in = fmemopen(s.text.data, s.text.len, "r");
+  ck_assert_ptr_nonnull(in);
+  replay_lines_t l = REPLAY_LINES_INIT(in, MAX_BYTES);
+  uint64_t lines;
+  size_t long_len;
+  bool ok = true;
+  for (;;) {
+    model_buf_t *block = replay_shards_block(sh);
+    if (!block) {
+      ok = false;
+      break;
+    }
+    if (!replay_lines_read(&l, block, 4096, &long_len)) break;
+    if (!replay_shards_block_done(sh, long_len, &lines)) {
+      ok = false;
+      break;
+    }
+  }
+  replay_rebuilt_t docs = {0};
+  if (ok) ok = replay_shards_finish(sh, &docs);
+  ck_assert(!ok);
+  ck_assert_uint_eq(seen.n, 3);
+  ck_assert_uint_eq(docs.n, 0);
+  replay_shards_destroy(sh);
+  replay_lines_free(&l);
+  fclose(in);
+  model_buf_destroy(&seen.text);
+  stream_free(&s);
+}
+END_TEST
+
+START_TEST(a_block_taken_and_not_handed_over_is_destroyed) {
+  stream_t s = make_stream();
+  seen_t seen = {.text = MODEL_BUF_INIT};
+  replay_shards_t *sh = replay_shards_new(2, MAX_BYTES, on_reject, &seen);
+  FILE *in = fmemopen(s.text.data, s.text.len, "r");
+  ck_assert_ptr_nonnull(in);
+  replay_lines_t l = REPLAY_LINES_INIT(in, MAX_BYTES);
+  uint64_t lines;
+  size_t long_len;
+  for (int i = 0; i < 3; i++) {
+    ck_assert(replay_lines_read(&l, replay_shards_block(sh), 4096, &long_len));
+    ck_assert(replay_shards_block_done(sh, long_len, &lines));
+  }
+  ck_assert(replay_lines_read(&l, replay_shards_block(sh), 4096, &long_len)); /* read, never handed over */
+  replay_shards_destroy(sh); /* an interrupted replay */
+  replay_lines_free(&l);
+  fclose(in);
+  model_buf_destroy(&seen.text);
+  stream_free(&s);
+}
+END_TEST
+
 START_TEST(an_unfinished_replay_is_destroyed) {
   stream_t s = make_stream();
   seen_t seen = {.text = MODEL_BUF_INIT};
@@ -375,6 +435,8 @@ Suite *test_suite(void) {
   tcase_add_test(tc, a_failed_reject_stops_the_threads);
   tcase_add_test(tc, a_replay_cut_short_emits_the_rejects_of_what_was_handed_over);
   tcase_add_test(tc, an_unfinished_replay_is_destroyed);
+  tcase_add_test(tc, a_failed_reject_stops_the_blocks);
+  tcase_add_test(tc, a_block_taken_and_not_handed_over_is_destroyed);
   tcase_add_test(tc, the_output_is_encoded_the_same_on_threads);
   tcase_add_test(tc, a_failed_write_stops_the_encoding_and_destroys_what_was_handed_over);
   suite_add_tcase(s, tc);
