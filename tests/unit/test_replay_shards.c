@@ -149,6 +149,19 @@ static result_t threads(const stream_t *s, size_t n) {
   return r;
 }
 
+/* Hands l's file to sh in blocks of whole lines of `want` bytes or more,
+ * as replay.c does; false when sh refuses one (a reject callback failed). */
+static bool feed_blocks(replay_shards_t *sh, replay_lines_t *l, size_t want) {
+  uint64_t lines;
+  size_t long_len;
+  for (;;) {
+    model_buf_t *block = replay_shards_block(sh);
+    if (!block) return false;
+    if (!replay_lines_read(l, block, want, &long_len)) return true;
+    if (!replay_shards_block_done(sh, long_len, &lines)) return false;
+  }
+}
+
 /* The same, the stream read in blocks of whole lines of `want` bytes or
  * more (replay_lines.h), as replay.c hands a file to the threads. */
 static result_t threads_blocks(const stream_t *s, size_t n, size_t want) {
@@ -158,14 +171,7 @@ static result_t threads_blocks(const stream_t *s, size_t n, size_t want) {
   FILE *in = fmemopen(s->text.data, s->text.len, "r");
   ck_assert_ptr_nonnull(in);
   replay_lines_t l = REPLAY_LINES_INIT(in, MAX_BYTES);
-  uint64_t lines = 0;
-  size_t long_len;
-  for (;;) {
-    model_buf_t *block = replay_shards_block(sh);
-    ck_assert_ptr_nonnull(block);
-    if (!replay_lines_read(&l, block, want, &long_len)) break;
-    ck_assert(replay_shards_block_done(sh, long_len, &lines));
-  }
+  ck_assert(feed_blocks(sh, &l, want));
   ck_assert(replay_shards_finish(sh, &r.docs));
   ck_assert_uint_eq(replay_shards_messages(sh), s->n);
   replay_shards_counts(sh, &r.applied, &r.stale);
@@ -307,21 +313,7 @@ START_TEST(a_failed_reject_stops_the_blocks) {
   FILE *in = fmemopen(s.text.data, s.text.len, "r");
   ck_assert_ptr_nonnull(in);
   replay_lines_t l = REPLAY_LINES_INIT(in, MAX_BYTES);
-  uint64_t lines;
-  size_t long_len;
-  bool ok = true;
-  for (;;) {
-    model_buf_t *block = replay_shards_block(sh);
-    if (!block) {
-      ok = false;
-      break;
-    }
-    if (!replay_lines_read(&l, block, 4096, &long_len)) break;
-    if (!replay_shards_block_done(sh, long_len, &lines)) {
-      ok = false;
-      break;
-    }
-  }
+  bool ok = feed_blocks(sh, &l, 4096);
   replay_rebuilt_t docs = {0};
   if (ok) ok = replay_shards_finish(sh, &docs);
   ck_assert(!ok);
