@@ -104,10 +104,6 @@ bool replay_source_blocks(FILE *in, const char *shown, size_t max_line, const re
   return ok && !signals_stop_count();
 }
 
-bool replay_source_lines(FILE *in, const char *shown, size_t max_line, const replay_feed_t *feed) {
-  return replay_source_blocks(in, shown, max_line, feed, NULL);
-}
-
 /* --- topics: the plan --------------------------------------------------------------- */
 
 bool replay_parse_bound(const char *s, const char *word, int64_t *ms, bool *special) {

@@ -57,12 +57,11 @@ typedef struct replay_block_feed {
  * neither (a usage error: the CLI checks before contacting anything). */
 bool replay_parse_bound(const char *s, const char *word, int64_t *ms, bool *special);
 
-/* Feeds every line of in (borrowed; `shown` names it in a read error);
- * a line longer than max_line (limits.max_command_bytes) is fed by its
- * length only, with data NULL. True when the end of the file was
- * reached. */
-bool replay_source_lines(FILE *in, const char *shown, size_t max_line, const replay_feed_t *feed);
-/* The same in whole blocks, to `blocks` (feed->message is not called). */
+/* Feeds every line of in (borrowed; `shown` names it in a read error):
+ * with blocks NULL, line by line to feed->message, a line longer than
+ * max_line (limits.max_command_bytes) by its length only, with data NULL;
+ * otherwise in whole blocks to `blocks` (feed->message is not called).
+ * True when the end of the file was reached. */
 bool replay_source_blocks(FILE *in, const char *shown, size_t max_line, const replay_feed_t *feed,
                           const replay_block_feed_t *blocks);
 

@@ -40,7 +40,7 @@ static bool lines_within(const char *text, size_t max_line, seen_t *s) {
   FILE *in = fmemopen((void *)text, strlen(text), "r");
   ck_assert_ptr_nonnull(in);
   replay_feed_t feed = {record, NULL, s, NULL};
-  bool ok = replay_source_lines(in, "mem", max_line, &feed);
+  bool ok = replay_source_blocks(in, "mem", max_line, &feed, NULL);
   fclose(in);
   return ok;
 }
