@@ -548,6 +548,60 @@ static inline __attribute__((always_inline)) const unsigned char *skip_ws(const 
 
 static inline bool is_digit(unsigned c) { return c - '0' < 10u; }
 
+/* The number at p (a '-' or a digit): where it ends, and *frac_exp
+ * whether it has a fraction or an exponent; or NULL, with *at and *why
+ * saying where and why the text is not a number. The full scan and the
+ * plain path both lex numbers here. */
+static inline __attribute__((always_inline)) const unsigned char *
+lex_number(const unsigned char *p, const unsigned char *end, bool *frac_exp, const unsigned char **at,
+           const char **why) {
+  bool fe = false;
+  if (*p == '-') p++;
+  if (p == end || !is_digit(*p)) {
+    *at = p, *why = "expected a digit";
+    return NULL;
+  }
+  if (*p == '0') {
+    p++;
+  } else {
+    while (p < end && is_digit(*p)) p++;
+  }
+  if (p < end && *p == '.') {
+    fe = true;
+    p++;
+    if (p == end || !is_digit(*p)) {
+      *at = p, *why = "expected a digit after '.'";
+      return NULL;
+    }
+    while (p < end && is_digit(*p)) p++;
+  }
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    fe = true;
+    p++;
+    if (p < end && (*p == '+' || *p == '-')) p++;
+    if (p == end || !is_digit(*p)) {
+      *at = p, *why = "expected a digit in the exponent";
+      return NULL;
+    }
+    while (p < end && is_digit(*p)) p++;
+  }
+  *frac_exp = fe;
+  return p;
+}
+
+/* The literal at p (a 't', 'f' or 'n'): its length, and *type; 0 when the
+ * text there is not true, false or null. */
+static inline __attribute__((always_inline)) size_t lex_literal(const unsigned char *p, const unsigned char *end,
+                                                                model_json_type_t *type) {
+  static const char *const lit[3] = {"true", "false", "null"};
+  static const model_json_type_t lt[3] = {MODEL_JSON_TRUE, MODEL_JSON_FALSE, MODEL_JSON_NULL};
+  int i = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
+  size_t n = i == 1 ? 5 : 4;
+  if ((size_t)(end - p) < n || memcmp(p, lit[i], n) != 0) return 0;
+  *type = lt[i];
+  return n;
+}
+
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define LOW_BYTES(n) (~0ULL << (64 - 8 * (n))) /* the first n bytes of a loaded word, 1 <= n <= 8 */
 #else

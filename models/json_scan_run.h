@@ -111,28 +111,11 @@ value: {
     goto string_value;
   case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
   case '9': {
-    const unsigned char *st = p;
-    bool fe = false;
-    if (*p == '-') p++;
-    if (p == end || !is_digit(*p)) SYNTAX(p, "expected a digit");
-    if (*p == '0') {
-      p++;
-    } else {
-      while (p < end && is_digit(*p)) p++;
-    }
-    if (p < end && *p == '.') {
-      fe = true;
-      p++;
-      if (p == end || !is_digit(*p)) SYNTAX(p, "expected a digit after '.'");
-      while (p < end && is_digit(*p)) p++;
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-      fe = true;
-      p++;
-      if (p < end && (*p == '+' || *p == '-')) p++;
-      if (p == end || !is_digit(*p)) SYNTAX(p, "expected a digit in the exponent");
-      while (p < end && is_digit(*p)) p++;
-    }
+    const unsigned char *st = p, *at;
+    const char *why;
+    bool fe;
+    p = lex_number(p, end, &fe, &at, &why);
+    if (!p) SYNTAX(at, why);
     if (c) {
       c->type = MODEL_JSON_NUMBER;
       c->frac_exp = fe;
@@ -145,13 +128,11 @@ value: {
   case 't':
   case 'f':
   case 'n': {
-    static const char *const lit[3] = {"true", "false", "null"};
-    static const model_json_type_t lt[3] = {MODEL_JSON_TRUE, MODEL_JSON_FALSE, MODEL_JSON_NULL};
-    int i = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
-    size_t n = i == 1 ? 5 : 4;
-    if ((size_t)(end - p) < n || memcmp(p, lit[i], n) != 0) SYNTAX(p, "invalid literal");
+    model_json_type_t type;
+    size_t n = lex_literal(p, end, &type);
+    if (!n) SYNTAX(p, "invalid literal");
     if (c) {
-      c->type = lt[i];
+      c->type = type;
       c->start = (size_t)(p - base);
       c->len = n;
     }
@@ -341,28 +322,11 @@ SCAN_NAME(plain_value)(const unsigned char *base, const unsigned char *p, const 
   }
   case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
   case '9': {
-    const unsigned char *st = p;
-    bool fe = false;
-    if (*p == '-') p++;
-    if (p == end || !is_digit(*p)) return NULL;
-    if (*p == '0') {
-      p++;
-    } else {
-      while (p < end && is_digit(*p)) p++;
-    }
-    if (p < end && *p == '.') {
-      fe = true;
-      p++;
-      if (p == end || !is_digit(*p)) return NULL;
-      while (p < end && is_digit(*p)) p++;
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-      fe = true;
-      p++;
-      if (p < end && (*p == '+' || *p == '-')) p++;
-      if (p == end || !is_digit(*p)) return NULL;
-      while (p < end && is_digit(*p)) p++;
-    }
+    const unsigned char *st = p, *at;
+    const char *why;
+    bool fe;
+    p = lex_number(p, end, &fe, &at, &why);
+    if (!p) return NULL;
     c->type = MODEL_JSON_NUMBER;
     c->frac_exp = fe;
     c->negative = *st == '-';
@@ -373,15 +337,13 @@ SCAN_NAME(plain_value)(const unsigned char *base, const unsigned char *p, const 
   case 't':
   case 'f':
   case 'n': {
-    static const char *const lit[3] = {"true", "false", "null"};
-    static const model_json_type_t lt[3] = {MODEL_JSON_TRUE, MODEL_JSON_FALSE, MODEL_JSON_NULL};
-    int li = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
-    size_t ln = li == 1 ? 5 : 4;
-    if ((size_t)(end - p) < ln || memcmp(p, lit[li], ln) != 0) return NULL;
-    c->type = lt[li];
+    model_json_type_t type;
+    size_t n = lex_literal(p, end, &type);
+    if (!n) return NULL;
+    c->type = type;
     c->start = (size_t)(p - base);
-    c->len = ln;
-    return p + ln;
+    c->len = n;
+    return p + n;
   }
   case '{':
     if (!sub) return NULL;
