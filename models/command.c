@@ -278,27 +278,38 @@ static __attribute__((noinline)) void check_id_any(check_t *c, const char *name,
   *out_len = (uint8_t)n;
 }
 
-/* check_id, inline for the common id: a string without escapes of 1..16
- * bytes, all id characters, whose 16-byte block lies inside the text (it is
- * copied whole; bytes past the id are overwritten by its NUL or ignored).
- * Anything else goes to check_id_any, which decides from the start. */
-static inline __attribute__((always_inline)) void check_id(check_t *c, const char *name,
-                                                           const model_json_value_t *v, bool required, char *out,
-                                                           uint8_t *out_len) {
+/* The common id, without a loop: a string without escapes of 1..16 bytes
+ * whose 16-byte block lies inside the text and whose bytes all are id
+ * characters (printable: all printable ASCII, for a command id) is copied
+ * whole to out (bytes past the id are overwritten by its NUL or ignored),
+ * its length to *out_len. False for anything else, which the caller's
+ * general check decides from the start. */
+static inline __attribute__((always_inline)) bool short_id(const check_t *c, const model_json_value_t *v,
+                                                           bool printable, char *out, uint8_t *out_len) {
 #ifdef __SSE2__
   if (v->type == MODEL_JSON_STRING && !v->escaped && v->len - 1 < 16 &&
       (size_t)(c->end - c->buf) - v->start >= 16) {
     const unsigned char *src = (const unsigned char *)c->buf + v->start;
     unsigned want = (2u << (v->len - 1)) - 1;
-    if ((id_mask16(src) & want) == want) {
+    if (((printable ? printable_mask16(src) : id_mask16(src)) & want) == want) {
       _mm_storeu_si128((__m128i *)(void *)out, _mm_loadu_si128((const __m128i *)(const void *)src));
       out[v->len] = '\0';
       *out_len = (uint8_t)v->len;
-      return;
+      return true;
     }
   }
+#else
+  (void)c, (void)v, (void)printable, (void)out, (void)out_len;
 #endif
-  check_id_any(c, name, v, required, out, out_len);
+  return false;
+}
+
+/* check_id, inline for the common id (short_id); anything else goes to
+ * check_id_any. */
+static inline __attribute__((always_inline)) void check_id(check_t *c, const char *name,
+                                                           const model_json_value_t *v, bool required, char *out,
+                                                           uint8_t *out_len) {
+  if (!short_id(c, v, false, out, out_len)) check_id_any(c, name, v, required, out, out_len);
 }
 
 /* A timestamp-or-null field; returns whether it holds a value. */
@@ -575,26 +586,11 @@ static __attribute__((noinline)) void check_cmd_id_any(check_t *c, const model_j
   cmd->id_len = (uint8_t)n;
 }
 
-/* check_cmd_id, inline for the common id: a string without escapes of
- * 1..16 printable bytes whose 16-byte block lies inside the text (copied
- * whole; bytes past the id are overwritten by its NUL or ignored). Anything
- * else goes to check_cmd_id_any, which decides from the start. */
+/* check_cmd_id, inline for the common id (short_id, printable bytes);
+ * anything else goes to check_cmd_id_any. */
 static inline __attribute__((always_inline)) void check_cmd_id(check_t *c, const model_json_value_t *v,
                                                                model_command_t *cmd) {
-#ifdef __SSE2__
-  if (v->type == MODEL_JSON_STRING && !v->escaped && v->len - 1 < 16 &&
-      (size_t)(c->end - c->buf) - v->start >= 16) {
-    const unsigned char *src = (const unsigned char *)c->buf + v->start;
-    unsigned want = (2u << (v->len - 1)) - 1;
-    if ((printable_mask16(src) & want) == want) {
-      _mm_storeu_si128((__m128i *)(void *)cmd->id, _mm_loadu_si128((const __m128i *)(const void *)src));
-      cmd->id[v->len] = '\0';
-      cmd->id_len = (uint8_t)v->len;
-      return;
-    }
-  }
-#endif
-  check_cmd_id_any(c, v, cmd);
+  if (!short_id(c, v, true, cmd->id, &cmd->id_len)) check_cmd_id_any(c, v, cmd);
 }
 
 
