@@ -314,6 +314,9 @@ const config_prop_t config_props[] = {
         store_write_concern,
         "Write concern `w` of every aggregate write (overrides any `w` in the URI); offsets are committed only "
         "after it is satisfied. 0 (unacknowledged) is refused."),
+    INT("store", "connect_timeout_ms", "30000", 100, 3600000, 0, store_connect_timeout_ms,
+        "How long a command that needs the store before it can begin (`verify`, `config check --connect`) waits "
+        "for an unreachable store, and bounds each of its retries, before it fails with exit 1."),
     INT("batch", "max_commands", "20000", 1, 1000000, CONFIG_LIVE, batch_max_commands,
         "Flush once this many commands have been merged since the last flush."),
     INT("batch", "max_aggregates", "1000", 1, 100000, CONFIG_LIVE, batch_max_aggregates,
