@@ -16,7 +16,10 @@ config_t *cli_load_config(const cli_options_t *o, int *rc) {
   config_t *cfg = config_new();
   config_error_t err;
   if (!config_load(cfg, o->config_path, o->sets, o->nsets, &err)) {
-    fprintf(stderr, "aggregator: %s\n", err.message); /* config_load scrubbed it */
+    /* Every error, one line each (config_load scrubbed them). */
+    for (size_t i = 0; config_error_at(&err, i); i++) fprintf(stderr, "aggregator: %s\n", config_error_at(&err, i));
+    if (err.count > CONFIG_ERRORS_MAX)
+      fprintf(stderr, "aggregator: %zu more configuration errors not shown\n", err.count - CONFIG_ERRORS_MAX);
     config_destroy(cfg);
     *rc = 2;
     return NULL;

@@ -96,6 +96,7 @@ typedef struct loader {
   origin_t *props;  /* one per config_props row */
   origin_t *rk;     /* one per cfg->rdkafka entry */
   config_error_t *err;
+  size_t errors;       /* fail() calls so far */
   const char *pending; /* a secret value being checked, not yet in cfg: errors are scrubbed of it too */
   bool pending_uri;    /* pending is a URI given as it is: only its password and secret options are secrets */
 } loader_t;
@@ -134,8 +135,8 @@ static void one_line(const char *src, char *dst, size_t n) {
   dst[o] = '\0';
 }
 
-/* Fills the error as "ORIGIN: NAME: problem" (NAME may be NULL) and returns
- * false. The problem is scrubbed of every secret loaded so far and of the
+/* Adds an error "ORIGIN: NAME: problem" (NAME may be NULL) to L->err and
+ * returns false. The problem is scrubbed of every secret loaded so far and of the
  * one being checked: problems reported by librdkafka or libmongoc may quote
  * the value they refuse. ORIGIN and NAME (a file and line, a variable's or
  * a key's name) are not: they hold no value, and a secret that happens to
@@ -167,7 +168,10 @@ static bool fail(loader_t *L, const origin_t *o, const char *name, const char *f
     redact_set_add_uri(secrets, L->pending);
   }
   redact_set_scrub(secrets, msg, strlen(msg), &b);
-  one_line(b.data, L->err->message, sizeof L->err->message);
+  config_error_t *e = L->err;
+  if (e->count < CONFIG_ERRORS_MAX) one_line(b.data, e->count ? e->rest[e->count - 1] : e->message, sizeof e->message);
+  e->count++;
+  L->errors++;
   redact_set_destroy(secrets);
   explicit_bzero(msg, sizeof msg);
   explicit_bzero(b.data, b.cap);
@@ -386,13 +390,16 @@ static bool load_file(loader_t *L, const char *path) {
   size_t cap = 0;
   ssize_t n;
   bool ok = true;
+  /* After a bad section header the keys under it are not reported one by
+   * one: the header is the error. */
+  bool skip = false;
   origin_t in = {.kind = ORIGIN_FILE};
   errno = 0;
-  while (ok && (n = getline(&line, &cap, f)) >= 0) {
+  while ((n = getline(&line, &cap, f)) >= 0) {
     in.line++;
     if ((size_t)n != strlen(line)) {
       ok = fail(L, &in, NULL, "NUL byte in the line");
-      break;
+      continue;
     }
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
     char *s = line;
@@ -401,9 +408,10 @@ static bool load_file(loader_t *L, const char *path) {
     if (!*s || *s == '#' || *s == ';') continue;
     if (*s == '[') {
       char *close = strchr(s, ']');
+      skip = true;
       if (!close || close[1]) {
         ok = fail(L, &in, NULL, "a section header is '[name]' alone on its line");
-        break;
+        continue;
       }
       *close = '\0';
       char *name = trim(s + 1);
@@ -413,29 +421,31 @@ static bool load_file(loader_t *L, const char *path) {
           ok = fail(L, &in, NULL, "[%s]: unknown section (did you mean [%s]?)", name, sug);
         else
           ok = fail(L, &in, NULL, "[%s]: unknown section", name);
-        break;
+        continue;
       }
+      skip = false;
       snprintf(section, sizeof section, "%s", name);
       continue;
     }
+    if (skip) continue;
     char *eq = strchr(s, '=');
     if (!eq) {
       ok = fail(L, &in, NULL, "expected '[section]' or 'key = value'");
-      break;
+      continue;
     }
     *eq = '\0';
     char *key = trim(s), *value = trim(eq + 1);
     if (!*key) {
       ok = fail(L, &in, NULL, "missing key before '='");
-      break;
+      continue;
     }
     if (!*section) {
       ok = fail(L, &in, key, "key outside a section (add a [section] header above it)");
-      break;
+      continue;
     }
-    ok = assign(L, &in, section, key, value);
+    ok = assign(L, &in, section, key, value) && ok;
   }
-  if (ok && ferror(f)) ok = fail(L, NULL, NULL, "%s: cannot read: %s", path, strerror(errno));
+  if (ferror(f)) ok = fail(L, NULL, NULL, "%s: cannot read: %s", path, strerror(errno));
   free(line);
   fclose(f);
   return ok;
@@ -520,6 +530,7 @@ static void warn_unknown_env(loader_t *L, const char *name, size_t n) {
  * silently). Within a known section an unknown name is an error, like a
  * typo in the file. */
 static bool load_env(loader_t *L) {
+  bool all_ok = true;
   for (char **e = environ; *e; e++) {
     if (strncmp(*e, "AGGREGATOR_", 11)) continue;
     const char *eq = strchr(*e, '=');
@@ -560,15 +571,16 @@ static bool load_env(loader_t *L) {
     explicit_bzero(value, vlen); /* it may be a secret */
     free(value);
     free(key);
-    if (!ok) return false;
+    all_ok = ok && all_ok;
   }
-  return true;
+  return all_ok;
 }
 
 /* ---- --set --------------------------------------------------------------- */
 
 static bool load_sets(loader_t *L, char *const *sets, size_t nsets) {
   origin_t in = {.kind = ORIGIN_SET};
+  bool all_ok = true;
   for (size_t i = 0; i < nsets; i++) {
     char *arg = oom_strdup(sets[i]);
     char *eq = strchr(arg, '=');
@@ -583,9 +595,9 @@ static bool load_sets(loader_t *L, char *const *sets, size_t nsets) {
       ok = assign(L, &in, trim(arg), trim(dot + 1), trim(eq + 1));
     }
     free(arg);
-    if (!ok) return false;
+    all_ok = ok && all_ok;
   }
-  return true;
+  return all_ok;
 }
 
 /* ---- values read from files ---------------------------------------------- */
@@ -639,7 +651,7 @@ static void free_secret(char *s) {
   free(s);
 }
 
-static bool resolve_files(loader_t *L) {
+static void resolve_files(loader_t *L) {
   char why[600], name[300];
   for (size_t i = 0; i < config_props_count; i++) {
     origin_t *o = &L->props[i];
@@ -647,7 +659,10 @@ static bool resolve_files(loader_t *L) {
     const config_prop_t *p = &config_props[i];
     snprintf(name, sizeof name, "%s.%s_file", p->section, p->key);
     char *value;
-    if (!read_value_file(o->path, &value, why, sizeof why)) return fail(L, o, name, "%s", why);
+    if (!read_value_file(o->path, &value, why, sizeof why)) {
+      fail(L, o, name, "%s", why);
+      continue;
+    }
     /* A value read from a file is a secret: errors do not quote it. */
     char vwhy[400];
     L->pending = value;
@@ -655,8 +670,7 @@ static bool resolve_files(loader_t *L) {
               fail(L, o, name, "%s: %s", o->path, vwhy);
     L->pending = NULL;
     free_secret(value);
-    if (!ok) return false;
-    L->cfg->from_file |= UINT32_C(1) << i;
+    if (ok) L->cfg->from_file |= UINT32_C(1) << i;
   }
   for (size_t i = 0; i < L->cfg->rdkafka_count; i++) {
     origin_t *o = &L->rk[i];
@@ -664,12 +678,14 @@ static bool resolve_files(loader_t *L) {
     config_kv_t *kv = &L->cfg->rdkafka[i];
     snprintf(name, sizeof name, "kafka.rdkafka.%s_file", kv->name);
     char *value;
-    if (!read_value_file(o->path, &value, why, sizeof why)) return fail(L, o, name, "%s", why);
+    if (!read_value_file(o->path, &value, why, sizeof why)) {
+      fail(L, o, name, "%s", why);
+      continue;
+    }
     free_secret(kv->value);
     kv->value = value;
     kv->from_file = true;
   }
-  return true;
 }
 
 /* ---- checks across keys, and librdkafka's verdict ------------------------ */
@@ -678,15 +694,16 @@ static const origin_t *origin_of(const loader_t *L, const char *section, const c
   return &L->props[config_prop_find(section, key) - config_props];
 }
 
-static bool check_cross(loader_t *L) {
+static void check_cross(loader_t *L) {
   const config_t *c = L->cfg;
   if (c->retry_backoff_max_ms < c->retry_backoff_ms) {
     const origin_t *omax = origin_of(L, "retry", "backoff_max_ms"), *omin = origin_of(L, "retry", "backoff_ms");
     if (origin_rank(omax) >= origin_rank(omin))
-      return fail(L, omax, "retry.backoff_max_ms", "%lld is less than retry.backoff_ms (%lld)",
-                  (long long)c->retry_backoff_max_ms, (long long)c->retry_backoff_ms);
-    return fail(L, omin, "retry.backoff_ms", "%lld is greater than retry.backoff_max_ms (%lld)",
-                (long long)c->retry_backoff_ms, (long long)c->retry_backoff_max_ms);
+      fail(L, omax, "retry.backoff_max_ms", "%lld is less than retry.backoff_ms (%lld)",
+           (long long)c->retry_backoff_max_ms, (long long)c->retry_backoff_ms);
+    else
+      fail(L, omin, "retry.backoff_ms", "%lld is greater than retry.backoff_max_ms (%lld)",
+           (long long)c->retry_backoff_ms, (long long)c->retry_backoff_max_ms);
   }
   /* Consuming the dead-letter topic would feed every reject back in forever. */
   size_t dl = strlen(c->kafka_dlq_topic);
@@ -695,34 +712,37 @@ static bool check_cross(loader_t *L) {
     if (n == dl && !strncmp(t, c->kafka_dlq_topic, n)) {
       const origin_t *od = origin_of(L, "kafka", "dlq_topic"), *ot = origin_of(L, "kafka", "topics");
       bool blame_dlq = origin_rank(od) >= origin_rank(ot);
-      return fail(L, blame_dlq ? od : ot, blame_dlq ? "kafka.dlq_topic" : "kafka.topics",
-                  "'%s' is both a command topic and the dead-letter topic", c->kafka_dlq_topic);
+      fail(L, blame_dlq ? od : ot, blame_dlq ? "kafka.dlq_topic" : "kafka.topics",
+           "'%s' is both a command topic and the dead-letter topic", c->kafka_dlq_topic);
+      break;
     }
     t += n + (t[n] == ',');
   }
-  return true;
 }
 
 /* librdkafka validates its own properties (name, type, range, enum) in
  * rd_kafka_conf_set; run them all through it now so that a typo is a
  * configuration error with FILE:LINE rather than a failure at startup. */
-static bool check_rdkafka(loader_t *L) {
-  if (!L->cfg->rdkafka_count) return true;
+static void check_rdkafka(loader_t *L) {
+  if (!L->cfg->rdkafka_count) return;
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  bool ok = true;
-  for (size_t i = 0; ok && i < L->cfg->rdkafka_count; i++) {
+  for (size_t i = 0; i < L->cfg->rdkafka_count; i++) {
     const config_kv_t *kv = &L->cfg->rdkafka[i];
     char errstr[512] = "";
     if (rd_kafka_conf_set(conf, kv->name, kv->value, errstr, sizeof errstr) == RD_KAFKA_CONF_OK) continue;
     char name[300];
     snprintf(name, sizeof name, "kafka.rdkafka.%s%s", kv->name, L->rk[i].from_file ? "_file" : "");
-    ok = fail(L, &L->rk[i], name, "librdkafka: %s", errstr);
+    fail(L, &L->rk[i], name, "librdkafka: %s", errstr);
   }
   rd_kafka_conf_destroy(conf);
-  return ok;
 }
 
 /* ---- load ---------------------------------------------------------------- */
+
+const char *config_error_at(const config_error_t *err, size_t i) {
+  if (i >= err->count || i >= CONFIG_ERRORS_MAX) return NULL;
+  return i ? err->rest[i - 1] : err->message;
+}
 
 /* Keeps where the winning value came from, for `config show --origin`. */
 static void export_origin(config_origin_t *dst, const origin_t *o) {
@@ -748,8 +768,16 @@ bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nset
     free(cfg->source_file);
     cfg->source_file = oom_strdup(path);
   }
-  bool ok = (!path || load_file(&L, path)) && load_env(&L) && load_sets(&L, sets, nsets) && resolve_files(&L) &&
-            check_cross(&L) && check_rdkafka(&L);
+  L.err->count = 0;
+  /* Every stage runs whatever the earlier ones found, so that one run names
+   * every error. */
+  if (path) load_file(&L, path);
+  load_env(&L);
+  load_sets(&L, sets, nsets);
+  resolve_files(&L);
+  check_cross(&L);
+  check_rdkafka(&L);
+  bool ok = L.errors == 0;
   if (ok) {
     for (size_t i = 0; i < config_props_count; i++) export_origin(&cfg->origins[i], &L.props[i]);
     for (size_t i = 0; i < cfg->rdkafka_count; i++) export_origin(&cfg->rdkafka[i].origin, &L.rk[i]);

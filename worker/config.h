@@ -81,9 +81,21 @@ typedef struct config {
   size_t warnings_count;
 } config_t;
 
+/* config_load keeps this many error lines; it counts any beyond. */
+#define CONFIG_ERRORS_MAX 32
+
+/* Every error config_load found, in the order found (the file by line, then
+ * the environment, --set, files that values name, checks across keys). Each
+ * is one line: "FILE:LINE: key: problem", "environment VAR: key: problem" or
+ * "--set key: problem", scrubbed of secrets. */
 typedef struct config_error {
-  char message[512]; /* one line: "FILE:LINE: key: problem" or "--set key: problem" */
+  char message[512];                        /* the first error ("" when none) */
+  char rest[CONFIG_ERRORS_MAX - 1][512];    /* the second and later ones */
+  size_t count;                             /* errors found, kept or not */
 } config_error_t;
+
+/* Error i (0 = the first) of err, or NULL past the ones kept. */
+const char *config_error_at(const config_error_t *err, size_t i);
 
 /* A config holding the built-in defaults; never NULL (oom.h). Caller owns;
  * config_destroy(NULL) is safe. */
@@ -91,8 +103,10 @@ config_t *config_new(void);
 void config_destroy(config_t *cfg);
 
 /* Applies, in order, the file (if path is not NULL), the environment and the
- * sets ("section.key=value"). Returns false with err filled on the first
- * error; cfg is then unspecified (but still safe to destroy). A NULL path
+ * sets ("section.key=value"), reads the files that values name and checks
+ * keys against each other and with librdkafka. It goes on past an error so
+ * as to report every one: returns false with err holding them all; cfg is
+ * then unspecified (but still safe to destroy). A NULL path
  * loads no file (replay with --input and --output needs none).
  * `key_file = PATH` values are read after all sources are merged, and only
  * for the source that wins. store.uri is parsed with libmongoc, whose default

@@ -40,6 +40,14 @@ run 2 config check -c "$T/typo.ini"
 stderr_is "aggregator: $T/typo.ini:3: batch.max_comands: unknown key (did you mean batch.max_commands?)"
 [ -s "$T/out" ] && fail "failed check wrote to stdout"
 
+# Every error, one line each, in file order; exit 2.
+printf '[kafka]\nbogus = 1\n[batch]\nlinger_ms = -5\n[retry]\nbackoff_ms = abc\n' >"$T/three.ini"
+run 2 config check -c "$T/three.ini" --set log.level=loud
+stderr_is "aggregator: $T/three.ini:2: kafka.bogus: unknown key
+aggregator: $T/three.ini:4: batch.linger_ms: '-5' is out of range 0..60000
+aggregator: $T/three.ini:6: retry.backoff_ms: 'abc' is not an integer
+aggregator: --set log.level: 'loud' is not one of error, warn, info, debug"
+
 printf '[bacth]\n' >"$T/section.ini"
 run 2 config check -c "$T/section.ini"
 stderr_is "aggregator: $T/section.ini:1: [bacth]: unknown section (did you mean [batch]?)"

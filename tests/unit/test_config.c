@@ -509,6 +509,45 @@ START_TEST(error_message) {
 }
 END_TEST
 
+/* One load names every error it finds, in order, each on its own line;
+ * the keys under a bad section header are not reported one by one. */
+START_TEST(every_error_named) {
+  const char *path = write_ini("[kafka]\nbogus = 1\n[batch]\nlinger_ms = -5\n[bacth]\nmax_commands = 1\n"
+                               "[retry]\nbackoff_ms = abc\n");
+  char *sets[] = {"batch.nope=1", "log.level=loud"};
+  config_error_t err;
+  ck_assert_ptr_null(load(path, sets, 2, &err));
+  const char *expect[] = {
+      "%s:2: kafka.bogus: unknown key",
+      "%s:4: batch.linger_ms: '-5' is out of range 0..60000",
+      "%s:5: [bacth]: unknown section (did you mean [batch]?)",
+      "%s:8: retry.backoff_ms: 'abc' is not an integer",
+      "--set batch.nope: unknown key",
+      "--set log.level: 'loud' is not one of error, warn, info, debug",
+  };
+  ck_assert_uint_eq(err.count, 6);
+  for (size_t i = 0; i < 6; i++) {
+    char line[600];
+    snprintf(line, sizeof line, expect[i], path);
+    ck_assert_str_eq(config_error_at(&err, i), line);
+  }
+  ck_assert_ptr_null(config_error_at(&err, 6));
+  ck_assert_str_eq(err.message, config_error_at(&err, 0));
+}
+END_TEST
+
+/* Past CONFIG_ERRORS_MAX errors are counted, not kept. */
+START_TEST(errors_beyond_max_counted) {
+  char ini[8192] = "[batch]\n";
+  for (int i = 0; i < CONFIG_ERRORS_MAX + 5; i++) snprintf(ini + strlen(ini), sizeof ini - strlen(ini), "k%d = 1\n", i);
+  config_error_t err;
+  ck_assert_ptr_null(load(write_ini(ini), NULL, 0, &err));
+  ck_assert_uint_eq(err.count, CONFIG_ERRORS_MAX + 5);
+  ck_assert_ptr_nonnull(config_error_at(&err, CONFIG_ERRORS_MAX - 1));
+  ck_assert_ptr_null(config_error_at(&err, CONFIG_ERRORS_MAX));
+}
+END_TEST
+
 START_TEST(missing_config_file) {
   char path[300];
   snprintf(path, sizeof path, "%s/nope.ini", tmpdir);
@@ -1135,6 +1174,8 @@ Suite *test_suite(void) {
   tcase_add_test(tc, values_are_literal);
   tcase_add_loop_test(tc, good_value, 0, (int)(sizeof good_values / sizeof good_values[0]));
   tcase_add_loop_test(tc, error_message, 0, (int)(sizeof error_cases / sizeof error_cases[0]));
+  tcase_add_test(tc, every_error_named);
+  tcase_add_test(tc, errors_beyond_max_counted);
   tcase_add_test(tc, missing_config_file);
   tcase_add_test(tc, error_quoting_control_characters_is_one_line);
   tcase_add_test(tc, nul_byte_in_file);
