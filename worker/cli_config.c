@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "config_clients.h"
 #include "redact.h"
 
 config_t *cli_load_config(const cli_options_t *o, int *rc) {
@@ -30,6 +31,14 @@ config_t *cli_load_config(const cli_options_t *o, int *rc) {
   /* From here on libraries see the secrets: every log line is scrubbed of
    * them (log.h). */
   config_collect_secrets(cfg, redact_global());
+  char why[1024];
+  if (!config_clients_check(cfg, why, sizeof why)) {
+    redact_set_scrub_str(redact_global(), why, sizeof why); /* librdkafka may quote a value */
+    fprintf(stderr, "aggregator: %s\n", why);
+    config_destroy(cfg);
+    *rc = 2;
+    return NULL;
+  }
   return cfg;
 }
 

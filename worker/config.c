@@ -19,10 +19,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <librdkafka/rdkafka.h>
+#include <mongoc/mongoc.h>
 
 #include "buf.h"
 #include "config_table.h"
@@ -720,6 +722,141 @@ static void check_cross(loader_t *L) {
   }
 }
 
+/* ---- files that values name ---------------------------------------------- */
+
+/* librdkafka's properties that name a file (librdkafka 2.0.2's
+ * CONFIGURATION.md): a missing one fails the client at start, or at the
+ * first TLS handshake, long after `config check` said OK. */
+static const struct {
+  const char *name;
+  bool dir_ok; /* a directory is a valid value */
+} rdkafka_file_props[] = {
+    {"ssl.ca.location", true},        {"ssl.certificate.location", false}, {"ssl.key.location", false},
+    {"ssl.keystore.location", false}, {"ssl.crl.location", false},         {"ssl.engine.location", false},
+    {"sasl.kerberos.keytab", false},
+};
+
+/* The libmongoc URI options that name a file (compared case-insensitively:
+ * libmongoc lower-cases them). */
+static const char *const uri_file_options[] = {
+    "tlsCAFile", "tlsCertificateKeyFile", "tlsCRLFile", "sslCertificateAuthorityFile", "sslClientCertificateKeyFile",
+};
+
+/* Whether path opens for reading (and, unless dir_ok, is not a directory);
+ * why says what is wrong. */
+static bool file_readable(const char *path, bool dir_ok, char *why, size_t why_size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, why_size, "%s", strerror(errno));
+    return false;
+  }
+  struct stat st;
+  bool ok = fstat(fd, &st) == 0 && (dir_ok || !S_ISDIR(st.st_mode));
+  if (!ok) snprintf(why, why_size, "is a directory");
+  close(fd);
+  return ok;
+}
+
+static void check_rdkafka_files(loader_t *L) {
+  for (size_t i = 0; i < L->cfg->rdkafka_count; i++) {
+    const config_kv_t *kv = &L->cfg->rdkafka[i];
+    for (size_t k = 0; k < sizeof rdkafka_file_props / sizeof rdkafka_file_props[0]; k++) {
+      if (strcmp(kv->name, rdkafka_file_props[k].name)) continue;
+      /* "probe": librdkafka looks in the system's usual places. */
+      if (!strcmp(kv->name, "ssl.ca.location") && !strcmp(kv->value, "probe")) break;
+      char why[300], name[300];
+      if (file_readable(kv->value, rdkafka_file_props[k].dir_ok, why, sizeof why)) break;
+      snprintf(name, sizeof name, "kafka.rdkafka.%s%s", kv->name, L->rk[i].from_file ? "_file" : "");
+      /* A path is not a secret, but a value read through _file is. */
+      if (kv->from_file)
+        fail(L, &L->rk[i], name, "the file named in %s cannot be read: %s", L->rk[i].path ? L->rk[i].path : "it",
+             why);
+      else
+        fail(L, &L->rk[i], name, "cannot read %s: %s", kv->value, why);
+      break;
+    }
+  }
+}
+
+static void check_uri_files(loader_t *L) {
+  const config_prop_t *p = config_prop_find("store", "uri");
+  const origin_t *o = &L->props[p - config_props];
+  mongoc_uri_t *uri = mongoc_uri_new_with_error(L->cfg->store_uri, NULL);
+  if (!uri) return; /* its own error was reported when it was set */
+  const bson_t *opts = mongoc_uri_get_options(uri);
+  bson_iter_t it;
+  if (opts && bson_iter_init(&it, opts)) {
+    while (bson_iter_next(&it)) {
+      const char *key = bson_iter_key(&it);
+      for (size_t k = 0; k < sizeof uri_file_options / sizeof uri_file_options[0]; k++) {
+        if (strcasecmp(key, uri_file_options[k]) || !BSON_ITER_HOLDS_UTF8(&it)) continue;
+        const char *path = bson_iter_utf8(&it, NULL);
+        char why[300];
+        if (!file_readable(path, false, why, sizeof why))
+          fail(L, o, o->from_file ? "store.uri_file" : "store.uri", "%s: cannot read %s: %s", uri_file_options[k], path,
+               why);
+      }
+    }
+  }
+  mongoc_uri_destroy(uri);
+}
+
+/* ---- settings that cannot work together ---------------------------------- */
+
+static const config_kv_t *rdkafka_find(const loader_t *L, const char *name, size_t *index) {
+  for (size_t i = 0; i < L->cfg->rdkafka_count; i++)
+    if (!strcmp(L->cfg->rdkafka[i].name, name)) {
+      if (index) *index = i;
+      return &L->cfg->rdkafka[i];
+    }
+  return NULL;
+}
+
+static bool rdkafka_given(const loader_t *L, const char *name) {
+  const config_kv_t *kv = rdkafka_find(L, name, NULL);
+  return kv && *kv->value;
+}
+
+/* A SASL mechanism that takes a user name and password fails every
+ * connection without them (librdkafka accepts the configuration and then
+ * retries for ever); SSL settings with a plaintext protocol are ignored
+ * (a warning: the operator probably meant SSL). */
+static void check_security(loader_t *L) {
+  size_t pi = 0;
+  const config_kv_t *proto = rdkafka_find(L, "security.protocol", &pi);
+  const char *pv = proto ? proto->value : "plaintext";
+  bool sasl = !strcasecmp(pv, "sasl_plaintext") || !strcasecmp(pv, "sasl_ssl");
+  bool ssl = !strcasecmp(pv, "ssl") || !strcasecmp(pv, "sasl_ssl");
+  if (sasl) {
+    const config_kv_t *mech = rdkafka_find(L, "sasl.mechanisms", NULL);
+    if (!mech) mech = rdkafka_find(L, "sasl.mechanism", NULL);
+    const char *mv = mech ? mech->value : "GSSAPI";
+    bool user_pass = !strcasecmp(mv, "PLAIN") || !strcasecmp(mv, "SCRAM-SHA-256") || !strcasecmp(mv, "SCRAM-SHA-512");
+    if (user_pass && (!rdkafka_given(L, "sasl.username") || !rdkafka_given(L, "sasl.password"))) {
+      const char *missing = !rdkafka_given(L, "sasl.username")
+                                ? (!rdkafka_given(L, "sasl.password")
+                                       ? "kafka.rdkafka.sasl.username and kafka.rdkafka.sasl.password[_file]"
+                                       : "kafka.rdkafka.sasl.username")
+                                : "kafka.rdkafka.sasl.password[_file]";
+      fail(L, &L->rk[pi], "kafka.rdkafka.security.protocol", "%s with sasl.mechanism %s needs %s", pv, mv, missing);
+    }
+  }
+  if (!ssl) {
+    for (size_t i = 0; i < L->cfg->rdkafka_count; i++) {
+      if (strncmp(L->cfg->rdkafka[i].name, "ssl.", 4)) continue;
+      char line[600];
+      model_buf_t b = MODEL_BUF_INIT;
+      origin_prefix(L, &L->rk[i], &b);
+      snprintf(line, sizeof line, "%s: kafka.rdkafka.%s: ignored: security.protocol is %s (%sSSL or SASL_SSL uses it)",
+               b.data, L->cfg->rdkafka[i].name, proto ? pv : "PLAINTEXT", proto ? "" : "the default; ");
+      model_buf_destroy(&b);
+      config_t *cfg = L->cfg;
+      cfg->warnings = oom_realloc(cfg->warnings, (cfg->warnings_count + 1) * sizeof *cfg->warnings);
+      cfg->warnings[cfg->warnings_count++] = oom_strdup(line);
+    }
+  }
+}
+
 /* librdkafka validates its own properties (name, type, range, enum) in
  * rd_kafka_conf_set; run them all through it now so that a typo is a
  * configuration error with FILE:LINE rather than a failure at startup. */
@@ -777,6 +914,9 @@ bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nset
   resolve_files(&L);
   check_cross(&L);
   check_rdkafka(&L);
+  check_rdkafka_files(&L);
+  check_uri_files(&L);
+  check_security(&L);
   bool ok = L.errors == 0;
   if (ok) {
     for (size_t i = 0; i < config_props_count; i++) export_origin(&cfg->origins[i], &L.props[i]);

@@ -27,8 +27,11 @@ run 2 config check -c "$SRC/config/production.ini"
 grep -q "^aggregator: $SRC/config/production.ini:[0-9]*: kafka.rdkafka.sasl.password_file: cannot read /run/secrets/kafka-password: " "$T/err" \
   || grep -q "^aggregator: $SRC/config/production.ini:[0-9]*: store.uri_file: cannot read /run/secrets/mongodb-uri: " "$T/err" \
   || fail "production.ini without secrets: $(cat "$T/err")"
+# Its CA file must exist too: a PEM bundle stands in for it.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/kafka-ca.pem" -days 1 -subj /CN=test-ca \
+  >/dev/null 2>&1 || fail "openssl could not make a CA"
 AGGREGATOR_STORE_URI_FILE="$T/mongodb-uri" AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE="$T/kafka-password" \
-  run 0 config show -c "$SRC/config/production.ini"
+  AGGREGATOR_KAFKA_RDKAFKA_SSL_CA_LOCATION="$T/kafka-ca.pem" run 0 config show -c "$SRC/config/production.ini"
 stdout_has "uri = mongodb://aggregator:***@mongo-0:27017/?tls=true&replicaSet=rs0"
 stdout_has "rdkafka.sasl.password = ***"
 stdout_has "write_concern = majority"
@@ -47,6 +50,23 @@ stderr_is "aggregator: $T/three.ini:2: kafka.bogus: unknown key
 aggregator: $T/three.ini:4: batch.linger_ms: '-5' is out of range 0..60000
 aggregator: $T/three.ini:6: retry.backoff_ms: 'abc' is not an integer
 aggregator: --set log.level: 'loud' is not one of error, warn, info, debug"
+
+# Files that values name, settings that cannot work together, and what
+# librdkafka refuses when it builds the clients: each fails check (exit 2)
+# instead of the worker at start.
+printf '[kafka]\nrdkafka.security.protocol = SASL_SSL\nrdkafka.sasl.mechanism = PLAIN\nrdkafka.ssl.ca.location = /nonexistent/ca.pem\n[store]\nuri = mongodb://h/?tls=true&tlsCAFile=/nonexistent/mongo-ca.pem\n' >"$T/files.ini"
+run 2 config check -c "$T/files.ini"
+stderr_is "aggregator: $T/files.ini:4: kafka.rdkafka.ssl.ca.location: cannot read /nonexistent/ca.pem: No such file or directory
+aggregator: $T/files.ini:6: store.uri: tlsCAFile: cannot read /nonexistent/mongo-ca.pem: No such file or directory
+aggregator: $T/files.ini:2: kafka.rdkafka.security.protocol: SASL_SSL with sasl.mechanism PLAIN needs kafka.rdkafka.sasl.username and kafka.rdkafka.sasl.password[_file]"
+printf 'not a key\n' >"$T/bad.pem"
+run 2 config check --set kafka.rdkafka.security.protocol=SSL --set "kafka.rdkafka.ssl.certificate.location=$T/bad.pem" --set "kafka.rdkafka.ssl.key.location=$T/bad.pem"
+grep -q "^aggregator: kafka.rdkafka: the \`run\` consumer: librdkafka: ssl\.[a-z.]* failed: " "$T/err" \
+  || fail "malformed PEM: $(cat "$T/err")"
+one_line_stderr
+run 2 config check --set kafka.rdkafka.security.protocol=SASL_PLAINTEXT --set kafka.rdkafka.sasl.mechanism=GSSAPI
+grep -q "^aggregator: kafka.rdkafka: the \`run\` consumer: librdkafka: .*sasl.kerberos" "$T/err" \
+  || fail "GSSAPI without a keytab: $(cat "$T/err")"
 
 printf '[bacth]\n' >"$T/section.ini"
 run 2 config check -c "$T/section.ini"

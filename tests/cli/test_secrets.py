@@ -169,15 +169,16 @@ def test_run_malformed_uri():
 
 def test_kafka_client_error():
     """librdkafka's rd_kafka_new() error quotes the value it refuses (here an
-    unknown SASL mechanism read through a _file key, hence a secret): `run`
-    logs it and `replay` prints it, both scrubbed."""
+    unknown SASL mechanism read through a _file key, hence a secret): the
+    configuration check that builds the clients at load prints it scrubbed,
+    and `run` and `replay` exit 2 (a configuration error) before any work."""
     pw = PASSWORDS[1]
     for label, args, env in sources("kafka", "rdkafka.sasl.mechanism", pw, "mech")[3:]:
         base = ["--set", "kafka.brokers=127.0.0.1:1", "--set", "kafka.rdkafka.security.protocol=SASL_PLAINTEXT"]
         for cmd in (["run"], ["replay", "--output", os.devnull]):
             rc, out, err = run(cmd + base + args, env)
             check_outputs("%s, a refused sasl.mechanism (%s)" % (cmd[0], label), [pw], out, err)
-            if rc != 1 or "Unsupported SASL mechanism" not in err:
+            if rc != 2 or "Unsupported SASL mechanism" not in err:
                 fail("%s with a refused sasl.mechanism (%s): exit %s:\n%s" % (cmd[0], label, rc, err[-2000:]))
 
 

@@ -42,6 +42,7 @@ static const char *const env_used[] = {
     "AGGREGATOR_KAFAK_RDKAFKA_CLIENT_ID", "AGGREGATOR_SERVICE_PORT", "AGGREGATOR_SERVICE_PORT_METRICS",
     "AGGREGATOR_PORT", "AGGREGATOR_PORT_9464_TCP", "AGGREGATOR_PORT_9464_TCP_PROTO", "AGGREGATOR_PORT_9464_TCP_PORT",
     "AGGREGATOR_PORT_9464_TCP_ADDR", "AGGREGATOR_PORT_X", "AGGREGATOR_SERVICE_HOSTS",
+    "AGGREGATOR_KAFKA_RDKAFKA_SSL_CA_LOCATION",
 };
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof env_used / sizeof env_used[0]; i++) unsetenv(env_used[i]);
@@ -545,6 +546,91 @@ START_TEST(errors_beyond_max_counted) {
   ck_assert_uint_eq(err.count, CONFIG_ERRORS_MAX + 5);
   ck_assert_ptr_nonnull(config_error_at(&err, CONFIG_ERRORS_MAX - 1));
   ck_assert_ptr_null(config_error_at(&err, CONFIG_ERRORS_MAX));
+}
+END_TEST
+
+/* Files that values name are read at load: librdkafka's file properties
+ * (ssl.ca.location may be a directory or "probe"), TLS files in the store
+ * URI, each error naming the key and the path. */
+START_TEST(named_files_checked) {
+  char missing[300], ca[300];
+  snprintf(missing, sizeof missing, "%s/none.pem", tmpdir);
+  snprintf(ca, sizeof ca, "%s", write_ini("pem\n"));
+  char s1[400], s2[400], s3[400], s4[800], s5[400], s6[400];
+  snprintf(s1, sizeof s1, "kafka.rdkafka.ssl.ca.location=%s", missing);
+  snprintf(s2, sizeof s2, "kafka.rdkafka.ssl.certificate.location=%s", tmpdir);
+  snprintf(s3, sizeof s3, "kafka.rdkafka.sasl.kerberos.keytab=%s", missing);
+  snprintf(s4, sizeof s4, "store.uri=mongodb://u:hunter2@h/?tls=true&tlsCAFile=%s&tlsCertificateKeyFile=%s", ca,
+           missing);
+  snprintf(s5, sizeof s5, "kafka.rdkafka.ssl.key.location=%s", ca);
+  snprintf(s6, sizeof s6, "kafka.rdkafka.ssl.crl.location=%s", missing);
+  char *sets[] = {s1, s2, s3, s4, s5, s6, "kafka.rdkafka.security.protocol=SSL"};
+  config_error_t err;
+  ck_assert_ptr_null(load(NULL, sets, 7, &err));
+  ck_assert_uint_eq(err.count, 5);
+  char expect[5][600];
+  snprintf(expect[0], 600, "--set kafka.rdkafka.ssl.ca.location: cannot read %s: No such file or directory", missing);
+  snprintf(expect[1], 600, "--set kafka.rdkafka.ssl.certificate.location: cannot read %s: is a directory", tmpdir);
+  snprintf(expect[2], 600, "--set kafka.rdkafka.sasl.kerberos.keytab: cannot read %s: No such file or directory",
+           missing);
+  snprintf(expect[3], 600, "--set kafka.rdkafka.ssl.crl.location: cannot read %s: No such file or directory", missing);
+  snprintf(expect[4], 600, "--set store.uri: tlsCertificateKeyFile: cannot read %s: No such file or directory", missing);
+  for (size_t i = 0; i < 5; i++) ck_assert_str_eq(config_error_at(&err, i), expect[i]);
+
+  /* A CA directory, "probe", and files that exist all load. */
+  snprintf(s1, sizeof s1, "kafka.rdkafka.ssl.ca.location=%s", tmpdir);
+  char *good[] = {s1, s5, "kafka.rdkafka.security.protocol=SSL"};
+  config_destroy(load_ok(NULL, good, 3));
+  char *probe[] = {"kafka.rdkafka.ssl.ca.location=probe", "kafka.rdkafka.security.protocol=SSL"};
+  config_destroy(load_ok(NULL, probe, 2));
+}
+END_TEST
+
+/* A file property given through _file: its value (the path) is a secret
+ * like any _file value, so the error names the file it came from. */
+START_TEST(named_file_via_file_key) {
+  char set[400];
+  const char *holder = write_ini("/nonexistent/ca.pem\n");
+  snprintf(set, sizeof set, "kafka.rdkafka.ssl.ca.location_file=%s", holder);
+  char *sets[] = {set, "kafka.rdkafka.security.protocol=SSL"};
+  config_error_t err;
+  ck_assert_ptr_null(load(NULL, sets, 2, &err));
+  char expect[600];
+  snprintf(expect, sizeof expect,
+           "--set kafka.rdkafka.ssl.ca.location_file: the file named in %s cannot be read: No such file or directory",
+           holder);
+  ck_assert_str_eq(err.message, expect);
+}
+END_TEST
+
+/* SASL mechanisms that take a user name and password need both; SSL
+ * settings under a plaintext protocol are a warning. */
+START_TEST(sasl_needs_credentials) {
+  config_error_t err;
+  char *none[] = {"kafka.rdkafka.security.protocol=SASL_SSL", "kafka.rdkafka.sasl.mechanism=SCRAM-SHA-512"};
+  ck_assert_ptr_null(load(NULL, none, 2, &err));
+  ck_assert_str_eq(err.message, "--set kafka.rdkafka.security.protocol: SASL_SSL with sasl.mechanism SCRAM-SHA-512 "
+                                "needs kafka.rdkafka.sasl.username and kafka.rdkafka.sasl.password[_file]");
+  const char *ini = write_ini("[kafka]\nrdkafka.security.protocol = sasl_plaintext\nrdkafka.sasl.mechanisms = PLAIN\n"
+                             "rdkafka.sasl.username = u\n");
+  ck_assert_ptr_null(load(ini, NULL, 0, &err));
+  char expect[600];
+  snprintf(expect, sizeof expect,
+           "%s:2: kafka.rdkafka.security.protocol: sasl_plaintext with sasl.mechanism PLAIN needs "
+           "kafka.rdkafka.sasl.password[_file]",
+           ini);
+  ck_assert_str_eq(err.message, expect);
+  char pw[400];
+  char *with_file[] = {"kafka.rdkafka.security.protocol=SASL_PLAINTEXT", "kafka.rdkafka.sasl.mechanism=SCRAM-SHA-256",
+                       "kafka.rdkafka.sasl.username=u", set_file(pw, sizeof pw, "kafka.rdkafka.sasl.password_file", "pw\n")};
+  config_destroy(load_ok(NULL, with_file, 4));
+
+  char *plain_ssl[] = {"kafka.rdkafka.ssl.ca.location=probe"};
+  config_t *c = load_ok(NULL, plain_ssl, 1);
+  ck_assert_uint_eq(c->warnings_count, 1);
+  ck_assert_str_eq(c->warnings[0], "--set: kafka.rdkafka.ssl.ca.location: ignored: security.protocol is PLAINTEXT "
+                                   "(the default; SSL or SASL_SSL uses it)");
+  config_destroy(c);
 }
 END_TEST
 
@@ -1107,6 +1193,7 @@ START_TEST(example_files_load) {
   const char *pw = write_ini("kafka-pw\n");
   setenv("AGGREGATOR_STORE_URI_FILE", uri, 1);
   setenv("AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE", pw, 1);
+  setenv("AGGREGATOR_KAFKA_RDKAFKA_SSL_CA_LOCATION", write_ini("ca\n"), 1); /* the CA it names must exist */
   config_t *c = load_ok(path, NULL, 0);
   ck_assert_str_eq(c->store_write_concern, "majority");
   config_destroy(c);
@@ -1176,6 +1263,9 @@ Suite *test_suite(void) {
   tcase_add_loop_test(tc, error_message, 0, (int)(sizeof error_cases / sizeof error_cases[0]));
   tcase_add_test(tc, every_error_named);
   tcase_add_test(tc, errors_beyond_max_counted);
+  tcase_add_test(tc, named_files_checked);
+  tcase_add_test(tc, named_file_via_file_key);
+  tcase_add_test(tc, sasl_needs_credentials);
   tcase_add_test(tc, missing_config_file);
   tcase_add_test(tc, error_quoting_control_characters_is_one_line);
   tcase_add_test(tc, nul_byte_in_file);
