@@ -801,6 +801,33 @@ static void check_uri_files(loader_t *L) {
   mongoc_uri_destroy(uri);
 }
 
+/* ---- secrets pasted back from `config show` ------------------------------ */
+
+/* `config show` prints a secret as REDACT_MASK. A configuration made from
+ * its output and edited carelessly would connect with the password "***"
+ * and fail at the broker or the store, far from the mistake: a secret that
+ * is exactly the mask is refused here instead. */
+static void check_masked(loader_t *L) {
+  const config_prop_t *p = config_prop_find("store", "uri");
+  const origin_t *o = &L->props[p - config_props];
+  mongoc_uri_t *uri = mongoc_uri_new_with_error(L->cfg->store_uri, NULL);
+  if (uri) {
+    const char *pw = mongoc_uri_get_password(uri);
+    if (pw && !strcmp(pw, REDACT_MASK))
+      fail(L, o, o->from_file ? "store.uri_file" : "store.uri",
+           "the password is " REDACT_MASK ", which is how config show masks it: give the password itself");
+    mongoc_uri_destroy(uri);
+  }
+  for (size_t i = 0; i < L->cfg->rdkafka_count; i++) {
+    const config_kv_t *kv = &L->cfg->rdkafka[i];
+    if (!redact_rdkafka_property_is_secret(kv->name) || strcmp(kv->value, REDACT_MASK)) continue;
+    char name[300];
+    snprintf(name, sizeof name, "kafka.rdkafka.%s%s", kv->name, L->rk[i].from_file ? "_file" : "");
+    fail(L, &L->rk[i], name, "the value is " REDACT_MASK ", which is how config show masks a secret: give the "
+                             "secret itself");
+  }
+}
+
 /* ---- settings that cannot work together ---------------------------------- */
 
 static const config_kv_t *rdkafka_find(const loader_t *L, const char *name, size_t *index) {
@@ -916,6 +943,7 @@ bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nset
   check_rdkafka(&L);
   check_rdkafka_files(&L);
   check_uri_files(&L);
+  check_masked(&L);
   check_security(&L);
   bool ok = L.errors == 0;
   if (ok) {

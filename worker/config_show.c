@@ -68,10 +68,22 @@ static void origin_comment(const config_t *cfg, const config_origin_t *o, model_
   model_buf_destroy(&t);
 }
 
+/* A value read through key_file is shown as "key_file = PATH": loading the
+ * output back reads the same file, and the path, unlike the value, is no
+ * secret. Returns false when the value was not read from a file. */
+static bool show_value_file(const char *key, const char *path, model_buf_t *b) {
+  if (!path) return false;
+  if (has_control(path)) /* a line break would end the value and start another line */
+    model_buf_printf(b, "# %s_file: a file name holding control characters, not shown\n", key);
+  else
+    model_buf_printf(b, "%s_file = %s\n", key, path);
+  return true;
+}
+
 static void show(const config_t *cfg, bool origins, FILE *out) {
   model_buf_t b = MODEL_BUF_INIT;
   model_buf_puts(&b, "# Effective configuration: defaults < file < environment < --set.\n"
-                     "# Secrets are shown as ***.\n");
+                     "# Secrets are shown as *** (a value read from a file as key_file = PATH).\n");
   if (cfg->source_file) model_buf_printf(&b, "# file: %s\n", cfg->source_file);
   for (size_t s = 0; s < config_sections_count; s++) {
     const char *section = config_sections[s].name;
@@ -80,6 +92,7 @@ static void show(const config_t *cfg, bool origins, FILE *out) {
       const config_prop_t *p = &config_props[i];
       if (strcmp(p->section, section)) continue;
       if (origins) origin_comment(cfg, &cfg->origins[i], &b);
+      if (show_value_file(p->key, cfg->origins[i].value_file, &b)) continue;
       model_buf_printf(&b, "%s =", p->key);
       model_buf_t v = MODEL_BUF_INIT;
       config_prop_format(p, cfg, &v);
@@ -100,6 +113,9 @@ static void show(const config_t *cfg, bool origins, FILE *out) {
     for (size_t i = 0; i < cfg->rdkafka_count; i++) {
       const config_kv_t *kv = &cfg->rdkafka[i];
       if (origins) origin_comment(cfg, &kv->origin, &b);
+      char key[300];
+      snprintf(key, sizeof key, "rdkafka.%s", kv->name);
+      if (show_value_file(key, kv->origin.value_file, &b)) continue;
       if (rdkafka_is_secret(kv))
         model_buf_printf(&b, "rdkafka.%s = %s\n", kv->name, REDACT_MASK);
       else if (has_control(kv->value)) /* e.g. a PEM read from a file: not representable in INI */

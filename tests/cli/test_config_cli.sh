@@ -32,10 +32,20 @@ openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/kafka-ca.
   >/dev/null 2>&1 || fail "openssl could not make a CA"
 AGGREGATOR_STORE_URI_FILE="$T/mongodb-uri" AGGREGATOR_KAFKA_RDKAFKA_SASL_PASSWORD_FILE="$T/kafka-password" \
   AGGREGATOR_KAFKA_RDKAFKA_SSL_CA_LOCATION="$T/kafka-ca.pem" run 0 config show -c "$SRC/config/production.ini"
-stdout_has "uri = mongodb://aggregator:***@mongo-0:27017/?tls=true&replicaSet=rs0"
-stdout_has "rdkafka.sasl.password = ***"
+stdout_has "uri_file = $T/mongodb-uri"
+stdout_has "rdkafka.sasl.password_file = $T/kafka-password"
 stdout_has "write_concern = majority"
 stdout_lacks "s3cret"
+# What show prints loads back as the same configuration: show of it is the
+# same text but for the line naming the file loaded.
+cp "$T/out" "$T/shown.ini"
+run 0 config show -c "$T/shown.ini"
+diff <(grep -v '^# file: ' "$T/shown.ini") <(grep -v '^# file: ' "$T/out") >/dev/null \
+  || fail "show of show output differs: $(diff "$T/shown.ini" "$T/out")"
+# A secret pasted back as the *** that show prints is refused.
+printf '[kafka]\nrdkafka.sasl.password = ***\n' >"$T/masked.ini"
+run 2 config check -c "$T/masked.ini"
+stderr_is "aggregator: $T/masked.ini:2: kafka.rdkafka.sasl.password: the value is ***, which is how config show masks a secret: give the secret itself"
 
 # --- check: errors name FILE:LINE, exit 2 -----------------------------------
 printf '# header\n[batch]\nmax_comands = 10\n' >"$T/typo.ini"
@@ -136,7 +146,7 @@ stdout_pair "# origin: --set" "linger_ms = 30"
 stdout_pair "# origin: environment AGGREGATOR_BATCH_MAX_COMMANDS" "max_commands = 21"
 stdout_pair "# origin: $T/o.ini:4" "max_aggregates = 12"
 stdout_pair "# origin: default" "max_pending_bytes = 64MiB"
-stdout_pair "# origin: $T/o.ini:6, read from $T/mongodb-uri" "uri = mongodb://aggregator:***@mongo-0:27017/?tls=true&replicaSet=rs0"
+stdout_pair "# origin: $T/o.ini:6, read from $T/mongodb-uri" "uri_file = $T/mongodb-uri"
 stdout_pair "# origin: --set" "rdkafka.sasl.password = ***"
 stdout_lacks "s3cret"
 [ "$(grep -c '^# origin: ' "$T/out")" = "$(grep -c '^[a-z_.]* =' "$T/out")" ] || fail "show --origin: not one origin per key"

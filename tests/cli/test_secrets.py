@@ -130,8 +130,11 @@ def test_config_commands():
                                   [pw], out, err)
                     if encode and rc != 0:
                         fail("config %s with an encoded password (%s): exit %s: %s" % (action, label, rc, err))
-                    if encode and action == "show" and "uri = mongodb://appuser:***@db.invalid:27017/" not in out:
-                        fail("config show (%s) does not show the redacted URI:\n%s" % (label, out))
+                    # A URI read through uri_file is shown as that key and its path.
+                    shown = ("uri_file = %s" % os.path.join(TMP, "u%d%d.value" % (i, encode)) if "_file" in label
+                             else "uri = mongodb://appuser:***@db.invalid:27017/")
+                    if encode and action == "show" and shown not in out:
+                        fail("config show (%s) does not show '%s':\n%s" % (label, shown, out))
                     if rc not in (0, 2):
                         fail("config %s: exit %s" % (action, rc))
                     n += 1

@@ -85,7 +85,8 @@ static config_t *load_ok(const char *path, char **sets, size_t nsets) {
   return cfg;
 }
 
-static char *show(const config_t *cfg) {
+/* Not inlined: gcc would then take the memstream buffer for a local. */
+__attribute__((noinline)) static char *show(const config_t *cfg) {
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
@@ -895,7 +896,7 @@ START_TEST(origins) {
       "# origin: --set\nlinger_ms = 30\n",
       "# origin: {FILE}:3\nmax_commands = 11\n",
       "# origin: environment AGGREGATOR_KAFKA_GROUP\ngroup = g-env\n",
-      "# origin: {FILE}:5, read from {AUX}\nuri = mongodb://app:***@db1:27017/?tls=true\n",
+      "# origin: {FILE}:5, read from {AUX}\nuri_file = {AUX}\n",
       "# origin: default\nlevel = info\n",
       "# origin: {FILE}:7\nrdkafka.client.id = c1\n",
       "# origin: --set\nrdkafka.sasl.password = ***\n",
@@ -908,15 +909,14 @@ START_TEST(origins) {
   ck_assert_ptr_null(strstr(text, "kafka-s3cret"));
 
   /* The comments change nothing: the output loads back as the
-   * configuration it shows (masked secrets stay masked). */
+   * configuration it shows, but for the secret given as a value, which
+   * show masks and the loader refuses to take as "***". */
   clear_env();
-  char *plain = show(c);
-  config_t *back = load_ok(write_ini(text), NULL, 0);
-  char *plain_back = show(back);
-  ck_assert_str_eq(strstr(plain_back, "\n["), strstr(plain, "\n["));
-  free(plain_back);
-  config_destroy(back);
-  free(plain);
+  config_error_t err;
+  ck_assert_ptr_null(load(write_ini(text), NULL, 0, &err));
+  ck_assert_uint_eq(err.count, 1);
+  ck_assert_msg(strstr(err.message, ": kafka.rdkafka.sasl.password: the value is ***, which is how config show masks"),
+                "%s", err.message);
   free(text);
   config_destroy(c);
 }
@@ -1048,7 +1048,9 @@ START_TEST(show_redacts_secrets) {
   ck_assert_ptr_nonnull(
       strstr(text, "\nuri = mongodb://app:***@db1:27017,db2/?tls=true&tlsCertificateKeyFilePassword=***"
                    "&authSource=admin\n"));
-  ck_assert_ptr_nonnull(strstr(text, "\nrdkafka.sasl.password = ***\n"));
+  char line[400];
+  snprintf(line, sizeof line, "\nrdkafka.sasl.password_file = %s\n", strchr(set_pw, '=') + 1);
+  ck_assert_ptr_nonnull(strstr(text, line));
   ck_assert_ptr_nonnull(strstr(text, "\nrdkafka.ssl.key.password = ***\n"));
   ck_assert_ptr_nonnull(strstr(text, "\nrdkafka.client.id = visible-id\n"));
   free(text);
@@ -1066,9 +1068,14 @@ START_TEST(show_redacts_file_strings) {
   config_t *c = load_ok(NULL, sets, 3);
   char *text = show(c);
   ck_assert_msg(!strstr(text, "Kq7") && !strstr(text, "Kq8"), "%s", text);
-  ck_assert_ptr_nonnull(strstr(text, "\ngroup = ***\n"));
-  ck_assert_ptr_nonnull(strstr(text, "\nlinger_ms = 250\n"));
-  ck_assert_ptr_nonnull(strstr(text, "\nrdkafka.sasl.username = ***\n"));
+  /* shown as the key_file and its path, which loads back as the same value */
+  char line[400];
+  snprintf(line, sizeof line, "\ngroup_file = %s\n", strchr(s1, '=') + 1);
+  ck_assert_ptr_nonnull(strstr(text, line));
+  snprintf(line, sizeof line, "\nlinger_ms_file = %s\n", strchr(s2, '=') + 1);
+  ck_assert_ptr_nonnull(strstr(text, line));
+  snprintf(line, sizeof line, "\nrdkafka.sasl.username_file = %s\n", strchr(s3, '=') + 1);
+  ck_assert_ptr_nonnull(strstr(text, line));
   free(text);
   /* and every one of them is scrubbed from library text */
   redact_set_t *secrets = redact_set_new();
@@ -1093,6 +1100,78 @@ START_TEST(show_redacts_file_strings) {
 END_TEST
 
 /* show prints every key, and what it prints loads back to the same values. */
+/* Text of show(c) without its "# file:" line (which names the file loaded). */
+static char *show_body(const config_t *c) {
+  char *text = show(c);
+  const char *f = strstr(text, "\n# file: ");
+  if (!f) return text;
+  size_t at = (size_t)(f - text), skip = strcspn(f + 1, "\n") + 1;
+  char *body = malloc(strlen(text) + 1);
+  ck_assert_ptr_nonnull(body);
+  memcpy(body, text, at);
+  strcpy(body + at, text + at + skip);
+  free(text);
+  return body;
+}
+
+/* show -> load back -> show gives the same text: values read through _file
+ * keys are shown as those keys with their paths (never the secret), in the
+ * file, from the environment or from --set alike. */
+START_TEST(show_file_keys_round_trip) {
+  char s1[300], s2[300], s3[300];
+  char *sets[] = {set_file(s1, sizeof s1, "kafka.rdkafka.sasl.password_file", "Kpw-9z\n"),
+                  "kafka.rdkafka.security.protocol=SASL_SSL", "kafka.rdkafka.sasl.mechanism=PLAIN",
+                  "kafka.rdkafka.sasl.username=u", set_file(s2, sizeof s2, "log.level_file", "debug\n"),
+                  "kafka.rdkafka.client.id=x"};
+  const char *ini = write_ini("[kafka]\ngroup = g\n");
+  setenv("AGGREGATOR_STORE_URI_FILE", write_ini("mongodb://u:Kpw-8y@h/\n"), 1);
+  snprintf(s3, sizeof s3, "%s", getenv("AGGREGATOR_STORE_URI_FILE"));
+  config_t *c = load_ok(ini, sets, 6);
+  unsetenv("AGGREGATOR_STORE_URI_FILE");
+  char *text = show_body(c);
+  ck_assert_msg(!strstr(text, "Kpw"), "%s", text);
+  char line[400];
+  snprintf(line, sizeof line, "\nrdkafka.sasl.password_file = %s\n", strchr(s1, '=') + 1);
+  ck_assert_msg(strstr(text, line), "%s", text);
+  snprintf(line, sizeof line, "\nuri_file = %s\n", s3);
+  ck_assert_msg(strstr(text, line), "%s", text);
+  snprintf(line, sizeof line, "\nlevel_file = %s\n", strchr(s2, '=') + 1);
+  ck_assert_msg(strstr(text, line), "%s", text);
+  config_t *again = load_ok(write_ini(text), NULL, 0);
+  char *text2 = show_body(again);
+  ck_assert_str_eq(text2, text);
+  for (size_t i = 0; i < config_props_count; i++)
+    ck_assert_msg(config_prop_equal(&config_props[i], c, again), "%s differs", config_props[i].key);
+  ck_assert_str_eq(again->store_uri, "mongodb://u:Kpw-8y@h/");
+  free(text);
+  free(text2);
+  config_destroy(again);
+  config_destroy(c);
+}
+END_TEST
+
+/* A secret that is exactly the mask config show prints ("***") is refused:
+ * the output of show with a secret pasted back unedited. */
+START_TEST(masked_secret_refused) {
+  config_error_t err;
+  char *uri[] = {"store.uri=mongodb://u:***@h/"};
+  ck_assert_ptr_null(load(NULL, uri, 1, &err));
+  ck_assert_str_eq(err.message, "--set store.uri: the password is ***, which is how config show masks it: give the "
+                                "password itself");
+  const char *ini = write_ini("[kafka]\nrdkafka.ssl.key.password = ***\n");
+  ck_assert_ptr_null(load(ini, NULL, 0, &err));
+  char expect[600];
+  snprintf(expect, sizeof expect,
+           "%s:2: kafka.rdkafka.ssl.key.password: the value is ***, which is how config show masks a secret: give "
+           "the secret itself",
+           ini);
+  ck_assert_str_eq(err.message, expect);
+  /* "***" where no secret is expected is a value like any other */
+  char *plain[] = {"kafka.rdkafka.client.id=***", "store.uri=mongodb://h/?appname=***"};
+  config_destroy(load_ok(NULL, plain, 2));
+}
+END_TEST
+
 START_TEST(show_round_trips) {
   char *sets[] = {"kafka.topics=a, b", "batch.max_pending_bytes=3MiB", "metrics.listen=127.0.0.1:9464",
                   "log.format=text", "kafka.rdkafka.client.id=x#y", "store.write_concern=3"};
@@ -1283,6 +1362,8 @@ Suite *test_suite(void) {
   tcase_add_test(tc, show_redacts_secrets);
   tcase_add_test(tc, show_redacts_file_strings);
   tcase_add_test(tc, show_round_trips);
+  tcase_add_test(tc, show_file_keys_round_trip);
+  tcase_add_test(tc, masked_secret_refused);
   tcase_add_test(tc, describe_lists_every_key);
   tcase_add_test(tc, docs_config_md_is_current);
   tcase_add_test(tc, example_files_load);
