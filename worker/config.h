@@ -63,7 +63,7 @@ typedef struct config {
 
   int64_t limits_max_command_bytes;
 
-  int64_t replay_threads; /* 0 = one per online core (replay_threads_resolve) */
+  int64_t replay_threads; /* 0 = one per CPU the process may use (cpus.h) */
 
   char *metrics_listen; /* "host:port", "" for none */
 

@@ -3,11 +3,13 @@
  * table) and the secrets that log lines are scrubbed of. */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
 #include "config_table.h"
+#include "cpus.h"
 #include "redact.h"
 
 /* ---- show ---------------------------------------------------------------- */
@@ -108,6 +110,9 @@ static void show(const config_t *cfg, bool origins, FILE *out) {
       }
       model_buf_destroy(&v);
       model_buf_putc(&b, '\n');
+      /* What 0 resolves to where this runs (a container, taskset). */
+      if (p->offset == offsetof(config_t, replay_threads) && cfg->replay_threads == 0)
+        model_buf_printf(&b, "# threads = 0: %zu here, one per CPU this process may use\n", cpus_available());
     }
     if (strcmp(section, "kafka")) continue;
     for (size_t i = 0; i < cfg->rdkafka_count; i++) {

@@ -340,7 +340,8 @@ const config_prop_t config_props[] = {
     SIZE("limits", "max_command_bytes", "64KiB", 256, 16 * MiB, 0, limits_max_command_bytes,
          "Commands longer than this are rejected as too_large without being parsed."),
     INT("replay", "threads", "0", 0, 256, 0, replay_threads,
-        "Threads that decode and merge in `replay` and `verify`; 0 is one per online core, 1 decodes and merges "
+        "Threads that decode and merge in `replay` and `verify`; 0 is one per CPU the process may use (its "
+        "affinity, bounded by its cgroup CPU quota; `config show` prints the number), 1 decodes and merges "
         "on the reading thread. Commands are routed to a thread by their aggregate's key, and the output (documents, "
         "rejects, summary, report) is the same whatever the number. A replay into the store merges on one thread."),
     STR("metrics", "listen", "host:port", "", check_listen, "host:port, or empty", 0, metrics_listen,

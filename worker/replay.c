@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "command.h"
+#include "cpus.h"
 #include "flusher.h"
 #include "log.h"
 #include "oom.h"
@@ -280,9 +281,9 @@ static bool files_distinct(const replay_options_t *o) {
   return true;
 }
 
-/* replay.threads: 0 is one per online core. */
+/* replay.threads: 0 is one per CPU the process may use (cpus.h). */
 static size_t merge_threads(const config_t *cfg) {
-  long n = cfg->replay_threads > 0 ? (long)cfg->replay_threads : sysconf(_SC_NPROCESSORS_ONLN);
+  long n = cfg->replay_threads > 0 ? (long)cfg->replay_threads : (long)cpus_available();
   return n < 1 ? 1 : n > 256 ? 256 : (size_t)n;
 }
 

@@ -174,6 +174,14 @@ for key in kafka.brokers kafka.topics kafka.group kafka.dlq_topic store.uri stor
 done
 stdout_has "      integer, 0..60000; live; env AGGREGATOR_BATCH_LINGER_MS"
 
+# --- replay.threads = 0: one per CPU this process may use ---------------------
+# Pinned to one CPU (as a container's cpuset would), 0 resolves to 1, not to
+# the machine's count; `config show` prints the number that replay uses.
+taskset -c 0 "$BIN" config show >"$T/out" 2>"$T/err" || fail "config show under taskset: $(cat "$T/err")"
+stdout_has "# threads = 0: 1 here, one per CPU this process may use"
+"$BIN" config show --set replay.threads=3 >"$T/out" 2>"$T/err" || fail "config show: $(cat "$T/err")"
+stdout_lacks "# threads = 0"
+
 # --- usage errors are 2 as well (main.c) --------------------------------------
 run 2 config frobnicate
 
