@@ -20,6 +20,7 @@ typedef struct cli_options {
   const char *action;  /* config: "check", "show" or "describe" */
   bool repair;         /* verify --repair */
   bool origin;         /* config show --origin */
+  bool connect;        /* config check --connect */
 } cli_options_t;
 
 /* The configuration of -c and --set (with the environment between them).

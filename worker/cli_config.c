@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "config.h"
 #include "config_clients.h"
+#include "config_connect.h"
 #include "redact.h"
 
 config_t *cli_load_config(const cli_options_t *o, int *rc) {
@@ -50,12 +51,19 @@ int cli_config(const cli_options_t *o) {
   int rc;
   config_t *cfg = cli_load_config(o, &rc);
   if (!cfg) return rc;
-  if (!strcmp(o->action, "check"))
+  int rc_check = 0;
+  if (!strcmp(o->action, "check") && o->connect) {
+    char reached[2048];
+    if (config_connect_check(cfg, stderr, reached, sizeof reached))
+      printf("configuration OK, reached %s\n", reached);
+    else
+      rc_check = 1;
+  } else if (!strcmp(o->action, "check"))
     printf("configuration OK\n");
   else if (o->origin)
     config_show_origin(cfg, stdout);
   else
     config_show(cfg, stdout);
   config_destroy(cfg);
-  return fflush(stdout) || ferror(stdout) ? 1 : 0;
+  return fflush(stdout) || ferror(stdout) ? 1 : rc_check;
 }

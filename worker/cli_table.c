@@ -33,13 +33,22 @@ const cli_cmd_t cli_cmds[] = {
      "AGGREGATOR_<SECTION>_<KEY> (upper case, dots as underscores), --set.\n",
      NULL},
     {"config check", CLI_CHECK, "", "validate the configuration",
-     "Loads the configuration as run would and prints \"configuration OK\", or exits 2 with the first\n"
-     "error on stderr: FILE:LINE (or the variable, or --set), the key and the problem.\n",
+     "Loads the configuration as run would and prints \"configuration OK\", or exits 2 naming every\n"
+     "error on stderr, one line each: FILE:LINE (or the variable, or --set), the key and the problem.\n"
+     "It reads the files that values name (TLS keys and CAs, _file secrets, TLS files in store.uri),\n"
+     "checks settings that cannot work together (a SASL mechanism without its user name and password)\n"
+     "and builds the Kafka clients as run would, without connecting.\n"
+     "With --connect it also reaches each broker of kafka.brokers, the topics and the dead-letter\n"
+     "topic (within librdkafka's socket.connection.setup.timeout.ms, 30 s by default) and the store\n"
+     "(a ping, within store.connect_timeout_ms), and exits 1 with one line per thing not reached, or\n"
+     "prints \"configuration OK, reached ...\".\n",
      cli_config},
     {"config show", CLI_SHOW, "", "print the effective configuration, secrets masked",
      "Prints every key with the value it takes after all sources are merged, as an INI file that loads\n"
-     "back as the same configuration. Secrets (the password and credential options of store.uri,\n"
-     "librdkafka's sensitive properties, every value read through a _file key) are shown as ***.\n"
+     "back as the same configuration. A value read through a _file key is shown as that key and its\n"
+     "path (password_file = /run/secrets/x); other secrets (the password and credential options of\n"
+     "store.uri, librdkafka's sensitive properties) are shown as ***, which the loader refuses as a\n"
+     "secret's value. replay.threads = 0 is followed by a comment with the thread count it means here.\n"
      "With --origin, a comment above each key names the source its value came from.\n",
      cli_config},
     {"config describe", CLI_DESCRIBE, "", "print every key with its type, default, range and meaning",
@@ -70,6 +79,8 @@ const cli_opt_t cli_opts[] = {
      "with --input: write rejected lines to FILE as JSON lines {line, code, detail}"},
     {"--repair", NULL, NULL, CLI_OPT_FLAG, CLI_VERIFY, OFF(repair),
      "fix missing and store_behind drift: write the merge of stored and rebuilt documents"},
+    {"--connect", NULL, NULL, CLI_OPT_FLAG, CLI_CHECK, OFF(connect),
+     "also reach every broker, the topics and the store, each within a bound; exit 1 naming what did not answer"},
     {"--origin", NULL, NULL, CLI_OPT_FLAG, CLI_SHOW, OFF(origin),
      "comment each key with its source: default, FILE:LINE, environment VARIABLE or --set"},
 };
