@@ -80,7 +80,7 @@ const cli_opt_t cli_opts[] = {
     {"--repair", NULL, NULL, CLI_OPT_FLAG, CLI_VERIFY, OFF(repair),
      "fix missing and store_behind drift: write the merge of stored and rebuilt documents"},
     {"--connect", NULL, NULL, CLI_OPT_FLAG, CLI_CHECK, OFF(connect),
-     "also reach every broker, the topics and the store, each within a bound; exit 1 naming what did not answer"},
+     "also reach each broker, the topics and the store, within bounds; exit 1 naming each failure"},
     {"--origin", NULL, NULL, CLI_OPT_FLAG, CLI_SHOW, OFF(origin),
      "comment each key with its source: default, FILE:LINE, environment VARIABLE or --set"},
 };

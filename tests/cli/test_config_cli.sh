@@ -182,6 +182,15 @@ stdout_has "# threads = 0: 1 here, one per CPU this process may use"
 "$BIN" config show --set replay.threads=3 >"$T/out" 2>"$T/err" || fail "config show: $(cat "$T/err")"
 stdout_lacks "# threads = 0"
 
+# --- help config check|show describe what they do ---------------------------
+run 0 help config check
+grep -qF -- "--connect" "$T/out" || fail "help config check lacks --connect"
+grep -qF "naming every" "$T/out" || fail "help config check does not say it names every error"
+run 0 help config show
+grep -qF "password_file = /run/secrets/x" "$T/out" || fail "help config show lacks the _file form"
+run 2 config show --connect
+grep -qF "config show does not take --connect" "$T/err" || fail "show --connect: $(cat "$T/err")"
+
 # --- usage errors are 2 as well (main.c) --------------------------------------
 run 2 config frobnicate
 
