@@ -742,17 +742,19 @@ static const char *const uri_file_options[] = {
     "tlsCAFile", "tlsCertificateKeyFile", "tlsCRLFile", "sslCertificateAuthorityFile", "sslClientCertificateKeyFile",
 };
 
-/* Whether path opens for reading (and, unless dir_ok, is not a directory);
- * why says what is wrong. */
+/* Whether path opens for reading and is a regular file (or, with dir_ok, a
+ * directory); why says what is wrong. Opened non-blocking, and anything
+ * else refused: a FIFO without a writer would hang the load, or the TLS
+ * library that reads it. */
 static bool file_readable(const char *path, bool dir_ok, char *why, size_t why_size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     snprintf(why, why_size, "%s", strerror(errno));
     return false;
   }
-  struct stat st;
-  bool ok = fstat(fd, &st) == 0 && (dir_ok || !S_ISDIR(st.st_mode));
-  if (!ok) snprintf(why, why_size, "is a directory");
+  struct stat st = {0};
+  bool ok = fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || (dir_ok && S_ISDIR(st.st_mode)));
+  if (!ok) snprintf(why, why_size, "%s", S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
   close(fd);
   return ok;
 }

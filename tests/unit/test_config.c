@@ -578,6 +578,17 @@ START_TEST(named_files_checked) {
   snprintf(expect[4], 600, "--set store.uri: tlsCertificateKeyFile: cannot read %s: No such file or directory", missing);
   for (size_t i = 0; i < 5; i++) ck_assert_str_eq(config_error_at(&err, i), expect[i]);
 
+  /* A FIFO (which would block its reader) is refused, not opened for good. */
+  char fifo[300];
+  snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  char sf[400];
+  snprintf(sf, sizeof sf, "kafka.rdkafka.ssl.keystore.location=%s", fifo);
+  char *fifo_sets[] = {sf};
+  ck_assert_ptr_null(load(NULL, fifo_sets, 1, &err));
+  snprintf(expect[0], 600, "--set kafka.rdkafka.ssl.keystore.location: cannot read %s: is not a regular file", fifo);
+  ck_assert_str_eq(err.message, expect[0]);
+
   /* A CA directory, "probe", and files that exist all load. */
   snprintf(s1, sizeof s1, "kafka.rdkafka.ssl.ca.location=%s", tmpdir);
   char *good[] = {s1, s5, "kafka.rdkafka.security.protocol=SSL"};
