@@ -69,6 +69,14 @@ run 2 config check -c "$T/files.ini"
 stderr_is "aggregator: $T/files.ini:4: kafka.rdkafka.ssl.ca.location: cannot read /nonexistent/ca.pem: No such file or directory
 aggregator: $T/files.ini:6: store.uri: tlsCAFile: cannot read /nonexistent/mongo-ca.pem: No such file or directory
 aggregator: $T/files.ini:2: kafka.rdkafka.security.protocol: SASL_SSL with sasl.mechanism PLAIN needs kafka.rdkafka.sasl.username and kafka.rdkafka.sasl.password[_file]"
+# run, replay and verify load it the same way: exit 2 at start with the same lines.
+cp "$T/err" "$T/check.err"
+for cmd in run "replay --output $T/never.jsonl" verify; do
+  # shellcheck disable=SC2086
+  run 2 $cmd -c "$T/files.ini"
+  cmp -s "$T/err" "$T/check.err" || fail "$cmd: stderr differs from config check's: $(cat "$T/err")"
+done
+[ -e "$T/never.jsonl" ] && fail "replay wrote its output"
 printf 'not a key\n' >"$T/bad.pem"
 run 2 config check --set kafka.rdkafka.security.protocol=SSL --set "kafka.rdkafka.ssl.certificate.location=$T/bad.pem" --set "kafka.rdkafka.ssl.key.location=$T/bad.pem"
 grep -q "^aggregator: kafka.rdkafka: the \`run\` consumer: librdkafka: ssl\.[a-z.]* failed: " "$T/err" \
