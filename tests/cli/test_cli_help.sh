@@ -153,4 +153,11 @@ cmp -s "$T/err" "$T/program.txt" || fail "'aggregator' alone does not print the 
 # --set repeats: two of them are no usage error (the configuration decides).
 run 0 config check --set batch.linger_ms=5 --set batch.max_commands=10
 
+# docs/CLI.md shows a usage error as the binary prints it: one line, the
+# hint to the help, no usage after it.
+DOC="${AGG_SOURCE_DIR:-$(dirname "${BASH_SOURCE[0]}")/../..}/docs/CLI.md"
+run 2 replay --repair
+grep -qF -- "\`$(cat "$T/err")\`" "$DOC" || fail "docs/CLI.md does not show the usage error as printed: $(cat "$T/err")"
+grep -qiE -- "then the usage" "$DOC" && fail "docs/CLI.md says a usage follows an error line"
+
 finish "CLI help and usage errors"
