@@ -15,9 +15,9 @@ static const char help_intro[] =
 
 static const char help_notes[] =
     "A value follows its option, or joins it with '=' (--from=2026-01-01T00:00:00Z).\n"
-    "A FILE|- argument takes - for standard input (--input) or standard output (--output).\n"
-    "--from and --until select messages by their Kafka timestamp (set by the producer, or by the broker\n"
-    "when the topic says so), not by any time inside a command.\n"
+    "A FILE|- argument takes - for standard input (--input) or standard output (--output, --rejects).\n"
+    "--from and --until select messages of the topics by their Kafka timestamp (set by the producer, or by\n"
+    "the broker when the topic says so), not by any time inside a command; not with --input.\n"
     "--rejects FILE keeps the lines of --input that are not valid commands, one JSON object per line with\n"
     "the line number (from 1), the error code and a detail.\n"
     "Configuration, lowest first: defaults, the -c FILE, AGGREGATOR_<SECTION>_<KEY> variables, --set;\n"
@@ -77,16 +77,25 @@ static void synopsis(const cli_cmd_t *c, model_buf_t *b) {
   model_buf_putc(b, '\n');
 }
 
+static void help_row(model_buf_t *b) { model_buf_printf(b, "  %-*s%s\n", HELP_OPT_WIDTH - 2, "-h, --help", "this help"); }
+
 /* The options any of bits accepts, one line each. With `grouped`, under a
  * heading naming the commands that take them (rows with the same commands
- * are adjacent in the table). */
-static void options_of(unsigned bits, bool grouped, model_buf_t *b) {
+ * are adjacent in the table). With `help`, the -h/--help line too: every
+ * command of bits takes it, so it closes the group of the options that all
+ * of them take (or a group of its own when no row is common to all): under
+ * a narrower heading it would say that only some of them do. */
+static void options_of(unsigned bits, bool grouped, bool help, model_buf_t *b) {
   unsigned heading = 0;
   for (size_t i = 0; i < cli_opts_count; i++) {
     const cli_opt_t *p = &cli_opts[i];
     unsigned mine = p->commands & bits;
     if (!mine) continue;
     if (grouped && mine != heading) {
+      if (help && heading == bits) {
+        help_row(b);
+        help = false;
+      }
       model_buf_puts(b, heading ? "\nOptions of " : "Options of ");
       commands_of(mine, b);
       model_buf_puts(b, ":\n");
@@ -96,12 +105,18 @@ static void options_of(unsigned bits, bool grouped, model_buf_t *b) {
     model_buf_puts(b, p->doc);
     model_buf_putc(b, '\n');
   }
+  if (help && grouped && heading != bits) {
+    model_buf_puts(b, heading ? "\nOptions of " : "Options of ");
+    commands_of(bits, b);
+    model_buf_puts(b, ":\n");
+  }
+  if (help) help_row(b);
 }
 
 static void help_program(model_buf_t *b) {
   model_buf_puts(b, help_intro);
   model_buf_puts(b, "\nusage: aggregator COMMAND [OPTIONS]\n"
-                    "       aggregator help [COMMAND] | --help | --version\n\nCommands:\n");
+                    "       aggregator help [COMMAND] | --help | --version | -V\n\nCommands:\n");
   for (size_t i = 0; i < cli_cmds_count; i++) {
     const cli_cmd_t *c = &cli_cmds[i];
     if (!strcmp(c->name, "config")) continue; /* its actions are listed */
@@ -112,9 +127,9 @@ static void help_program(model_buf_t *b) {
   model_buf_putc(b, '\n');
   unsigned all = 0;
   for (size_t i = 0; i < cli_cmds_count; i++) all |= cli_cmds[i].bit;
-  options_of(all, true, b);
+  options_of(all, true, false, b);
   model_buf_puts(b, "\nEvery command takes -h or --help: its own help.\n"
-                    "`aggregator --version` prints the version, the commit it was built from and the versions of\n"
+                    "`aggregator --version` (or -V) prints the version, the commit it was built from and the versions of\n"
                     "librdkafka, libmongoc and libbson it runs with.\n");
   model_buf_puts(b, "\n");
   model_buf_puts(b, help_notes);
@@ -133,12 +148,11 @@ static void help_command(const cli_cmd_t *c, model_buf_t *b) {
       model_buf_printf(b, "  %-*s%s\n", HELP_OPT_WIDTH - 2, a->name + strlen("config "), a->summary);
     }
     model_buf_putc(b, '\n');
-    options_of(CLI_CONFIG_ACTIONS, true, b);
+    options_of(CLI_CONFIG_ACTIONS, true, true, b);
   } else {
     model_buf_puts(b, "\nOptions:\n");
-    options_of(c->bit, false, b);
+    options_of(c->bit, false, true, b);
   }
-  model_buf_printf(b, "  %-*s%s\n", HELP_OPT_WIDTH - 2, "-h, --help", "this help");
 }
 
 void cli_help(const cli_cmd_t *cmd, FILE *out) {

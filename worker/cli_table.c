@@ -67,16 +67,16 @@ const cli_opt_t cli_opts[] = {
      OFF(config_path), "read the configuration from FILE (INI); at most once"},
     {"--set", NULL, "SECTION.KEY=VALUE", CLI_OPT_LIST, CLI_RUN | CLI_REPLAY | CLI_VERIFY | CLI_CONFIG_ACTIONS, 0,
      "set one key, over the file and the environment; repeatable"},
-    {"--from", NULL, "TIME", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY, OFF(from),
-     "start at the first message whose Kafka timestamp is >= TIME (RFC 3339 UTC); default beginning"},
-    {"--until", NULL, "TIME", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY, OFF(until),
-     "stop before the first message whose Kafka timestamp is >= TIME; default end (offsets at start)"},
+    {"--from", NULL, "beginning|TIME", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY, OFF(from),
+     "start at the beginning (default) or at the first message timestamped >= TIME (RFC 3339 UTC)"},
+    {"--until", NULL, "end|TIME", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY, OFF(until),
+     "stop at the end (default: the offsets at start) or before the first message timestamped >= TIME"},
     {"--input", NULL, "FILE|-", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY, OFF(input),
      "read commands from FILE (- for standard input), one JSON object per line, not the topics"},
     {"--output", NULL, "FILE|-", CLI_OPT_VALUE, CLI_REPLAY, OFF(output),
      "write the aggregates to FILE (- for standard output) as JSON lines, not to the store"},
-    {"--rejects", NULL, "FILE", CLI_OPT_VALUE, CLI_REPLAY, OFF(rejects),
-     "with --input: write rejected lines to FILE as JSON lines {line, code, detail}"},
+    {"--rejects", NULL, "FILE|-", CLI_OPT_VALUE, CLI_REPLAY, OFF(rejects),
+     "with --input: write rejected lines to FILE (- for standard output) as JSON lines {line, code, detail}"},
     {"--repair", NULL, NULL, CLI_OPT_FLAG, CLI_VERIFY, OFF(repair),
      "fix missing and store_behind drift: write the merge of stored and rebuilt documents"},
     {"--connect", NULL, NULL, CLI_OPT_FLAG, CLI_CHECK, OFF(connect),
@@ -130,8 +130,8 @@ cli_parse_result_t cli_parse(int argc, char **argv, cli_options_t *o, const cli_
   if (argc < 2) return usage(err, "missing command%s%s", "", "");
   const char *a = argv[1];
   if (is_help(a)) return CLI_PARSE_HELP;
-  if (!strcmp(a, "--version"))
-    return argc == 2 ? CLI_PARSE_VERSION : usage(err, "--version takes no argument, not '%s'%s", argv[2], "");
+  if (!strcmp(a, "--version") || !strcmp(a, "-V"))
+    return argc == 2 ? CLI_PARSE_VERSION : usage(err, "%s takes no argument, not '%s'", a, argv[2]);
   if (!strcmp(a, "help")) return parse_help(argc, argv, cmd, err);
   const cli_cmd_t *c = strchr(a, ' ') ? NULL : cli_cmd_find(a);
   if (!c) return usage(err, "unknown command '%s'%s", a, "");

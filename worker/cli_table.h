@@ -69,7 +69,8 @@ typedef struct cli_usage_error {
 /* Parses argv[1..argc) into *o (o->sets must have room for argc strings;
  * values point into argv; `--name=VALUE` is `--name VALUE`). `aggregator
  * help [COMMAND]`, `--help` and `-h`
- * anywhere an option may stand ask for help; a value option given twice, an
+ * anywhere an option may stand ask for help; `--version` and `-V` alone
+ * ask for the version; no command at all, a value option given twice, an
  * option the command does not take, a missing value and an unknown command
  * or config action are usage errors. */
 cli_parse_result_t cli_parse(int argc, char **argv, cli_options_t *o, const cli_cmd_t **cmd, cli_usage_error_t *err);

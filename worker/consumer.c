@@ -159,6 +159,33 @@ static const char *partition_names(const rd_kafka_topic_partition_list_t *parts,
   return out;
 }
 
+/* Applies an assignment change: with the eager protocol (range,
+ * roundrobin) `parts` is the whole new assignment, or NULL to give
+ * everything up; with the cooperative one it is what is added (assign) or
+ * taken away (!assign). */
+static void apply_assignment(rd_kafka_t *rk, bool coop, bool assign, const rd_kafka_topic_partition_list_t *parts) {
+  const char *what = assign ? "assign failed" : "unassign failed";
+  if (coop) {
+    rd_kafka_error_t *e = assign ? rd_kafka_incremental_assign(rk, parts) : rd_kafka_incremental_unassign(rk, parts);
+    if (e) {
+      log_error(what, "error", LOG_STR, rd_kafka_error_string(e));
+      rd_kafka_error_destroy(e);
+    }
+    return;
+  }
+  rd_kafka_resp_err_t e = rd_kafka_assign(rk, assign ? parts : NULL);
+  if (e) log_error(what, "error", LOG_STR, rd_kafka_err2str(e));
+}
+
+/* Both protocols go through here. Eager (the worker's default, kafka.c): at
+ * every rebalance, before the group reassigns anything, each member is
+ * asked to give up all its partitions; the generation is still valid then,
+ * so what the drain below makes durable commits, and the next owner of each
+ * partition starts where this one stopped. Cooperative: only the partitions
+ * that move are revoked, the same way. A loss (the member was fenced: its
+ * session expired, or librdkafka declared it) commits nothing, since the
+ * group no longer takes this member's commits: the next owner re-reads from
+ * the last commit. */
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
                          void *opaque) {
   consumer_t *c = opaque;
@@ -166,12 +193,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
   c->last_rkt = NULL; /* offsets changes below */
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     for (int i = 0; i < parts->cnt; i++) offsets_add(c->offsets, parts->elems[i].topic, parts->elems[i].partition);
-    rd_kafka_error_t *e = coop ? rd_kafka_incremental_assign(rk, parts) : NULL;
-    if (!coop) rd_kafka_assign(rk, parts);
-    if (e) {
-      log_error("assign failed", "error", LOG_STR, rd_kafka_error_string(e));
-      rd_kafka_error_destroy(e);
-    }
+    apply_assignment(rk, coop, true, parts);
     if (c->paused) rd_kafka_pause_partitions(rk, parts);
     metrics_rebalance(METRICS_REBALANCE_ASSIGNED);
     char names[512];
@@ -192,9 +214,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
       metrics_clear_lag(parts->elems[i].topic, parts->elems[i].partition);
       offsets_remove(c->offsets, parts->elems[i].topic, parts->elems[i].partition);
     }
-    rd_kafka_error_t *e = coop ? rd_kafka_incremental_unassign(rk, parts) : NULL;
-    if (!coop) rd_kafka_assign(rk, NULL);
-    if (e) rd_kafka_error_destroy(e);
+    apply_assignment(rk, coop, false, parts);
     char names[512];
     log_info(lost ? "partitions lost" : "partitions revoked", "count", LOG_INT, (int64_t)parts->cnt, "total",
              LOG_INT, (int64_t)offsets_count(c->offsets), "partitions", LOG_STR,

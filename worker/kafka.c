@@ -24,8 +24,18 @@ static bool set_pairs(rd_kafka_conf_t *conf, const char *const *kv, char *errstr
 }
 
 const kafka_default_t kafka_defaults[] = {
-    {KAFKA_RUN_CONSUMER, "partition.assignment.strategy", "cooperative-sticky",
-     "a rebalance moves only the partitions that must move"},
+    /* The eager protocol: at every rebalance each member gives all its
+     * partitions up through the revocation callback, which writes and
+     * commits what it holds first (consumer.c), so the next owner starts
+     * where the last one stopped. With librdkafka 2.0's cooperative-sticky,
+     * a commit sent during the incremental rebalance fails with
+     * ILLEGAL_GENERATION and librdkafka then declares the incumbent's other
+     * partitions lost: they change hands uncommitted and are read again.
+     * roundrobin rather than range: with several topics it spreads all their
+     * partitions evenly, where range splits each topic on its own. */
+    {KAFKA_RUN_CONSUMER, "partition.assignment.strategy", "roundrobin",
+     "eager: a join hands every partition over written and committed; librdkafka 2.0's cooperative-sticky loses "
+     "the incumbent's partitions uncommitted at each join"},
     {KAFKA_RUN_CONSUMER, "auto.offset.reset", "earliest", "a new group starts from the oldest command"},
     {KAFKA_RUN_CONSUMER, "session.timeout.ms", "10000", "a dead worker's partitions move within seconds"},
     /* librdkafka stops fetching once the consumer's queue holds

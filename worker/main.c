@@ -13,6 +13,12 @@ int main(int argc, char **argv) {
   cli_options_t o = {.sets = sets};
   const cli_cmd_t *cmd;
   cli_usage_error_t err;
+  /* No command: the program's help, where a usage error goes, and the exit
+   * status of one (the caller asked for nothing it can have). */
+  if (argc < 2) {
+    cli_help(NULL, stderr);
+    return 2;
+  }
   switch (cli_parse(argc, argv, &o, &cmd, &err)) {
   case CLI_PARSE_HELP:
     cli_help(cmd, stdout);

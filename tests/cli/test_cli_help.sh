@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The command line explains itself: `aggregator help [COMMAND]`, `--help` and
 # `-h` for every command exit 0 with the help on stdout; usage errors exit 2
-# with one line on stderr that points at the command's help.
+# with one line on stderr that points at the command's help; no command at
+# all exits 2 with the program's help on stderr.
 # Env: AGGREGATOR (the binary).
 set -u
 # shellcheck source=tests/cli/lib.sh
@@ -21,8 +22,8 @@ for args in "--help" "-h" "help"; do
   for cmd in run replay verify "config check" "config show" "config describe" "help [COMMAND]"; do
     grep -qE "^  $(literal "$cmd")  " "$T/out" || fail "'$args' does not list $cmd"
   done
-  for opt in "-c, --config FILE" "--set SECTION.KEY=VALUE" "--from TIME" "--until TIME" "--input FILE|-" \
-    "--output FILE|-" "--rejects FILE" "--repair"; do
+  for opt in "-c, --config FILE" "--set SECTION.KEY=VALUE" "--from beginning|TIME" "--until end|TIME" \
+    "--input FILE|-" "--output FILE|-" "--rejects FILE|-" "--repair"; do
     grep -qE -- "^  $(literal "$opt")  +[a-z]" "$T/out" || fail "'$args' does not explain $opt"
   done
   stdout_has "Kafka timestamp" "$args"
@@ -43,7 +44,7 @@ while IFS='|' read -r cmd opts; do
   grep -q "^aggregator $cmd: " "$T/help.txt" || fail "help $cmd: no title line"
   grep -q "^usage: aggregator $cmd" "$T/help.txt" || fail "help $cmd: no usage line"
   for opt in $opts; do
-    grep -qE -- "^  (-[a-z], )?$opt( [A-Z.|=-]+)? +[a-z]" "$T/help.txt" || fail "help $cmd does not explain $opt"
+    grep -qE -- "^  (-[a-z], )?$opt( [A-Za-z.|=-]+)? +[a-z]" "$T/help.txt" || fail "help $cmd does not explain $opt"
   done
   for flag in --help -h; do
     # shellcheck disable=SC2086
@@ -71,6 +72,41 @@ run 0 help config check
 grep -qF -- "--origin" "$T/out" && fail "help config check names --origin (show's only)"
 run 0 help config
 for action in check show describe; do grep -qE "^  $action  " "$T/out" || fail "help config does not list $action"; done
+# Each option under the heading of the actions that take it: -h, as -c and
+# --set, under all three ("Options of config"), not under one of them.
+# heading_of OPTION: the "Options of ..." line above OPTION's line.
+heading_of() { awk -v o="$1" '/^Options of /{h=$0} index($0, "  " o " ")==1 || index($0, "  " o ",")==1 {print h; exit}' "$T/out"; }
+for opt in -c --set -h; do
+  [ "$(heading_of "$opt")" = "Options of config:" ] || fail "help config lists $opt under '$(heading_of "$opt")'"
+done
+[ "$(heading_of --origin)" = "Options of config show:" ] || fail "help config lists --origin under '$(heading_of --origin)'"
+[ "$(grep -c -- '--help' "$T/out")" = 1 ] || fail "help config lists -h, --help more than once"
+
+# What the options take, as the help names it, is what the parser takes.
+# --from beginning|TIME and --until end|TIME: the words and a time pass the
+# bound check (the run then stops at the missing file), the other word not.
+for cmd in replay verify; do
+  run 0 help $cmd
+  grep -qE -- "^  --from beginning\|TIME +start at the beginning" "$T/out" || fail "help $cmd does not name --from beginning"
+  grep -qE -- "^  --until end\|TIME +stop at the end" "$T/out" || fail "help $cmd does not name --until end"
+  for bounds in "--from beginning --until end" "--from 2026-01-01T00:00:00Z --until 2026-02-01T00:00:00.5Z"; do
+    # shellcheck disable=SC2086
+    run 2 $cmd $bounds -c "$T/absent.ini"
+    grep -qF "absent.ini" "$T/err" || fail "'$cmd $bounds' refused the bounds its help names: $(cat "$T/err")"
+  done
+  for bounds in "--from end" "--until beginning" "--from 2026-01-01"; do
+    # shellcheck disable=SC2086
+    run 2 $cmd $bounds -c "$T/absent.ini"
+    grep -qF "take beginning/end or an RFC 3339 UTC time" "$T/err" || fail "'$cmd $bounds' is not refused: $(cat "$T/err")"
+  done
+done
+# A FILE|- option takes - for standard input or output: --rejects - writes
+# the rejects to standard output.
+run 0 help replay
+grep -qE -- "^  --rejects FILE\|- +with --input: .*- for standard output" "$T/out" || fail "help replay: --rejects does not take -"
+printf '{"not":"a command"}\n' >"$T/one.jsonl"
+run 0 replay --input "$T/one.jsonl" --output "$T/docs.jsonl" --rejects -
+grep -qF '"line":1' "$T/out" || fail "replay --rejects - wrote no reject to standard output: $(cat "$T/out")"
 
 # --help wins over what precedes it, once the command is known.
 run 0 replay --from beginning --help
@@ -87,11 +123,11 @@ usage_error() {
   [ -s "$T/out" ] && fail "'$*' wrote to stdout"
   true
 }
-usage_error "" "missing command"
 usage_error "" "unknown command 'frobnicate'" frobnicate
 usage_error "" "unknown command 'frobnicate'" help frobnicate
 usage_error "" "help takes one command" help config show extra
 usage_error "" "--version takes no argument, not 'run'" --version run
+usage_error "" "-V takes no argument, not 'run'" -V run
 usage_error "run" "unknown option '--bogus'" run --bogus
 usage_error "run" "unexpected argument 'extra'" run extra
 usage_error "run" "run does not take --from" run --from beginning
@@ -108,7 +144,20 @@ usage_error "run" "-c/--config given twice: it takes one FILE" run -c a.ini -c b
 usage_error "config check" "-c/--config given twice" config check --config a.ini -c b.ini
 usage_error "replay" "--input given twice: it takes one FILE|-" replay --input a --input b --output -
 usage_error "verify" "--until given twice" verify --until end --until end
+# No command at all: the program's help, on stderr as for a usage error,
+# and exit 2.
+run 2
+cmp -s "$T/err" "$T/program.txt" || fail "'aggregator' alone does not print the program's help on stderr"
+[ -s "$T/out" ] && fail "'aggregator' alone wrote to stdout"
+
 # --set repeats: two of them are no usage error (the configuration decides).
 run 0 config check --set batch.linger_ms=5 --set batch.max_commands=10
+
+# docs/CLI.md shows a usage error as the binary prints it: one line, the
+# hint to the help, no usage after it.
+DOC="${AGG_SOURCE_DIR:-$(dirname "${BASH_SOURCE[0]}")/../..}/docs/CLI.md"
+run 2 replay --repair
+grep -qF -- "\`$(cat "$T/err")\`" "$DOC" || fail "docs/CLI.md does not show the usage error as printed: $(cat "$T/err")"
+grep -qiE -- "then the usage" "$DOC" && fail "docs/CLI.md says a usage follows an error line"
 
 finish "CLI help and usage errors"

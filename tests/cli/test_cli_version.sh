@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `aggregator --version` names the build: the version, the commit it was
+# `aggregator --version` (or -V) names the build: the version, the commit it was
 # built from, and the librdkafka, libmongoc and libbson versions it runs with.
 # Env: AGGREGATOR (the binary), AGG_SOURCE_DIR.
 set -u
@@ -42,5 +42,12 @@ for lib in librdkafka:rdkafka libmongoc:libmongoc-1.0 libbson:libbson-1.0; do
     [ "$v" = "$built" ] || fail "$name runs as $v, built against $built"
   fi
 done
+
+# -V is --version: the same lines, the same status.
+"$BIN" -V >"$T/short" 2>"$T/err"
+rc=$?
+[ "$rc" = 0 ] || fail "-V exited $rc"
+[ -s "$T/err" ] && fail "-V wrote to stderr: $(cat "$T/err")"
+cmp -s "$T/short" "$T/out" || fail "-V differs from --version: $(cat "$T/short")"
 
 finish "--version"

@@ -129,6 +129,17 @@ START_TEST(help_of_every_command) {
 }
 END_TEST
 
+START_TEST(version_flags) {
+  cli_options_t o;
+  char *sets[32];
+  const cli_cmd_t *cmd;
+  cli_usage_error_t err;
+  const char *long_form[] = {"--version", NULL}, *short_form[] = {"-V", NULL};
+  ck_assert_int_eq(parse(long_form, &o, sets, &cmd, &err), CLI_PARSE_VERSION);
+  ck_assert_int_eq(parse(short_form, &o, sets, &cmd, &err), CLI_PARSE_VERSION);
+}
+END_TEST
+
 START_TEST(usage_errors) {
   static const struct {
     const char *words[8];
@@ -144,11 +155,12 @@ START_TEST(usage_errors) {
       {{"config", "check", "--origin", NULL}, "config check does not take --origin",
        "see 'aggregator help config check'"},
       {{"config", NULL}, "config needs an action: check|show|describe", "see 'aggregator help config'"},
-      {{"verify", "--from", NULL}, "--from needs a value (TIME)", "see 'aggregator help verify'"},
+      {{"verify", "--from", NULL}, "--from needs a value (beginning|TIME)", "see 'aggregator help verify'"},
       {{"verify", "--repair=yes", NULL}, "--repair takes no value", "see 'aggregator help verify'"},
       {{"run", "--config=a", "-c", "b", NULL}, "-c/--config given twice: it takes one FILE",
        "see 'aggregator help run'"},
       {{"run", "--bogus=1", NULL}, "unknown option '--bogus'", "see 'aggregator help run'"},
+      {{"-V", "run", NULL}, "-V takes no argument, not 'run'", "see 'aggregator help'"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     cli_options_t o;
@@ -170,6 +182,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, rows_are_consistent);
   tcase_add_test(tc, parse_fills_options);
   tcase_add_test(tc, help_of_every_command);
+  tcase_add_test(tc, version_flags);
   tcase_add_test(tc, usage_errors);
   suite_add_tcase(s, tc);
   return s;

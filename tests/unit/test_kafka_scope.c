@@ -130,6 +130,31 @@ START_TEST(each_client_gets_its_properties) {
 }
 END_TEST
 
+/* The run consumer's assignment strategy is eager (roundrobin: a join hands
+ * every partition over written and committed, where librdkafka 2.0's
+ * cooperative-sticky loses the incumbent's partitions), and an operator can
+ * still choose another. The replay consumer joins no group: it gets none. */
+START_TEST(assignment_strategy_default_and_override) {
+  char errstr[256], v[128];
+  config_t *cfg = load(NULL, 0);
+  rd_kafka_conf_t *run = kafka_conf_new(cfg, KAFKA_RUN_CONSUMER, NULL, errstr, sizeof errstr);
+  ck_assert_msg(run, "%s", errstr);
+  get(run, "partition.assignment.strategy", v, sizeof v);
+  ck_assert_str_eq(v, "roundrobin");
+  rd_kafka_conf_destroy(run);
+  config_destroy(cfg);
+
+  char *sets[] = {"kafka.rdkafka.partition.assignment.strategy=cooperative-sticky"};
+  cfg = load(sets, 1);
+  run = kafka_conf_new(cfg, KAFKA_RUN_CONSUMER, NULL, errstr, sizeof errstr);
+  ck_assert_msg(run, "%s", errstr);
+  get(run, "partition.assignment.strategy", v, sizeof v);
+  ck_assert_str_eq(v, "cooperative-sticky");
+  rd_kafka_conf_destroy(run);
+  config_destroy(cfg);
+}
+END_TEST
+
 /* --- what the clients log, captured from stderr ------------------------------ */
 
 /* A client of that type on conf (which it takes), or the test fails. */
@@ -257,6 +282,7 @@ Suite *test_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, scopes_from_librdkafka);
   tcase_add_test(tc, each_client_gets_its_properties);
+  tcase_add_test(tc, assignment_strategy_default_and_override);
   tcase_add_test(tc, dead_letter_producer_does_not_warn_about_consumer_properties);
   tcase_add_test(tc, broker_failure_logged_once);
   suite_add_tcase(s, tc);
