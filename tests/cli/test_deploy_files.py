@@ -392,8 +392,10 @@ def test_dockerfile():
     check(instr.get("CMD") == ['["run", "-c", "/etc/aggregator/aggregator.ini"]'], "CMD %s" % instr.get("CMD"))
     copies = [a.split() for a in instr.get("COPY", [])]
     dests = {c[-1]: c[-2] for c in copies}
-    check(dests.get("/etc/aggregator/aggregator.ini") == "docker/aggregator.ini",
-          "the image must carry docker/aggregator.ini as /etc/aggregator/aggregator.ini")
+    check(installed_files().get("/etc/aggregator/aggregator.ini") == "docker/aggregator.ini",
+          "the image must carry docker/aggregator.ini as /etc/aggregator/aggregator.ini, from the install rules")
+    check(installed_files().get("/usr/bin/aggregator") == "aggregator", "the image must carry /usr/bin/aggregator "
+          "from the install rules (ENTRYPOINT runs it from PATH)")
     cfg = config_show(["-c", os.path.join(DOCKER, "aggregator.ini")])
     port = listen_port(cfg["metrics.listen"])
     check(instr.get("EXPOSE") == [str(port)], "EXPOSE %s, metrics.listen port %d" % (instr.get("EXPOSE"), port))
@@ -402,6 +404,52 @@ def test_dockerfile():
     check(m and m.group(1) in dests and dests[m.group(1)] == "docker/healthcheck.sh",
           "HEALTHCHECK must run the copied docker/healthcheck.sh: %s" % hc)
     return user
+
+
+def cmake_product_rules():
+    """CMakeLists.txt without the BUILD_TESTING block: what a product build runs."""
+    with open(os.path.join(SRC, "CMakeLists.txt")) as f:
+        text = f.read()
+    return re.sub(r"^if\(BUILD_TESTING\)\n.*?^endif\(\)", "", text, flags=re.S | re.M)
+
+
+def installed_files():
+    """{absolute path in the image: source} for the files the runtime stage gets from the build stage's
+    `cmake --install` (DESTDIR /out, prefix /usr, copied to /) and its own COPY lines."""
+    stages = dockerfile_stages()
+    build, runtime = stages[0][1], stages[-1][1]
+    out = {}
+    for word, args in runtime:
+        parts = args.split()
+        if word == "COPY" and not parts[0].startswith("--from="):
+            out[parts[-1]] = parts[-2]
+    if not any(w == "COPY" and a.split() == ["--from=build", "/out/", "/"] for w, a in runtime):
+        return out
+    script = " ".join(a for w, a in build if w == "RUN")
+    if not (re.search(r"-DCMAKE_INSTALL_PREFIX=/usr\b", script) and "DESTDIR=/out cmake --install" in script):
+        return out
+    rules = cmake_product_rules()
+    if re.search(r"^install\(TARGETS aggregator RUNTIME DESTINATION \$\{CMAKE_INSTALL_BINDIR\}\)", rules, re.M):
+        out["/usr/bin/aggregator"] = "aggregator"
+    conf = re.search(r'if\(CMAKE_INSTALL_FULL_SYSCONFDIR STREQUAL "/etc"\)\s+set\(AGG_CONF_DIR (\S+)\)', rules)
+    for src in re.findall(r"^install\(FILES (\S+) DESTINATION \$\{AGG_CONF_DIR\}\)", rules, re.M):
+        if conf:
+            out[conf.group(1) + "/" + os.path.basename(src)] = src
+    return out
+
+
+def test_dockerfile_product_build():
+    """The image builds the product alone (no Check, no test target) and installs it by the package's rules."""
+    build = dockerfile_stages()[0][1]
+    script = " ".join(a for w, a in build if w == "RUN")
+    check("-DBUILD_TESTING=OFF" in script, "the build stage does not configure with -DBUILD_TESTING=OFF")
+    check("check" not in apt_installs(build), "the build stage installs Check, which BUILD_TESTING=OFF does not need")
+    check("--target" not in script, "the build stage builds chosen targets; BUILD_TESTING=OFF builds the product")
+    rules = cmake_product_rules()
+    check(not re.search(r"pkg_check_modules\(CHECK\b", rules), "CMakeLists.txt looks for Check outside BUILD_TESTING")
+    files = installed_files()
+    for path in ("/usr/bin/aggregator", "/etc/aggregator/aggregator.ini"):
+        check(path in files, "the image does not get %s from the install rules: %s" % (path, sorted(files)))
 
 
 def test_dockerfile_runtime_libraries():
@@ -426,10 +474,9 @@ def test_dockerfile_runtime_libraries():
 
 
 def test_dockerfile_build_packages():
-    """The build stage installs the -dev packages of the libraries CMakeLists.txt asks pkg-config for, and no
-    others (libinih-dev was installed for years, linked by nothing)."""
-    with open(os.path.join(SRC, "CMakeLists.txt")) as f:
-        modules = set(re.findall(r"pkg_check_modules\(\w+ REQUIRED IMPORTED_TARGET ([\w.+-]+)\)", f.read()))
+    """The build stage installs the -dev packages of the libraries CMakeLists.txt asks pkg-config for in a
+    product build (BUILD_TESTING=OFF), and no others (libinih-dev was installed for years, linked by nothing)."""
+    modules = set(re.findall(r"pkg_check_modules\(\w+ REQUIRED IMPORTED_TARGET ([\w.+-]+)\)", cmake_product_rules()))
     check(modules, "no pkg_check_modules in CMakeLists.txt")
     build_pkgs = apt_installs(dockerfile_stages()[0][1])
     provided = set()
@@ -453,8 +500,16 @@ def test_build_context():
             check(not left_out, "COPY %s: excluded by .dockerignore: %s" % (src, left_out[:5]))
     # Everything the aggregator target compiles is copied into the build stage.
     build_copies = [a.split()[0] for w, a in dockerfile_stages()[0][1] if w == "COPY"]
-    for need in ("CMakeLists.txt", "models/", "worker/"):
+    for need in ("CMakeLists.txt", "models/", "worker/", "man/"):
         check(need in build_copies, "build stage does not COPY %s" % need)
+    # ... and every file its install rules install.
+    build_sources = [src for w, a in dockerfile_stages()[0][1] if w == "COPY" for src in a.split()[:-1]]
+    for rule in re.findall(r"^install\(FILES ([^)]*?) DESTINATION", cmake_product_rules(), re.M):
+        for src in rule.split():
+            if src.startswith("${"):
+                continue  # written by the build
+            check(any(src == c or (c.endswith("/") and src.startswith(c)) for c in build_sources),
+                  "the install rules install %s, which the build stage does not COPY" % src)
     for junk in (".git/HEAD", "build/aggregator", "build-asan/CMakeCache.txt", "tests/unit/test_metrics.c"):
         check(not in_context(junk, rules), ".dockerignore lets %s into the context" % junk)
 
@@ -1089,7 +1144,8 @@ def main():
         print("0 passed, 1 failed")
         return 1
     for fn in (test_yaml_parses, test_compose_structure, test_compose_worker_config, test_compose_cli,
-               test_dockerfile, test_dockerfile_runtime_libraries, test_dockerfile_build_packages, test_build_context,
+               test_dockerfile, test_dockerfile_product_build, test_dockerfile_runtime_libraries,
+               test_dockerfile_build_packages, test_build_context,
                test_healthcheck_script,
                test_k8s_deployment, test_memory_sizing_rule, test_k8s_service, test_k8s_podmonitor,
                test_k8s_references, test_k8s_config_checksum, test_k8s_secret_and_config, test_k8s_pdb, test_k8s_keda,
