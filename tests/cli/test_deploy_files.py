@@ -31,7 +31,13 @@ the host tools, without a container engine or a cluster.
   must reject. Without the tool, its check says so and is skipped;
 - aggregator.service: required settings, MemoryMax against the bounds of
   docker/aggregator.ini by the limit's rule, `systemd-analyze verify` and an
-  exposure score of at most 2.0 from `systemd-analyze security`.
+  exposure score of at most 2.0 from `systemd-analyze security`;
+- the Debian package's maintainer scripts (packaging/deb), run with stubs of
+  adduser, deluser and systemctl: the system user made once and removed by a
+  purge, the unit never enabled or started, systemctl only where systemd
+  runs (scripts/package installs the real package);
+- the Dockerfile's build stage: the product alone (BUILD_TESTING=OFF, no
+  Check), installed by the package's install rules.
 
 Uses the Debian python3 (/usr/bin/python3) with python3-yaml, systemd's
 systemd-analyze, and the two validators, found on PATH or in
@@ -1137,6 +1143,68 @@ def test_systemd_analyze():
     check(r.returncode == 0, "exposure above 2.0: %s" % (m.group(1) if m else r.stderr.strip()))
 
 
+# ---- the Debian package's maintainer scripts ---------------------------------
+
+def run_maintainer_script(name, arg, user_exists):
+    """Runs packaging/deb/NAME ARG with adduser, deluser, delgroup, getent and systemctl replaced by stubs
+    that log their arguments; returns (exit status, [logged calls])."""
+    stubs = os.path.join(TMP, "stubs")
+    os.makedirs(stubs, exist_ok=True)
+    log = os.path.join(TMP, "calls.log")
+    for tool in ("adduser", "deluser", "delgroup", "systemctl", "deb-systemd-helper", "deb-systemd-invoke"):
+        with open(os.path.join(stubs, tool), "w") as f:
+            f.write('#!/bin/sh\necho "%s $*" >>"%s"\n' % (tool, log))
+        os.chmod(os.path.join(stubs, tool), 0o755)
+    with open(os.path.join(stubs, "getent"), "w") as f:
+        f.write('#!/bin/sh\n[ "%s" = yes ] && echo "$2:x:999:999::/nonexistent:/usr/sbin/nologin"\n'
+                '[ "%s" = yes ]\n' % ("yes" if user_exists else "no", "yes" if user_exists else "no"))
+    os.chmod(os.path.join(stubs, "getent"), 0o755)
+    if os.path.exists(log):
+        os.remove(log)
+    env = dict(base_env(), PATH=stubs + ":/usr/bin:/bin")
+    r = run(["/bin/sh", "-e", os.path.join(SRC, "packaging", "deb", name), arg], env=env)
+    calls = open(log).read().splitlines() if os.path.exists(log) else []
+    return r.returncode, calls
+
+
+def test_deb_maintainer_scripts():
+    """The postinst makes the system user once and never enables or starts the unit; the prerm stops it on
+    removal; a purge removes the user; systemctl is only called where systemd runs the machine."""
+    systemd = os.path.isdir("/run/systemd/system")
+    for name in ("postinst", "prerm", "postrm"):
+        path = os.path.join(SRC, "packaging", "deb", name)
+        check(os.access(path, os.X_OK), "packaging/deb/%s is not executable" % name)
+        with open(path) as f:
+            text = f.read()
+        for line in text.splitlines():
+            if "systemctl" in line and not line.lstrip().startswith("#"):
+                check(not re.search(r"\b(enable|start|restart|unmask)\b", line),
+                      "packaging/deb/%s enables or starts the unit: %s" % (name, line.strip()))
+        check("/run/systemd/system" in text or "systemctl" not in text,
+              "packaging/deb/%s calls systemctl without checking that systemd runs the machine" % name)
+    rc, calls = run_maintainer_script("postinst", "configure", user_exists=False)
+    check(rc == 0, "postinst configure exited %d" % rc)
+    adds = [c for c in calls if c.startswith("adduser ")]
+    check(len(adds) == 1 and "--system" in adds[0].split() and adds[0].split()[-1] == "aggregator",
+          "postinst configure should add the system user aggregator once: %s" % calls)
+    check(all(c in ("systemctl --system daemon-reload",) for c in calls if c.startswith("systemctl")),
+          "postinst: %s" % calls)
+    check(systemd or not [c for c in calls if c.startswith("systemctl")],
+          "postinst calls systemctl where systemd does not run: %s" % calls)
+    rc, calls = run_maintainer_script("postinst", "configure", user_exists=True)
+    check(rc == 0 and not [c for c in calls if c.startswith("adduser")], "postinst re-adds an existing user: %s" % calls)
+    rc, calls = run_maintainer_script("prerm", "remove", user_exists=True)
+    check(rc == 0 and all(c == "systemctl --system stop aggregator.service" for c in calls),
+          "prerm remove: %s" % calls)
+    check(systemd == bool(calls), "prerm remove should stop the unit exactly where systemd runs: %s" % calls)
+    rc, calls = run_maintainer_script("postrm", "remove", user_exists=True)
+    check(rc == 0 and not [c for c in calls if c.startswith(("deluser", "delgroup"))],
+          "postrm remove removes the user (a purge does): %s" % calls)
+    rc, calls = run_maintainer_script("postrm", "purge", user_exists=True)
+    check(rc == 0 and [c for c in calls if c.startswith("deluser --system") and c.endswith(" aggregator")],
+          "postrm purge should remove the user aggregator: %s" % calls)
+
+
 def main():
     check_bin = os.access(AGGREGATOR, os.X_OK)
     if not check_bin:
@@ -1150,7 +1218,7 @@ def main():
                test_k8s_deployment, test_memory_sizing_rule, test_k8s_service, test_k8s_podmonitor,
                test_k8s_references, test_k8s_config_checksum, test_k8s_secret_and_config, test_k8s_pdb, test_k8s_keda,
                test_images_pinned, test_schema_k8s, test_schema_compose, test_systemd_unit, test_systemd_memory,
-               test_systemd_analyze):
+               test_systemd_analyze, test_deb_maintainer_scripts):
         case(fn)
     shutil.rmtree(TMP, ignore_errors=True)
     return report()
