@@ -1162,14 +1162,15 @@ def run_maintainer_script(name, arg, user_exists):
     if os.path.exists(log):
         os.remove(log)
     env = dict(base_env(), PATH=stubs + ":/usr/bin:/bin")
-    r = run(["/bin/sh", "-e", os.path.join(SRC, "packaging", "deb", name), arg], env=env)
+    r = run(["/bin/sh", "-e", os.path.join(SRC, "packaging", "deb", name)] + arg.split(), env=env)
     calls = open(log).read().splitlines() if os.path.exists(log) else []
     return r.returncode, calls
 
 
 def test_deb_maintainer_scripts():
-    """The postinst makes the system user once and never enables or starts the unit; the prerm stops it on
-    removal; a purge removes the user; systemctl is only called where systemd runs the machine."""
+    """The postinst makes the system user once and never enables or starts the unit (an upgrade restarts it
+    only if it runs: try-restart); the prerm stops it on removal; a purge removes the user; systemctl is only
+    called where systemd runs the machine."""
     systemd = os.path.isdir("/run/systemd/system")
     for name in ("postinst", "prerm", "postrm"):
         path = os.path.join(SRC, "packaging", "deb", name)
@@ -1178,7 +1179,7 @@ def test_deb_maintainer_scripts():
             text = f.read()
         for line in text.splitlines():
             if "systemctl" in line and not line.lstrip().startswith("#"):
-                check(not re.search(r"\b(enable|start|restart|unmask)\b", line),
+                check(not re.search(r"(?<![\w-])(enable|start|restart|unmask)\b", line),
                       "packaging/deb/%s enables or starts the unit: %s" % (name, line.strip()))
         check("/run/systemd/system" in text or "systemctl" not in text,
               "packaging/deb/%s calls systemctl without checking that systemd runs the machine" % name)
@@ -1193,6 +1194,11 @@ def test_deb_maintainer_scripts():
           "postinst calls systemctl where systemd does not run: %s" % calls)
     rc, calls = run_maintainer_script("postinst", "configure", user_exists=True)
     check(rc == 0 and not [c for c in calls if c.startswith("adduser")], "postinst re-adds an existing user: %s" % calls)
+    rc, calls = run_maintainer_script("postinst", "configure 0.1.0", user_exists=True)
+    check(rc == 0 and all(c in ("systemctl --system daemon-reload", "systemctl --system try-restart aggregator.service")
+                          for c in calls), "postinst of an upgrade: %s" % calls)
+    check(systemd == ("systemctl --system try-restart aggregator.service" in calls),
+          "an upgrade should try-restart the unit exactly where systemd runs: %s" % calls)
     rc, calls = run_maintainer_script("prerm", "remove", user_exists=True)
     check(rc == 0 and all(c == "systemctl --system stop aggregator.service" for c in calls),
           "prerm remove: %s" % calls)
