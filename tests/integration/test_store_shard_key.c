@@ -1,5 +1,6 @@
 /* store.shard_key against the commands the store sends (libmongoc's command
- * monitoring on the store's own client), on both servers of the local
+ * monitoring on the client of a store opened from the configuration, as
+ * run, replay and verify open it), on both servers of the local
  * stack, which take different paths (test_store.c): FerretDB loads with
  * one find per key, mongo-java-server with one $in.
  *
@@ -21,6 +22,7 @@
 
 #include "aggregate.h"
 #include "command.h"
+#include "config.h"
 #include "store.h"
 #include "store_internal.h"
 
@@ -179,10 +181,19 @@ static void run(const char *uri, const char *fields, int i) {
   char db[64];
   snprintf(db, sizeof db, "test_store_shard_key_%ld_%d", (long)getpid(), i);
   fprintf(stderr, "test_store_shard_key: %s, shard_key '%s'\n", uri, fields);
+  /* The store as run, replay and verify open it: from the configuration. */
+  char set_uri[256], set_db[96], set_key[96];
+  snprintf(set_uri, sizeof set_uri, "store.uri=%s", uri);
+  snprintf(set_db, sizeof set_db, "store.database=%s", db);
+  snprintf(set_key, sizeof set_key, "store.shard_key=%s", fields);
+  char *sets[] = {set_uri, set_db, "store.collection=aggregates", "store.write_concern=1", set_key};
+  config_t *cfg = config_new();
+  config_error_t cerr;
+  ck_assert_msg(config_load(cfg, NULL, sets, sizeof sets / sizeof sets[0], &cerr), "%s", cerr.message);
   sink_error_t err;
-  store_t *store = store_new(uri, db, "aggregates", "1", &err);
-  ck_assert_msg(store, "store_new: %s", err.message);
-  ck_assert_msg(store_set_shard_key(store, fields, &err), "%s", err.message);
+  store_t *store = store_open(cfg, &err);
+  config_destroy(cfg);
+  ck_assert_msg(store, "store_open: %s", err.message);
   seen_t seen = {0};
   mongoc_apm_callbacks_t *cbs = mongoc_apm_callbacks_new();
   mongoc_apm_set_command_started_cb(cbs, on_started);
