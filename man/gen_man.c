@@ -187,9 +187,12 @@ static void options(model_buf_t *b) {
     roff_option(b, p, true);
     model_buf_putc(b, '\n');
     roff_text(b, p->doc);
-    model_buf_puts(b, ".\n(");
-    commands_of(p->commands, b);
-    model_buf_puts(b, ")\n");
+    model_buf_puts(b, ".\n");
+    if (p->commands) {
+      model_buf_putc(b, '(');
+      commands_of(p->commands, b);
+      model_buf_puts(b, ")\n");
+    }
   }
   model_buf_puts(b, ".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\n"
                     "Print the help of the command, or of the program; \\fBaggregator help\\fR \\fICOMMAND\\fR "
