@@ -29,7 +29,7 @@ int cli_run(const cli_options_t *o) {
     log_info("metrics endpoint listening", "listen", LOG_STR, cfg->metrics_listen, "port", LOG_INT,
              (int64_t)metrics_port());
   sink_error_t serr;
-  store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &serr);
+  store = store_open(cfg, &serr);
   if (!store) {
     log_error("store configuration", "error", LOG_STR, serr.message);
     rc = 2;

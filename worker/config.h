@@ -46,6 +46,7 @@ typedef struct config {
   char *store_database;
   char *store_collection;
   char *store_write_concern; /* "1", "majority", ... */
+  char *store_shard_key;     /* comma list of tenant, assignment, _id; "" for none (store_shard.h) */
   int64_t store_connect_timeout_ms;
 
   int64_t batch_max_commands;

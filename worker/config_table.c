@@ -12,6 +12,7 @@
 
 #include "oom.h"
 #include "redact.h"
+#include "store_shard.h"
 #include "value.h"
 
 _Static_assert(sizeof(log_level_t) == sizeof(int), "enum fields are stored as int");
@@ -239,6 +240,20 @@ static char *check_collection(const char *v, bool secret, char *why, size_t n) {
 
 /* Parsed by value.h, as store.c parses it. Normalised ("03" is stored as
  * "3"). */
+/* A field of the stored document whose value never changes for an _id
+ * (store_shard.h): a shard key of any other field could move a document
+ * between shards, which the filters the store sends cannot follow. */
+static bool shard_field_ok(const char *s, size_t n) {
+  store_shard_t bit;
+  return store_shard_field(s, n, &bit);
+}
+
+static char *check_shard_key(const char *v, bool secret, char *why, size_t n) {
+  if (!*v) return dup_or_die(v, 0);
+  return check_list(v, secret, shard_field_ok, "shard key field (tenant, assignment or _id: the fields whose value "
+                    "never changes for a document)", why, n);
+}
+
 static char *check_write_concern(const char *v, bool secret, char *why, size_t n) {
   int32_t w;
   if (value_parse_write_concern(v, &w)) {
@@ -314,6 +329,11 @@ const config_prop_t config_props[] = {
         store_write_concern,
         "Write concern `w` of every aggregate write (overrides any `w` in the URI); offsets are committed only "
         "after it is satisfied. 0 (unacknowledged) is refused."),
+    STR("store", "shard_key", "list", "", check_shard_key, "comma list of tenant, assignment, _id; or empty", 0,
+        store_shard_key,
+        "The fields of the collection's shard key besides `_id`: every write's and every read's filter carries "
+        "their values, so that a sharded cluster routes it to one shard. Empty for an unsharded collection or "
+        "one sharded on `_id` (docs/OPERATIONS.md)."),
     INT("store", "connect_timeout_ms", "30000", 100, 3600000, 0, store_connect_timeout_ms,
         "How long a command that needs the store before it can begin (`verify`, `config check --connect`) waits "
         "for an unreachable store, and bounds each of its retries, before it fails with exit 1."),

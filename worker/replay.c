@@ -324,7 +324,7 @@ static int replay_open(replay_t *r) {
   if (r->to_store) {
     sink_error_t err;
     const config_t *c = r->cfg;
-    r->store = store_new(c->store_uri, c->store_database, c->store_collection, c->store_write_concern, &err);
+    r->store = store_open(c, &err);
     if (!r->store) {
       fprintf(stderr, "aggregator: replay: store: %s\n", err.message);
       return 2;

@@ -32,6 +32,7 @@
 #include "store_find.h"
 #include "store_internal.h"
 #include "store_profile.h"
+#include "store_shard.h"
 #include "value.h"
 
 /* Client-side timeouts, applied unless the URI sets them. The worker retries
@@ -51,6 +52,7 @@ struct store {
   mongoc_client_t *client;
   mongoc_collection_t *collection;
   const store_profile_t *profile; /* the server's; NULL until the first load or write */
+  store_shard_t shard;            /* the fields every filter carries besides _id (store_shard.h) */
   bool warned_incomplete; /* the item-by-item fallback has been logged */
   uint64_t incomplete;    /* store_write calls that needed it (store_internal.h) */
 };
@@ -207,6 +209,20 @@ store_t *store_new(const char *uri_string, const char *database, const char *col
   return store;
 }
 
+bool store_set_shard_key(store_t *store, const char *fields, sink_error_t *err) {
+  store_error_clear(err);
+  const char *bad;
+  size_t bad_len;
+  store_shard_t shard;
+  if (!store_shard_parse(fields, &shard, &bad, &bad_len)) {
+    store_error_set(err, MONGOC_ERROR_COMMAND, MONGOC_ERROR_COMMAND_INVALID_ARG,
+                    "store.shard_key: '%.*s' is not tenant, assignment or _id", (int)bad_len, bad);
+    return false;
+  }
+  store->shard = shard;
+  return true;
+}
+
 void store_destroy(store_t *store) {
   if (!store) return;
   mongoc_collection_destroy(store->collection);
@@ -249,7 +265,8 @@ static sink_status_t load_all(store_t *store, const char *const *keys, size_t nk
   if (nkeys == 0) return SINK_OK;
   sink_status_t st = detect_server(store, err);
   if (st != SINK_OK) return st;
-  return store_find(store->collection, store->profile->load_keys_per_find, keys, nkeys, read_on, out, err);
+  return store_find(store->collection, store->shard, store->profile->load_keys_per_find, keys, nkeys, read_on, out,
+                    err);
 }
 
 size_t store_load_keys_per_find(store_t *store, sink_error_t *err) {
@@ -306,7 +323,7 @@ static sink_status_t write_command(store_t *store, sink_write_item_t *items, con
   for (size_t i = 0; i < n; i++) {
     items[idx[i]].result = SINK_ITEM_PENDING;
     items[idx[i]].error_code = 0;
-    if (store_bulk_add(bulk, &items[idx[i]], updated_at_ms)) map[nops++] = idx[i];
+    if (store_bulk_add(bulk, &items[idx[i]], updated_at_ms, store->shard)) map[nops++] = idx[i];
   }
   sink_status_t st = SINK_OK;
   if (nops > 0) {
@@ -450,6 +467,8 @@ sink_status_t store_write(store_t *store, sink_write_item_t *items, size_t nitem
 }
 
 uint64_t store_incomplete_writes(const store_t *store) { return store->incomplete; }
+
+mongoc_client_t *store_client(store_t *store) { return store->client; }
 
 static sink_status_t sink_load(void *ctx, const char *const *keys, size_t n, sink_found_cb found, void *cb_ctx,
                                sink_error_t *err) {

@@ -40,6 +40,16 @@ store_t *store_new(const char *uri, const char *database, const char *collection
                    sink_error_t *err);
 void store_destroy(store_t *store);
 
+/* The shard key every later write's and find's filter carries besides _id
+ * (store.shard_key, store_shard.h): a comma list of tenant, assignment and
+ * _id, without spaces; "" or NULL for none, the default. False, with err
+ * filled and the store unchanged, for any other field. */
+bool store_set_shard_key(store_t *store, const char *fields, sink_error_t *err);
+
+/* store_new and store_set_shard_key with the store.* keys of cfg. */
+struct config;
+store_t *store_open(const struct config *cfg, sink_error_t *err);
+
 /* A round trip to the server (the `ping` command). */
 sink_status_t store_ping(store_t *store, sink_error_t *err);
 

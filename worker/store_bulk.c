@@ -44,7 +44,8 @@ static bool fits(sink_write_item_t *item, bool encoded, size_t doc_len) {
 }
 
 /* store_bulk_add for a partial item: an update of the changed fields. */
-static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int64_t updated_at_ms) {
+static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int64_t updated_at_ms,
+                             store_shard_t shard) {
   size_t key_len;
   const char *key = model_aggregate_key(item->agg, &key_len);
   /* The document after the update is the whole one, so the size limit is
@@ -66,6 +67,7 @@ static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, sink_write_item_t *i
   bson_t filter = BSON_INITIALIZER;
   bson_append_utf8(&filter, "_id", 3, key, (int)key_len);
   BSON_APPEND_INT64(&filter, "rev", item->rev);
+  store_shard_append(shard, key, key_len, &filter);
   bson_error_t e = {0};
   /* No upsert: a document that is not at rev (another writer's, or none)
    * must not get half a document; the miss is the conflict (see
@@ -85,8 +87,9 @@ static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, sink_write_item_t *i
   return ok;
 }
 
-bool store_bulk_add(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int64_t updated_at_ms) {
-  if (item->partial && item->rev > 0) return bulk_add_partial(bulk, item, updated_at_ms);
+bool store_bulk_add(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int64_t updated_at_ms,
+                    store_shard_t shard) {
+  if (item->partial && item->rev > 0) return bulk_add_partial(bulk, item, updated_at_ms, shard);
   size_t key_len;
   const char *key = model_aggregate_key(item->agg, &key_len);
   bson_t doc = BSON_INITIALIZER;
@@ -100,11 +103,14 @@ bool store_bulk_add(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int6
   bson_error_t e;
   bool ok;
   no_validate(&opts);
+  /* An insert's document holds every shard field (codec_bson.c writes
+   * tenant and assignment), which is how MongoDB routes it. */
   if (item->rev == 0) { /* not stored yet: an insert, whose conflict is the duplicate _id (store.h) */
     ok = mongoc_bulk_operation_insert_with_opts(bulk, &doc, &opts, &e);
   } else {
     bson_append_utf8(&filter, "_id", 3, key, (int)key_len);
     BSON_APPEND_INT64(&filter, "rev", item->rev);
+    store_shard_append(shard, key, key_len, &filter);
     BSON_APPEND_BOOL(&opts, "upsert", true);
     ok = mongoc_bulk_operation_replace_one_with_opts(bulk, &filter, &doc, &opts, &e);
   }

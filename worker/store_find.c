@@ -60,8 +60,9 @@ static model_aggregate_t *decode_stored(const bson_t *doc, int64_t *rev, char (*
 }
 
 /* The filter of a find for keys[0..n): {_id: key} for one key,
- * {_id: {$in: keys}} for more. */
-static void id_filter(const char *const *keys, size_t n, bson_t *filter) {
+ * {_id: {$in: keys}} for more, and the shard key's fields. */
+static void id_filter(store_shard_t shard, const char *const *keys, size_t n, bson_t *filter) {
+  store_shard_append_many(shard, keys, n, filter);
   if (n == 1) {
     BSON_APPEND_UTF8(filter, "_id", keys[0]);
     return;
@@ -108,10 +109,10 @@ static sink_status_t collect(mongoc_cursor_t *cursor, bool read_on, store_found_
 }
 
 /* One find for keys[0..n); decoded documents are appended to out. */
-static sink_status_t find_chunk(mongoc_collection_t *collection, const char *const *keys, size_t n, bool read_on,
-                                store_found_list_t *out, sink_error_t *err) {
+static sink_status_t find_chunk(mongoc_collection_t *collection, store_shard_t shard, const char *const *keys,
+                                size_t n, bool read_on, store_found_list_t *out, sink_error_t *err) {
   bson_t filter = BSON_INITIALIZER;
-  id_filter(keys, n, &filter);
+  id_filter(shard, keys, n, &filter);
   bson_t opts = BSON_INITIALIZER;
   /* All documents in the first reply when they fit (the server caps a
    * batch at 16 MiB; the cursor fetches the rest). */
@@ -131,12 +132,13 @@ static sink_status_t find_chunk(mongoc_collection_t *collection, const char *con
   return st;
 }
 
-sink_status_t store_find(mongoc_collection_t *collection, size_t keys_per_find, const char *const *keys,
-                         size_t nkeys, bool read_on, store_found_list_t *out, sink_error_t *err) {
+sink_status_t store_find(mongoc_collection_t *collection, store_shard_t shard, size_t keys_per_find,
+                         const char *const *keys, size_t nkeys, bool read_on, store_found_list_t *out,
+                         sink_error_t *err) {
   sink_status_t st = SINK_OK;
   for (size_t off = 0; off < nkeys && st == SINK_OK; off += keys_per_find) {
     size_t n = nkeys - off < keys_per_find ? nkeys - off : keys_per_find;
-    st = find_chunk(collection, keys + off, n, read_on, out, err);
+    st = find_chunk(collection, shard, keys + off, n, read_on, out, err);
   }
   return st;
 }

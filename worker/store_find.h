@@ -10,6 +10,7 @@
 
 #include "aggregate.h"
 #include "sink.h"
+#include "store_shard.h"
 
 typedef struct store_found_doc {
   model_aggregate_t *agg; /* owned by the list until taken (set to NULL); NULL when unreadable */
@@ -26,14 +27,16 @@ typedef struct store_found_list {
 } store_found_list_t; /* zero-initialised when empty */
 
 /* Finds the documents whose _id is in keys[0..nkeys), keys_per_find keys
- * per find ({_id: key} for one key, {_id: {$in: keys}} for more), and
+ * per find ({_id: key} for one key, {_id: {$in: keys}} for more, with the
+ * fields of shard beside _id: store_shard.h), and
  * appends them to out, which the caller frees with store_found_list_free
  * whatever the result. A stored document that does not decode is
  * SINK_FATAL with its _id in err, or with read_on (an audit, which reports
  * it and goes on) an entry with its _id and the reason; a failed find is
  * classified (store_internal.h). */
-sink_status_t store_find(mongoc_collection_t *collection, size_t keys_per_find, const char *const *keys,
-                         size_t nkeys, bool read_on, store_found_list_t *out, sink_error_t *err);
+sink_status_t store_find(mongoc_collection_t *collection, store_shard_t shard, size_t keys_per_find,
+                         const char *const *keys, size_t nkeys, bool read_on, store_found_list_t *out,
+                         sink_error_t *err);
 
 /* Destroys the aggregates still in l and empties it. */
 void store_found_list_free(store_found_list_t *l);

@@ -6,6 +6,7 @@
 #define STORE_INTERNAL_H
 
 #include <bson/bson.h>
+#include <mongoc/mongoc.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,5 +57,9 @@ sink_item_result_t store_read_back_result(const sink_write_item_t *item, const m
  * one $in. Asks the server on first use (buildInfo); 0 with err filled if
  * that fails. */
 size_t store_load_keys_per_find(store_t *store, sink_error_t *err);
+
+/* The store's client, for tests that watch the commands it sends
+ * (libmongoc's command monitoring); still owned by the store. */
+mongoc_client_t *store_client(store_t *store);
 
 #endif

@@ -317,7 +317,7 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
    * rebuild that can take minutes (mongoc connects lazily: only the URI and
    * options are checked here). */
   sink_error_t serr;
-  v.store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, &serr);
+  v.store = store_open(cfg, &serr);
   if (!v.store) {
     fprintf(stderr, "aggregator: verify: store: %s\n", serr.message);
     return 2;

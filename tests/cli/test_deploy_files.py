@@ -31,7 +31,13 @@ the host tools, without a container engine or a cluster.
   must reject. Without the tool, its check says so and is skipped;
 - aggregator.service: required settings, MemoryMax against the bounds of
   docker/aggregator.ini by the limit's rule, `systemd-analyze verify` and an
-  exposure score of at most 2.0 from `systemd-analyze security`.
+  exposure score of at most 2.0 from `systemd-analyze security`;
+- the Debian package's maintainer scripts (packaging/deb), run with stubs of
+  adduser, deluser and systemctl: the system user made once and removed by a
+  purge, the unit never enabled or started, systemctl only where systemd
+  runs (scripts/package installs the real package);
+- the Dockerfile's build stage: the product alone (BUILD_TESTING=OFF, no
+  Check), installed by the package's install rules.
 
 Uses the Debian python3 (/usr/bin/python3) with python3-yaml, systemd's
 systemd-analyze, and the two validators, found on PATH or in
@@ -392,8 +398,10 @@ def test_dockerfile():
     check(instr.get("CMD") == ['["run", "-c", "/etc/aggregator/aggregator.ini"]'], "CMD %s" % instr.get("CMD"))
     copies = [a.split() for a in instr.get("COPY", [])]
     dests = {c[-1]: c[-2] for c in copies}
-    check(dests.get("/etc/aggregator/aggregator.ini") == "docker/aggregator.ini",
-          "the image must carry docker/aggregator.ini as /etc/aggregator/aggregator.ini")
+    check(installed_files().get("/etc/aggregator/aggregator.ini") == "docker/aggregator.ini",
+          "the image must carry docker/aggregator.ini as /etc/aggregator/aggregator.ini, from the install rules")
+    check(installed_files().get("/usr/bin/aggregator") == "aggregator", "the image must carry /usr/bin/aggregator "
+          "from the install rules (ENTRYPOINT runs it from PATH)")
     cfg = config_show(["-c", os.path.join(DOCKER, "aggregator.ini")])
     port = listen_port(cfg["metrics.listen"])
     check(instr.get("EXPOSE") == [str(port)], "EXPOSE %s, metrics.listen port %d" % (instr.get("EXPOSE"), port))
@@ -402,6 +410,52 @@ def test_dockerfile():
     check(m and m.group(1) in dests and dests[m.group(1)] == "docker/healthcheck.sh",
           "HEALTHCHECK must run the copied docker/healthcheck.sh: %s" % hc)
     return user
+
+
+def cmake_product_rules():
+    """CMakeLists.txt without the BUILD_TESTING block: what a product build runs."""
+    with open(os.path.join(SRC, "CMakeLists.txt")) as f:
+        text = f.read()
+    return re.sub(r"^if\(BUILD_TESTING\)\n.*?^endif\(\)", "", text, flags=re.S | re.M)
+
+
+def installed_files():
+    """{absolute path in the image: source} for the files the runtime stage gets from the build stage's
+    `cmake --install` (DESTDIR /out, prefix /usr, copied to /) and its own COPY lines."""
+    stages = dockerfile_stages()
+    build, runtime = stages[0][1], stages[-1][1]
+    out = {}
+    for word, args in runtime:
+        parts = args.split()
+        if word == "COPY" and not parts[0].startswith("--from="):
+            out[parts[-1]] = parts[-2]
+    if not any(w == "COPY" and a.split() == ["--from=build", "/out/", "/"] for w, a in runtime):
+        return out
+    script = " ".join(a for w, a in build if w == "RUN")
+    if not (re.search(r"-DCMAKE_INSTALL_PREFIX=/usr\b", script) and "DESTDIR=/out cmake --install" in script):
+        return out
+    rules = cmake_product_rules()
+    if re.search(r"^install\(TARGETS aggregator RUNTIME DESTINATION \$\{CMAKE_INSTALL_BINDIR\}\)", rules, re.M):
+        out["/usr/bin/aggregator"] = "aggregator"
+    conf = re.search(r'if\(CMAKE_INSTALL_FULL_SYSCONFDIR STREQUAL "/etc"\)\s+set\(AGG_CONF_DIR (\S+)\)', rules)
+    for src in re.findall(r"^install\(FILES (\S+) DESTINATION \$\{AGG_CONF_DIR\}\)", rules, re.M):
+        if conf:
+            out[conf.group(1) + "/" + os.path.basename(src)] = src
+    return out
+
+
+def test_dockerfile_product_build():
+    """The image builds the product alone (no Check, no test target) and installs it by the package's rules."""
+    build = dockerfile_stages()[0][1]
+    script = " ".join(a for w, a in build if w == "RUN")
+    check("-DBUILD_TESTING=OFF" in script, "the build stage does not configure with -DBUILD_TESTING=OFF")
+    check("check" not in apt_installs(build), "the build stage installs Check, which BUILD_TESTING=OFF does not need")
+    check("--target" not in script, "the build stage builds chosen targets; BUILD_TESTING=OFF builds the product")
+    rules = cmake_product_rules()
+    check(not re.search(r"pkg_check_modules\(CHECK\b", rules), "CMakeLists.txt looks for Check outside BUILD_TESTING")
+    files = installed_files()
+    for path in ("/usr/bin/aggregator", "/etc/aggregator/aggregator.ini"):
+        check(path in files, "the image does not get %s from the install rules: %s" % (path, sorted(files)))
 
 
 def test_dockerfile_runtime_libraries():
@@ -426,10 +480,9 @@ def test_dockerfile_runtime_libraries():
 
 
 def test_dockerfile_build_packages():
-    """The build stage installs the -dev packages of the libraries CMakeLists.txt asks pkg-config for, and no
-    others (libinih-dev was installed for years, linked by nothing)."""
-    with open(os.path.join(SRC, "CMakeLists.txt")) as f:
-        modules = set(re.findall(r"pkg_check_modules\(\w+ REQUIRED IMPORTED_TARGET ([\w.+-]+)\)", f.read()))
+    """The build stage installs the -dev packages of the libraries CMakeLists.txt asks pkg-config for in a
+    product build (BUILD_TESTING=OFF), and no others (libinih-dev was installed for years, linked by nothing)."""
+    modules = set(re.findall(r"pkg_check_modules\(\w+ REQUIRED IMPORTED_TARGET ([\w.+-]+)\)", cmake_product_rules()))
     check(modules, "no pkg_check_modules in CMakeLists.txt")
     build_pkgs = apt_installs(dockerfile_stages()[0][1])
     provided = set()
@@ -453,8 +506,16 @@ def test_build_context():
             check(not left_out, "COPY %s: excluded by .dockerignore: %s" % (src, left_out[:5]))
     # Everything the aggregator target compiles is copied into the build stage.
     build_copies = [a.split()[0] for w, a in dockerfile_stages()[0][1] if w == "COPY"]
-    for need in ("CMakeLists.txt", "models/", "worker/"):
+    for need in ("CMakeLists.txt", "models/", "worker/", "man/"):
         check(need in build_copies, "build stage does not COPY %s" % need)
+    # ... and every file its install rules install.
+    build_sources = [src for w, a in dockerfile_stages()[0][1] if w == "COPY" for src in a.split()[:-1]]
+    for rule in re.findall(r"^install\(FILES ([^)]*?) DESTINATION", cmake_product_rules(), re.M):
+        for src in rule.split():
+            if src.startswith("${"):
+                continue  # written by the build
+            check(any(src == c or (c.endswith("/") and src.startswith(c)) for c in build_sources),
+                  "the install rules install %s, which the build stage does not COPY" % src)
     for junk in (".git/HEAD", "build/aggregator", "build-asan/CMakeCache.txt", "tests/unit/test_metrics.c"):
         check(not in_context(junk, rules), ".dockerignore lets %s into the context" % junk)
 
@@ -1082,6 +1143,74 @@ def test_systemd_analyze():
     check(r.returncode == 0, "exposure above 2.0: %s" % (m.group(1) if m else r.stderr.strip()))
 
 
+# ---- the Debian package's maintainer scripts ---------------------------------
+
+def run_maintainer_script(name, arg, user_exists):
+    """Runs packaging/deb/NAME ARG with adduser, deluser, delgroup, getent and systemctl replaced by stubs
+    that log their arguments; returns (exit status, [logged calls])."""
+    stubs = os.path.join(TMP, "stubs")
+    os.makedirs(stubs, exist_ok=True)
+    log = os.path.join(TMP, "calls.log")
+    for tool in ("adduser", "deluser", "delgroup", "systemctl", "deb-systemd-helper", "deb-systemd-invoke"):
+        with open(os.path.join(stubs, tool), "w") as f:
+            f.write('#!/bin/sh\necho "%s $*" >>"%s"\n' % (tool, log))
+        os.chmod(os.path.join(stubs, tool), 0o755)
+    with open(os.path.join(stubs, "getent"), "w") as f:
+        f.write('#!/bin/sh\n[ "%s" = yes ] && echo "$2:x:999:999::/nonexistent:/usr/sbin/nologin"\n'
+                '[ "%s" = yes ]\n' % ("yes" if user_exists else "no", "yes" if user_exists else "no"))
+    os.chmod(os.path.join(stubs, "getent"), 0o755)
+    if os.path.exists(log):
+        os.remove(log)
+    env = dict(base_env(), PATH=stubs + ":/usr/bin:/bin")
+    r = run(["/bin/sh", "-e", os.path.join(SRC, "packaging", "deb", name)] + arg.split(), env=env)
+    calls = open(log).read().splitlines() if os.path.exists(log) else []
+    return r.returncode, calls
+
+
+def test_deb_maintainer_scripts():
+    """The postinst makes the system user once and never enables or starts the unit (an upgrade restarts it
+    only if it runs: try-restart); the prerm stops it on removal; a purge removes the user; systemctl is only
+    called where systemd runs the machine."""
+    systemd = os.path.isdir("/run/systemd/system")
+    for name in ("postinst", "prerm", "postrm"):
+        path = os.path.join(SRC, "packaging", "deb", name)
+        check(os.access(path, os.X_OK), "packaging/deb/%s is not executable" % name)
+        with open(path) as f:
+            text = f.read()
+        for line in text.splitlines():
+            if "systemctl" in line and not line.lstrip().startswith("#"):
+                check(not re.search(r"(?<![\w-])(enable|start|restart|unmask)\b", line),
+                      "packaging/deb/%s enables or starts the unit: %s" % (name, line.strip()))
+        check("/run/systemd/system" in text or "systemctl" not in text,
+              "packaging/deb/%s calls systemctl without checking that systemd runs the machine" % name)
+    rc, calls = run_maintainer_script("postinst", "configure", user_exists=False)
+    check(rc == 0, "postinst configure exited %d" % rc)
+    adds = [c for c in calls if c.startswith("adduser ")]
+    check(len(adds) == 1 and "--system" in adds[0].split() and adds[0].split()[-1] == "aggregator",
+          "postinst configure should add the system user aggregator once: %s" % calls)
+    check(all(c in ("systemctl --system daemon-reload",) for c in calls if c.startswith("systemctl")),
+          "postinst: %s" % calls)
+    check(systemd or not [c for c in calls if c.startswith("systemctl")],
+          "postinst calls systemctl where systemd does not run: %s" % calls)
+    rc, calls = run_maintainer_script("postinst", "configure", user_exists=True)
+    check(rc == 0 and not [c for c in calls if c.startswith("adduser")], "postinst re-adds an existing user: %s" % calls)
+    rc, calls = run_maintainer_script("postinst", "configure 0.1.0", user_exists=True)
+    check(rc == 0 and all(c in ("systemctl --system daemon-reload", "systemctl --system try-restart aggregator.service")
+                          for c in calls), "postinst of an upgrade: %s" % calls)
+    check(systemd == ("systemctl --system try-restart aggregator.service" in calls),
+          "an upgrade should try-restart the unit exactly where systemd runs: %s" % calls)
+    rc, calls = run_maintainer_script("prerm", "remove", user_exists=True)
+    check(rc == 0 and all(c == "systemctl --system stop aggregator.service" for c in calls),
+          "prerm remove: %s" % calls)
+    check(systemd == bool(calls), "prerm remove should stop the unit exactly where systemd runs: %s" % calls)
+    rc, calls = run_maintainer_script("postrm", "remove", user_exists=True)
+    check(rc == 0 and not [c for c in calls if c.startswith(("deluser", "delgroup"))],
+          "postrm remove removes the user (a purge does): %s" % calls)
+    rc, calls = run_maintainer_script("postrm", "purge", user_exists=True)
+    check(rc == 0 and [c for c in calls if c.startswith("deluser --system") and c.endswith(" aggregator")],
+          "postrm purge should remove the user aggregator: %s" % calls)
+
+
 def main():
     check_bin = os.access(AGGREGATOR, os.X_OK)
     if not check_bin:
@@ -1089,12 +1218,13 @@ def main():
         print("0 passed, 1 failed")
         return 1
     for fn in (test_yaml_parses, test_compose_structure, test_compose_worker_config, test_compose_cli,
-               test_dockerfile, test_dockerfile_runtime_libraries, test_dockerfile_build_packages, test_build_context,
+               test_dockerfile, test_dockerfile_product_build, test_dockerfile_runtime_libraries,
+               test_dockerfile_build_packages, test_build_context,
                test_healthcheck_script,
                test_k8s_deployment, test_memory_sizing_rule, test_k8s_service, test_k8s_podmonitor,
                test_k8s_references, test_k8s_config_checksum, test_k8s_secret_and_config, test_k8s_pdb, test_k8s_keda,
                test_images_pinned, test_schema_k8s, test_schema_compose, test_systemd_unit, test_systemd_memory,
-               test_systemd_analyze):
+               test_systemd_analyze, test_deb_maintainer_scripts):
         case(fn)
     shutil.rmtree(TMP, ignore_errors=True)
     return report()

@@ -266,6 +266,10 @@ static const struct {
     {"batch.linger_ms=007", "batch.linger_ms", "7"},
     {"store.write_concern=01", "store.write_concern", "1"},
     {"store.write_concern=50", "store.write_concern", "50"},
+    {"store.shard_key=", "store.shard_key", ""},
+    {"store.shard_key= tenant ", "store.shard_key", "tenant"},
+    {"store.shard_key=tenant, assignment", "store.shard_key", "tenant,assignment"},
+    {"store.shard_key=_id", "store.shard_key", "_id"},
     {"store.uri=mongodb+srv://cluster.example.com/", "store.uri", "mongodb+srv://cluster.example.com/"},
     {"kafka.topics= x ,y,  z", "kafka.topics", "x,y,z"},
     {"kafka.brokers=SSL://b1:9093,b2", "kafka.brokers", "SSL://b1:9093,b2"},
@@ -398,6 +402,16 @@ static const error_case_t error_cases[] = {
     FILE_ERR("[store]\nwrite_concern = 0\n",
              "{FILE}:2: store.write_concern: '0' is not 'majority' or a member count 1..50 (0 is refused: writes "
              "must be acknowledged)"),
+    /* Only fields whose value never changes for an _id (store_shard.h). */
+    FILE_ERR("[store]\nshard_key = tenant,grade\n",
+             "{FILE}:2: store.shard_key: 'grade' is not a valid shard key field (tenant, assignment or _id: the "
+             "fields whose value never changes for a document)"),
+    FILE_ERR("[store]\nshard_key = Tenant\n",
+             "{FILE}:2: store.shard_key: 'Tenant' is not a valid shard key field (tenant, assignment or _id: the "
+             "fields whose value never changes for a document)"),
+    FILE_ERR("[store]\nshard_key = tenant,,assignment\n",
+             "{FILE}:2: store.shard_key: empty shard key field (tenant, assignment or _id: the fields whose value "
+             "never changes for a document) in the list"),
     FILE_ERR("[store]\nwrite_concern = all\n",
              "{FILE}:2: store.write_concern: 'all' is not 'majority' or a member count 1..50 (0 is refused: writes "
              "must be acknowledged)"),
