@@ -33,9 +33,10 @@ typedef struct export_stats {
 } export_stats_t;
 
 /* Returns the exit status (0 everything up to the end written, 1 a runtime
- * failure: the broker, the file, a stop signal) and fills *stats, also on
- * failure. The output is written through replay_file.h. Errors go to
- * stderr or the log. */
+ * failure: the broker, the file, a stop signal: SIGINT and SIGTERM stop
+ * it) and fills *stats, also on failure. The output is whole or absent:
+ * written beside the target and renamed onto it at success (export.c). Errors
+ * go to stderr or the log. */
 int export_run(const config_t *cfg, const export_options_t *o, export_stats_t *stats);
 
 #endif

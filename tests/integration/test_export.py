@@ -11,11 +11,14 @@
 - offsets:P=O reads partition P from O and the others whole; a bound past the end is clamped; a group with
   no committed offset, or a partition that does not exist, is exit 1 naming it.
 - With log.format=json the summary is a JSON log object.
+- The output is whole or absent: a failed or interrupted (SIGINT) export leaves an existing file as it was and
+  no temporary file; a successful one replaces it; "-" is standard output, /dev/null stays a device.
 """
 import collections
 import json
 import os
 import re
+import signal
 import subprocess
 
 import harness as h
@@ -183,8 +186,37 @@ def scenario(s):
 
     # Errors: a group with no committed offset, a partition that does not exist (exit 1, named); a malformed
     # bound (exit 2 before anything is contacted); no --output (exit 2).
-    rc, _, err = run_rc(cmd(s, "export", "--output", s.path("x"), "--from", "committed:no-such-group-" + s.tag))
+    # The output is whole or absent: a failed export leaves an existing file as it was and no temporary file.
+    keep = s.path("x")
+    with open(keep, "w") as f:
+        f.write("earlier\n")
+    rc, _, err = run_rc(cmd(s, "export", "--output", keep, "--from", "committed:no-such-group-" + s.tag))
     assert rc == 1 and "no-such-group-" + s.tag in err and "no committed offset" in err, (rc, err)
+    assert open(keep).read() == "earlier\n"
+    assert not [n for n in os.listdir(s.dir) if ".export-" in n], os.listdir(s.dir)
+    # So does an interrupted one: SIGINT while it waits for a broker that does not answer (once its temporary
+    # file exists, it was created before anything is contacted).
+    errf = open(s.path("interrupted.err"), "w+")
+    p = subprocess.Popen([h.AGGREGATOR, "export", "--set", "kafka.brokers=127.0.0.1:1", "--set", "log.format=text",
+                          "--output", keep], stderr=errf)
+    s.procs.append(p)
+    h.wait_until(lambda: [n for n in os.listdir(s.dir) if ".export-" in n] or p.poll() is not None, 30,
+                 "the export created no temporary file")
+    p.send_signal(signal.SIGINT)
+    assert p.wait(60) == 1
+    errf.seek(0)
+    err = errf.read()
+    assert f"interrupted; '{keep}' left as it was" in err, err
+    assert open(keep).read() == "earlier\n"
+    assert not [n for n in os.listdir(s.dir) if ".export-" in n], os.listdir(s.dir)
+    # A successful one replaces it; "-" is standard output; /dev/null stays a device.
+    rc, out, err = run_rc(cmd(s, "export", "--output", "-", "--from", f"committed:{s.group('live')}"))
+    assert rc == 0 and sorted(out[:-1].split(b"\n")) == want, err
+    st, _ = export(s, keep, "--from", f"committed:{s.group('live')}")
+    assert sorted(open(keep, "rb").read()[:-1].split(b"\n")) == want
+    assert not [n for n in os.listdir(s.dir) if ".export-" in n], os.listdir(s.dir)
+    st, _ = export(s, "/dev/null", "--from", f"committed:{s.group('live')}")
+    assert st["exported"] == len(want) and os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
     rc, _, err = run_rc(cmd(s, "export", "--output", s.path("x"), "--from", "offsets:7=1"))
     assert rc == 1 and "partition 7" in err, (rc, err)
     for bad in ("committed:", "offsets:0=x", "offsets:0=1,0=2", "yesterday"):
