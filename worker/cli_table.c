@@ -65,8 +65,8 @@ const size_t cli_cmds_count = sizeof cli_cmds / sizeof cli_cmds[0];
 const cli_opt_t cli_opts[] = {
     {"--config", "-c", "FILE", CLI_OPT_VALUE, CLI_RUN | CLI_REPLAY | CLI_VERIFY | CLI_EXPORT | CLI_CONFIG_ACTIONS,
      OFF(config_path), "read the configuration from FILE (INI); at most once"},
-    {"--set", NULL, "SECTION.KEY=VALUE", CLI_OPT_LIST, CLI_RUN | CLI_REPLAY | CLI_VERIFY | CLI_EXPORT | CLI_CONFIG_ACTIONS,
-     0,
+    {"--set", NULL, "SECTION.KEY=VALUE", CLI_OPT_LIST,
+     CLI_RUN | CLI_REPLAY | CLI_VERIFY | CLI_EXPORT | CLI_CONFIG_ACTIONS, 0,
      "set one key, over the file and the environment; repeatable"},
     {"--from", NULL, "TIME", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY | CLI_EXPORT, OFF(from),
      "start at TIME (first Kafka timestamp >= it, RFC 3339 UTC), committed:GROUP or offsets:P=O,...; "

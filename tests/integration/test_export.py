@@ -124,7 +124,8 @@ def scenario(s):
     assert s.committed("live") == committed
     assert group_state(s, "live") == before, (before, group_state(s, "live"))
     assert (st["read"], st["exported"], st["skipped_newline"]) == (len(values), len(values) - 1, 1), st
-    reports = [o for o in map(json.loads, (l for l in err.splitlines() if l.startswith("{"))) if "holds a newline" in o["msg"]]
+    logged = [json.loads(l) for l in err.splitlines() if l.startswith("{")]
+    reports = [o for o in logged if "holds a newline" in o["msg"]]
     assert [(r["topic"], r["partition"], r["offset"]) for r in reports] == \
         [(s.topic, where[0]["partition"], where[0]["offset"])], reports
     got = open(exp, "rb").read()
@@ -171,7 +172,8 @@ def scenario(s):
     assert st["read"] == len(values), st
     s.assert_alive(w)
     assert rebalances(s, w) == seen, "the worker of group watch saw a rebalance during the export"
-    assert group_state(s, "watch") == watch_before and "member " in watch_before, (watch_before, group_state(s, "watch"))
+    after = group_state(s, "watch")
+    assert after == watch_before and "member " in watch_before, (watch_before, after)
     assert s.committed("watch") == watch_committed
     s.stop_worker(w)
 

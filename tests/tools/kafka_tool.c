@@ -285,9 +285,10 @@ static int group(const char *brokers, const char *name) {
   char **lines = calloc(m + 1, sizeof *lines);
   for (size_t i = 0; i < m; i++) {
     const rd_kafka_MemberDescription_t *d = rd_kafka_ConsumerGroupDescription_member(g[0], i);
-    size_t len = strlen(rd_kafka_MemberDescription_consumer_id(d)) + strlen(rd_kafka_MemberDescription_client_id(d)) + 2;
+    const char *id = rd_kafka_MemberDescription_consumer_id(d), *client = rd_kafka_MemberDescription_client_id(d);
+    size_t len = strlen(id) + strlen(client) + 2;
     lines[i] = malloc(len);
-    snprintf(lines[i], len, "%s %s", rd_kafka_MemberDescription_consumer_id(d), rd_kafka_MemberDescription_client_id(d));
+    snprintf(lines[i], len, "%s %s", id, client);
   }
   qsort(lines, m, sizeof *lines, cmp_str);
   for (size_t i = 0; i < m; i++) {
@@ -306,7 +307,8 @@ int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "delete-topic")) return delete_topic(argv[2], argv[3]);
   if (argc >= 4 && !strcmp(argv[1], "produce"))
     return produce(argv[2], argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? atof(argv[5]) : 0, false);
-  if (argc >= 4 && !strcmp(argv[1], "produce-hex")) return produce(argv[2], argv[3], argc > 4 ? argv[4] : NULL, 0, true);
+  if (argc >= 4 && !strcmp(argv[1], "produce-hex"))
+    return produce(argv[2], argv[3], argc > 4 ? argv[4] : NULL, 0, true);
   if (argc >= 4 && !strcmp(argv[1], "group")) return group(argv[2], argv[3]);
   if (argc >= 4 && !strcmp(argv[1], "dump")) return dump(argv[2], argv[3]);
   if (argc >= 5 && !strcmp(argv[1], "committed")) return committed(argv[2], argv[3], argv[4]);
