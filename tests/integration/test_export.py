@@ -8,7 +8,8 @@
   what verify over the range reports (a document deleted from the store: the same `missing` line).
 - Reading committed:GROUP neither moves nor joins GROUP: its committed offsets, its state and its members
   are the same after an export, and a live member of it sees no rebalance.
-- offsets:P=O reads partition P from O and the others whole; a bound past the end is clamped; a group with
+- offsets:P=O reads partition P from O and the others whole; a bound past the end or below the log start is
+  clamped (a committed offset below it too); a group with
   no committed offset, or a partition that does not exist, is exit 1 naming it.
 - With log.format=json the summary is a JSON log object.
 - The output is whole or absent: a failed or interrupted (SIGINT) export leaves an existing file as it was and
@@ -231,6 +232,14 @@ def scenario(s):
     rc, _, err = run_rc(cmd(s, "export"))
     assert rc == 2 and "--output" in err, (rc, err)
 
+    # Below the log start is clamped too: the group's committed offset of partition 0, and offsets:0=0, once
+    # the records before committed + 5 are deleted (what the retention does to an uncommitted backlog).
+    start0 = committed[0] + 5
+    h.run([h.tool("kafka_tool"), "delete-records", h.BROKERS, s.topic, "0", str(start0)])
+    st, _ = export(s, s.path("p.jsonl"), "--from", "offsets:0=0", "--until", "offsets:1=0,2=0", text=True)
+    assert st["read"] == ends[0] - start0, (st, ends, start0)
+    st, _ = export(s, s.path("p.jsonl"), "--from", f"committed:{s.group('live')}", text=True)
+    assert st["read"] == len(values) - 5, (st, len(values))
 
 if __name__ == "__main__":
     h.main(scenario, "export", partitions=3)

@@ -12,6 +12,8 @@
  *   kafka_tool committed BROKERS GROUP TOPIC            committed offsets of GROUP, "partition offset" lines
  *   kafka_tool group BROKERS GROUP                      GROUP as the coordinator describes it: "state S",
  *                                                       then "member CONSUMER_ID CLIENT_ID" lines, sorted
+ *   kafka_tool delete-records BROKERS TOPIC PARTITION OFFSET
+ *                                                       moves the partition's log start to OFFSET
  *   kafka_tool end-offsets BROKERS TOPIC                high watermarks, "partition offset" lines */
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
@@ -265,6 +267,27 @@ static int committed(const char *brokers, const char *group, const char *topic) 
   return 0;
 }
 
+static int delete_records(const char *brokers, const char *topic, int32_t partition, int64_t offset) {
+  rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, brokers, NULL);
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(l, topic, partition)->offset = offset;
+  rd_kafka_DeleteRecords_t *dr = rd_kafka_DeleteRecords_new(l);
+  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+  rd_kafka_DeleteRecords(rk, &dr, 1, NULL, q);
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+  if (!ev) die("delete-records", "timeout");
+  if (rd_kafka_event_error(ev)) die("delete-records", rd_kafka_event_error_string(ev));
+  const rd_kafka_topic_partition_list_t *res =
+      rd_kafka_DeleteRecords_result_offsets(rd_kafka_event_DeleteRecords_result(ev));
+  if (!res || res->cnt != 1 || res->elems[0].err) die("delete-records", res ? rd_kafka_err2str(res->elems[0].err) : "");
+  rd_kafka_event_destroy(ev);
+  rd_kafka_DeleteRecords_destroy(dr);
+  rd_kafka_topic_partition_list_destroy(l);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+  return 0;
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int group(const char *brokers, const char *name) {
@@ -310,10 +333,12 @@ int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "produce-hex"))
     return produce(argv[2], argv[3], argc > 4 ? argv[4] : NULL, 0, true);
   if (argc >= 4 && !strcmp(argv[1], "group")) return group(argv[2], argv[3]);
+  if (argc >= 6 && !strcmp(argv[1], "delete-records"))
+    return delete_records(argv[2], argv[3], (int32_t)atoi(argv[4]), strtoll(argv[5], NULL, 10));
   if (argc >= 4 && !strcmp(argv[1], "dump")) return dump(argv[2], argv[3]);
   if (argc >= 5 && !strcmp(argv[1], "committed")) return committed(argv[2], argv[3], argv[4]);
   if (argc >= 4 && !strcmp(argv[1], "end-offsets")) return end_offsets(argv[2], argv[3]);
-  fputs("usage: kafka_tool create-topic|delete-topic|produce|produce-hex|dump|committed|group|end-offsets ... "
+  fputs("usage: kafka_tool create-topic|delete-topic|produce|produce-hex|dump|committed|group|delete-records|end-offsets ... "
         "(see source)\n",
         stderr);
   return 2;
