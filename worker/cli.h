@@ -12,10 +12,10 @@ typedef struct cli_options {
   const char *config_path; /* -c FILE, or NULL */
   char **sets;             /* --set section.key=value, in order */
   size_t nsets;
-  const char *from;    /* replay/verify --from, NULL = beginning */
-  const char *until;   /* replay/verify --until, NULL = end */
+  const char *from;    /* replay/verify/export --from, NULL = beginning */
+  const char *until;   /* replay/verify/export --until, NULL = end */
   const char *input;   /* replay/verify --input FILE|- */
-  const char *output;  /* replay --output FILE|- */
+  const char *output;  /* replay/export --output FILE|- */
   const char *rejects; /* replay --rejects FILE */
   const char *action;  /* config: "check", "show" or "describe" */
   bool repair;         /* verify --repair */
@@ -34,5 +34,6 @@ int cli_run(const cli_options_t *o);    /* cli_run.c */
 int cli_replay(const cli_options_t *o); /* cli_replay.c */
 int cli_config(const cli_options_t *o); /* cli_config.c */
 int cli_verify(const cli_options_t *o); /* cli_verify.c */
+int cli_export(const cli_options_t *o); /* cli_export.c */
 
 #endif

@@ -44,7 +44,7 @@ int cli_replay(const cli_options_t *o) {
   int64_t ms;
   bool special;
   if (!replay_parse_bound(o->from, "beginning", &ms, &special) || !replay_parse_bound(o->until, "end", &ms, &special)) {
-    fputs("aggregator: replay: --from and --until take beginning/end or an RFC 3339 UTC time\n", stderr);
+    fputs("aggregator: replay: --from and --until take beginning/end, " REPLAY_BOUND_FORMS "\n", stderr);
     return 2;
   }
   int rc;

@@ -28,6 +28,15 @@ const cli_cmd_t cli_cmds[] = {
      "The summary line goes to stderr. Exit 0 when nothing drifted, 3 when something did. It never moves\n"
      "any group's offsets.\n",
      cli_verify},
+    {"export", CLI_EXPORT, "", "copy the raw commands of the topics to a file that outlives their retention",
+     "Copies the message values of the configured topics (kafka.topics) from --from to --until to --output,\n"
+     "one value per line, byte for byte: `replay --input FILE` and `verify --input FILE` then give the same\n"
+     "documents and rejects as reading that range from the topics. Each partition's values are in offset\n"
+     "order; partitions are interleaved as the broker serves them. A value holding a newline byte (no valid\n"
+     "command needs one) is not written: it is logged with its topic, partition and offset, and counted.\n"
+     "A summary line goes to stderr (messages read, exported, skipped with a newline, seconds). Like replay,\n"
+     "it joins no group and commits nothing. --output is required.\n",
+     cli_export},
     {"config", 0, "check|show|describe", "check, show or describe the configuration",
      "Precedence, lowest first: built-in defaults, the -c file, environment variables\n"
      "AGGREGATOR_<SECTION>_<KEY> (upper case, dots as underscores), --set.\n",
@@ -63,18 +72,21 @@ const cli_cmd_t cli_cmds[] = {
 const size_t cli_cmds_count = sizeof cli_cmds / sizeof cli_cmds[0];
 
 const cli_opt_t cli_opts[] = {
-    {"--config", "-c", "FILE", CLI_OPT_VALUE, CLI_RUN | CLI_REPLAY | CLI_VERIFY | CLI_CONFIG_ACTIONS,
+    {"--config", "-c", "FILE", CLI_OPT_VALUE, CLI_RUN | CLI_REPLAY | CLI_VERIFY | CLI_EXPORT | CLI_CONFIG_ACTIONS,
      OFF(config_path), "read the configuration from FILE (INI); at most once"},
-    {"--set", NULL, "SECTION.KEY=VALUE", CLI_OPT_LIST, CLI_RUN | CLI_REPLAY | CLI_VERIFY | CLI_CONFIG_ACTIONS, 0,
+    {"--set", NULL, "SECTION.KEY=VALUE", CLI_OPT_LIST,
+     CLI_RUN | CLI_REPLAY | CLI_VERIFY | CLI_EXPORT | CLI_CONFIG_ACTIONS, 0,
      "set one key, over the file and the environment; repeatable"},
-    {"--from", NULL, "beginning|TIME", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY, OFF(from),
-     "start at the beginning (default) or at the first message timestamped >= TIME (RFC 3339 UTC)"},
-    {"--until", NULL, "end|TIME", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY, OFF(until),
-     "stop at the end (default: the offsets at start) or before the first message timestamped >= TIME"},
+    {"--from", NULL, "beginning|TIME", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY | CLI_EXPORT, OFF(from),
+     "start at the beginning (default), at the first message timestamped >= TIME (RFC 3339 UTC), or at "
+     "committed:GROUP or offsets:P=O,..."},
+    {"--until", NULL, "end|TIME", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY | CLI_EXPORT, OFF(until),
+     "stop at the end (default: the offsets at start), before the first message timestamped >= TIME, or at "
+     "committed:GROUP or offsets:P=O,..."},
     {"--input", NULL, "FILE|-", CLI_OPT_VALUE, CLI_REPLAY | CLI_VERIFY, OFF(input),
      "read commands from FILE (- for standard input), one JSON object per line, not the topics"},
-    {"--output", NULL, "FILE|-", CLI_OPT_VALUE, CLI_REPLAY, OFF(output),
-     "write the aggregates to FILE (- for standard output) as JSON lines, not to the store"},
+    {"--output", NULL, "FILE|-", CLI_OPT_VALUE, CLI_REPLAY | CLI_EXPORT, OFF(output),
+     "write to FILE (- for standard output): replay's aggregates as JSON lines, or export's values"},
     {"--rejects", NULL, "FILE|-", CLI_OPT_VALUE, CLI_REPLAY, OFF(rejects),
      "with --input: write rejected lines to FILE (- for standard output) as JSON lines {line, code, detail}"},
     {"--repair", NULL, NULL, CLI_OPT_FLAG, CLI_VERIFY, OFF(repair),

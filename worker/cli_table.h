@@ -19,6 +19,7 @@ enum {
   CLI_CHECK = 1u << 3,
   CLI_SHOW = 1u << 4,
   CLI_DESCRIBE = 1u << 5,
+  CLI_EXPORT = 1u << 6,
 };
 #define CLI_CONFIG_ACTIONS (CLI_CHECK | CLI_SHOW | CLI_DESCRIBE)
 

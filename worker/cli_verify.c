@@ -3,7 +3,7 @@
  *
  * Usage errors (exit 2): --from/--until with --input (they select topic
  * offsets, a file has none), as for replay; a --from/--until that is
- * neither beginning/end nor an RFC 3339 UTC time (checked here, before any
+ * none of the forms of replay_bound.h (checked here, before any
  * broker is contacted). */
 #include <stdio.h>
 #include <string.h>
@@ -40,7 +40,7 @@ int cli_verify(const cli_options_t *o) {
     return 2;
   }
   if (!bound_ok(o->from, "beginning") || !bound_ok(o->until, "end")) {
-    fputs("aggregator: verify: --from and --until take beginning/end or an RFC 3339 UTC time\n", stderr);
+    fputs("aggregator: verify: --from and --until take beginning/end, " REPLAY_BOUND_FORMS "\n", stderr);
     return 2;
   }
   int rc;

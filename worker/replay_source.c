@@ -107,9 +107,13 @@ bool replay_source_blocks(FILE *in, const char *shown, size_t max_line, const re
 /* --- topics: the plan --------------------------------------------------------------- */
 
 bool replay_parse_bound(const char *s, const char *word, int64_t *ms, bool *special) {
-  *special = !s || !strcmp(s, word);
-  if (*special) return true;
-  return model_timestamp_parse(s, strlen(s), ms);
+  replay_bound_t b;
+  char err[256];
+  bool ok = replay_bound_parse(s, word, &b, err, sizeof err);
+  *special = ok && b.kind == REPLAY_BOUND_EDGE;
+  if (ok && b.kind == REPLAY_BOUND_TIME) *ms = b.ms;
+  replay_bound_free(&b);
+  return ok;
 }
 
 /* The offsets [start, end) of one partition that the replay reads. */
@@ -153,20 +157,139 @@ static bool list_partitions(rd_kafka_t *rk, const config_t *cfg, rd_kafka_topic_
   return ok;
 }
 
-/* A copy of all with each partition's offset for the time ms, looked up
- * in one request; with `special` (beginning/end) no lookup is made. */
-static rd_kafka_topic_partition_list_t *offsets_at(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *all,
-                                                   int64_t ms, bool special, bool *ok) {
+/* Every entry of an offsets: bound names a partition that exists: a typo
+ * would otherwise read a whole partition, or nothing, in silence. */
+static bool offsets_named_exist(const replay_bound_t *b, const rd_kafka_topic_partition_list_t *all) {
+  for (size_t k = 0; k < b->n; k++) {
+    const replay_bound_offset_t *e = &b->offsets[k];
+    bool found = false;
+    for (int i = 0; i < all->cnt && !found; i++)
+      found = all->elems[i].partition == e->partition && (!e->topic || !strcmp(e->topic, all->elems[i].topic));
+    if (!found) {
+      if (e->topic)
+        fprintf(stderr, "aggregator: replay: offsets: %s:%" PRId32 " is no partition of the configured topics\n",
+                e->topic, e->partition);
+      else
+        fprintf(stderr, "aggregator: replay: offsets: no configured topic has a partition %" PRId32 "\n",
+                e->partition);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* GROUP's committed offsets of the partitions of at, into at (-1001 where
+ * it committed nothing), by the admin request alone: no group join, no
+ * commit. False, with a line naming GROUP, when it fails or when GROUP has
+ * no committed offset on any of them. */
+static bool committed_offsets(rd_kafka_t *rk, const char *group, rd_kafka_topic_partition_list_t *at) {
+  char errstr[512];
+  rd_kafka_ListConsumerGroupOffsets_t *req = rd_kafka_ListConsumerGroupOffsets_new(group, at);
+  rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS);
+  rd_kafka_AdminOptions_set_request_timeout(opt, 30000, errstr, sizeof errstr);
+  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+  rd_kafka_ListConsumerGroupOffsets(rk, &req, 1, opt, q);
+  /* The request's own timeout answers first; this bound is the last resort. */
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 40000);
+  const char *why = NULL;
+  int found = 0;
+  for (int i = 0; i < at->cnt; i++) at->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+  if (!ev) {
+    why = "no answer within 40 s";
+  } else if (rd_kafka_event_error(ev)) {
+    why = rd_kafka_event_error_string(ev);
+  } else {
+    size_t n = 0;
+    const rd_kafka_group_result_t **g =
+        rd_kafka_ListConsumerGroupOffsets_result_groups(rd_kafka_event_ListConsumerGroupOffsets_result(ev), &n);
+    const rd_kafka_error_t *ge = n == 1 ? rd_kafka_group_result_error(g[0]) : NULL;
+    if (n != 1) {
+      why = "no answer for the group";
+    } else if (ge) {
+      why = rd_kafka_error_string(ge);
+    } else {
+      const rd_kafka_topic_partition_list_t *got = rd_kafka_group_result_partitions(g[0]);
+      for (int k = 0; got && k < got->cnt; k++) {
+        const rd_kafka_topic_partition_t *e = &got->elems[k];
+        if (e->err || e->offset < 0) continue;
+        rd_kafka_topic_partition_t *mine = rd_kafka_topic_partition_list_find(at, e->topic, e->partition);
+        if (mine) {
+          mine->offset = e->offset;
+          found++;
+        }
+      }
+    }
+  }
+  if (why) {
+    fprintf(stderr, "aggregator: replay: cannot read the committed offsets of group '%s': %s\n", group, why);
+  } else if (!found) {
+    fprintf(stderr,
+            "aggregator: replay: group '%s' has no committed offset on the configured topics (kafka.topics): "
+            "no such group, or a group of other topics\n",
+            group);
+  }
+  if (ev) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_AdminOptions_destroy(opt);
+  rd_kafka_ListConsumerGroupOffsets_destroy(req);
+  return !why && found;
+}
+
+/* A copy of all with each partition's offset for the bound b, looked up
+ * where it needs a lookup (a time: one request; a group's commits: one
+ * request); -1 where the bound gives none (replay_bound_at says what then). */
+static rd_kafka_topic_partition_list_t *bound_lookup(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *all,
+                                                     const replay_bound_t *b, bool *ok) {
   rd_kafka_topic_partition_list_t *at = rd_kafka_topic_partition_list_copy(all);
-  for (int i = 0; i < at->cnt; i++) at->elems[i].offset = ms;
-  if (*ok && !special && rd_kafka_offsets_for_times(rk, at, 30000)) *ok = false;
+  for (int i = 0; i < at->cnt; i++) at->elems[i].offset = -1;
+  if (!*ok) return at;
+  switch (b->kind) {
+  case REPLAY_BOUND_EDGE:
+    break;
+  case REPLAY_BOUND_TIME:
+    for (int i = 0; i < at->cnt; i++) at->elems[i].offset = b->ms;
+    if (rd_kafka_offsets_for_times(rk, at, 30000)) {
+      fprintf(stderr, "aggregator: replay: cannot look up offsets\n");
+      *ok = false;
+    }
+    break;
+  case REPLAY_BOUND_COMMITTED:
+    *ok = committed_offsets(rk, b->group, at);
+    break;
+  case REPLAY_BOUND_OFFSETS:
+    *ok = offsets_named_exist(b, all);
+    for (int i = 0; i < at->cnt; i++) {
+      const replay_bound_offset_t *e = replay_bound_offset_of(b, at->elems[i].topic, at->elems[i].partition);
+      if (e) at->elems[i].offset = e->offset;
+    }
+    break;
+  }
   return at;
 }
 
+/* One partition's offset for bound b, from its looked-up offset, before
+ * clamping: a time with no message that late is the end (offsets_for_times
+ * answers -1); a partition the group committed nothing of is its log start;
+ * one that offsets: does not name is the bound's edge. */
+static int64_t bound_at(const replay_bound_t *b, int64_t looked_up, bool from, int64_t lo, int64_t hi) {
+  int64_t edge = from ? lo : hi;
+  switch (b->kind) {
+  case REPLAY_BOUND_TIME:
+    return looked_up < 0 ? hi : looked_up;
+  case REPLAY_BOUND_COMMITTED:
+    return looked_up < 0 ? lo : looked_up;
+  case REPLAY_BOUND_OFFSETS:
+    return looked_up < 0 ? edge : looked_up;
+  case REPLAY_BOUND_EDGE:
+    break;
+  }
+  return edge;
+}
+
 /* Fills p->ranges from the watermarks and the offsets of the two bounds. */
-static bool plan_fill(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *all,
-                      const rd_kafka_topic_partition_list_t *from, bool from_begin,
-                      const rd_kafka_topic_partition_list_t *until, bool until_end, plan_t *p) {
+static bool plan_fill(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *all, const replay_bound_t *fb,
+                      const rd_kafka_topic_partition_list_t *from, const replay_bound_t *ub,
+                      const rd_kafka_topic_partition_list_t *until, plan_t *p) {
   for (int i = 0; i < all->cnt; i++) {
     int64_t lo, hi;
     rd_kafka_resp_err_t e =
@@ -178,35 +301,35 @@ static bool plan_fill(rd_kafka_t *rk, const rd_kafka_topic_partition_list_t *all
     range_t *r = &p->ranges[i];
     r->topic = oom_strdup(all->elems[i].topic);
     r->partition = all->elems[i].partition;
-    /* offsets_for_times answers -1 (end) when no message is that late. */
-    r->start = from_begin ? lo : from->elems[i].offset < 0 ? hi : from->elems[i].offset;
-    r->end = until_end ? hi : until->elems[i].offset < 0 ? hi : until->elems[i].offset;
-    if (r->start < lo) r->start = lo;
-    if (r->end < r->start) r->end = r->start;
+    r->start = replay_bound_clamp(bound_at(fb, from->elems[i].offset, true, lo, hi), lo, hi);
+    r->end = replay_bound_clamp(bound_at(ub, until->elems[i].offset, false, lo, hi), r->start, hi);
     p->total += (uint64_t)(r->end - r->start);
   }
   return true;
 }
 
 static bool plan_ranges(rd_kafka_t *rk, const config_t *cfg, const char *from_s, const char *until_s, plan_t *p) {
-  int64_t from_ms = 0, until_ms = 0;
-  bool from_begin, until_end;
-  if (!replay_parse_bound(from_s, "beginning", &from_ms, &from_begin) ||
-      !replay_parse_bound(until_s, "end", &until_ms, &until_end)) { /* the CLI checked: exit 2 there */
-    fprintf(stderr, "aggregator: replay: --from and --until take beginning/end or an RFC 3339 UTC time\n");
+  replay_bound_t fb = {0}, ub = {0};
+  char err[256];
+  bool ok = replay_bound_parse(from_s, "beginning", &fb, err, sizeof err) &&
+            replay_bound_parse(until_s, "end", &ub, err, sizeof err);
+  if (!ok) { /* the CLI checked: exit 2 there */
+    fprintf(stderr, "aggregator: replay: --from/--until: %s\n", err);
+    replay_bound_free(&fb);
+    replay_bound_free(&ub);
     return false;
   }
   rd_kafka_topic_partition_list_t *all = rd_kafka_topic_partition_list_new(16);
-  bool ok = list_partitions(rk, cfg, all);
+  ok = list_partitions(rk, cfg, all);
   p->ranges = oom_calloc((size_t)all->cnt + 1, sizeof *p->ranges);
   p->n = (size_t)all->cnt;
-  rd_kafka_topic_partition_list_t *from = offsets_at(rk, all, from_ms, from_begin, &ok),
-                                  *until = offsets_at(rk, all, until_ms, until_end, &ok);
-  if (!ok) fprintf(stderr, "aggregator: replay: cannot look up offsets\n");
-  if (ok) ok = plan_fill(rk, all, from, from_begin, until, until_end, p);
+  rd_kafka_topic_partition_list_t *from = bound_lookup(rk, all, &fb, &ok), *until = bound_lookup(rk, all, &ub, &ok);
+  if (ok) ok = plan_fill(rk, all, &fb, from, &ub, until, p);
   rd_kafka_topic_partition_list_destroy(from);
   rd_kafka_topic_partition_list_destroy(until);
   rd_kafka_topic_partition_list_destroy(all);
+  replay_bound_free(&fb);
+  replay_bound_free(&ub);
   return ok;
 }
 
@@ -265,6 +388,7 @@ typedef struct reading {
   size_t remaining; /* ranges not read to their end */
   uint64_t done;    /* messages fed */
   const replay_feed_t *feed;
+  replay_position_t *at; /* NULL = not wanted */
 } reading_t;
 
 static range_t *range_of(const plan_t *p, const rd_kafka_message_t *m) {
@@ -286,6 +410,7 @@ static bool take(reading_t *rd, const rd_kafka_message_t *m) {
    * the offset check drops those past --until. */
   if (!rg || m->offset >= rg->end) return true;
   rd_kafka_timestamp_type_t tt;
+  if (rd->at) *rd->at = (replay_position_t){rd_kafka_topic_name(m->rkt), m->partition, m->offset};
   bool ok = rd->feed->message(rd->feed->ctx, m->payload, m->len, rd_kafka_message_timestamp(m, &tt));
   rd->done++;
   if (m->offset + 1 >= rg->end) {
@@ -324,7 +449,12 @@ static bool consume(reading_t *rd, progress_t *pr) {
 }
 
 bool replay_source_topics(const config_t *cfg, const char *from, const char *until, const replay_feed_t *feed) {
-  reading_t rd = {.rk = consumer_new(cfg), .feed = feed};
+  return replay_source_topics_at(cfg, from, until, feed, NULL);
+}
+
+bool replay_source_topics_at(const config_t *cfg, const char *from, const char *until, const replay_feed_t *feed,
+                             replay_position_t *at) {
+  reading_t rd = {.rk = consumer_new(cfg), .feed = feed, .at = at};
   if (!rd.rk) return false;
   bool ok = plan_ranges(rd.rk, cfg, from, until, &rd.plan);
   if (ok) rd.remaining = plan_assign(rd.rk, &rd.plan);

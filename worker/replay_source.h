@@ -8,10 +8,12 @@
  * feed's buffer.
  *
  * Topics: the replay assigns itself the configured topics' partitions (no
- * group join, no offset commit: the live group's offsets never move), from
- * --from (beginning, or the first offset at or after a time) to --until (the
- * high watermarks read at start, or the first offset at or after a time,
- * exclusive).
+ * group join, no offset commit: no group's offsets ever move), from --from
+ * to --until (exclusive), each bound as replay_bound.h resolves it per
+ * partition. A committed:GROUP bound reads GROUP's offsets with the admin
+ * request OffsetFetch (ListConsumerGroupOffsets): it never joins GROUP and
+ * never commits to it. Each partition's messages come in offset order; the
+ * partitions are interleaved as the broker serves them.
  *
  * Both stop early, returning false, once a stop signal has come
  * (signals.h); a source never installs handlers itself. */
@@ -25,6 +27,14 @@
 
 #include "buf.h"
 #include "config.h"
+#include "replay_bound.h"
+
+/* Where a message of the topics lies. */
+typedef struct replay_position {
+  const char *topic; /* valid during the feed's message call */
+  int32_t partition;
+  int64_t offset;
+} replay_position_t;
 
 typedef struct replay_feed {
   /* One command's bytes (data may be NULL when len is 0) and when it
@@ -52,9 +62,10 @@ typedef struct replay_block_feed {
   bool (*done)(void *ctx, size_t long_len, uint64_t *lines);
 } replay_block_feed_t;
 
-/* Parses a --from/--until bound: NULL or `word` ("beginning", "end") sets
- * *special; otherwise an RFC 3339 UTC time into *ms. False when it is
- * neither (a usage error: the CLI checks before contacting anything). */
+/* Checks a --from/--until bound (replay_bound.h): NULL or `word`
+ * ("beginning", "end") sets *special; an RFC 3339 UTC time goes into *ms;
+ * committed:GROUP and offsets:P=O,... set neither. False when it is none of
+ * these (a usage error: the CLI checks before contacting anything). */
 bool replay_parse_bound(const char *s, const char *word, int64_t *ms, bool *special);
 
 /* Feeds every line of in (borrowed; `shown` names it in a read error):
@@ -69,5 +80,10 @@ bool replay_source_blocks(FILE *in, const char *shown, size_t max_line, const re
  * replay_parse_bound takes them). True when every partition was read up to
  * its end. Errors go to stderr or the log. */
 bool replay_source_topics(const config_t *cfg, const char *from, const char *until, const replay_feed_t *feed);
+
+/* replay_source_topics, setting *at to each message's position before the
+ * feed's message call with it. */
+bool replay_source_topics_at(const config_t *cfg, const char *from, const char *until, const replay_feed_t *feed,
+                             replay_position_t *at);
 
 #endif

@@ -19,7 +19,7 @@ for args in "--help" "-h" "help"; do
   # shellcheck disable=SC2086
   run 0 $args
   quiet_stderr "$args"
-  for cmd in run replay verify "config check" "config show" "config describe" "help [COMMAND]"; do
+  for cmd in run replay verify export "config check" "config show" "config describe" "help [COMMAND]"; do
     grep -qE "^  $(literal "$cmd")  " "$T/out" || fail "'$args' does not list $cmd"
   done
   for opt in "-c, --config FILE" "--set SECTION.KEY=VALUE" "--from beginning|TIME" "--until end|TIME" \
@@ -56,6 +56,7 @@ done <<'EOF'
 run|--config --set --help
 replay|--config --set --from --until --input --output --rejects --help
 verify|--config --set --from --until --input --repair --help
+export|--config --set --from --until --output --help
 config|--config --set --origin --help
 config check|--config --set --help
 config show|--config --set --origin --help
@@ -64,6 +65,10 @@ help|--help
 EOF
 
 # Options a command does not take are not in its help.
+run 0 help export
+grep -qE -- "^  --(input|rejects|repair) " "$T/out" && fail "help export names options export does not take"
+grep -qF "committed:GROUP or offsets:P=O" "$T/out" || fail "help export does not name the bound forms"
+grep -qF "newline" "$T/out" || fail "help export does not say what becomes of a value holding a newline"
 run 0 help run
 grep -qE -- "--(from|until|input|output|rejects|repair)" "$T/out" && fail "help run names options run does not take"
 run 0 help verify
@@ -134,6 +139,8 @@ usage_error "run" "run does not take --from" run --from beginning
 usage_error "replay" "replay does not take --repair" replay --repair
 usage_error "verify" "verify does not take --output" verify --output -
 usage_error "replay" "--input needs a value (FILE|-)" replay --input
+usage_error "export" "export does not take --input" export --input x --output -
+usage_error "export" "--output FILE|- is required" export
 usage_error "run" "--set needs a value" run --set
 usage_error "config" "config needs an action: check|show|describe" config
 usage_error "config" "unknown config action 'frobnicate' (expected check, show or describe)" config frobnicate

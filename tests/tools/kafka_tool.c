@@ -7,7 +7,13 @@
  *                                                       of a valid command, none otherwise; RATE msgs/s
  *   kafka_tool dump BROKERS TOPIC                       every message up to the high watermarks, as JSON lines
  *                                                       {partition, offset, headers, value_hex}
+ *   kafka_tool produce-hex BROKERS TOPIC [FILE|-]       as produce, each line the hex of one value: values
+ *                                                       that hold a newline byte
  *   kafka_tool committed BROKERS GROUP TOPIC            committed offsets of GROUP, "partition offset" lines
+ *   kafka_tool group BROKERS GROUP                      GROUP as the coordinator describes it: "state S",
+ *                                                       then "member CONSUMER_ID CLIENT_ID" lines, sorted
+ *   kafka_tool delete-records BROKERS TOPIC PARTITION OFFSET
+ *                                                       moves the partition's log start to OFFSET
  *   kafka_tool end-offsets BROKERS TOPIC                high watermarks, "partition offset" lines */
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
@@ -119,7 +125,18 @@ static int delete_topic(const char *brokers, const char *topic) {
   return 0;
 }
 
-static int produce(const char *brokers, const char *topic, const char *path, double rate) {
+/* line[0..n) as hex digits into line itself (halving n); dies on a bad digit. */
+static ssize_t unhex(char *line, ssize_t n) {
+  if (n % 2) die("produce-hex", "a line of odd length");
+  for (ssize_t i = 0; i < n / 2; i++) {
+    unsigned v;
+    if (sscanf(line + 2 * i, "%2x", &v) != 1) die("produce-hex", "not a hex digit");
+    line[i] = (char)v;
+  }
+  return n / 2;
+}
+
+static int produce(const char *brokers, const char *topic, const char *path, double rate, bool hex) {
   FILE *in = (!path || !strcmp(path, "-")) ? stdin : fopen(path, "rb");
   if (!in) die(path, "cannot open");
   rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, brokers, NULL);
@@ -132,6 +149,7 @@ static int produce(const char *brokers, const char *topic, const char *path, dou
   clock_gettime(CLOCK_MONOTONIC, &start);
   while ((n = getline(&line, &cap, in)) >= 0) {
     if (n > 0 && line[n - 1] == '\n') n--;
+    if (hex) n = unhex(line, n);
     char key[160];
     size_t klen = 0;
     if (model_command_decode(line, (size_t)n, SIZE_MAX, &cmd, NULL))
@@ -249,14 +267,79 @@ static int committed(const char *brokers, const char *group, const char *topic) 
   return 0;
 }
 
+static int delete_records(const char *brokers, const char *topic, int32_t partition, int64_t offset) {
+  rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, brokers, NULL);
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(l, topic, partition)->offset = offset;
+  rd_kafka_DeleteRecords_t *dr = rd_kafka_DeleteRecords_new(l);
+  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+  rd_kafka_DeleteRecords(rk, &dr, 1, NULL, q);
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+  if (!ev) die("delete-records", "timeout");
+  if (rd_kafka_event_error(ev)) die("delete-records", rd_kafka_event_error_string(ev));
+  const rd_kafka_topic_partition_list_t *res =
+      rd_kafka_DeleteRecords_result_offsets(rd_kafka_event_DeleteRecords_result(ev));
+  if (!res || res->cnt != 1 || res->elems[0].err) die("delete-records", res ? rd_kafka_err2str(res->elems[0].err) : "");
+  rd_kafka_event_destroy(ev);
+  rd_kafka_DeleteRecords_destroy(dr);
+  rd_kafka_topic_partition_list_destroy(l);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+  return 0;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int group(const char *brokers, const char *name) {
+  rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, brokers, NULL);
+  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+  rd_kafka_DescribeConsumerGroups(rk, &name, 1, NULL, q);
+  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+  if (!ev) die("group", "timeout");
+  if (rd_kafka_event_error(ev)) die("group", rd_kafka_event_error_string(ev));
+  size_t n;
+  const rd_kafka_ConsumerGroupDescription_t **g =
+      rd_kafka_DescribeConsumerGroups_result_groups(rd_kafka_event_DescribeConsumerGroups_result(ev), &n);
+  if (n != 1) die("group", "no description");
+  if (rd_kafka_ConsumerGroupDescription_error(g[0]))
+    die("group", rd_kafka_error_string(rd_kafka_ConsumerGroupDescription_error(g[0])));
+  printf("state %s\n", rd_kafka_consumer_group_state_name(rd_kafka_ConsumerGroupDescription_state(g[0])));
+  size_t m = rd_kafka_ConsumerGroupDescription_member_count(g[0]);
+  char **lines = calloc(m + 1, sizeof *lines);
+  for (size_t i = 0; i < m; i++) {
+    const rd_kafka_MemberDescription_t *d = rd_kafka_ConsumerGroupDescription_member(g[0], i);
+    const char *id = rd_kafka_MemberDescription_consumer_id(d), *client = rd_kafka_MemberDescription_client_id(d);
+    size_t len = strlen(id) + strlen(client) + 2;
+    lines[i] = malloc(len);
+    snprintf(lines[i], len, "%s %s", id, client);
+  }
+  qsort(lines, m, sizeof *lines, cmp_str);
+  for (size_t i = 0; i < m; i++) {
+    printf("member %s\n", lines[i]);
+    free(lines[i]);
+  }
+  free(lines);
+  rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 5 && !strcmp(argv[1], "create-topic")) return create_topic(argv[2], argv[3], atoi(argv[4]), argv + 5, argc - 5);
   if (argc >= 4 && !strcmp(argv[1], "delete-topic")) return delete_topic(argv[2], argv[3]);
   if (argc >= 4 && !strcmp(argv[1], "produce"))
-    return produce(argv[2], argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? atof(argv[5]) : 0);
+    return produce(argv[2], argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? atof(argv[5]) : 0, false);
+  if (argc >= 4 && !strcmp(argv[1], "produce-hex"))
+    return produce(argv[2], argv[3], argc > 4 ? argv[4] : NULL, 0, true);
+  if (argc >= 4 && !strcmp(argv[1], "group")) return group(argv[2], argv[3]);
+  if (argc >= 6 && !strcmp(argv[1], "delete-records"))
+    return delete_records(argv[2], argv[3], (int32_t)atoi(argv[4]), strtoll(argv[5], NULL, 10));
   if (argc >= 4 && !strcmp(argv[1], "dump")) return dump(argv[2], argv[3]);
   if (argc >= 5 && !strcmp(argv[1], "committed")) return committed(argv[2], argv[3], argv[4]);
   if (argc >= 4 && !strcmp(argv[1], "end-offsets")) return end_offsets(argv[2], argv[3]);
-  fputs("usage: kafka_tool create-topic|delete-topic|produce|dump|committed|end-offsets ... (see source)\n", stderr);
+  fputs("usage: kafka_tool create-topic|delete-topic|produce|produce-hex|dump|committed|group|delete-records|end-offsets ... "
+        "(see source)\n",
+        stderr);
   return 2;
 }
