@@ -104,15 +104,17 @@ static const char data_keys[D_COUNT][MODEL_JSON_KEY_MAX] = {
 static const uint8_t root_lens[F_ROOT_COUNT] = {2, 4, 6, 10, 7, 7, 2, 4};
 static const uint8_t data_lens[D_COUNT] = {5, 5, 6, 5, 6, 11, 10, 8};
 
-static const char root_seps[F_ROOT_COUNT][MODEL_JSON_KEY_MAX] = {
-    MODEL_JSON_SEP("id"),      MODEL_JSON_SEP("type"),    MODEL_JSON_SEP("tenant"), MODEL_JSON_SEP("assignment"),
-    MODEL_JSON_SEP("student"), MODEL_JSON_SEP("version"), MODEL_JSON_SEP("ts"),     MODEL_JSON_SEP("data")};
-static const char data_seps[D_COUNT][MODEL_JSON_KEY_MAX] = {
-    MODEL_JSON_SEP("class"),  MODEL_JSON_SEP("title"),       MODEL_JSON_SEP("status"),     MODEL_JSON_SEP("dueAt"),
-    MODEL_JSON_SEP("points"), MODEL_JSON_SEP("submittedAt"), MODEL_JSON_SEP("returnedAt"), MODEL_JSON_SEP("feedback")};
+/* The lists' slots (model_json_slots), filled once when the program starts,
+ * before any thread can decode. */
+static model_json_slots_t root_slots, data_slots;
+
+__attribute__((constructor)) static void command_schema_init(void) {
+  model_json_slots(root_keys, root_lens, F_ROOT_COUNT, &root_slots);
+  model_json_slots(data_keys, data_lens, D_COUNT, &data_slots);
+}
 
 static const model_json_schema_t schema = {root_keys, root_lens, F_ROOT_COUNT, F_DATA,    data_keys,
-                                           data_lens, D_COUNT,   root_seps,    data_seps};
+                                           data_lens, D_COUNT,   &root_slots,  &data_slots};
 
 /* ------------------------------------------------------------- the checks */
 
