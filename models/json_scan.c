@@ -1,21 +1,19 @@
 /* Strict JSON scanner: see json_scan.h for the contract.
  *
  * Design notes (the why):
- * - Two paths. Most commands are written the same plain way: one object of
- *   known keys, no whitespace, string values without escapes, and a
+ * - Two paths. Most commands, whoever writes them, are one object of known
+ *   keys in any order and spacing, string values without escapes, and a
  *   sub-object of the same kind. The plain path (plain_object in
- *   json_scan_run.h) scans exactly that shape and nothing else: each key is
- *   matched in place against the schema name expected next, together with
- *   the ',' before it and the '"' ':' after it (one 16-byte compare with
- *   the schema's member pattern, or one built from the name), values
- *   are lexed and captured, a repeated name or anything outside the shape
- *   (an unknown key, an escape, a nested array, a number or literal that is
- *   not one) makes it give up without reporting anything. Text of that shape
- *   is valid JSON, valid UTF-8 (checked as it goes), has no duplicate keys
- *   (one bit per name) and no U+0000 (that needs an escape), so when the
- *   plain path gets to the end, the scan is done. Otherwise the full scan
- *   below starts over from the first byte and decides; the plain path's
- *   partial captures are discarded.
+ *   json_scan_run.h) scans exactly that shape: a key's first two bytes pick
+ *   the one schema name it may be (model_json_slots_t), compared in place
+ *   with its '"' and ':' in one 16-byte compare; values are lexed and
+ *   captured; a repeated name or anything outside the shape (an unknown key,
+ *   an escape, a nested array, a bad number or literal) makes it give up
+ *   without reporting anything. Text of that shape is valid JSON, valid
+ *   UTF-8 (checked as it goes), has no duplicate keys (one bit per name) and
+ *   no U+0000 (that needs an escape), so when the plain path gets to the
+ *   end, the scan is done. Otherwise the full scan below starts over from
+ *   the first byte and decides.
  * - One pass over the text with an explicit container stack and gotos
  *   instead of recursion: no depth-dependent C stack use and no per-value
  *   function calls on the hot path. The loop (json_scan_run.h) is compiled
@@ -72,7 +70,6 @@ typedef struct {
   uint8_t role;
   uint8_t big;      /* object past SMALL_KEYS keys: duplicates checked at its close */
   uint32_t seen;    /* object: schema names met so far (bit i: name i) */
-  uint8_t guess;    /* object: the schema name its next key is tried against first */
   size_t key_base;  /* object: index of its first key in keys[] */
   size_t index;     /* array: index of the current element */
   size_t name_key;  /* keys[] index of the key naming this container in its parent object */
@@ -313,44 +310,6 @@ static int key_cmp(const unsigned char *base, const keyrec_t *a, const keyrec_t 
     if (ca != cb) return ca < cb ? -1 : 1;
     if (ca < 0) return 0;
   }
-}
-
-/* ------------------------------------------------------------- details */
-
-size_t model_json_escape_detail(const char *str, size_t n, size_t max_chars, char *out, size_t cap) {
-  static const char hex[] = "0123456789abcdef";
-  const unsigned char *s = (const unsigned char *)str;
-  size_t o = 0, chars = 0;
-  if (max_chars + 4 > cap) max_chars = cap > 8 ? cap - 8 : 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned c = s[i];
-    char tmp[4];
-    size_t k;
-    if (c >= 0x20 && c <= 0x7E && c != '"' && c != '\\') {
-      tmp[0] = (char)c;
-      k = 1;
-    } else if (c == '"' || c == '\\') {
-      tmp[0] = '\\';
-      tmp[1] = (char)c;
-      k = 2;
-    } else {
-      tmp[0] = '\\';
-      tmp[1] = 'x';
-      tmp[2] = hex[c >> 4];
-      tmp[3] = hex[c & 15];
-      k = 4;
-    }
-    if (chars + k > max_chars || o + k + 4 > cap) {
-      memcpy(out + o, "...", 3);
-      o += 3;
-      break;
-    }
-    memcpy(out + o, tmp, k);
-    o += k;
-    chars += k;
-  }
-  out[o] = '\0';
-  return o;
 }
 
 static void set_error(scan_t *s, model_json_status_t st, const unsigned char *at, const char *fmt,
@@ -620,11 +579,10 @@ static inline __attribute__((always_inline)) size_t lex_literal(const unsigned c
 #endif
 
 /* Index of the schema name equal to key k (unescaped), or -1. Both sides are
- * compared as two words of 16 zero-padded bytes. *guess is tried first (keys
- * tend to come in the schema's order) and becomes the name after the match. */
+ * compared as two words of 16 zero-padded bytes. */
 static inline __attribute__((always_inline)) int
 match_key(const scan_t *s, const keyrec_t *k, const char (*names)[MODEL_JSON_KEY_MAX],
-          const uint8_t *lens, size_t n, uint8_t *guess) {
+          const uint8_t *lens, size_t n) {
   const unsigned char *kp = s->base + k->off;
   size_t kl = k->len;
   uint64_t w[2] = {0, 0};
@@ -647,55 +605,13 @@ match_key(const scan_t *s, const keyrec_t *k, const char (*names)[MODEL_JSON_KEY
       memcpy(w, kp, kl);
     }
   }
-  size_t g = *guess;
   uint64_t nw[2];
-  if (g < n && lens[g] == kl) {
-    memcpy(nw, names[g], 16);
-    if (nw[0] == w[0] && nw[1] == w[1]) {
-      *guess = (uint8_t)(g + 1);
-      return (int)g;
-    }
-  }
   for (size_t i = 0; i < n; i++)
     if (lens[i] == kl) {
       memcpy(nw, names[i], 16);
-      if (nw[0] == w[0] && nw[1] == w[1]) {
-        *guess = (uint8_t)(i + 1);
-        return (int)i;
-      }
+      if (nw[0] == w[0] && nw[1] == w[1]) return (int)i;
     }
   return -1;
-}
-
-/* The name *guess with a closing quote after it, compared with the text at
- * kp (16 bytes readable): its index when the text is exactly that, then the
- * next name becomes the guess; else -1. The text matched is the name's bytes,
- * plain ASCII, so it holds nothing the string lexer would stop at. */
-static inline __attribute__((always_inline)) int guess_key(const unsigned char *kp,
-                                                           const char (*names)[MODEL_JSON_KEY_MAX],
-                                                           const uint8_t *lens, size_t n, uint8_t *guess,
-                                                           size_t *len) {
-#ifdef MODEL_JSON_SWAR
-  size_t g = *guess;
-  if (g >= n || lens[g] >= 16) return -1;
-  size_t l = lens[g];
-  uint64_t w[2], nw[2];
-  memcpy(w, kp, 16);
-  memcpy(nw, names[g], 16);
-  if (l < 8) {
-    nw[0] |= (uint64_t)'"' << (8 * l);
-    if ((w[0] & LOW_BYTES(l + 1)) != nw[0]) return -1;
-  } else {
-    nw[1] |= (uint64_t)'"' << (8 * (l - 8));
-    if (w[0] != nw[0] || (w[1] & LOW_BYTES(l - 7)) != nw[1]) return -1;
-  }
-  *guess = (uint8_t)(g + 1);
-  *len = l;
-  return (int)g;
-#else
-  (void)kp, (void)names, (void)lens, (void)n, (void)guess, (void)len;
-  return -1;
-#endif
 }
 
 /* The plain path's keys. A match is a name's own bytes, plain ASCII, so

@@ -169,8 +169,9 @@ size_t model_utf8_check(const char *s, size_t n);
 size_t model_json_unescape(const char *s, size_t n, bool escaped, char *out, size_t cap);
 
 /* Writes s[0..n) to out (size cap >= 8, always NUL-terminated) as printable
- * ASCII for error details: bytes outside 0x20..0x7E and '"' and '\' become
- * \xHH or \" \\; past max_chars output characters it ends with "...".
+ * ASCII for error details (json_detail.c): bytes outside 0x20..0x7E and '"'
+ * and '\' become \xHH or \" \\; past max_chars output characters it ends
+ * with "...".
  * Returns the length written. */
 size_t model_json_escape_detail(const char *s, size_t n, size_t max_chars, char *out, size_t cap);
 

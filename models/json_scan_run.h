@@ -85,7 +85,6 @@ value: {
     f->big = 0;
     f->index = 0;
     f->seen = 0;
-    f->guess = 0;
     f->key_base = s->nkeys;
     if (*p == '{') {
       f->is_array = 0;
@@ -204,21 +203,9 @@ key: {
   if (p == end || *p != '"') SYNTAX(p, "expected a string key");
 key_quote:; /* p is at the key's opening quote */
   bool esc = false;
-  const unsigned char *q = NULL;
+  const unsigned char *q = SCAN_NAME(lex_string)(s, p, &esc, true);
+  if (!q) return false;
   int i = -1;
-  if (f->role != ROLE_OTHER && end - p >= 17) {
-    /* The key expected next, with its closing quote, compared in place:
-     * when it is there, the key needs no lexing (schema names are plain
-     * ASCII) and no search. */
-    size_t kl;
-    i = f->role == ROLE_ROOT ? guess_key(p + 1, schema->root_keys, schema->root_lens, schema->n_root, &f->guess, &kl)
-                             : guess_key(p + 1, schema->sub_keys, schema->sub_lens, schema->n_sub, &f->guess, &kl);
-    if (i >= 0) q = p + 1 + kl;
-  }
-  if (!q) {
-    q = SCAN_NAME(lex_string)(s, p, &esc, true);
-    if (!q) return false;
-  }
   if (s->nkeys == s->cap) grow_keys(s);
   keyrec_t *k = &s->keys[s->nkeys];
   k->off = (size_t)(p + 1 - base);
@@ -227,8 +214,8 @@ key_quote:; /* p is at the key's opening quote */
   k->known = -1;
   if (f->role != ROLE_OTHER) {
     if (i < 0)
-      i = f->role == ROLE_ROOT ? match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root, &f->guess)
-                               : match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub, &f->guess);
+      i = f->role == ROLE_ROOT ? match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root)
+                               : match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub);
     if (i >= 0) {
       k->known = (int8_t)i;
       if (f->seen & (1u << i)) {
