@@ -254,16 +254,23 @@ static __attribute__((noinline)) void check_id_any(check_t *c, const char *name,
 }
 
 /* The common id, without a loop: a string without escapes of 1..16 bytes
- * whose 16-byte block lies inside the text and whose bytes all are id
- * characters (printable: all printable ASCII, for a command id) is copied
- * whole to out (bytes past the id are overwritten by its NUL or ignored),
- * its length to *out_len. False for anything else, which the caller's
+ * whose bytes all are id characters (printable: all printable ASCII, for a
+ * command id) is checked as one 16-byte block and copied whole to out
+ * (bytes past the id are overwritten by its NUL or ignored), its length to
+ * *out_len; an id that ends less than 16 bytes before the end of the text
+ * (the last member of a line, in some producers' key order) is checked
+ * from a zero-padded copy. False for anything else, which the caller's
  * general check decides from the start. */
 static inline __attribute__((always_inline)) bool short_id(const check_t *c, const model_json_value_t *v,
                                                            bool printable, char *out, uint8_t *out_len) {
-  if (v->type == MODEL_JSON_STRING && !v->escaped && v->len - 1 < 16 &&
-      (size_t)(c->end - c->buf) - v->start >= 16) {
+  if (v->type == MODEL_JSON_STRING && !v->escaped && v->len - 1 < 16) {
     const unsigned char *src = (const unsigned char *)c->buf + v->start;
+    unsigned char pad[16];
+    if (__builtin_expect((size_t)(c->end - c->buf) - v->start < 16, 0)) {
+      memset(pad, 0, sizeof pad);
+      memcpy(pad, src, v->len);
+      src = pad;
+    }
     unsigned want = (2u << (v->len - 1)) - 1;
     if (((printable ? model_json_printable_mask16(src) : model_json_id_mask16(src)) & want) == want) {
       memcpy(out, src, 16);
