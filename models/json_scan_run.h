@@ -205,7 +205,6 @@ key_quote:; /* p is at the key's opening quote */
   bool esc = false;
   const unsigned char *q = SCAN_NAME(lex_string)(s, p, &esc, true);
   if (!q) return false;
-  int i = -1;
   if (s->nkeys == s->cap) grow_keys(s);
   keyrec_t *k = &s->keys[s->nkeys];
   k->off = (size_t)(p + 1 - base);
@@ -213,9 +212,8 @@ key_quote:; /* p is at the key's opening quote */
   k->esc = esc;
   k->known = -1;
   if (f->role != ROLE_OTHER) {
-    if (i < 0)
-      i = f->role == ROLE_ROOT ? match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root)
-                               : match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub);
+    int i = f->role == ROLE_ROOT ? match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root)
+                                 : match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub);
     if (i >= 0) {
       k->known = (int8_t)i;
       if (f->seen & (1u << i)) {
@@ -253,7 +251,7 @@ key_quote:; /* p is at the key's opening quote */
 
 /* The plain path (see json_scan.c). plain_object scans the members of one
  * object of the plain shape: p is past its '{', slots its schema names and
- * vals their slots. Keys come in any order, each one a schema name written
+ * vals where their values go. Keys come in any order, each one a schema name written
  * without escapes, with whitespace where JSON allows it but before a ':'. A
  * member's value is a string without escapes, a number, a literal, or, when
  * the member is name sub_index, an object that plain_sub scans the same way
