@@ -23,12 +23,9 @@
 #include <string.h>
 
 #include "json_scan.h"
+#include "json_simd.h"
 #include "timestamp.h"
 #include "zero.h"
-
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 /* ------------------------------------------------------------------ names */
 
@@ -104,15 +101,17 @@ static const char data_keys[D_COUNT][MODEL_JSON_KEY_MAX] = {
 static const uint8_t root_lens[F_ROOT_COUNT] = {2, 4, 6, 10, 7, 7, 2, 4};
 static const uint8_t data_lens[D_COUNT] = {5, 5, 6, 5, 6, 11, 10, 8};
 
-static const char root_seps[F_ROOT_COUNT][MODEL_JSON_KEY_MAX] = {
-    MODEL_JSON_SEP("id"),      MODEL_JSON_SEP("type"),    MODEL_JSON_SEP("tenant"), MODEL_JSON_SEP("assignment"),
-    MODEL_JSON_SEP("student"), MODEL_JSON_SEP("version"), MODEL_JSON_SEP("ts"),     MODEL_JSON_SEP("data")};
-static const char data_seps[D_COUNT][MODEL_JSON_KEY_MAX] = {
-    MODEL_JSON_SEP("class"),  MODEL_JSON_SEP("title"),       MODEL_JSON_SEP("status"),     MODEL_JSON_SEP("dueAt"),
-    MODEL_JSON_SEP("points"), MODEL_JSON_SEP("submittedAt"), MODEL_JSON_SEP("returnedAt"), MODEL_JSON_SEP("feedback")};
+/* The lists' slots (model_json_slots), filled once when the program starts,
+ * before any thread can decode. */
+static model_json_slots_t root_slots, data_slots;
+
+__attribute__((constructor)) static void command_schema_init(void) {
+  model_json_slots(root_keys, root_lens, F_ROOT_COUNT, &root_slots);
+  model_json_slots(data_keys, data_lens, D_COUNT, &data_slots);
+}
 
 static const model_json_schema_t schema = {root_keys, root_lens, F_ROOT_COUNT, F_DATA,    data_keys,
-                                           data_lens, D_COUNT,   root_seps,    data_seps};
+                                           data_lens, D_COUNT,   &root_slots,  &data_slots};
 
 /* ------------------------------------------------------------- the checks */
 
@@ -207,50 +206,26 @@ static const bool id_char[256] = {
     ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
 };
 
-#ifdef __SSE2__
-/* Bit i set when byte i of the 16 at p is an id character: a letter (the
- * byte with bit 5 set lies in 'a'..'z'), a digit, '-' or '_'. A range test is
- * one add that moves the range's first byte to -128 and one signed compare. */
-static inline unsigned id_mask16(const unsigned char *p) {
-  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-  __m128i letter = _mm_cmplt_epi8(_mm_add_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8(0x80 - 'a')),
-                                  _mm_set1_epi8(-128 + 26));
-  __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8(0x80 - '0')), _mm_set1_epi8(-128 + 10));
-  __m128i punct = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
-  return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), punct));
-}
-
-/* Bit i set when byte i of the 16 at p is printable ASCII 0x21..0x7e. */
-static inline unsigned printable_mask16(const unsigned char *p) {
-  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-  return (unsigned)_mm_movemask_epi8(
-      _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(0x80 - 0x21))), _mm_set1_epi8(-128 + 0x7E - 0x21 + 1)));
-}
-#endif
-
 /* Copies the unescaped id src[0..n), 1 <= n <= MODEL_ID_MAX, to out and
  * returns whether every byte is an id character. Whole 16-byte blocks when
  * the text has them (bytes past n are copied and ignored), else byte by byte. */
 static inline bool copy_id(const check_t *c, const unsigned char *src, size_t n, char *out) {
-#ifdef __SSE2__
   size_t blocks = (n + 15) / 16;
   if ((size_t)((const unsigned char *)c->end - src) >= blocks * 16) {
     bool ok = true;
     for (size_t b = 0; b < blocks; b++) {
       size_t left = n - b * 16;
       unsigned want = left >= 16 ? 0xFFFFu : (1u << left) - 1;
-      ok &= (id_mask16(src + b * 16) & want) == want;
-      _mm_storeu_si128((__m128i *)(void *)(out + b * 16), _mm_loadu_si128((const __m128i *)(const void *)(src + b * 16)));
+      ok &= (model_json_id_mask16(src + b * 16) & want) == want;
+      memcpy(out + b * 16, src + b * 16, 16);
     }
     return ok;
   }
-#endif
   bool all = true;
   for (size_t i = 0; i < n; i++) {
     all &= id_char[src[i]];
     out[i] = (char)src[i];
   }
-  (void)c;
   return all;
 }
 
@@ -279,28 +254,31 @@ static __attribute__((noinline)) void check_id_any(check_t *c, const char *name,
 }
 
 /* The common id, without a loop: a string without escapes of 1..16 bytes
- * whose 16-byte block lies inside the text and whose bytes all are id
- * characters (printable: all printable ASCII, for a command id) is copied
- * whole to out (bytes past the id are overwritten by its NUL or ignored),
- * its length to *out_len. False for anything else, which the caller's
+ * whose bytes all are id characters (printable: all printable ASCII, for a
+ * command id) is checked as one 16-byte block and copied whole to out
+ * (bytes past the id are overwritten by its NUL or ignored), its length to
+ * *out_len; an id that ends less than 16 bytes before the end of the text
+ * (the last member of a line, in some producers' key order) is checked
+ * from a zero-padded copy. False for anything else, which the caller's
  * general check decides from the start. */
 static inline __attribute__((always_inline)) bool short_id(const check_t *c, const model_json_value_t *v,
                                                            bool printable, char *out, uint8_t *out_len) {
-#ifdef __SSE2__
-  if (v->type == MODEL_JSON_STRING && !v->escaped && v->len - 1 < 16 &&
-      (size_t)(c->end - c->buf) - v->start >= 16) {
+  if (v->type == MODEL_JSON_STRING && !v->escaped && v->len - 1 < 16) {
     const unsigned char *src = (const unsigned char *)c->buf + v->start;
+    unsigned char pad[16];
+    if (__builtin_expect((size_t)(c->end - c->buf) - v->start < 16, 0)) {
+      memset(pad, 0, sizeof pad);
+      memcpy(pad, src, v->len);
+      src = pad;
+    }
     unsigned want = (2u << (v->len - 1)) - 1;
-    if (((printable ? printable_mask16(src) : id_mask16(src)) & want) == want) {
-      _mm_storeu_si128((__m128i *)(void *)out, _mm_loadu_si128((const __m128i *)(const void *)src));
+    if (((printable ? model_json_printable_mask16(src) : model_json_id_mask16(src)) & want) == want) {
+      memcpy(out, src, 16);
       out[v->len] = '\0';
       *out_len = (uint8_t)v->len;
       return true;
     }
   }
-#else
-  (void)c, (void)v, (void)printable, (void)out, (void)out_len;
-#endif
   return false;
 }
 
@@ -393,17 +371,15 @@ static bool check_text(check_t *c, const char *name, const model_json_value_t *v
     return false;
   }
   size_t n;
-#ifdef __SSE2__
   const char *src = c->buf + v->start;
   if (!v->escaped && v->len <= 32 && max >= 32 && c->end - src >= 32) {
-    /* A short plain text: two 16-byte blocks, no call (bytes past n are
+    /* A short plain text: one 32-byte copy, no call (bytes past n are
      * copied and then overwritten by the NUL or ignored). */
-    _mm_storeu_si128((__m128i *)(void *)out, _mm_loadu_si128((const __m128i *)(const void *)src));
-    _mm_storeu_si128((__m128i *)(void *)(out + 16), _mm_loadu_si128((const __m128i *)(const void *)(src + 16)));
+    memcpy(out, src, 32);
     n = v->len;
-  } else
-#endif
+  } else {
     n = unescape(c, v, out, max);
+  }
   if (n < min || n > max) {
     fault(c, MODEL_REJ_INVALID_VALUE, "%s: %zu bytes, expected %zu..%zu", name, n, min, max);
     return false;
@@ -546,20 +522,16 @@ static __attribute__((noinline)) void check_cmd_id_any(check_t *c, const model_j
     n = v->len;
     if (n <= MODEL_CMD_ID_MAX) {
       unsigned bad = 0;
-#ifdef __SSE2__
       size_t blocks = (n + 15) / 16;
       if ((size_t)((const unsigned char *)c->end - src) >= blocks * 16) {
         /* Whole 16-byte blocks (bytes past n are copied and ignored). */
         for (size_t b = 0; b < blocks; b++) {
           size_t left = n - b * 16;
           unsigned want = left >= 16 ? 0xFFFFu : (1u << left) - 1;
-          bad |= (printable_mask16(src + b * 16) & want) ^ want;
-          _mm_storeu_si128((__m128i *)(void *)(cmd->id + b * 16),
-                           _mm_loadu_si128((const __m128i *)(const void *)(src + b * 16)));
+          bad |= (model_json_printable_mask16(src + b * 16) & want) ^ want;
+          memcpy(cmd->id + b * 16, src + b * 16, 16);
         }
-      } else
-#endif
-      {
+      } else {
         for (size_t i = 0; i < n; i++) {
           bad |= (unsigned)(src[i] - 0x21u) > 0x7Eu - 0x21u;
           cmd->id[i] = (char)src[i];

@@ -1,21 +1,19 @@
 /* Strict JSON scanner: see json_scan.h for the contract.
  *
  * Design notes (the why):
- * - Two paths. Most commands are written the same plain way: one object of
- *   known keys, no whitespace, string values without escapes, and a
+ * - Two paths. Most commands, whoever writes them, are one object of known
+ *   keys in any order and spacing, string values without escapes, and a
  *   sub-object of the same kind. The plain path (plain_object in
- *   json_scan_run.h) scans exactly that shape and nothing else: each key is
- *   matched in place against the schema name expected next, together with
- *   the ',' before it and the '"' ':' after it (one 16-byte compare with
- *   the schema's member pattern, or one built from the name), values
- *   are lexed and captured, a repeated name or anything outside the shape
- *   (an unknown key, an escape, a nested array, a number or literal that is
- *   not one) makes it give up without reporting anything. Text of that shape
- *   is valid JSON, valid UTF-8 (checked as it goes), has no duplicate keys
- *   (one bit per name) and no U+0000 (that needs an escape), so when the
- *   plain path gets to the end, the scan is done. Otherwise the full scan
- *   below starts over from the first byte and decides; the plain path's
- *   partial captures are discarded.
+ *   json_scan_run.h) scans exactly that shape: a key's first two bytes pick
+ *   the one schema name it may be (model_json_slots_t), compared in place
+ *   with its '"' and ':' in one 16-byte compare; values are lexed and
+ *   captured; a repeated name or anything outside the shape (an unknown key,
+ *   an escape, a nested array, a bad number or literal) makes it give up
+ *   without reporting anything. Text of that shape is valid JSON, valid
+ *   UTF-8 (checked as it goes), has no duplicate keys (one bit per name) and
+ *   no U+0000 (that needs an escape), so when the plain path gets to the
+ *   end, the scan is done. Otherwise the full scan below starts over from
+ *   the first byte and decides.
  * - One pass over the text with an explicit container stack and gotos
  *   instead of recursion: no depth-dependent C stack use and no per-value
  *   function calls on the hot path. The loop (json_scan_run.h) is compiled
@@ -72,7 +70,6 @@ typedef struct {
   uint8_t role;
   uint8_t big;      /* object past SMALL_KEYS keys: duplicates checked at its close */
   uint32_t seen;    /* object: schema names met so far (bit i: name i) */
-  uint8_t guess;    /* object: the schema name its next key is tried against first */
   size_t key_base;  /* object: index of its first key in keys[] */
   size_t index;     /* array: index of the current element */
   size_t name_key;  /* keys[] index of the key naming this container in its parent object */
@@ -315,44 +312,6 @@ static int key_cmp(const unsigned char *base, const keyrec_t *a, const keyrec_t 
   }
 }
 
-/* ------------------------------------------------------------- details */
-
-size_t model_json_escape_detail(const char *str, size_t n, size_t max_chars, char *out, size_t cap) {
-  static const char hex[] = "0123456789abcdef";
-  const unsigned char *s = (const unsigned char *)str;
-  size_t o = 0, chars = 0;
-  if (max_chars + 4 > cap) max_chars = cap > 8 ? cap - 8 : 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned c = s[i];
-    char tmp[4];
-    size_t k;
-    if (c >= 0x20 && c <= 0x7E && c != '"' && c != '\\') {
-      tmp[0] = (char)c;
-      k = 1;
-    } else if (c == '"' || c == '\\') {
-      tmp[0] = '\\';
-      tmp[1] = (char)c;
-      k = 2;
-    } else {
-      tmp[0] = '\\';
-      tmp[1] = 'x';
-      tmp[2] = hex[c >> 4];
-      tmp[3] = hex[c & 15];
-      k = 4;
-    }
-    if (chars + k > max_chars || o + k + 4 > cap) {
-      memcpy(out + o, "...", 3);
-      o += 3;
-      break;
-    }
-    memcpy(out + o, tmp, k);
-    o += k;
-    chars += k;
-  }
-  out[o] = '\0';
-  return o;
-}
-
 static void set_error(scan_t *s, model_json_status_t st, const unsigned char *at, const char *fmt,
                       const char *arg) {
   model_json_result_t *r = s->res;
@@ -546,6 +505,17 @@ static inline __attribute__((always_inline)) const unsigned char *skip_ws(const 
   return p;
 }
 
+/* Past the whitespace at p, inside an object whose '}' comes before end:
+ * one space (as many producers write after ',' and ':') in one step. */
+static inline __attribute__((always_inline)) const unsigned char *plain_ws(const unsigned char *p,
+                                                                           const unsigned char *end) {
+  if (__builtin_expect(*p <= ' ', 0)) {
+    p += *p == ' ';
+    if (*p <= ' ') p = skip_ws(p, end);
+  }
+  return p;
+}
+
 static inline bool is_digit(unsigned c) { return c - '0' < 10u; }
 
 /* The number at p (a '-' or a digit): where it ends, and *frac_exp
@@ -609,11 +579,10 @@ static inline __attribute__((always_inline)) size_t lex_literal(const unsigned c
 #endif
 
 /* Index of the schema name equal to key k (unescaped), or -1. Both sides are
- * compared as two words of 16 zero-padded bytes. *guess is tried first (keys
- * tend to come in the schema's order) and becomes the name after the match. */
+ * compared as two words of 16 zero-padded bytes. */
 static inline __attribute__((always_inline)) int
 match_key(const scan_t *s, const keyrec_t *k, const char (*names)[MODEL_JSON_KEY_MAX],
-          const uint8_t *lens, size_t n, uint8_t *guess) {
+          const uint8_t *lens, size_t n) {
   const unsigned char *kp = s->base + k->off;
   size_t kl = k->len;
   uint64_t w[2] = {0, 0};
@@ -636,150 +605,90 @@ match_key(const scan_t *s, const keyrec_t *k, const char (*names)[MODEL_JSON_KEY
       memcpy(w, kp, kl);
     }
   }
-  size_t g = *guess;
   uint64_t nw[2];
-  if (g < n && lens[g] == kl) {
-    memcpy(nw, names[g], 16);
-    if (nw[0] == w[0] && nw[1] == w[1]) {
-      *guess = (uint8_t)(g + 1);
-      return (int)g;
-    }
-  }
   for (size_t i = 0; i < n; i++)
     if (lens[i] == kl) {
       memcpy(nw, names[i], 16);
-      if (nw[0] == w[0] && nw[1] == w[1]) {
-        *guess = (uint8_t)(i + 1);
-        return (int)i;
-      }
+      if (nw[0] == w[0] && nw[1] == w[1]) return (int)i;
     }
   return -1;
 }
 
-/* The name *guess with a closing quote after it, compared with the text at
- * kp (16 bytes readable): its index when the text is exactly that, then the
- * next name becomes the guess; else -1. The text matched is the name's bytes,
- * plain ASCII, so it holds nothing the string lexer would stop at. */
-static inline __attribute__((always_inline)) int guess_key(const unsigned char *kp,
-                                                           const char (*names)[MODEL_JSON_KEY_MAX],
-                                                           const uint8_t *lens, size_t n, uint8_t *guess,
-                                                           size_t *len) {
-#ifdef MODEL_JSON_SWAR
-  size_t g = *guess;
-  if (g >= n || lens[g] >= 16) return -1;
-  size_t l = lens[g];
-  uint64_t w[2], nw[2];
-  memcpy(w, kp, 16);
-  memcpy(nw, names[g], 16);
-  if (l < 8) {
-    nw[0] |= (uint64_t)'"' << (8 * l);
-    if ((w[0] & LOW_BYTES(l + 1)) != nw[0]) return -1;
-  } else {
-    nw[1] |= (uint64_t)'"' << (8 * (l - 8));
-    if (w[0] != nw[0] || (w[1] & LOW_BYTES(l - 7)) != nw[1]) return -1;
+/* The plain path's keys. A match is a name's own bytes, plain ASCII, so
+ * the key holds nothing the string lexer would stop at. */
+#define PLAIN_KEY_MAX 14 /* a key and its '"' ':' within 16 bytes */
+
+/* A slot's entry for two or more names (model_json_slots_t.index). */
+#define SLOT_SHARED 0xFF
+
+/* The slot of the text at kp: its first two bytes, hashed. For a name,
+ * they are the name's first two bytes, or its only byte and the closing
+ * quote, or the closing quote and the colon: bytes of the pattern a key
+ * is compared with, so that a key has the slot of the one name it can be. */
+static inline __attribute__((always_inline)) unsigned slot_of(const unsigned char *kp) {
+  uint16_t w;
+  memcpy(&w, kp, 2);
+  return ((uint32_t)w * 0x85EBCA6Bu) >> 26;
+}
+
+void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n,
+                      model_json_slots_t *slots) {
+  memset(slots, 0, sizeof *slots);
+  for (size_t i = 0; i < n && i < MODEL_JSON_NAMES_MAX; i++) {
+    if (lens[i] > PLAIN_KEY_MAX) continue; /* never matched in place: the full scan decides */
+    unsigned char *pat = slots->pat[i];
+    memcpy(pat, names[i], lens[i]);
+    pat[lens[i]] = '"';
+    pat[lens[i] + 1] = ':';
+    slots->mask[i] = (4u << lens[i]) - 1;
+    slots->skip[i] = (uint8_t)(lens[i] + 2);
+    unsigned h = slot_of(pat);
+    slots->index[h] = slots->index[h] ? SLOT_SHARED : (uint8_t)(i + 1);
   }
-  *guess = (uint8_t)(g + 1);
-  *len = l;
-  return (int)g;
-#else
-  (void)kp, (void)names, (void)lens, (void)n, (void)guess, (void)len;
-  return -1;
-#endif
 }
 
-/* The plain path's key tests. A match is a name's own bytes, plain ASCII,
- * so the key holds nothing the string lexer would stop at. The quote and
- * colon after the name come from key_tails, read as bytes (either byte
- * order), and only the bytes of the pattern are compared. */
-#define PLAIN_KEY_MAX 13 /* a key and its '"' ':' within 16 bytes */
-#define PLAIN_SEP_MAX 12 /* ',' '"', a key and its '"' ':' within 16 bytes */
-#define PLAIN_CLOSED (-2) /* plain_next: the object's '}' came instead of a key */
-
-/* Where the plain path is after a key: p at its value and i its name index,
- * or i < 0 (plain_next). Returned in two registers. */
-typedef struct {
-  const unsigned char *p;
-  int i;
-} plain_at_t;
-
-/* '"' ':' at bytes 16 and 17: the 16 bytes from key_tails + 16 - l put them
- * right after a name of l bytes. */
-static const unsigned char key_tails[32] = {[16] = '"', [17] = ':'};
-
-/* The text at kp (16 bytes readable) is name `name` (l <= PLAIN_KEY_MAX
- * bytes, zero-padded to 16), '"' and ':'. */
-static inline __attribute__((always_inline)) bool plain_key_is(const unsigned char *kp, const char *name,
-                                                               size_t l) {
+/* The text at kp (16 bytes readable) is the pattern of name i. */
+static inline __attribute__((always_inline)) bool slot_is(const unsigned char *kp, const model_json_slots_t *slots,
+                                                          size_t i) {
 #ifdef MODEL_JSON_HAVE_SSE2
-  __m128i want = _mm_or_si128(_mm_loadu_si128((const __m128i *)(const void *)name),
-                              _mm_loadu_si128((const __m128i *)(const void *)(key_tails + 16 - l)));
-  unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)kp), want));
-  return (~eq & ((4u << l) - 1)) == 0;
+  unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)kp),
+                                                           _mm_load_si128((const __m128i *)(const void *)slots->pat[i])));
+  return (eq & slots->mask[i]) == slots->mask[i];
 #else
-  return memcmp(kp, name, l) == 0 && kp[l] == '"' && kp[l + 1] == ':';
+  return memcmp(kp, slots->pat[i], slots->skip[i]) == 0;
 #endif
 }
 
-/* ',' '"' then, after a name of l bytes, '"' ':' (l <= PLAIN_SEP_MAX), and
- * the bits of the movemask that pattern fills; for a longer name (up to
- * MODEL_JSON_KEY_MAX), a bit (16) that no 16-byte compare sets, so that it
- * never matches. */
-#define SEP_ROW(l) [l] = {',', '"', [(l) + 2] = '"', [(l) + 3] = ':'}
-static const unsigned char sep_tails[MODEL_JSON_KEY_MAX + 1][16] = {
-    SEP_ROW(0), SEP_ROW(1), SEP_ROW(2), SEP_ROW(3),  SEP_ROW(4),  SEP_ROW(5), SEP_ROW(6),
-    SEP_ROW(7), SEP_ROW(8), SEP_ROW(9), SEP_ROW(10), SEP_ROW(11), SEP_ROW(12)};
-#undef SEP_ROW
-static const uint32_t sep_masks[MODEL_JSON_KEY_MAX + 1] = {0xF,    0x1F,    0x3F,    0x7F,    0xFF,   0x1FF,
-                                                           0x3FF,  0x7FF,   0xFFF,   0x1FFF,  0x3FFF, 0x7FFF,
-                                                           0xFFFF, 0x10000, 0x10000, 0x10000, 0x10000};
-
-/* The text at p (16 bytes readable) is ',' '"', name `name` (l bytes), '"'
- * and ':': the end of a member and the next key, written without
- * whitespace, in one compare. */
-static inline __attribute__((always_inline)) bool plain_sep_is(const unsigned char *p, const char *name, size_t l) {
-#ifdef MODEL_JSON_HAVE_SSE2
-  __m128i want = _mm_or_si128(_mm_slli_si128(_mm_loadu_si128((const __m128i *)(const void *)name), 2),
-                              _mm_loadu_si128((const __m128i *)(const void *)sep_tails[l]));
-  unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p), want));
-  return (~eq & sep_masks[l]) == 0;
-#else
-  return l <= PLAIN_SEP_MAX && p[0] == ',' && p[1] == '"' && memcmp(p + 2, name, l) == 0 && p[l + 2] == '"' &&
-         p[l + 3] == ':';
-#endif
-}
-
-/* plain_sep_is with the pattern given, MODEL_JSON_SEP(name) for a name of
- * l bytes. */
-static inline __attribute__((always_inline)) bool plain_sep_at(const unsigned char *p, const char *sep, size_t l) {
-#ifdef MODEL_JSON_HAVE_SSE2
-  unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p),
-                                                           _mm_loadu_si128((const __m128i *)(const void *)sep)));
-  return (~eq & sep_masks[l]) == 0;
-#else
-  return l <= PLAIN_SEP_MAX && memcmp(p, sep, l + 4) == 0;
-#endif
-}
-
-/* The plain path's key lookup: the index of the name whose key (with its
- * '"' and ':') starts at kp, or -1. The names are tried from guess (<= n),
- * the one after the last matched, round to the one before it: keys tend to
- * come in the schema's order, optional ones left out. Near the end of the
- * text the bytes left are compared from a zero-padded copy (a match needs
- * its l + 2 bytes nonzero, so it never matches the padding). */
-static inline __attribute__((always_inline)) int plain_key(const unsigned char *kp, const unsigned char *end,
-                                                           const char (*names)[MODEL_JSON_KEY_MAX],
-                                                           const uint8_t *lens, size_t n, size_t guess) {
+/* plain_key for the rare cases: fewer than 16 bytes left after kp (they
+ * are compared from a zero-padded copy; a pattern's bytes are nonzero, so
+ * it never matches the padding), or a slot that several names share. */
+static __attribute__((noinline)) int plain_key_rare(const unsigned char *kp, const unsigned char *end,
+                                                    size_t n, const model_json_slots_t *slots) {
   unsigned char pad[16];
   if (end - kp < 16) {
     memset(pad, 0, sizeof pad);
     memcpy(pad, kp, (size_t)(end - kp));
     kp = pad;
   }
-  for (size_t k = 0, i = guess; k < n; k++, i++) {
-    if (i == n) i = 0;
-    if (lens[i] <= PLAIN_KEY_MAX && plain_key_is(kp, names[i], lens[i])) return (int)i;
+  unsigned e = slots->index[slot_of(kp)];
+  if (e == SLOT_SHARED) {
+    for (size_t i = 0; i < n; i++)
+      if (slots->skip[i] && slot_is(kp, slots, i)) return (int)i;
+    return -1;
   }
-  return -1;
+  return e && slot_is(kp, slots, e - 1) ? (int)e - 1 : -1;
+}
+
+/* The plain path's key lookup: the index of the name whose key, with its
+ * '"' and ':', starts at kp, or -1. `safe` is end - 16: before it, 16 bytes
+ * are readable. */
+static inline __attribute__((always_inline)) int plain_key(const unsigned char *kp, const unsigned char *safe,
+                                                           const unsigned char *end, size_t n,
+                                                           const model_json_slots_t *slots) {
+  if (__builtin_expect(kp > safe, 0)) return plain_key_rare(kp, end, n, slots);
+  unsigned e = slots->index[slot_of(kp)];
+  if (__builtin_expect(e - 1u >= SLOT_SHARED - 1u, 0)) return e ? plain_key_rare(kp, end, n, slots) : -1;
+  return slot_is(kp, slots, e - 1) ? (int)e - 1 : -1;
 }
 
 /* The type of the value that starts with byte c (syntax aside). */

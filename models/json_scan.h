@@ -1,7 +1,8 @@
 /* model_json: a strict, allocation-free JSON scanner with schema-directed
  * extraction (RFC 8259, plus the global rules of a command: UTF-8, no
  * duplicate keys, no U+0000). A text of the plain shape commands are written
- * in is scanned in one pass; any other text in at most two (json_scan.c).
+ * in, whatever its key order and spacing, is scanned in one pass; any other
+ * text in at most two (json_scan.c).
  *
  * Why not a DOM parser: decoding is the worker's hot path, a tree per
  * command is work thrown away, and none of the common libraries enforce every
@@ -89,18 +90,31 @@ typedef struct model_json_schema {
   const char (*sub_keys)[MODEL_JSON_KEY_MAX];
   const uint8_t *sub_lens;
   size_t n_sub; /* at most MODEL_JSON_NAMES_MAX */
-  /* Optional, per list (NULL: built from the names as they are needed): for
-   * each name, MODEL_JSON_SEP(name), the text between one member's value
-   * and the next member's value when that member is this name, written
-   * plainly. The scan compares it with the text in place. */
-  const char (*root_seps)[MODEL_JSON_KEY_MAX];
-  const char (*sub_seps)[MODEL_JSON_KEY_MAX];
+  /* Per list, model_json_slots() of its names: where the scan finds the
+   * name a key may be. Optional (NULL: every text takes the full scan). */
+  const struct model_json_slots *root_slots;
+  const struct model_json_slots *sub_slots;
 } model_json_schema_t;
 
-/* ',' '"' name '"' ':' for a name given as a string literal; names longer
- * than 12 bytes do not fit (their entry is never compared in full, so its
- * content does not matter). */
-#define MODEL_JSON_SEP(name) ",\"" name "\":"
+/* Entries of a list's table of slots (model_json_slots). */
+#define MODEL_JSON_SLOTS 64
+
+/* How the scan goes from a key's first two bytes to the one name of a list
+ * it may be, in any order of the keys: the slot of those bytes names the
+ * candidate, whose pattern (the name, '"' and ':') is compared with the
+ * text in one compare. Filled by model_json_slots; read only by the scan. */
+typedef struct model_json_slots {
+  unsigned char pat[MODEL_JSON_NAMES_MAX][16] __attribute__((aligned(16))); /* name '"' ':', zero-padded */
+  uint32_t mask[MODEL_JSON_NAMES_MAX]; /* bit k: byte k of pat is compared */
+  uint8_t skip[MODEL_JSON_NAMES_MAX];  /* bytes from a key's first byte to its value: length + 2 */
+  uint8_t index[MODEL_JSON_SLOTS];     /* 0: no name; i + 1: name i; 0xFF: several, compared in turn */
+} model_json_slots_t;
+
+/* Fills *slots for names[0..n) of lengths lens (n <= MODEL_JSON_NAMES_MAX).
+ * A schema holds one for each of its lists; fill it once, before the first
+ * scan with the schema. */
+void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n,
+                      model_json_slots_t *slots);
 
 typedef enum {
   MODEL_JSON_OK = 0,
@@ -155,8 +169,9 @@ size_t model_utf8_check(const char *s, size_t n);
 size_t model_json_unescape(const char *s, size_t n, bool escaped, char *out, size_t cap);
 
 /* Writes s[0..n) to out (size cap >= 8, always NUL-terminated) as printable
- * ASCII for error details: bytes outside 0x20..0x7E and '"' and '\' become
- * \xHH or \" \\; past max_chars output characters it ends with "...".
+ * ASCII for error details (json_detail.c): bytes outside 0x20..0x7E and '"'
+ * and '\' become \xHH or \" \\; past max_chars output characters it ends
+ * with "...".
  * Returns the length written. */
 size_t model_json_escape_detail(const char *s, size_t n, size_t max_chars, char *out, size_t cap);
 

@@ -85,7 +85,6 @@ value: {
     f->big = 0;
     f->index = 0;
     f->seen = 0;
-    f->guess = 0;
     f->key_base = s->nkeys;
     if (*p == '{') {
       f->is_array = 0;
@@ -204,21 +203,8 @@ key: {
   if (p == end || *p != '"') SYNTAX(p, "expected a string key");
 key_quote:; /* p is at the key's opening quote */
   bool esc = false;
-  const unsigned char *q = NULL;
-  int i = -1;
-  if (f->role != ROLE_OTHER && end - p >= 17) {
-    /* The key expected next, with its closing quote, compared in place:
-     * when it is there, the key needs no lexing (schema names are plain
-     * ASCII) and no search. */
-    size_t kl;
-    i = f->role == ROLE_ROOT ? guess_key(p + 1, schema->root_keys, schema->root_lens, schema->n_root, &f->guess, &kl)
-                             : guess_key(p + 1, schema->sub_keys, schema->sub_lens, schema->n_sub, &f->guess, &kl);
-    if (i >= 0) q = p + 1 + kl;
-  }
-  if (!q) {
-    q = SCAN_NAME(lex_string)(s, p, &esc, true);
-    if (!q) return false;
-  }
+  const unsigned char *q = SCAN_NAME(lex_string)(s, p, &esc, true);
+  if (!q) return false;
   if (s->nkeys == s->cap) grow_keys(s);
   keyrec_t *k = &s->keys[s->nkeys];
   k->off = (size_t)(p + 1 - base);
@@ -226,9 +212,8 @@ key_quote:; /* p is at the key's opening quote */
   k->esc = esc;
   k->known = -1;
   if (f->role != ROLE_OTHER) {
-    if (i < 0)
-      i = f->role == ROLE_ROOT ? match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root, &f->guess)
-                               : match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub, &f->guess);
+    int i = f->role == ROLE_ROOT ? match_key(s, k, schema->root_keys, schema->root_lens, schema->n_root)
+                                 : match_key(s, k, schema->sub_keys, schema->sub_lens, schema->n_sub);
     if (i >= 0) {
       k->known = (int8_t)i;
       if (f->seen & (1u << i)) {
@@ -265,16 +250,24 @@ key_quote:; /* p is at the key's opening quote */
 #undef POP
 
 /* The plain path (see json_scan.c). plain_object scans the members of one
- * object of the plain shape: p is past its '{', names[0..n) its schema names
- * and vals their slots. A member's value is a string without escapes, a
- * number, a literal, or, when the member is name sub_index, an object that
- * plain_sub scans the same way with the schema's sub names. It returns the
- * byte after the closing '}', with every member's value captured as scan_run
- * captures it; or NULL as soon as the text leaves the shape (the caller then
- * scans it again with scan_run, which reports what is wrong if anything).
- * The common member, a key in the schema's order and a string value, is
- * inline; everything else is out of line, to keep the loop's state in
- * registers. */
+ * object of the plain shape: p is past its '{', slots its schema names and
+ * vals where their values go. Keys come in any order, each one a schema name written
+ * without escapes, with whitespace where JSON allows it but before a ':'. A
+ * member's value is a string without escapes, a number, a literal, or, when
+ * the member is name sub_index, an object that plain_sub scans the same way
+ * with the schema's sub names. It returns the byte after the closing '}',
+ * with every member's value captured as scan_run captures it; or NULL as
+ * soon as the text leaves the shape (the caller then scans it again with
+ * scan_run, which reports what is wrong if anything). The common members,
+ * a string or a positive integer, are inline; everything else is out of
+ * line, to keep the loop's state in registers.
+ *
+ * The text ends with a '}' (end[-1]: the caller trims the whitespace after
+ * it), which serves as a sentinel: every step inside an object stops at or
+ * before a '}' (a key's pattern ends with ':', a string with '"', a number
+ * at its first other byte, whitespace at its first other byte), so a byte
+ * is read without comparing p with end, except after a nested object, which
+ * may end at that last '}'. */
 
 SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const unsigned char *base, const unsigned char *p,
                                                            const unsigned char *end,
@@ -354,61 +347,23 @@ SCAN_NAME(plain_value)(const unsigned char *base, const unsigned char *p, const 
   }
 }
 
-/* What follows a value (or, `first`, an object's '{') other than ',' and
- * the key expected next written plainly: whitespace, ',' and any schema key,
- * or the object's '}'. Returns the key's name index with p at its value
- * (before the end of the text), PLAIN_CLOSED with p past the '}', or -1. */
-SCAN_ATTR static __attribute__((noinline)) plain_at_t SCAN_NAME(plain_next)(const unsigned char *p,
-                                                                            const unsigned char *end,
-                                                                            const char (*names)[MODEL_JSON_KEY_MAX],
-                                                                            const uint8_t *lens, size_t n,
-                                                                            size_t guess, bool first) {
-  plain_at_t r = {NULL, -1};
-  if (p < end && *p <= ' ') p = skip_ws(p, end);
-  if (p == end) return r;
-  if (*p == '}') {
-    r.p = p + 1;
-    r.i = PLAIN_CLOSED;
-    return r;
-  }
-  if (!first) {
-    if (*p != ',') return r;
-    p++;
-    if (p < end && *p <= ' ') p = skip_ws(p, end);
-  }
-  if (p == end || *p != '"') return r;
-  r.i = plain_key(p + 1, end, names, lens, n, guess);
-  if (r.i >= 0) {
-    r.p = p + 1 + lens[r.i] + 2;
-    if (r.p == end) r.i = -1; /* a value must follow */
-  }
-  return r;
-}
-
 SCAN_ATTR static inline __attribute__((always_inline)) const unsigned char *
 SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const unsigned char *end,
-                        const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens,
-                        const char (*seps)[MODEL_JSON_KEY_MAX], size_t n, model_json_value_t *vals,
-                        int sub_index, const model_json_schema_t *schema, model_json_value_t *sub_vals) {
-  /* The names met so far are those of seen and run..i: the members read
-   * since the last key out of order are names run, run + 1, ..., i, and
-   * seen holds the names before them. So a key in order (i + 1) is a repeat
-   * only if it is in seen, and seen is brought up to date only when a key
-   * comes out of order. */
-  uint32_t seen = 0;
-  size_t i = 0, run;
-  if (end - p >= 17 && p[0] == '"' && lens[0] <= PLAIN_KEY_MAX && plain_key_is(p + 1, names[0], lens[0])) {
-    /* the first name first, written plainly */
-    p += 1 + lens[0] + 2;
-  } else {
-    plain_at_t at = SCAN_NAME(plain_next)(p, end, names, lens, n, 0, true);
-    if (at.i < 0) return at.i == PLAIN_CLOSED ? at.p : NULL;
-    p = at.p;
-    i = (size_t)at.i;
-  }
-  run = i;
+                        const model_json_slots_t *slots, size_t n, model_json_value_t *vals, int sub_index,
+                        const model_json_schema_t *schema, model_json_value_t *sub_vals) {
+  uint32_t seen = 0; /* the names met so far (bit i: name i) */
+  const unsigned char *const safe = end - base >= 16 ? end - 16 : base; /* keys start past base */
+  p = plain_ws(p, end);
+  if (*p == '}') return p + 1;
   for (;;) {
-    /* p is at the value of member i, before the end of the text */
+    /* p is at a key's opening quote, or the text leaves the shape */
+    if (*p != '"') return NULL;
+    int i = plain_key(p + 1, safe, end, n, slots);
+    if (i < 0 || ((seen >> i) & 1)) return NULL;
+    seen |= 1u << i;
+    p += 1 + slots->skip[i];
+    p = plain_ws(p, end);
+    /* p is at the value of member i */
     model_json_value_t *c = &vals[i];
     if (*p == '"') {
       const unsigned char *q = SCAN_STOP(p + 1, end, base);
@@ -426,8 +381,8 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
        * number goes out of line. */
       const unsigned char *st = p;
       do p++;
-      while (p < end && is_digit(*p));
-      if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) {
+      while (is_digit(*p));
+      if (*p == '.' || *p == 'e' || *p == 'E') {
         p = SCAN_NAME(plain_value)(base, st, end, c, false, schema, sub_vals);
         if (!p) return NULL;
       } else {
@@ -439,25 +394,16 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
       }
     } else {
       p = SCAN_NAME(plain_value)(base, p, end, c, (int)i == sub_index, schema, sub_vals);
-      if (!p) return NULL;
+      if (!p || p == end) return NULL;
     }
-    /* The name after this one is the key expected next: keys tend to come
-     * in the schema's order. */
-    size_t guess = i + 1;
-    if (end - p > 16 && guess < n &&
-        (seps ? plain_sep_at(p, seps[guess], lens[guess]) : plain_sep_is(p, names[guess], lens[guess]))) {
-      if ((seen >> guess) & 1) return NULL;
-      i = guess;
-      p += 2 + lens[guess] + 2;
+    /* then ',' and the next key, or the object's end */
+    p = plain_ws(p, end);
+    if (*p == ',') {
+      p++;
+      p = plain_ws(p, end);
       continue;
     }
-    if (p < end && *p == '}') return p + 1;
-    plain_at_t at = SCAN_NAME(plain_next)(p, end, names, lens, n, guess, false);
-    if (at.i < 0) return at.i == PLAIN_CLOSED ? at.p : NULL;
-    seen |= (2u << i) - (1u << run); /* names run..i (i <= 31: the shift wraps to 0 at 31, as wanted) */
-    if ((seen >> at.i) & 1) return NULL;
-    p = at.p;
-    i = run = (size_t)at.i;
+    return *p == '}' ? p + 1 : NULL;
   }
 }
 
@@ -467,8 +413,7 @@ SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const unsigned char *
                                                            const unsigned char *end,
                                                            const model_json_schema_t *schema,
                                                            model_json_value_t *sub_vals) {
-  return SCAN_NAME(plain_object)(base, p, end, schema->sub_keys, schema->sub_lens, schema->sub_seps, schema->n_sub,
-                                 sub_vals, -1, schema, sub_vals);
+  return SCAN_NAME(plain_object)(base, p, end, schema->sub_slots, schema->n_sub, sub_vals, -1, schema, sub_vals);
 }
 
 /* This kernel's whole scan (model_json_scan() has marked every value
@@ -479,11 +424,13 @@ SCAN_ATTR static bool SCAN_NAME(scan)(const char *buf, size_t len, const model_j
                                       model_json_value_t *root_vals, model_json_value_t *sub_vals,
                                       model_json_result_t *res) {
   const unsigned char *base = (const unsigned char *)buf, *end = base + len;
-  const unsigned char *p = skip_ws(base, end);
-  if (p < end && *p == '{') {
-    p = SCAN_NAME(plain_object)(base, p + 1, end, schema->root_keys, schema->root_lens, schema->root_seps,
-                                schema->n_root, root_vals, schema->sub_index, schema, sub_vals);
-    if (p && skip_ws(p, end) == end) {
+  const unsigned char *p = skip_ws(base, end), *last = end; /* last: the end of the text but whitespace */
+  while (last > p && (last[-1] == ' ' || last[-1] == '\n' || last[-1] == '\r' || last[-1] == '\t')) last--;
+  if (last - p >= 2 && *p == '{' && last[-1] == '}' && schema->root_slots &&
+      (schema->sub_index < 0 || schema->sub_slots)) {
+    p = SCAN_NAME(plain_object)(base, p + 1, last, schema->root_slots, schema->n_root, root_vals, schema->sub_index,
+                                schema, sub_vals);
+    if (p == last) {
       res->top = MODEL_JSON_OBJECT;
       return true;
     }

@@ -129,4 +129,40 @@ model_json_stop_avx2(const unsigned char *p, const unsigned char *end, const uns
 }
 #endif
 
+/* model_json_id_mask16, model_json_printable_mask16: the value checks of a
+ * command (command.c) on 16 bytes at p, all readable. Bit i is set when
+ * byte i is an id character (a letter, a digit, '-' or '_') / printable
+ * ASCII 0x21..0x7e. The same bits on every target: one SSE2 vector where
+ * the target has it (a range test is one add that moves the range's first
+ * byte to -128 and one signed compare), else byte by byte. */
+static inline __attribute__((always_inline)) unsigned model_json_id_mask16(const unsigned char *p) {
+#ifdef MODEL_JSON_HAVE_SSE2
+  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+  __m128i letter = _mm_cmplt_epi8(_mm_add_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8(0x80 - 'a')),
+                                  _mm_set1_epi8(-128 + 26));
+  __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8(0x80 - '0')), _mm_set1_epi8(-128 + 10));
+  __m128i punct = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
+  return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), punct));
+#else
+  unsigned m = 0;
+  for (unsigned i = 0; i < 16; i++) {
+    unsigned c = p[i];
+    m |= (unsigned)((c | 0x20) - 'a' < 26u || c - '0' < 10u || c == '-' || c == '_') << i;
+  }
+  return m;
+#endif
+}
+
+static inline __attribute__((always_inline)) unsigned model_json_printable_mask16(const unsigned char *p) {
+#ifdef MODEL_JSON_HAVE_SSE2
+  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+  return (unsigned)_mm_movemask_epi8(
+      _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(0x80 - 0x21))), _mm_set1_epi8(-128 + 0x7E - 0x21 + 1)));
+#else
+  unsigned m = 0;
+  for (unsigned i = 0; i < 16; i++) m |= (unsigned)(p[i] - 0x21u <= 0x7Eu - 0x21u) << i;
+  return m;
+#endif
+}
+
 #endif

@@ -7,9 +7,10 @@
  *   byte for byte, and every field of a decoded command;
  * - model_json_scan() with every kernel and with the scanner as it was
  *   before the kernels (ref_json_scan.h), under a schema shaped like a
- *   command's, with and without its member patterns (MODEL_JSON_SEP), which
- *   must agree on status, offset, detail, top-level type and every captured
- *   value.
+ *   command's, with its slots (model_json_slots: the plain path, then the
+ *   full scan when the text leaves it) and without (the full scan alone),
+ *   which must agree on status, offset, detail, top-level type and every
+ *   captured value.
  * It returns NULL when all agree, else a one-line description of the first
  * difference (in a static buffer). It leaves the kernel choice on AUTO.
  * Include in one translation unit only. */
@@ -78,12 +79,6 @@ static const char *const scan_diff_root_p[8] = {"id", "type", "tenant", "assignm
                                                 "student", "version", "ts", "data"};
 static const char *const scan_diff_sub_p[8] = {"class", "title", "status", "dueAt",
                                                "points", "submittedAt", "returnedAt", "feedback"};
-static const char scan_diff_root_seps[8][MODEL_JSON_KEY_MAX] = {
-    MODEL_JSON_SEP("id"),      MODEL_JSON_SEP("type"),    MODEL_JSON_SEP("tenant"), MODEL_JSON_SEP("assignment"),
-    MODEL_JSON_SEP("student"), MODEL_JSON_SEP("version"), MODEL_JSON_SEP("ts"),     MODEL_JSON_SEP("data")};
-static const char scan_diff_sub_seps[8][MODEL_JSON_KEY_MAX] = {
-    MODEL_JSON_SEP("class"),  MODEL_JSON_SEP("title"),       MODEL_JSON_SEP("status"),     MODEL_JSON_SEP("dueAt"),
-    MODEL_JSON_SEP("points"), MODEL_JSON_SEP("submittedAt"), MODEL_JSON_SEP("returnedAt"), MODEL_JSON_SEP("feedback")};
 static const uint8_t scan_diff_root_l[8] = {2, 4, 6, 10, 7, 7, 2, 4};
 static const uint8_t scan_diff_sub_l[8] = {5, 5, 6, 5, 6, 11, 10, 8};
 
@@ -114,9 +109,12 @@ static const char *scan_diff(const uint8_t *data, size_t n, size_t max_bytes) {
   /* The scanner alone, against the one before the kernels. */
   ref_json_schema_t rs = {scan_diff_root_p, scan_diff_root_l, 8, 7, scan_diff_sub_p, scan_diff_sub_l, 8};
   model_json_schema_t ms = {scan_diff_root, scan_diff_root_l, 8, 7, scan_diff_sub, scan_diff_sub_l, 8, NULL, NULL};
-  model_json_schema_t ms_seps = ms; /* with the member patterns given */
-  ms_seps.root_seps = scan_diff_root_seps;
-  ms_seps.sub_seps = scan_diff_sub_seps;
+  model_json_schema_t ms_slots = ms; /* with the slots: the plain path first */
+  static model_json_slots_t root_slots, sub_slots;
+  model_json_slots(scan_diff_root, scan_diff_root_l, 8, &root_slots);
+  model_json_slots(scan_diff_sub, scan_diff_sub_l, 8, &sub_slots);
+  ms_slots.root_slots = &root_slots;
+  ms_slots.sub_slots = &sub_slots;
   model_json_value_t ref_root[8], ref_sub[8];
   model_json_result_t ref_res;
   bool ref_ok = ref_json_scan((const char *)data, n, &rs, ref_root, ref_sub, &ref_res);
@@ -124,15 +122,15 @@ static const char *scan_diff(const uint8_t *data, size_t n, size_t max_bytes) {
   for (size_t k = 0; k < SCAN_DIFF_NK; k++) {
     have[k] = model_json_force_kernel(scan_diff_kernels[k]);
     if (!have[k]) continue;
-    for (int with_seps = 0; with_seps < 2; with_seps++) {
+    for (int with_slots = 0; with_slots < 2; with_slots++) {
       model_json_value_t root[8], sub[8];
       model_json_result_t res;
-      bool sok = model_json_scan((const char *)data, n, with_seps ? &ms_seps : &ms, root, sub, &res);
+      bool sok = model_json_scan((const char *)data, n, with_slots ? &ms_slots : &ms, root, sub, &res);
       if (sok != ref_ok || !scan_diff_res_eq(&res, &ref_res, sok)) {
         model_json_force_kernel(MODEL_JSON_KERNEL_AUTO);
         snprintf(scan_diff_msg, sizeof scan_diff_msg,
                  "scan result differs from the reference on kernel %s%s: %d@%zu \"%s\" vs %d@%zu \"%s\"",
-                 model_json_kernel_name(scan_diff_kernels[k]), with_seps ? " (member patterns)" : "",
+                 model_json_kernel_name(scan_diff_kernels[k]), with_slots ? " (slots)" : " (no slots)",
                  (int)res.status, res.offset, res.detail, (int)ref_res.status, ref_res.offset, ref_res.detail);
         return scan_diff_msg;
       }
@@ -140,7 +138,7 @@ static const char *scan_diff(const uint8_t *data, size_t n, size_t max_bytes) {
         for (int i = 0; i < 8; i++)
           if (!scan_diff_val_eq(&root[i], &ref_root[i]) || !scan_diff_val_eq(&sub[i], &ref_sub[i])) {
             model_json_force_kernel(MODEL_JSON_KERNEL_AUTO);
-            return scan_diff_fail(with_seps ? "a captured value (member patterns)" : "a captured value",
+            return scan_diff_fail(with_slots ? "a captured value (slots)" : "a captured value (no slots)",
                                   scan_diff_kernels[k]);
           }
     }

@@ -24,11 +24,16 @@
  * command, one of 12 rejection paths) are added, each as a fraction of the
  * valid commands, and the stream is put in time order or shuffled.
  *
+ * The style (CMDGEN_STYLE_*) says how the lines are written: the same
+ * commands in the schema's key order without spaces (ours), in the key
+ * orders and spacing of other producers, or with UUID command ids.
+ *
  * Same options and seed, same bytes, on any machine. */
 #ifndef CMDGEN_H
 #define CMDGEN_H
 
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +60,7 @@ typedef struct cmdgen_opts {
    * so how many are active rises and falls over the stream; 0 starts them
    * all at once: every assignment is active throughout (a steady load). */
   uint32_t start_spread_days;
+  int style; /* how the lines are written: CMDGEN_STYLE_* (cmdgen_render) */
 } cmdgen_opts_t;
 
 static inline void cmdgen_defaults(cmdgen_opts_t *o) {
@@ -296,16 +302,85 @@ static inline uint32_t cmdgen_mix32(uint32_t x, uint32_t salt) {
   return x ^ (x >> 16);
 }
 
-static inline void cmdgen_put_ts(model_buf_t *b, const char *key, int64_t ms) {
-  char ts[MODEL_TIMESTAMP_LEN + 1];
-  model_timestamp_format(ms, ts);
-  model_buf_printf(b, ",\"%s\":\"%s\"", key, ts);
+/* The ways the stream's lines can be written: the same commands, in
+ * another key order, spacing or id form, as producers other than ours write
+ * them. */
+enum {
+  CMDGEN_STYLE_OURS,      /* schema order (id, type, tenant, assignment, student, version, ts, data), no spaces */
+  CMDGEN_STYLE_REORDERED, /* id, tenant, assignment, version, ts, type, student, data; no spaces */
+  CMDGEN_STYLE_PYTHON,    /* the reordered keys as Python's json.dumps writes them: ", " and ": " */
+  CMDGEN_STYLE_UUID,      /* UUID command ids; keys sorted by name at both levels, no spaces */
+  CMDGEN_STYLE_COUNT
+};
+
+static const char *const cmdgen_style_names[CMDGEN_STYLE_COUNT] = {"ours", "reordered", "python", "uuid"};
+
+/* One member of a line being rendered: its key and its value, as JSON. */
+typedef struct cmdgen_member {
+  const char *key;
+  char val[256];
+  bool set;
+} cmdgen_member_t;
+
+enum { CMDGEN_K_ID, CMDGEN_K_TYPE, CMDGEN_K_TENANT, CMDGEN_K_ASSIGNMENT, CMDGEN_K_STUDENT, CMDGEN_K_VERSION,
+       CMDGEN_K_TS, CMDGEN_K_DATA, CMDGEN_K_COUNT };
+enum { CMDGEN_D_CLASS, CMDGEN_D_TITLE, CMDGEN_D_STATUS, CMDGEN_D_DUE_AT, CMDGEN_D_POINTS, CMDGEN_D_SUBMITTED_AT,
+       CMDGEN_D_RETURNED_AT, CMDGEN_D_FEEDBACK, CMDGEN_D_COUNT };
+
+/* The order each style writes the members in, by the indexes above. */
+static const uint8_t cmdgen_root_order[CMDGEN_STYLE_COUNT][CMDGEN_K_COUNT] = {
+    {CMDGEN_K_ID, CMDGEN_K_TYPE, CMDGEN_K_TENANT, CMDGEN_K_ASSIGNMENT, CMDGEN_K_STUDENT, CMDGEN_K_VERSION, CMDGEN_K_TS,
+     CMDGEN_K_DATA},
+    {CMDGEN_K_ID, CMDGEN_K_TENANT, CMDGEN_K_ASSIGNMENT, CMDGEN_K_VERSION, CMDGEN_K_TS, CMDGEN_K_TYPE, CMDGEN_K_STUDENT,
+     CMDGEN_K_DATA},
+    {CMDGEN_K_ID, CMDGEN_K_TENANT, CMDGEN_K_ASSIGNMENT, CMDGEN_K_VERSION, CMDGEN_K_TS, CMDGEN_K_TYPE, CMDGEN_K_STUDENT,
+     CMDGEN_K_DATA},
+    {CMDGEN_K_ASSIGNMENT, CMDGEN_K_DATA, CMDGEN_K_ID, CMDGEN_K_STUDENT, CMDGEN_K_TENANT, CMDGEN_K_TS, CMDGEN_K_TYPE,
+     CMDGEN_K_VERSION},
+};
+static const uint8_t cmdgen_data_order[CMDGEN_STYLE_COUNT][CMDGEN_D_COUNT] = {
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {CMDGEN_D_CLASS, CMDGEN_D_DUE_AT, CMDGEN_D_FEEDBACK, CMDGEN_D_POINTS, CMDGEN_D_RETURNED_AT, CMDGEN_D_STATUS,
+     CMDGEN_D_SUBMITTED_AT, CMDGEN_D_TITLE},
+};
+
+static inline void cmdgen_set(cmdgen_member_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void cmdgen_set(cmdgen_member_t *m, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->val, sizeof m->val, fmt, ap);
+  va_end(ap);
+  m->set = true;
 }
 
-/* Appends event e as one line, '\n' included. */
+static inline void cmdgen_set_ts(cmdgen_member_t *m, int64_t ms) {
+  char ts[MODEL_TIMESTAMP_LEN + 1];
+  model_timestamp_format(ms, ts);
+  cmdgen_set(m, "\"%s\"", ts);
+}
+
+/* Appends the members that are set, in `order`, as one object's members. */
+static inline void cmdgen_put_members(model_buf_t *b, const cmdgen_member_t *m, const uint8_t *order, size_t n,
+                                      bool spaced, const char *extra_after_id) {
+  bool first = true;
+  for (size_t k = 0; k < n; k++) {
+    const cmdgen_member_t *x = &m[order[k]];
+    if (!x->set) continue;
+    if (!first) model_buf_puts(b, spaced ? ", " : ",");
+    first = false;
+    model_buf_printf(b, spaced ? "\"%s\": %s" : "\"%s\":%s", x->key, x->val);
+    if (extra_after_id && order[k] == CMDGEN_K_ID) model_buf_puts(b, extra_after_id);
+  }
+}
+
+/* Appends event e as one line, '\n' included, in the stream's style. */
 static inline void cmdgen_render(const cmdgen_t *g, const cmdgen_event_t *e, model_buf_t *b) {
   static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyz";
   const cmdgen_opts_t *o = &g->o;
+  int style = o->style;
+  bool spaced = style == CMDGEN_STYLE_PYTHON;
   uint32_t r = e->rnd;
   int bad = e->invalid;
   if (bad == 1) { /* an empty line: invalid_json */
@@ -315,58 +390,81 @@ static inline void cmdgen_render(const cmdgen_t *g, const cmdgen_event_t *e, mod
   size_t start = b->len;
   uint32_t tenant = e->assignment % o->tenants;
   uint32_t class_no = e->assignment / o->tenants % 40; /* 40 classes per tenant share students */
-  char id[16];
-  int idn = snprintf(id, sizeof id, "e%07u", e->seq % 10000000u);
-  for (uint32_t k = 0, extra = cmdgen_mix32(r, 1) % 5; k < extra; k++) id[idn++] = alnum[cmdgen_mix32(r, 2 + k) % 36];
-  id[idn] = 0;
-  if (e->seq >= 10000000u) id[0] = (char)('f' + e->seq / 10000000u % 20); /* keep ids unique past 10 M */
-  if (bad == 2) model_buf_puts(b, "[");                                    /* not_object */
-  model_buf_printf(b, "{\"id\":\"%s%s\"", bad == 3 ? "bad id " : "", id); /* 3: invalid_value */
-  if (bad == 4) model_buf_puts(b, ",\"tenant\":\"x\"");                 /* duplicate_key */
-  model_buf_printf(b, ",\"type\":\"%s\"", bad == 5 ? "grade.removed" : model_cmd_type_name(e->type));
-  model_buf_printf(b, ",\"tenant\":\"%sdistrict-%02u\"", bad == 6 ? "bad " : "", tenant);
-  model_buf_printf(b, ",\"assignment\":\"asg-%06u\"", e->assignment);
+  char id[40];
+  if (style == CMDGEN_STYLE_UUID) { /* a version 4 UUID whose last group is the event's number */
+    snprintf(id, sizeof id, "%08x-%04x-4%03x-%c%03x-%012x", cmdgen_mix32(r, 13), cmdgen_mix32(r, 14) & 0xffff,
+             cmdgen_mix32(r, 15) & 0xfff, "89ab"[cmdgen_mix32(r, 16) & 3], cmdgen_mix32(r, 17) & 0xfff, e->seq);
+  } else {
+    int idn = snprintf(id, sizeof id, "e%07u", e->seq % 10000000u);
+    for (uint32_t k = 0, extra = cmdgen_mix32(r, 1) % 5; k < extra; k++) id[idn++] = alnum[cmdgen_mix32(r, 2 + k) % 36];
+    id[idn] = 0;
+    if (e->seq >= 10000000u) id[0] = (char)('f' + e->seq / 10000000u % 20); /* keep ids unique past 10 M */
+  }
+  cmdgen_member_t m[CMDGEN_K_COUNT] = {{"id", "", false},      {"type", "", false},    {"tenant", "", false},
+                                       {"assignment", "", false}, {"student", "", false}, {"version", "", false},
+                                       {"ts", "", false},      {"data", "", false}};
+  cmdgen_member_t d[CMDGEN_D_COUNT] = {{"class", "", false},       {"title", "", false},  {"status", "", false},
+                                       {"dueAt", "", false},       {"points", "", false}, {"submittedAt", "", false},
+                                       {"returnedAt", "", false}, {"feedback", "", false}};
+  cmdgen_set(&m[CMDGEN_K_ID], "\"%s%s\"", bad == 3 ? "bad id " : "", id); /* 3: invalid_value */
+  cmdgen_set(&m[CMDGEN_K_TYPE], "\"%s\"", bad == 5 ? "grade.removed" : model_cmd_type_name(e->type));
+  cmdgen_set(&m[CMDGEN_K_TENANT], "\"%sdistrict-%02u\"", bad == 6 ? "bad " : "", tenant);
+  cmdgen_set(&m[CMDGEN_K_ASSIGNMENT], "\"asg-%06u\"", e->assignment);
   if (model_cmd_type_has_student(e->type))
-    model_buf_printf(b, ",\"student\":\"stu%05u\"", (class_no * 17 + e->student) % 100000);
-  if (bad == 7) model_buf_puts(b, ",\"version\":\"1\""); /* wrong_type */
-  else if (bad == 8) model_buf_puts(b, ",\"version\":0"); /* invalid_version */
-  else if (bad != 9) model_buf_printf(b, ",\"version\":%llu", (unsigned long long)e->version); /* 9: missing */
-  if (bad == 10) model_buf_puts(b, ",\"ts\":\"2026-02-29T10:00:00Z\""); /* invalid_timestamp */
-  else if (bad == 11) model_buf_puts(b, ",\"ts\":\"2026-09-01T10:00:00\xff\"");  /* invalid_utf8 */
-  else cmdgen_put_ts(b, "ts", e->ts);
+    cmdgen_set(&m[CMDGEN_K_STUDENT], "\"stu%05u\"", (class_no * 17 + e->student) % 100000);
+  if (bad == 7) cmdgen_set(&m[CMDGEN_K_VERSION], "\"1\""); /* wrong_type */
+  else if (bad == 8) cmdgen_set(&m[CMDGEN_K_VERSION], "0"); /* invalid_version */
+  else if (bad != 9) cmdgen_set(&m[CMDGEN_K_VERSION], "%llu", (unsigned long long)e->version); /* 9: missing */
+  if (bad == 10) cmdgen_set(&m[CMDGEN_K_TS], "\"2026-02-29T10:00:00Z\""); /* invalid_timestamp */
+  else if (bad == 11) cmdgen_set(&m[CMDGEN_K_TS], "\"2026-09-01T10:00:00\xff\""); /* invalid_utf8 */
+  else cmdgen_set_ts(&m[CMDGEN_K_TS], e->ts);
   switch (e->type) {
   case MODEL_CMD_ASSIGNMENT_UPSERTED: {
     static const char *const st[] = {"published", "published", "published", "draft", "closed"};
-    model_buf_printf(b, ",\"data\":{\"class\":\"cls-%03u\",\"title\":\"%s\",\"status\":\"%s\"", class_no,
-                     cmdgen_titles[cmdgen_mix32(e->assignment, 3) % 12], st[cmdgen_mix32(r, 4) % 5]);
-    if (cmdgen_mix32(r, 5) % 4) cmdgen_put_ts(b, "dueAt", CMDGEN_T0 + 14 * CMDGEN_DAY + (int64_t)(r % 1000) * CMDGEN_HOUR);
-    else model_buf_puts(b, ",\"dueAt\":null");
-    if (cmdgen_mix32(r, 6) % 5) model_buf_printf(b, ",\"points\":%u", 10 * (1 + cmdgen_mix32(r, 7) % 10));
-    model_buf_putc(b, '}');
+    cmdgen_set(&d[CMDGEN_D_CLASS], "\"cls-%03u\"", class_no);
+    cmdgen_set(&d[CMDGEN_D_TITLE], "\"%s\"", cmdgen_titles[cmdgen_mix32(e->assignment, 3) % 12]);
+    cmdgen_set(&d[CMDGEN_D_STATUS], "\"%s\"", st[cmdgen_mix32(r, 4) % 5]);
+    if (cmdgen_mix32(r, 5) % 4) cmdgen_set_ts(&d[CMDGEN_D_DUE_AT], CMDGEN_T0 + 14 * CMDGEN_DAY + (int64_t)(r % 1000) * CMDGEN_HOUR);
+    else cmdgen_set(&d[CMDGEN_D_DUE_AT], "null");
+    if (cmdgen_mix32(r, 6) % 5) cmdgen_set(&d[CMDGEN_D_POINTS], "%u", 10 * (1 + cmdgen_mix32(r, 7) % 10));
     break;
   }
   case MODEL_CMD_SUBMISSION_UPDATED: {
     uint32_t p = cmdgen_mix32(r, 8) % 100;
     const char *st = p < 55 ? "submitted" : p < 75 ? "returned" : p < 95 ? "working" : "reassigned";
-    model_buf_printf(b, ",\"data\":{\"status\":\"%s\"", st);
-    bool returned = p >= 55 && p < 75;
-    if (p < 75) cmdgen_put_ts(b, "submittedAt", e->ts - (int64_t)(r % 3600000));
-    if (returned) cmdgen_put_ts(b, "returnedAt", e->ts);
-    model_buf_putc(b, '}');
+    cmdgen_set(&d[CMDGEN_D_STATUS], "\"%s\"", st);
+    if (p < 75) cmdgen_set_ts(&d[CMDGEN_D_SUBMITTED_AT], e->ts - (int64_t)(r % 3600000));
+    if (p >= 55 && p < 75) cmdgen_set_ts(&d[CMDGEN_D_RETURNED_AT], e->ts);
     break;
   }
   case MODEL_CMD_GRADE_UPDATED: {
     uint32_t p = cmdgen_mix32(r, 9) % 100, q = cmdgen_mix32(r, 10);
-    if (p < 5) model_buf_puts(b, ",\"data\":{\"points\":null");
-    else if (p < 30) model_buf_printf(b, ",\"data\":{\"points\":%u.5", 50 + q % 50);
-    else model_buf_printf(b, ",\"data\":{\"points\":%u", 40 + q % 61);
-    if (cmdgen_mix32(r, 11) % 5 < 3)
-      model_buf_printf(b, ",\"feedback\":\"%s\"}", cmdgen_feedback[cmdgen_mix32(r, 12) % 12]);
-    else model_buf_puts(b, ",\"feedback\":null}");
+    if (p < 5) cmdgen_set(&d[CMDGEN_D_POINTS], "null");
+    else if (p < 30) cmdgen_set(&d[CMDGEN_D_POINTS], "%u.5", 50 + q % 50);
+    else cmdgen_set(&d[CMDGEN_D_POINTS], "%u", 40 + q % 61);
+    if (cmdgen_mix32(r, 11) % 5 < 3) cmdgen_set(&d[CMDGEN_D_FEEDBACK], "\"%s\"", cmdgen_feedback[cmdgen_mix32(r, 12) % 12]);
+    else cmdgen_set(&d[CMDGEN_D_FEEDBACK], "null");
     break;
   }
   default: break;
   }
+  if (bad == 2) model_buf_puts(b, "["); /* not_object */
+  model_buf_putc(b, '{');
+  /* 4: duplicate_key, a second tenant right after the id */
+  const char *dup = bad != 4 ? NULL : spaced ? ", \"tenant\": \"x\"" : ",\"tenant\":\"x\"";
+  if (e->type == MODEL_CMD_ASSIGNMENT_UPSERTED || e->type == MODEL_CMD_SUBMISSION_UPDATED ||
+      e->type == MODEL_CMD_GRADE_UPDATED) {
+    model_buf_t data = MODEL_BUF_INIT;
+    model_buf_putc(&data, '{');
+    cmdgen_put_members(&data, d, cmdgen_data_order[style], CMDGEN_D_COUNT, spaced, NULL);
+    model_buf_putc(&data, '}');
+    m[CMDGEN_K_DATA].set = true;
+    size_t n = data.len < sizeof m[CMDGEN_K_DATA].val ? data.len : sizeof m[CMDGEN_K_DATA].val - 1;
+    memcpy(m[CMDGEN_K_DATA].val, data.data, n);
+    m[CMDGEN_K_DATA].val[n] = '\0';
+    model_buf_destroy(&data);
+  }
+  cmdgen_put_members(b, m, cmdgen_root_order[style], CMDGEN_K_COUNT, spaced, dup);
   model_buf_putc(b, '}');
   if (bad == 2) model_buf_putc(b, ']');
   if (bad == 12) b->len = start + (b->len - start) / 2; /* truncated: invalid_json */

@@ -5,11 +5,16 @@
  *                [--count N] [--mix upserted=W,deleted=W,submission=W,grade=W,assigned=W,unassigned=W]
  *                [--invalid-rate F] [--duplicate-rate F] [--order time|shuffle]
  *                [--versions counter|time] [--skew FRACTION:SHARE] [--start-spread-days N]
- *                [--output FILE|-]
+ *                [--style ours|reordered|python|uuid] [--output FILE|-]
  *
  * --skew 0.1:0.9 gives 10% of the assignments 90% of the commands.
  * --start-spread-days 0 starts every assignment at once, so all of them are
  * active from the first command to the last (default 30: a rise and fall).
+ * --style writes the same commands the way other producers do: ours (the
+ * default) in the schema's key order without spaces; reordered in the order
+ * id, tenant, assignment, version, ts, type, student, data; python the
+ * reordered keys with ", " and ": " as Python's json.dumps writes them; uuid
+ * with UUID command ids and the keys sorted by name at both levels.
  * --count is the number of valid commands (default: exactly the base
  * commands, 1 + 3 x students per assignment, which fill every slot); fewer
  * than that fills assignments partly. Duplicates and invalid lines come on
@@ -28,7 +33,7 @@ static int usage(const char *msg) {
           "                    [--mix upserted=W,deleted=W,submission=W,grade=W,assigned=W,unassigned=W]\n"
           "                    [--invalid-rate F] [--duplicate-rate F] [--order time|shuffle]\n"
           "                    [--versions counter|time] [--skew FRACTION:SHARE] [--start-spread-days N]\n"
-          "                    [--output FILE|-]\n",
+          "                    [--style ours|reordered|python|uuid] [--output FILE|-]\n",
           msg);
   return 2;
 }
@@ -50,6 +55,15 @@ static bool parse_skew(const char *s, cmdgen_opts_t *o) {
   o->hot_fraction = f;
   o->hot_share = share;
   return true;
+}
+
+static bool parse_style(const char *s, cmdgen_opts_t *o) {
+  for (int i = 0; i < CMDGEN_STYLE_COUNT; i++)
+    if (!strcmp(s, cmdgen_style_names[i])) {
+      o->style = i;
+      return true;
+    }
+  return false;
 }
 
 int main(int argc, char **argv) {
@@ -80,6 +94,7 @@ int main(int argc, char **argv) {
       o.version_style = !strcmp(v, "time") ? CMDGEN_VERSION_TIME : CMDGEN_VERSION_COUNTER;
     else if (!strcmp(a, "--skew") && parse_skew(v, &o)) continue;
     else if (!strcmp(a, "--start-spread-days") && parse_u64(v, &n) && n <= 3650) o.start_spread_days = (uint32_t)n;
+    else if (!strcmp(a, "--style") && parse_style(v, &o)) continue;
     else if (!strcmp(a, "--output")) output = v;
     else {
       char msg[256];

@@ -162,10 +162,76 @@ START_TEST(test_plain_shapes) {
       "{\"submittedAt\":1,\"data\":{\"submittedAt\":1,\"returnedAt\":2}}",
       "{\"data\":{\"submittedAt\":\"2026-01-01T00:00:00Z\",\"returnedAt\":\"2026-01-01T00:00:00Z\","
       "\"status\":\"returned\"},\"id\":\"x\"}",
+      /* other producers' shapes: key orders, json.dumps spacing, UUID ids */
+      "{\"id\": \"e1\", \"tenant\": \"t\", \"assignment\": \"a\", \"version\": 3, \"ts\": \"2026-01-01T00:00:00Z\", "
+      "\"type\": \"grade.updated\", \"student\": \"s\", \"data\": {\"points\": 50.5, \"feedback\": null}}",
+      "{\"assignment\":\"a\",\"data\":{\"class\":\"c\",\"dueAt\":null,\"points\":10,\"status\":\"draft\","
+      "\"title\":\"T\"},\"id\":\"3f2b9c1e-0d4a-4e8b-9c7d-000000000001\",\"tenant\":\"t\",\"ts\":\"2026-01-01T00:00:00Z\","
+      "\"type\":\"assignment.upserted\",\"version\":1}",
+      "{ \"id\" :\"a\"}",
+      "{\"id\":  \"a\"  ,  \"type\":\t\"b\"\n}",
+      "{\"id\": \"a\",\n \"data\": {\n  \"title\": \"x\"\n }\n}\n",
+      "{\"id\": \"a\", \"id\": \"b\"}",
+      "{\"data\": {\"title\": \"a\", \"title\": \"b\"}, \"id\": \"x\"}",
+      "{\"id\": \"a\",}",
+      "{\"id\": \"a\" \"type\": \"b\"}",
+      "{\"id\": \"a\"\x01}",
+      "{\"id\":\x01\"a\"}",
+      "{\"id\": 12 }",
+      "{\"id\": {} , \"data\": { } }",
+      "{\"data\": {\"points\": 1}}}",
+      "{\"id\":\"a\"}}",
+      "{\"id\":\"a\"]",
+      "{\"ty\":1,\"id\":2,\"i\":3,\"t\":4,\"\":5}",
+      "{\"id\":\"a\"} \t\r\n",
   };
   for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
     size_t n = strlen(docs[i]);
     for (size_t cut = 0; cut <= n; cut++) diff_ok(docs[i], cut, docs[i]);
+  }
+}
+END_TEST
+
+/* A list of 32 names, many of them sharing a slot (model_json_slots): the
+ * plain path, which compares every name of a shared slot in turn, gives
+ * the full scan's result on texts holding each name in place, repeated,
+ * misspelt and unknown. */
+START_TEST(test_shared_slots) {
+  static char names[32][MODEL_JSON_KEY_MAX];
+  static uint8_t lens[32];
+  for (int i = 0; i < 32; i++) {
+    /* "a", "b", ..., then two-letter names that differ only after their
+     * first two bytes, so that their slots collide */
+    int n = i < 16 ? snprintf(names[i], sizeof names[i], "%c", 'a' + i)
+                   : snprintf(names[i], sizeof names[i], "ab%c", 'a' + i - 16);
+    lens[i] = (uint8_t)n;
+  }
+  model_json_slots_t slots;
+  model_json_slots(names, lens, 32, &slots);
+  int shared = 0;
+  for (int h = 0; h < MODEL_JSON_SLOTS; h++) shared += slots.index[h] == 0xFF;
+  ck_assert_int_gt(shared, 0);
+  model_json_schema_t plain = {names, lens, 32, -1, names, lens, 0, &slots, NULL};
+  model_json_schema_t full = plain;
+  full.root_slots = NULL;
+  static const char *const docs[] = {
+      "{\"a\":1,\"p\":\"x\",\"abq\":2,\"abz\":null,\"abf\":true}",
+      "{\"abq\": 1, \"abr\": 2, \"ab\": 3}",
+      "{\"abq\":1,\"abq\":2}",
+      "{\"abqq\":1}",
+      "{\"ab\":1}",
+      "{\"b\":1,\"c\":2,\"abp\":3,\"abu\":4,\"abv\":[1]}",
+  };
+  for (size_t d = 0; d < sizeof docs / sizeof docs[0]; d++) {
+    model_json_value_t a[32], b[32], sa[1], sb[1];
+    model_json_result_t ra, rb;
+    size_t n = strlen(docs[d]);
+    bool oka = model_json_scan(docs[d], n, &plain, a, sa, &ra), okb = model_json_scan(docs[d], n, &full, b, sb, &rb);
+    ck_assert_msg(oka == okb && ra.status == rb.status && strcmp(ra.detail, rb.detail) == 0, "%s", docs[d]);
+    for (int i = 0; oka && i < 32; i++)
+      ck_assert_msg(a[i].type == b[i].type &&
+                        (a[i].type == MODEL_JSON_ABSENT || (a[i].start == b[i].start && a[i].len == b[i].len)),
+                    "%s: name %d", docs[d], i);
   }
 }
 END_TEST
@@ -179,6 +245,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_every_offset);
   tcase_add_test(tc, test_keys);
   tcase_add_test(tc, test_plain_shapes);
+  tcase_add_test(tc, test_shared_slots);
   suite_add_tcase(s, tc);
   return s;
 }

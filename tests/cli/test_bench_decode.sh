@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# scripts/bench-decode as docs/BENCHMARKS.md runs it, on a few lines and this
+# build's binaries: one row per style with every number present, the decode
+# a part of the whole process, and the styles' lines of different lengths.
+set -euo pipefail
+
+SRC=${AGG_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+BIN=${AGG_BINARY_DIR:?set AGG_BINARY_DIR to the build directory}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+fails=0
+passes=0
+check() { # check DESCRIPTION COMMAND...
+  local what=$1
+  shift
+  if "$@"; then passes=$((passes + 1)); else
+    echo "FAIL: $what" >&2
+    fails=$((fails + 1))
+  fi
+}
+
+check "bench-decode exits 0" "$SRC/scripts/bench-decode" --count 300 --binary-dir "$BIN" >"$TMP/out.csv" 2>"$TMP/err"
+cat "$TMP/err" >&2
+check "a header and four rows" test "$(wc -l <"$TMP/out.csv")" -eq 5
+check "the header" grep -qx 'style,bytes_per_line,decode_instructions_per_line,decode_instructions_per_byte,process_instructions_per_line' \
+  "$TMP/out.csv"
+for s in ours reordered python uuid; do
+  check "$s: a row of numbers, the decode less than the process" \
+    awk -F, -v s="$s" '$1 == s && $2 > 0 && $3 > 0 && $4 > 0 && $5 > $3 && ($4 - $3 / $2) ^ 2 < ($4 / 50) ^ 2 \
+      { found = 1 } END { exit !found }' "$TMP/out.csv"
+done
+check "python's lines are longer than reordered's (its spaces)" \
+  awk -F, '$1 == "reordered" { r = $2 } $1 == "python" { p = $2 } END { exit !(p > r && r > 0) }' "$TMP/out.csv"
+check "a bad count is refused" bash -c "! '$SRC/scripts/bench-decode' --count x --binary-dir '$BIN' >/dev/null 2>&1"
+
+echo "test_bench_decode: $passes passed, $fails failed"
+[ "$fails" -eq 0 ]
