@@ -102,7 +102,7 @@ for cmd in replay verify; do
   for bounds in "--from end" "--until beginning" "--from 2026-01-01"; do
     # shellcheck disable=SC2086
     run 2 $cmd $bounds -c "$T/absent.ini"
-    grep -qF "take beginning/end or an RFC 3339 UTC time" "$T/err" || fail "'$cmd $bounds' is not refused: $(cat "$T/err")"
+    grep -qF "take beginning/end, an RFC 3339 UTC time, committed:GROUP or offsets:P=O" "$T/err" || fail "'$cmd $bounds' is not refused: $(cat "$T/err")"
   done
 done
 # A FILE|- option takes - for standard input or output: --rejects - writes
