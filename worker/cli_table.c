@@ -68,8 +68,12 @@ const cli_opt_t cli_opts[] = {
      "write the aggregates to FILE (- for standard output) as JSON lines, not to the store"},
     {"--rejects", NULL, "FILE", CLI_OPT_VALUE, CLI_REPLAY, OFF(rejects),
      "with --input: write rejected lines to FILE as JSON lines {line, code, detail}"},
+    {"--max-rejects", NULL, "N", CLI_OPT_VALUE, CLI_REPLAY, OFF(max_rejects),
+     "stop and fail (exit 1, no output file written) once more than N commands are rejected; 0: none allowed"},
     {"--repair", NULL, NULL, CLI_OPT_FLAG, CLI_VERIFY, OFF(repair),
      "fix missing and store_behind drift: write the merge of stored and rebuilt documents"},
+    {"--allow-empty", NULL, NULL, CLI_OPT_FLAG, CLI_VERIFY, OFF(allow_empty),
+     "exit 0, not 1, when no document was compared (nothing, or nothing valid, was read)"},
     {"--origin", NULL, NULL, CLI_OPT_FLAG, CLI_SHOW, OFF(origin),
      "comment each key with its source: default, FILE:LINE, environment VARIABLE or --set"},
 };
