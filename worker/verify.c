@@ -84,7 +84,10 @@ static bool connect_store(store_t *store, const config_t *cfg) {
   for (;;) {
     sink_error_t err;
     sink_status_t st = store_ping(store, &err);
-    if (st == SINK_OK) return true;
+    if (st == SINK_OK) {
+      log_info("verify: the store answered; reading the commands");
+      return true;
+    }
     if (st == SINK_FATAL) {
       model_buf_t uri = MODEL_BUF_INIT;
       shown_uri(cfg, &uri);
