@@ -19,14 +19,22 @@ const cli_cmd_t cli_cmds[] = {
      "_id. It exits 0 once everything up to the end is written, with a summary line on stderr (commands\n"
      "read, applied, stale, rejected, aggregates written, seconds). It never moves the live consumer\n"
      "group's offsets. With both --input and --output it contacts no broker and no store and needs no\n"
-     "configuration file.\n",
+     "configuration file. Outputs are whole or absent: --output and --rejects files are written beside\n"
+     "their target and renamed into place only on success; both paths are checked before any input is\n"
+     "read, and a failed or interrupted replay (SIGINT/SIGTERM: exit 1) leaves an existing file as it was.\n"
+     "With log.format = json (the default) every stderr line, the summary included, is a JSON log line;\n"
+     "with text the summary is the line 'replay: read=N applied=N stale=N rejected=N aggregates=N seconds=S'.\n",
      cli_replay},
     {"verify", CLI_VERIFY, "", "compare the store with the aggregates rebuilt from the topics or a file",
      "Rebuilds the aggregates in memory from the configured topics (--from, --until) or from --input, reads\n"
      "the same documents from the store and prints one JSON line per drifted document on stdout:\n"
      "{\"_id\", \"drift\", \"path\", \"detail\"}, drift being missing, store_behind, store_ahead or differs.\n"
-     "The summary line goes to stderr. Exit 0 when nothing drifted, 3 when something did. It never moves\n"
-     "any group's offsets.\n",
+     "The summary line goes to stderr (a JSON log line with log.format = json). Exit 0 when nothing\n"
+     "drifted, 3 when something did. It never moves any group's offsets. It needs a configured store\n"
+     "(store.uri by file, environment or --set; exit 2 otherwise) and connects to it before reading,\n"
+     "giving up after store.connect_timeout_ms (exit 1), as every later retry does. A verify that compared\n"
+     "no document exits 1 unless --allow-empty. Interrupted (SIGINT/SIGTERM) it says so and exits\n"
+     "128 + the signal (130, 143), with no summary.\n",
      cli_verify},
     {"config", 0, "check|show|describe", "check, show or describe the configuration",
      "Precedence, lowest first: built-in defaults, the -c file, environment variables\n"

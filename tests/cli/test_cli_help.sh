@@ -22,7 +22,7 @@ for args in "--help" "-h" "help"; do
     grep -qE "^  $(literal "$cmd")  " "$T/out" || fail "'$args' does not list $cmd"
   done
   for opt in "-c, --config FILE" "--set SECTION.KEY=VALUE" "--from TIME" "--until TIME" "--input FILE|-" \
-    "--output FILE|-" "--rejects FILE" "--repair"; do
+    "--output FILE|-" "--rejects FILE" "--max-rejects N" "--repair" "--allow-empty"; do
     grep -qE -- "^  $(literal "$opt")  +[a-z]" "$T/out" || fail "'$args' does not explain $opt"
   done
   stdout_has "Kafka timestamp" "$args"
@@ -53,8 +53,8 @@ while IFS='|' read -r cmd opts; do
   done
 done <<'EOF'
 run|--config --set --help
-replay|--config --set --from --until --input --output --rejects --help
-verify|--config --set --from --until --input --repair --help
+replay|--config --set --from --until --input --output --rejects --max-rejects --help
+verify|--config --set --from --until --input --repair --allow-empty --help
 config|--config --set --origin --help
 config check|--config --set --help
 config show|--config --set --origin --help
@@ -64,9 +64,18 @@ EOF
 
 # Options a command does not take are not in its help.
 run 0 help run
-grep -qE -- "--(from|until|input|output|rejects|repair)" "$T/out" && fail "help run names options run does not take"
+grep -qE -- "--(from|until|input|output|rejects|repair|max-rejects|allow-empty)" "$T/out" &&
+  fail "help run names options run does not take"
 run 0 help verify
-grep -qE -- "--(output|rejects) " "$T/out" && fail "help verify names replay's options"
+grep -qE -- "--(output|rejects|max-rejects) " "$T/out" && fail "help verify names replay's options"
+for text in "store.connect_timeout_ms" "--allow-empty" "128 + the signal"; do
+  grep -qF -- "$text" "$T/out" || fail "help verify does not explain $text"
+done
+run 0 help replay
+grep -qF -- "--allow-empty" "$T/out" && fail "help replay names verify's --allow-empty"
+for text in "whole or absent" "renamed into place" "JSON log line" "replay: read=N"; do
+  grep -qF -- "$text" "$T/out" || fail "help replay does not explain $text"
+done
 run 0 help config check
 grep -qF -- "--origin" "$T/out" && fail "help config check names --origin (show's only)"
 run 0 help config
