@@ -217,4 +217,18 @@ expect_err bom "$(summary_re 39 22 3 14 3)"
 cmp -s "$T/bom.rej" "$SAMPLES/expected-rejects.jsonl" && ok || fail "bom: rejects differ from the sample's"
 same_docs "$T/bom.out" "$SAMPLES/expected.jsonl" bom
 
+# 18. log.format: json (the default) makes every stderr line a JSON object; text keeps the summary the
+#     plain line the README and docs/CLI.md show, and the hints text log lines.
+if command -v jq >/dev/null; then
+  jq -e 'type == "object" and has("ts") and has("level") and has("msg")' "$T/hint.err" >/dev/null && ok ||
+    fail "json: a stderr line is not a log object: $(cat "$T/hint.err")"
+fi
+replay text --input "$SAMPLES/commands.jsonl" --output "$T/text.out" --set log.format=text
+expect_rc text 0
+grep -v ' warn  replay: line rejected line=' "$T/text.err" | grep -v ' warn  replay: lines rejected; ' >"$T/text.err1"
+if [ "$(wc -l <"$T/text.err1")" -eq 1 ] && grep -Eq "$(summary_text_re 39 22 3 14 3)" "$T/text.err1" &&
+  [ "$(grep -c ' warn  replay: line rejected line=' "$T/text.err")" = 3 ]; then ok; else
+  fail "text: stderr was: $(cat "$T/text.err")"
+fi
+
 finish test_replay_file
