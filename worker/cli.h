@@ -19,6 +19,8 @@ typedef struct cli_options {
   const char *rejects; /* replay --rejects FILE */
   const char *action;  /* config: "check", "show" or "describe" */
   bool repair;         /* verify --repair */
+  bool allow_empty;    /* verify --allow-empty */
+  const char *max_rejects; /* replay --max-rejects N, NULL = no limit */
   bool origin;         /* config show --origin */
   bool connect;        /* config check --connect */
 } cli_options_t;
@@ -29,6 +31,10 @@ typedef struct cli_options {
  * line is scrubbed of them). Caller owns the result. */
 struct config;
 struct config *cli_load_config(const cli_options_t *o, int *rc); /* cli_config.c */
+
+/* True when store.uri was given (a file, the environment or --set): the
+ * one rule by which `replay` and `verify` touch a store (cli_store.c). */
+bool cli_store_configured(const struct config *cfg);
 
 int cli_run(const cli_options_t *o);    /* cli_run.c */
 int cli_replay(const cli_options_t *o); /* cli_replay.c */

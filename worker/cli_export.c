@@ -2,8 +2,7 @@
  *
  * Usage errors (exit 2), checked before anything is contacted: no --output
  * (the archive is the point), a --from/--until of none of the forms of
- * replay_bound.h. The summary line goes to stderr: a text line, or with
- * log.format=json an info log object of the same fields. */
+ * replay_bound.h. The summary goes to stderr (summary.h). */
 #include <stdio.h>
 
 #include "cli.h"
@@ -11,6 +10,7 @@
 #include "export.h"
 #include "log.h"
 #include "replay_bound.h"
+#include "summary.h"
 
 static bool bound_ok(const char *s, const char *word) {
   replay_bound_t b;
@@ -21,14 +21,9 @@ static bool bound_ok(const char *s, const char *word) {
   return ok;
 }
 
-static void print_summary(const config_t *cfg, const export_stats_t *s) {
-  if (cfg->log_format == LOG_FORMAT_JSON) {
-    log_info("export summary", "read", LOG_INT, (int64_t)s->read, "exported", LOG_INT, (int64_t)s->exported,
-             "skipped_newline", LOG_INT, (int64_t)s->newline, "seconds", LOG_DBL, s->seconds);
-    return;
-  }
-  fprintf(stderr, "export: read=%llu exported=%llu skipped_newline=%llu seconds=%.3f\n", (unsigned long long)s->read,
-          (unsigned long long)s->exported, (unsigned long long)s->newline, s->seconds);
+static void print_summary(const export_stats_t *s) {
+  summary_counter_t c[] = {{"read", s->read}, {"exported", s->exported}, {"skipped_newline", s->newline}};
+  summary_print("export", c, sizeof c / sizeof c[0], s->seconds);
 }
 
 int cli_export(const cli_options_t *o) {
@@ -44,7 +39,7 @@ int cli_export(const cli_options_t *o) {
   export_options_t eo = {.from = o->from, .until = o->until, .output = o->output};
   export_stats_t st;
   rc = export_run(cfg, &eo, &st);
-  if (rc == 0) print_summary(cfg, &st);
+  if (rc == 0) print_summary(&st);
   config_destroy(cfg);
   return rc;
 }

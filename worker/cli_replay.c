@@ -2,33 +2,40 @@
  *
  * With both --input and --output the replay is the file replay: no broker,
  * no store, no config file needed, although -c and --set are honoured
- * (limits.max_command_bytes applies), and no log set up: it has nothing to
- * log. Otherwise the topics and/or the store are involved.
+ * (limits.max_command_bytes, log.format). Otherwise the topics and/or the
+ * store are involved. Every line on stderr but a usage error's is a log
+ * line (log.h), the summary included (summary.h).
  *
- * Usage errors (exit 2): --rejects without --input (rejects of topics go to
- * the dead-letter topic), --from/--until with --input (they select topic
- * offsets, a file has none), --input into the store when no store is
- * configured. */
+ * Usage errors (exit 2, one plain `aggregator:` line, as every command's):
+ * --rejects without --input (rejects of topics go to the dead-letter
+ * topic), --from/--until with --input (they select topic offsets, a file
+ * has none), --input into the store when no store is configured, a
+ * --max-rejects that is not a count. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 #include "config.h"
-#include "config_table.h"
 #include "log.h"
 #include "replay.h"
-
-/* A store is configured when store.uri was given (file, environment or
- * --set): its default names a local server that a laptop replay of a file
- * almost never means, and writing there would retry for ever. */
-static bool store_configured(const config_t *cfg) {
-  const config_prop_t *p = config_prop_find("store", "uri");
-  return p && cfg->origins[p - config_props].kind != CONFIG_ORIGIN_DEFAULT;
-}
+#include "summary.h"
 
 static void print_summary(const replay_stats_t *s) {
-  fprintf(stderr, "replay: read=%llu applied=%llu stale=%llu rejected=%llu aggregates=%llu seconds=%.3f\n",
-          (unsigned long long)s->read, (unsigned long long)s->applied, (unsigned long long)s->stale,
-          (unsigned long long)s->rejected, (unsigned long long)s->aggregates, s->seconds);
+  summary_counter_t c[] = {{"read", s->read},         {"applied", s->applied},
+                           {"stale", s->stale},       {"rejected", s->rejected},
+                           {"aggregates", s->aggregates}};
+  summary_print("replay", c, sizeof c / sizeof c[0], s->seconds);
+}
+
+/* --max-rejects N: a count, 0 included. */
+static bool parse_count(const char *s, uint64_t *n) {
+  if (!s || *s < '0' || *s > '9') return false;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  *n = v;
+  return !*end && errno == 0;
 }
 
 int cli_replay(const cli_options_t *o) {
@@ -47,25 +54,35 @@ int cli_replay(const cli_options_t *o) {
     fputs("aggregator: replay: --from and --until take beginning/end, " REPLAY_BOUND_FORMS "\n", stderr);
     return 2;
   }
+  uint64_t max_rejects = 0;
+  if (o->max_rejects && !parse_count(o->max_rejects, &max_rejects)) {
+    fprintf(stderr, "aggregator: replay: --max-rejects takes a count (0 or more), not '%s'\n", o->max_rejects);
+    return 2;
+  }
   int rc;
   config_t *cfg = cli_load_config(o, &rc);
   if (!cfg) return rc;
-  if (o->input && !o->output && !store_configured(cfg)) {
+  if (o->input && !o->output && !cli_store_configured(cfg)) {
     fputs("aggregator: replay: --input without --output writes to the store, and no store is configured "
           "(store.uri): give --output FILE|- or a configuration (see 'aggregator help replay')\n",
           stderr);
     config_destroy(cfg);
     return 2;
   }
-  if (!(o->input && o->output)) log_setup(cfg->log_level, cfg->log_format);
-  replay_options_t ro = {
-      .from = o->from, .until = o->until, .input = o->input, .output = o->output, .rejects = o->rejects};
+  log_setup(cfg->log_level, cfg->log_format);
+  replay_options_t ro = {.from = o->from,
+                         .until = o->until,
+                         .input = o->input,
+                         .output = o->output,
+                         .rejects = o->rejects,
+                         .limit_rejects = o->max_rejects != NULL,
+                         .max_rejects = max_rejects};
   replay_stats_t st;
   rc = replay_run(cfg, &ro, &st);
   if (rc == 0) print_summary(&st);
   if (rc == 0 && o->input && !o->rejects && st.rejected)
-    fprintf(stderr, "aggregator: replay: %llu line%s rejected; --rejects FILE writes each with its reason\n",
-            (unsigned long long)st.rejected, st.rejected == 1 ? "" : "s");
+    log_warn("replay: lines rejected; --rejects FILE writes each with its reason", "rejected", LOG_INT,
+             (int64_t)st.rejected);
   config_destroy(cfg);
   return rc;
 }

@@ -19,14 +19,22 @@ const cli_cmd_t cli_cmds[] = {
      "_id. It exits 0 once everything up to the end is written, with a summary line on stderr (commands\n"
      "read, applied, stale, rejected, aggregates written, seconds). It never moves the live consumer\n"
      "group's offsets. With both --input and --output it contacts no broker and no store and needs no\n"
-     "configuration file.\n",
+     "configuration file. Outputs are whole or absent: --output and --rejects files are written beside\n"
+     "their target and renamed into place only on success; both paths are checked before any input is\n"
+     "read, and a failed or interrupted replay (SIGINT/SIGTERM: exit 1) leaves an existing file as it was.\n"
+     "With log.format = json (the default) every stderr line, the summary included, is a JSON log line;\n"
+     "with text the summary is the line 'replay: read=N applied=N stale=N rejected=N aggregates=N seconds=S'.\n",
      cli_replay},
     {"verify", CLI_VERIFY, "", "compare the store with the aggregates rebuilt from the topics or a file",
      "Rebuilds the aggregates in memory from the configured topics (--from, --until) or from --input, reads\n"
      "the same documents from the store and prints one JSON line per drifted document on stdout:\n"
      "{\"_id\", \"drift\", \"path\", \"detail\"}, drift being missing, store_behind, store_ahead or differs.\n"
-     "The summary line goes to stderr. Exit 0 when nothing drifted, 3 when something did. It never moves\n"
-     "any group's offsets.\n",
+     "The summary line goes to stderr (a JSON log line with log.format = json). Exit 0 when nothing\n"
+     "drifted, 3 when something did. It never moves any group's offsets. It needs a configured store\n"
+     "(store.uri by file, environment or --set; exit 2 otherwise) and connects to it before reading,\n"
+     "giving up after store.connect_timeout_ms (exit 1), as every later retry does. A verify that compared\n"
+     "no document exits 1 unless --allow-empty. Interrupted (SIGINT/SIGTERM) it says so and exits\n"
+     "128 + the signal (130, 143), with no summary.\n",
      cli_verify},
     {"export", CLI_EXPORT, "", "copy the raw commands of the topics to a file that outlives their retention",
      "Copies the message values of the configured topics (kafka.topics) from --from to --until to --output,\n"
@@ -89,8 +97,12 @@ const cli_opt_t cli_opts[] = {
      "write to FILE (- for standard output): replay's aggregates as JSON lines, or export's values"},
     {"--rejects", NULL, "FILE|-", CLI_OPT_VALUE, CLI_REPLAY, OFF(rejects),
      "with --input: write rejected lines to FILE (- for standard output) as JSON lines {line, code, detail}"},
+    {"--max-rejects", NULL, "N", CLI_OPT_VALUE, CLI_REPLAY, OFF(max_rejects),
+     "stop and fail (exit 1, no output file written) once more than N commands are rejected; 0: none allowed"},
     {"--repair", NULL, NULL, CLI_OPT_FLAG, CLI_VERIFY, OFF(repair),
      "fix missing and store_behind drift: write the merge of stored and rebuilt documents"},
+    {"--allow-empty", NULL, NULL, CLI_OPT_FLAG, CLI_VERIFY, OFF(allow_empty),
+     "exit 0, not 1, when no document was compared (nothing, or nothing valid, was read)"},
     {"--connect", NULL, NULL, CLI_OPT_FLAG, CLI_CHECK, OFF(connect),
      "also reach each broker, the topics and the store, within bounds; exit 1 naming each failure"},
     {"--origin", NULL, NULL, CLI_OPT_FLAG, CLI_SHOW, OFF(origin),

@@ -41,6 +41,7 @@ typedef struct replay {
   model_buf_t late;            /* their text, back to back */
   struct reject_line *waiting; /* where each one is in `late` */
   size_t nwaiting, capwaiting;
+  bool too_many_rejects; /* --max-rejects passed: the replay stops and fails */
 } replay_t;
 
 /* What batch_apply_from is given as a command's origin: its line (or
@@ -157,10 +158,18 @@ static bool write_waiting(replay_t *r) {
  * stream order. */
 static bool reject_at(replay_t *r, uint64_t line, const model_reject_t *rej) {
   r->st->rejected++;
+  if (r->o->limit_rejects && r->st->rejected > r->o->max_rejects) {
+    if (!r->too_many_rejects)
+      log_error("replay: stopped: more commands rejected than --max-rejects allows", "max_rejects", LOG_INT,
+                (int64_t)r->o->max_rejects, "line", LOG_INT, (int64_t)line, "code", LOG_STR,
+                model_reject_code_name(rej->code));
+    r->too_many_rejects = true;
+    return false;
+  }
   if (!r->rejects.f) {
     if (r->o->input && !r->o->rebuilt && r->st->rejected <= REJECTS_SHOWN)
-      fprintf(stderr, "aggregator: replay: line %llu rejected: %s: %s\n", (unsigned long long)line,
-              model_reject_code_name(rej->code), rej->detail);
+      log_warn("replay: line rejected", "line", LOG_INT, (int64_t)line, "code", LOG_STR,
+               model_reject_code_name(rej->code), "detail", LOG_STR, rej->detail);
     return true;
   }
   model_buf_clear(&r->line);
@@ -204,7 +213,8 @@ static bool decode_line(void *ctx, const void *held, model_command_t *cmd, model
 static void reject_line(void *ctx, const void *held, const model_command_t *cmd, const model_reject_t *rej) {
   (void)cmd;
   replay_t *r = ctx;
-  if (!reject_at(r, ((const held_line_t *)held)->line, rej)) log_error("replay: a rejects line was lost");
+  if (!reject_at(r, ((const held_line_t *)held)->line, rej) && !r->too_many_rejects)
+    log_error("replay: a rejects line was lost");
 }
 
 static void release_line(void *ctx, void *held) {
@@ -220,6 +230,7 @@ static bool reject(replay_t *r, const model_reject_t *rej) { return reject_at(r,
 
 static bool feed_message(void *ctx, const char *data, size_t len, int64_t event_ms) {
   replay_t *r = ctx;
+  if (r->too_many_rejects) return false; /* a late reject (reject_line) passed the limit */
   r->st->read++;
   if (r->shards) return replay_shards_add(r->shards, data ? data : "", len);
   model_reject_t rej;
@@ -256,14 +267,13 @@ static bool feed_idle(void *ctx) {
 static void name_files(replay_t *r) {
   const replay_options_t *o = r->o;
   const char *std = "(standard stream)";
-  r->in = (replay_file_t){.shown = o->input, .quote = true};
-  r->out = (replay_file_t){.shown = o->output, .quote = true, .report_each = r->file_mode};
+  r->in = (replay_file_t){.shown = o->input};
+  r->out = (replay_file_t){.shown = o->output, .report_each = r->file_mode};
   r->rejects = (replay_file_t){.shown = "the rejects file", .report_each = true};
   if (!r->file_mode) return;
   if (!strcmp(o->input, "-")) r->in.shown = std;
   if (!strcmp(o->output, "-")) r->out.shown = std;
   r->rejects.shown = o->rejects && strcmp(o->rejects, "-") ? o->rejects : std;
-  r->rejects.quote = true;
 }
 
 /* The file replay's usage errors (exit 2): writing an output must destroy
@@ -295,7 +305,6 @@ static bool output_write(void *ctx, const char *data, size_t len) {
 /* --output: the final documents, sorted by _id, each with rev 1 (the file
  * is one write of each document) and the time of the write as updatedAt. */
 static bool write_output(replay_t *r) {
-  if (!r->out.f && !replay_file_open(&r->out, r->o->output, "w")) return false;
   r->st->aggregates = r->done.n;
   size_t n = r->done.n;
   r->done.n = 0; /* handed over: the encoding destroys them */
@@ -318,8 +327,11 @@ static int replay_open(replay_t *r) {
   const replay_options_t *o = r->o;
   if (r->file_mode) {
     if (!files_distinct(o)) return 2;
-    if (!replay_file_open(&r->in, o->input, "r") || !replay_file_open(&r->out, o->output, "w")) return 1;
+    if (!replay_file_open(&r->in, o->input, "r")) return 1;
   }
+  /* Every output before any input is read: a path that cannot be written
+   * costs no work, and leaves the other output as it was. */
+  if (o->output && !o->rebuilt && !replay_file_open(&r->out, o->output, "w")) return 1;
   if (o->rejects && o->input && !replay_file_open(&r->rejects, o->rejects, "w")) return 1;
   if (r->to_store) {
     sink_error_t err;
@@ -367,9 +379,18 @@ static bool replay_finish(replay_t *r) {
   return r->o->rebuilt || write_output(r);
 }
 
+/* Puts the outputs of a replay that got to the end into place; false when
+ * one is lost (the other may be in place by then). A stop that came while
+ * the output was written fails the replay: nothing is renamed. */
+static bool replay_commit(replay_t *r) {
+  if (signals_stop_count()) return false;
+  bool ok = replay_file_commit(&r->rejects);
+  return replay_file_commit(&r->out) && ok;
+}
+
 /* Releases everything, handing the aggregates to verify after a rebuild
- * that got to the end; false when a file's last writes were lost. */
-static bool replay_close(replay_t *r, bool done) {
+ * that got to the end; the outputs not committed are removed. */
+static void replay_close(replay_t *r, bool done) {
   flusher_destroy(r->flusher);
   if (r->flusher) batch_set_holder(r->batch, NULL); /* its ctx, r, goes now */
   if (r->batch) {
@@ -395,12 +416,11 @@ static bool replay_close(replay_t *r, bool done) {
   batch_destroy(r->batch);
   store_destroy(r->store);
   replay_file_close_input(&r->in);
-  bool ok = replay_file_close(&r->rejects);
-  ok = replay_file_close(&r->out) && ok;
+  replay_file_close(&r->rejects);
+  replay_file_close(&r->out);
   model_buf_destroy(&r->line);
   model_buf_destroy(&r->late);
   free(r->waiting);
-  return ok;
 }
 
 int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *stats) {
@@ -412,10 +432,10 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
   r->st = stats;
   r->file_mode = o->input && o->output && !o->rebuilt;
   r->to_store = !o->output && !o->rebuilt;
-  if (!r->file_mode) {
-    signals_install(SIGNALS_STOP);
-    srand((unsigned)clock_wall_ms()); /* the retry jitter (retry.h) */
-  }
+  /* verify's rebuild: the caller installed them, and waited for the store
+   * under them already. */
+  if (!o->rebuilt) signals_install(SIGNALS_STOP);
+  srand((unsigned)clock_wall_ms()); /* the retry jitter (retry.h) */
   name_files(r);
   int rc = replay_open(r);
   if (rc == 0) {
@@ -423,9 +443,12 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
     /* Cut short, the threads still write the rejects of what was read, as
      * one thread has by then. */
     if (!read && r->shards) replay_shards_drain(r->shards);
-    if (!(read && replay_finish(r))) rc = 1;
+    if (!(read && replay_finish(r) && !r->too_many_rejects && replay_commit(r))) rc = 1;
   }
-  if (!replay_close(r, rc == 0) && rc == 0) rc = 1;
+  /* Said once, whatever failed on the way (a read cut short by EINTR). */
+  if (rc == 1 && signals_stop_count() && !o->rebuilt)
+    log_error("replay: interrupted", "signal", LOG_INT, (int64_t)signals_stop_signal());
+  replay_close(r, rc == 0);
   free(r);
   stats->seconds = clock_mono_s() - t0;
   return rc;

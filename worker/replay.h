@@ -22,9 +22,7 @@
  *
  * With both --input and --output (the file replay) it contacts no broker
  * and no store: the merge on a laptop, in one process. Its files are all
- * opened before anything is read, so that a bad path costs no work; a
- * replay of the topics opens --output only once the topics are read, so
- * that a replay that stops early leaves an earlier output whole.
+ * opened before anything is read, so that a bad path costs no work.
  *
  * Rejects: with --input and --rejects, one line per rejected input line,
  * {"line":N,"code":"...","detail":"..."} (lines count from 1), in line
@@ -35,9 +33,13 @@
  * standard input / output for every file; in the file replay, output and
  * rejects cannot both be "-", and no output file may be the input file.
  *
- * Signals: a replay that reads topics, writes a store or rebuilds for
- * verify stops on SIGINT/SIGTERM (signals.h) and exits 1; the file replay
- * holds nothing that needs a clean stop and keeps the default disposition. */
+ * Outputs (--output, --rejects) are whole or absent (replay_file.h): opened
+ * before anything is read, committed only when the replay succeeds.
+ *
+ * Signals: a replay stops on SIGINT/SIGTERM (signals.h), says so and exits
+ * 1 (a runtime failure, as the contract's exit statuses have it), its
+ * outputs not written; verify's rebuild stops the same way under the
+ * handlers verify installed. */
 #ifndef REPLAY_H
 #define REPLAY_H
 
@@ -70,6 +72,10 @@ typedef struct replay_options {
    * then owns them (replay_rebuilt_free). NULL for a replay. */
   replay_rebuilt_t *rebuilt;
   const char *label; /* the progress line's "<label>: ", NULL = "replay" */
+  /* --max-rejects: once more than max_rejects commands are rejected, the
+   * replay stops and fails (exit 1, its outputs not written). */
+  bool limit_rejects;
+  uint64_t max_rejects;
 } replay_options_t;
 
 /* Returns the exit status and fills *stats (also on failure, with what was

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "oom.h"
 #include "replay_chunk.h"
 
@@ -176,7 +177,7 @@ replay_shards_t *replay_shards_new(size_t nthreads, size_t max_bytes, replay_sha
   s->tids = oom_calloc(nthreads, sizeof *s->tids);
   for (; s->started < nthreads - 1; s->started++) {
     if (pthread_create(&s->tids[s->started], NULL, worker_main, &s->workers[s->started])) {
-      fprintf(stderr, "aggregator: replay: cannot start a thread (replay.threads = %zu)\n", nthreads);
+      log_error("replay: cannot start a thread", "threads", LOG_INT, (int64_t)nthreads);
       replay_shards_destroy(s);
       return NULL;
     }

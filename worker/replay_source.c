@@ -12,6 +12,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "oom.h"
+#include "progress.h"
 #include "redact.h"
 #include "replay_lines.h"
 #include "signals.h"
@@ -19,38 +20,24 @@
 
 /* --- progress ------------------------------------------------------------------ */
 
-/* On a terminal the line redraws in place; otherwise a plain line every
- * 10 s keeps logs readable. Rates and ETA are durations: monotonic clock. */
-typedef struct progress {
-  bool tty;
-  double start, last;
-  uint64_t total; /* 0 = unknown (file input) */
-  const char *label;
-} progress_t;
-
-static progress_t progress_start(uint64_t total, const char *label) {
-  double now = clock_mono_s();
-  return (progress_t){isatty(2), now, now, total, label};
-}
-
-static void progress_show(progress_t *p, uint64_t done, bool final) {
-  if (!p->label) return;
-  double now = clock_mono_s();
-  if (!final && now - p->last < (p->tty ? 0.2 : 10.0)) return;
-  p->last = now;
-  double el = now - p->start, rate = el > 0 ? (double)done / el : 0;
+/* Commands read so far, of `total` (0 = unknown: file input). */
+static void show_read(progress_t *p, uint64_t total, uint64_t done, bool final) {
+  if (!progress_due(p, final)) return;
+  double el = progress_elapsed(p), rate = el > 0 ? (double)done / el : 0;
   char line[160];
-  if (p->total) {
-    double eta = rate > 0 && p->total > done ? (double)(p->total - done) / rate : 0;
-    snprintf(line, sizeof line, "%s: %" PRIu64 " of %" PRIu64 " commands (%.0f%%), %.0f/s, ETA %.0f s", p->label,
-             done, p->total, 100.0 * (double)done / (double)p->total, rate, eta);
+  log_field_t f[5] = {{.key = "read", .type = LOG_INT, .i = (int64_t)done},
+                      {.key = "rate", .type = LOG_DBL, .d = rate}};
+  size_t n = 2;
+  if (total) {
+    double eta = rate > 0 && total > done ? (double)(total - done) / rate : 0;
+    snprintf(line, sizeof line, "%" PRIu64 " of %" PRIu64 " commands (%.0f%%), %.0f/s, ETA %.0f s", done, total,
+             100.0 * (double)done / (double)total, rate, eta);
+    f[n++] = (log_field_t){.key = "total", .type = LOG_INT, .i = (int64_t)total};
+    f[n++] = (log_field_t){.key = "eta_s", .type = LOG_DBL, .d = eta};
   } else {
-    snprintf(line, sizeof line, "%s: %" PRIu64 " commands, %.0f/s", p->label, done, rate);
+    snprintf(line, sizeof line, "%" PRIu64 " commands, %.0f/s", done, rate);
   }
-  if (p->tty)
-    fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
-  else
-    fprintf(stderr, "%s\n", line);
+  progress_show(p, final, line, f, n);
 }
 
 /* --- lines ------------------------------------------------------------------------- */
@@ -83,7 +70,7 @@ static bool lines_feed(replay_lines_t *l, const replay_feed_t *feed, const repla
         ++*done;
       }
     }
-    progress_show(pr, *done, false);
+    show_read(pr, 0, *done, false);
   }
   model_buf_destroy(&own);
   return ok;
@@ -91,15 +78,15 @@ static bool lines_feed(replay_lines_t *l, const replay_feed_t *feed, const repla
 
 bool replay_source_blocks(FILE *in, const char *shown, size_t max_line, const replay_feed_t *feed,
                           const replay_block_feed_t *blocks) {
-  progress_t pr = progress_start(0, feed->label);
+  progress_t pr = progress_start(feed->label);
   uint64_t done = 0;
   replay_lines_t l = REPLAY_LINES_INIT(in, max_line);
   bool ok = lines_feed(&l, feed, blocks, &pr, &done);
-  if (ok && ferror(in)) {
-    fprintf(stderr, "aggregator: replay: cannot read '%s': %s\n", shown, strerror(errno));
+  if (ok && ferror(in) && !signals_stop_count()) { /* a stop: read() cut short (EINTR) */
+    log_error("replay: cannot read the input", "file", LOG_STR, shown, "error", LOG_STR, strerror(errno));
     ok = false;
   }
-  progress_show(&pr, done, true);
+  show_read(&pr, 0, done, true);
   replay_lines_free(&l);
   return ok && !signals_stop_count();
 }
@@ -167,11 +154,11 @@ static bool offsets_named_exist(const replay_bound_t *b, const rd_kafka_topic_pa
       found = all->elems[i].partition == e->partition && (!e->topic || !strcmp(e->topic, all->elems[i].topic));
     if (!found) {
       if (e->topic)
-        fprintf(stderr, "aggregator: replay: offsets: %s:%" PRId32 " is no partition of the configured topics\n",
-                e->topic, e->partition);
+        log_error("replay: offsets: no such partition of the configured topics", "topic", LOG_STR, e->topic,
+                  "partition", LOG_INT, (int64_t)e->partition);
       else
-        fprintf(stderr, "aggregator: replay: offsets: no configured topic has a partition %" PRId32 "\n",
-                e->partition);
+        log_error("replay: offsets: no configured topic has that partition", "partition", LOG_INT,
+                  (int64_t)e->partition);
       return false;
     }
   }
@@ -221,12 +208,12 @@ static bool committed_offsets(rd_kafka_t *rk, const char *group, rd_kafka_topic_
     }
   }
   if (why) {
-    fprintf(stderr, "aggregator: replay: cannot read the committed offsets of group '%s': %s\n", group, why);
+    log_error("replay: cannot read the committed offsets of the group", "group", LOG_STR, group, "error", LOG_STR,
+              why);
   } else if (!found) {
-    fprintf(stderr,
-            "aggregator: replay: group '%s' has no committed offset on the configured topics (kafka.topics): "
-            "no such group, or a group of other topics\n",
-            group);
+    log_error("replay: the group has no committed offset on the configured topics (kafka.topics): no such group, "
+              "or a group of other topics",
+              "group", LOG_STR, group);
   }
   if (ev) rd_kafka_event_destroy(ev);
   rd_kafka_queue_destroy(q);
@@ -249,7 +236,7 @@ static rd_kafka_topic_partition_list_t *bound_lookup(rd_kafka_t *rk, const rd_ka
   case REPLAY_BOUND_TIME:
     for (int i = 0; i < at->cnt; i++) at->elems[i].offset = b->ms;
     if (rd_kafka_offsets_for_times(rk, at, 30000)) {
-      fprintf(stderr, "aggregator: replay: cannot look up offsets\n");
+      log_error("replay: cannot look up offsets");
       *ok = false;
     }
     break;
@@ -314,7 +301,7 @@ static bool plan_ranges(rd_kafka_t *rk, const config_t *cfg, const char *from_s,
   bool ok = replay_bound_parse(from_s, "beginning", &fb, err, sizeof err) &&
             replay_bound_parse(until_s, "end", &ub, err, sizeof err);
   if (!ok) { /* the CLI checked: exit 2 there */
-    fprintf(stderr, "aggregator: replay: --from/--until: %s\n", err);
+    log_error("replay: bad --from/--until", "error", LOG_STR, err);
     replay_bound_free(&fb);
     replay_bound_free(&ub);
     return false;
@@ -370,12 +357,14 @@ static rd_kafka_t *consumer_new(const config_t *cfg) {
     /* librdkafka's words may quote a property's value: scrubbed like every
      * log line (redact.h). */
     redact_set_scrub_str(redact_global(), errstr, sizeof errstr);
-    fprintf(stderr, "aggregator: replay: %s\n", errstr);
+    log_error("replay: cannot create the consumer", "error", LOG_STR, errstr);
     return NULL;
   }
   kafka_check_t chk = kafka_check_topics(rk, cfg, false, check_tick, NULL, errstr, sizeof errstr);
   if (chk != KAFKA_CHECK_OK) {
-    if (chk != KAFKA_CHECK_STOPPED) fprintf(stderr, "aggregator: replay: %s\n", errstr);
+    if (chk != KAFKA_CHECK_STOPPED)
+      log_error(errstr, "check", LOG_STR,
+                chk == KAFKA_CHECK_MISSING ? "missing topic" : chk == KAFKA_CHECK_UNREACHABLE ? "unreachable" : "failed");
     rd_kafka_destroy(rk);
     return NULL;
   }
@@ -441,7 +430,7 @@ static bool consume(reading_t *rd, progress_t *pr) {
       if (ok && !signals_stop_count()) ok = take(rd, msgs[k]);
       rd_kafka_message_destroy(msgs[k]);
     }
-    progress_show(pr, rd->done, false);
+    show_read(pr, rd->plan.total, rd->done, false);
   }
   rd_kafka_queue_destroy(q);
   free(msgs);
@@ -458,9 +447,9 @@ bool replay_source_topics_at(const config_t *cfg, const char *from, const char *
   if (!rd.rk) return false;
   bool ok = plan_ranges(rd.rk, cfg, from, until, &rd.plan);
   if (ok) rd.remaining = plan_assign(rd.rk, &rd.plan);
-  progress_t pr = progress_start(rd.plan.total, feed->label);
+  progress_t pr = progress_start(feed->label);
   if (ok) ok = consume(&rd, &pr);
-  progress_show(&pr, rd.done, true);
+  show_read(&pr, rd.plan.total, rd.done, true);
   plan_destroy(&rd.plan);
   rd_kafka_consumer_close(rd.rk);
   rd_kafka_destroy(rd.rk);

@@ -29,6 +29,11 @@ void signals_install(unsigned which);
 /* Stop signals received since signals_install (0 = keep going). */
 int signals_stop_count(void);
 
+/* The first stop signal received since signals_install (SIGTERM or
+ * SIGINT), 0 = none: a command that stops on it exits 128 + that number,
+ * as a shell reports a process the signal killed. */
+int signals_stop_signal(void);
+
 /* True once per SIGHUP (several before a call count as one). */
 bool signals_take_reload(void);
 

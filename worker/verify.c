@@ -22,7 +22,10 @@
 #include "buf.h"
 #include "clock.h"
 #include "keys.h"
+#include "log.h"
 #include "oom.h"
+#include "progress.h"
+#include "redact.h"
 #include "replay.h"
 #include "retry.h"
 #include "signals.h"
@@ -33,9 +36,68 @@
 /* Repairs that keep conflicting are given up after this many rounds of
  * conflicts: each conflict is another writer's progress, so reaching it
  * means a document written faster than it can be read back, which an
- * operator should see. A store outage is waited out instead (with backoff,
- * until interrupted), as a replay does. */
+ * operator should see. A store outage is waited out with backoff for
+ * store.connect_timeout_ms at most (outage_t), then the verify fails. */
 enum { VERIFY_REPAIR_ROUNDS = 50 };
+
+/* --- a store that does not answer ------------------------------------------------------ */
+
+/* The failures in a row of one store call: the verify gives up once the
+ * store has not answered for store.connect_timeout_ms (a verify has no one
+ * to hand its work to, and must never wait without bound). */
+typedef struct outage {
+  const config_t *cfg;
+  unsigned attempt; /* failures in a row */
+  double since;     /* monotonic time of the first */
+} outage_t;
+
+/* The store's URI for a message: its password and secret options masked. */
+static void shown_uri(const config_t *cfg, model_buf_t *out) { redact_uri(cfg->store_uri, out); }
+
+/* After a failure that retrying may fix: logs it (the first, then every
+ * tenth), and sleeps out the backoff, cut to what is left of the timeout.
+ * False when the timeout is reached (logged) or a stop signal came. */
+static bool outage_wait(outage_t *o, const char *what, const char *error) {
+  double now = clock_mono_s();
+  if (o->attempt == 0) o->since = now;
+  int64_t waited_ms = (int64_t)((now - o->since) * 1000), left_ms = o->cfg->store_connect_timeout_ms - waited_ms;
+  model_buf_t uri = MODEL_BUF_INIT;
+  shown_uri(o->cfg, &uri);
+  bool go_on = left_ms > 0 && !signals_stop_count();
+  if (go_on && (o->attempt == 0 || o->attempt % 10 == 9))
+    log_warn("verify: store not answering, retrying", "what", LOG_STR, what, "store", LOG_STR, uri.data, "error",
+             LOG_STR, error, "timeout_ms", LOG_INT, o->cfg->store_connect_timeout_ms);
+  if (left_ms <= 0)
+    log_error("verify: the store did not answer within store.connect_timeout_ms", "what", LOG_STR, what, "store",
+              LOG_STR, uri.data, "error", LOG_STR, error, "timeout_ms", LOG_INT, o->cfg->store_connect_timeout_ms);
+  model_buf_destroy(&uri);
+  if (!go_on) return false;
+  int64_t ms = retry_backoff_ms(o->cfg->retry_backoff_ms, o->cfg->retry_backoff_max_ms, o->attempt++);
+  clock_sleep_ms(ms < left_ms ? ms : left_ms);
+  return !signals_stop_count();
+}
+
+/* Before anything is read: one round trip to the store, waited for as
+ * outage_wait says. */
+static bool connect_store(store_t *store, const config_t *cfg) {
+  outage_t o = {.cfg = cfg};
+  for (;;) {
+    sink_error_t err;
+    sink_status_t st = store_ping(store, &err);
+    if (st == SINK_OK) {
+      log_info("verify: the store answered; reading the commands");
+      return true;
+    }
+    if (st == SINK_FATAL) {
+      model_buf_t uri = MODEL_BUF_INIT;
+      shown_uri(cfg, &uri);
+      log_error("verify: the store refused the verify", "store", LOG_STR, uri.data, "error", LOG_STR, err.message);
+      model_buf_destroy(&uri);
+      return false;
+    }
+    if (!outage_wait(&o, "connect", err.message)) return false;
+  }
+}
 
 typedef enum { REPAIR_NONE = 0, REPAIR_WRITTEN, REPAIR_UNCHANGED, REPAIR_FAILED } repair_t;
 
@@ -87,23 +149,20 @@ static void on_unreadable(void *ctx, const char *key, const char *reason) {
   model_drift_unreadable(reason, &c->v[i].drift);
 }
 
-/* Loads the chunk's stored documents, waiting out a store outage with
- * backoff (as a replay does) unless interrupted. */
+/* Loads the chunk's stored documents, waiting out a store outage as
+ * outage_wait says. */
 static bool load_chunk(store_t *store, const config_t *cfg, chunk_t *c, const char **keys) {
   for (size_t i = 0; i < c->n; i++) keys[i] = model_aggregate_key(c->v[i].rebuilt, NULL);
-  for (unsigned attempt = 0;; attempt++) {
+  outage_t o = {.cfg = cfg};
+  for (;;) {
     sink_error_t err;
     sink_status_t st = store_load_counts(store, keys, c->n, on_found, on_unreadable, c, &err);
     if (st == SINK_OK) return true;
     if (st == SINK_FATAL) {
-      fprintf(stderr, "aggregator: verify: store: %s\n", err.message);
+      log_error("verify: store read failed", "error", LOG_STR, err.message);
       return false;
     }
-    if (attempt == 0 || attempt % 10 == 9)
-      fprintf(stderr, "aggregator: verify: store read failed, retrying: %s\n", err.message);
-    if (signals_stop_count()) return false;
-    clock_sleep_ms(retry_backoff_ms(cfg->retry_backoff_ms, cfg->retry_backoff_max_ms, attempt));
-    if (signals_stop_count()) return false;
+    if (!outage_wait(&o, "read", err.message)) return false;
   }
 }
 
@@ -158,23 +217,23 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
   size_t todo = 0;
   for (size_t i = 0; i < c->n; i++) todo += repairable(c->v[i].drift.kind);
   bool ok = true;
-  unsigned backoff = 0, conflict_rounds = 0;
+  unsigned conflict_rounds = 0;
+  outage_t outage = {.cfg = cfg};
   while (todo && ok) {
     writer_job_t *job = repair_job(cfg, c, todo);
     writer_execute(sink, job);
     todo = repair_results(job);
     if (job->status == SINK_FATAL) {
-      fprintf(stderr, "aggregator: verify: repair: store: %s\n", job->err.message);
+      log_error("verify: repair write failed", "error", LOG_STR, job->err.message);
       ok = false;
     } else if (job->status == SINK_RETRY && todo) {
-      if (backoff == 0 || backoff % 10 == 9)
-        fprintf(stderr, "aggregator: verify: repair write failed, retrying: %s\n", job->err.message);
-      clock_sleep_ms(retry_backoff_ms(cfg->retry_backoff_ms, cfg->retry_backoff_max_ms, backoff++));
+      ok = outage_wait(&outage, "repair", job->err.message);
     } else if (todo) {
+      outage.attempt = 0; /* the store answered: an outage starts again from its first failure */
       conflict_rounds++;
     }
     writer_job_destroy(job);
-    if (signals_stop_count()) ok = ok && !todo;
+    if (signals_stop_count()) ok = false;
     if (conflict_rounds >= VERIFY_REPAIR_ROUNDS) break; /* reported as failed below; the verify goes on */
   }
   const char *why = signals_stop_count() ? "interrupted"
@@ -222,12 +281,15 @@ static void report_line(model_buf_t *b, const entry_t *e) {
   model_buf_puts(b, "}\n");
 }
 
-static void progress(bool tty, double *last, size_t done, size_t total, uint64_t drifted, bool final) {
-  double now = clock_mono_s();
-  if (!final && now - *last < (tty ? 0.2 : 10.0)) return;
-  *last = now;
-  fprintf(stderr, "%sverify: compared %zu of %zu documents, %" PRIu64 " drifted%s", tty ? "\r\033[K" : "", done,
-          total, drifted, tty && !final ? "" : "\n");
+/* Documents compared so far: chunks whose comparison is done, never more. */
+static void show_compared(progress_t *p, size_t done, size_t total, uint64_t drifted, bool final) {
+  if (!progress_due(p, final)) return;
+  char line[128];
+  snprintf(line, sizeof line, "compared %zu of %zu documents, %" PRIu64 " drifted", done, total, drifted);
+  log_field_t f[] = {{.key = "compared", .type = LOG_INT, .i = (int64_t)done},
+                     {.key = "documents", .type = LOG_INT, .i = (int64_t)total},
+                     {.key = "drifted", .type = LOG_INT, .i = (int64_t)drifted}};
+  progress_show(p, final, line, f, sizeof f / sizeof f[0]);
 }
 
 /* --- the verify -------------------------------------------------------------------------- */
@@ -275,7 +337,7 @@ static bool verify_chunk(verify_t *v, const model_aggregate_t *const *rebuilt, s
     report_line(&v->out, e);
   }
   if (v->out.len && fwrite(v->out.data, 1, v->out.len, v->report) != v->out.len) {
-    fprintf(stderr, "aggregator: verify: cannot write the report: %s\n", strerror(errno));
+    log_error("verify: cannot write the report", "error", LOG_STR, strerror(errno));
     ok = false;
   }
   model_buf_clear(&v->out);
@@ -288,21 +350,23 @@ static bool verify_compare(verify_t *v, const replay_rebuilt_t *rebuilt) {
   const model_aggregate_t *const *all = (const model_aggregate_t *const *)rebuilt->aggs;
   v->entries = oom_malloc(per * sizeof *v->entries);
   v->keys = oom_malloc(per * sizeof *v->keys);
-  bool tty = isatty(2), ok = true;
-  double last = clock_mono_s();
+  bool ok = true;
+  progress_t pr = progress_start("verify");
   for (size_t off = 0; off < n && ok && !signals_stop_count(); off += per) {
-    ok = verify_chunk(v, all + off, n - off < per ? n - off : per);
-    progress(tty, &last, off + (n - off < per ? n - off : per), n, v->st->drifted, false);
+    size_t k = n - off < per ? n - off : per;
+    ok = verify_chunk(v, all + off, k);
+    if (ok) v->st->compared += k;
+    show_compared(&pr, v->st->compared, n, v->st->drifted, false);
   }
-  if (ok && signals_stop_count()) {
-    fputs("aggregator: verify: interrupted\n", stderr);
-    ok = false;
-  }
+  if (signals_stop_count()) ok = false;
   if (fflush(v->report) != 0 && ok) {
-    fprintf(stderr, "aggregator: verify: cannot write the report: %s\n", strerror(errno));
+    log_error("verify: cannot write the report", "error", LOG_STR, strerror(errno));
     ok = false;
   }
-  if (tty) progress(tty, &last, n, n, v->st->drifted, true);
+  /* On a terminal the line in place ends with the final count, once all is
+   * compared; a stop or a failure ends it as it stands. */
+  if (ok && pr.tty) show_compared(&pr, v->st->compared, n, v->st->drifted, true);
+  progress_end(&pr);
   model_buf_destroy(&v->out);
   free(v->keys);
   free(v->entries);
@@ -313,9 +377,8 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
   double t0 = clock_mono_s();
   memset(stats, 0, sizeof *stats);
   verify_t v = {.cfg = cfg, .o = o, .st = stats, .out = MODEL_BUF_INIT, .report = report};
-  /* The store first: a bad URI is a configuration error, found before a
-   * rebuild that can take minutes (mongoc connects lazily: only the URI and
-   * options are checked here). */
+  /* A bad URI is a configuration error (mongoc connects lazily: only the
+   * URI and options are checked here). */
   sink_error_t serr;
   v.store = store_open(cfg, &serr);
   if (!v.store) {
@@ -323,14 +386,42 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
     return 2;
   }
   v.sink = store_sink(v.store);
-  /* The rebuild stops on SIGINT/SIGTERM (replay.h); its handlers stay for
-   * the audit. */
+  /* Installed for the whole verify: the wait for the store, the rebuild
+   * (replay.h) and the audit. */
+  signals_install(SIGNALS_STOP);
+  srand((unsigned)clock_wall_ms()); /* the retry jitter (retry.h) */
+  /* The store answers before anything is read: a rebuild can take minutes,
+   * and is worth nothing without a store to compare it with. */
+  int rc = connect_store(v.store, cfg) ? 0 : 1;
   replay_rebuilt_t rebuilt = {0};
-  replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .rebuilt = &rebuilt,
-                         .label = "verify"};
-  int rc = replay_run(cfg, &ro, &stats->rebuild);
-  /* A repair that did not land is a failure of what was asked for. */
-  if (rc == 0) rc = !verify_compare(&v, &rebuilt) || stats->failed ? 1 : stats->drifted ? 3 : 0;
+  if (rc == 0) {
+    replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .rebuilt = &rebuilt,
+                           .label = "verify"};
+    rc = replay_run(cfg, &ro, &stats->rebuild);
+  }
+  if (rc == 0 && rebuilt.n == 0 && !signals_stop_count()) {
+    /* An audit of nothing proves nothing: a wrong range, topic or file. */
+    if (o->allow_empty) {
+      log_info("verify: no document to compare", "read", LOG_INT, (int64_t)stats->rebuild.read, "rejected", LOG_INT,
+               (int64_t)stats->rebuild.rejected);
+    } else {
+      log_error("verify: no document compared: nothing valid was read (--allow-empty accepts that)", "read",
+                LOG_INT, (int64_t)stats->rebuild.read, "rejected", LOG_INT, (int64_t)stats->rebuild.rejected);
+      rc = 1;
+    }
+  }
+  bool through = false; /* every document compared */
+  if (rc == 0) {
+    through = verify_compare(&v, &rebuilt);
+    /* A repair that did not land is a failure of what was asked for. */
+    rc = !through || stats->failed ? 1 : stats->drifted ? 3 : 0;
+  }
+  /* A stop before the audit was through: no verdict. */
+  if (signals_stop_count() && !through && rc == 1) {
+    log_error("verify: interrupted", "signal", LOG_INT, (int64_t)signals_stop_signal(), "compared", LOG_INT,
+              (int64_t)stats->compared);
+    rc = 128 + signals_stop_signal();
+  }
   replay_rebuilt_free(&rebuilt);
   store_destroy(v.store);
   stats->seconds = clock_mono_s() - t0;

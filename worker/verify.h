@@ -42,10 +42,12 @@ typedef struct verify_options {
   const char *until; /* --until: NULL or "end", or an RFC 3339 time */
   const char *input; /* --input FILE|-, NULL = the topics */
   bool repair;       /* --repair */
+  bool allow_empty;  /* --allow-empty: no document to compare is a success */
 } verify_options_t;
 
 typedef struct verify_stats {
   replay_stats_t rebuild;                /* read, applied, stale, rejected; aggregates = documents rebuilt */
+  uint64_t compared;                     /* documents whose comparison is done */
   uint64_t drifted;                      /* documents reported */
   uint64_t kinds[MODEL_DRIFT_KINDS];     /* documents per reported kind */
   uint64_t repaired, unchanged, failed;  /* --repair: documents written, found already whole, not written */
@@ -53,9 +55,19 @@ typedef struct verify_stats {
 } verify_stats_t;
 
 /* Runs a verify, writing the report to `report` (the caller's; flushed, not
- * closed) and filling *stats (also on failure, with what was done). Returns
- * the exit status: 0 nothing drifted, 3 something did (repaired or not), 1
- * runtime failure (broker, store, interrupted), 2 configuration (a bad store URI). Errors go to stderr. */
+ * closed) and filling *stats (also on failure, with what was done).
+ *
+ * Before anything is read the store must answer a ping; it, and every later
+ * store call (a chunk's load, its repairs), is retried with backoff for
+ * store.connect_timeout_ms at most after its first failure in a row, then
+ * the verify fails: it never waits without bound.
+ *
+ * Returns the exit status: 0 nothing drifted, 3 something did (repaired or
+ * not), 1 runtime failure (broker, store, a repair not written, no
+ * document compared without allow_empty), 2 configuration (a bad store
+ * URI), 128 + the signal when SIGINT or SIGTERM stopped it before every
+ * document was compared (signals.h; 130 for SIGINT). Errors go to the log
+ * (log.h). */
 int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, verify_stats_t *stats);
 
 #endif

@@ -23,7 +23,7 @@ for args in "--help" "-h" "help"; do
     grep -qE "^  $(literal "$cmd")  " "$T/out" || fail "'$args' does not list $cmd"
   done
   for opt in "-c, --config FILE" "--set SECTION.KEY=VALUE" "--from beginning|TIME" "--until end|TIME" \
-    "--input FILE|-" "--output FILE|-" "--rejects FILE|-" "--repair"; do
+    "--input FILE|-" "--output FILE|-" "--rejects FILE|-" "--max-rejects N" "--repair" "--allow-empty"; do
     grep -qE -- "^  $(literal "$opt")  +[a-z]" "$T/out" || fail "'$args' does not explain $opt"
   done
   stdout_has "Kafka timestamp" "$args"
@@ -54,8 +54,8 @@ while IFS='|' read -r cmd opts; do
   done
 done <<'EOF'
 run|--config --set --help
-replay|--config --set --from --until --input --output --rejects --help
-verify|--config --set --from --until --input --repair --help
+replay|--config --set --from --until --input --output --rejects --max-rejects --help
+verify|--config --set --from --until --input --repair --allow-empty --help
 export|--config --set --from --until --output --help
 config|--config --set --origin --help
 config check|--config --set --help
@@ -70,9 +70,18 @@ grep -qE -- "^  --(input|rejects|repair) " "$T/out" && fail "help export names o
 grep -qF "committed:GROUP or offsets:P=O" "$T/out" || fail "help export does not name the bound forms"
 grep -qF "newline" "$T/out" || fail "help export does not say what becomes of a value holding a newline"
 run 0 help run
-grep -qE -- "--(from|until|input|output|rejects|repair)" "$T/out" && fail "help run names options run does not take"
+grep -qE -- "--(from|until|input|output|rejects|repair|max-rejects|allow-empty)" "$T/out" &&
+  fail "help run names options run does not take"
 run 0 help verify
-grep -qE -- "--(output|rejects) " "$T/out" && fail "help verify names replay's options"
+grep -qE -- "--(output|rejects|max-rejects) " "$T/out" && fail "help verify names replay's options"
+for text in "store.connect_timeout_ms" "--allow-empty" "128 + the signal"; do
+  grep -qF -- "$text" "$T/out" || fail "help verify does not explain $text"
+done
+run 0 help replay
+grep -qF -- "--allow-empty" "$T/out" && fail "help replay names verify's --allow-empty"
+for text in "whole or absent" "renamed into place" "JSON log line" "replay: read=N"; do
+  grep -qF -- "$text" "$T/out" || fail "help replay does not explain $text"
+done
 run 0 help config check
 grep -qF -- "--origin" "$T/out" && fail "help config check names --origin (show's only)"
 run 0 help config

@@ -28,7 +28,8 @@ with open(sys.argv[1], "w") as f:
 PY
 
 set +e
-"$BIN" replay --input "$T/in.jsonl" --output "$T/out.jsonl" --rejects "$T/rej.jsonl" 2>"$T/err"
+"$BIN" replay --input "$T/in.jsonl" --output "$T/out.jsonl" --rejects "$T/rej.jsonl" --set log.format=text \
+  2>"$T/err"
 rc=$?
 set -e
 [ "$rc" -eq 0 ] && ok || fail "exit $rc: $(head -c 300 "$T/err")"

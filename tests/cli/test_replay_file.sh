@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # aggregator replay --input/--output/--rejects (docs/CLI.md) on the
 # sample stream in models/samples: documents, rejects, summary line, exit
-# statuses, standard streams, line endings, limits from --set and -c.
+# statuses, standard streams, line endings, limits from --set and -c. Its stderr is in the default
+# log.format (json): one JSON object per line; section 18 checks the text format.
 set -euo pipefail
 
 # shellcheck source=lib.sh
@@ -33,14 +34,18 @@ expect_rc() { # expect_rc NAME RC
   if [ "$got" = "$2" ]; then ok; else fail "$1: exit $got, expected $2 ($(head -c 300 "$T/$1.err"))"; fi
 }
 # the lines a replay without --rejects adds about rejected lines (checked in 16)
-hints() { grep -Ev '^aggregator: replay: (line [0-9]+ rejected: |[0-9]+ lines? rejected; --rejects FILE )' "$1" || true; }
+hints() { grep -Ev '"msg":"replay: (line rejected|lines rejected; --rejects FILE writes each with its reason)"' "$1" || true; }
 expect_err() { # expect_err NAME REGEX: stderr, but for those, is one line matching REGEX
   hints "$T/$1.err" >"$T/$1.err1"
   if [ "$(wc -l <"$T/$1.err1")" -eq 1 ] && grep -Eq "$2" "$T/$1.err1"; then ok; else
     fail "$1: stderr '$(head -c 300 "$T/$1.err")' does not match /$2/"
   fi
 }
-summary_re() { echo "^replay: read=$1 applied=$2 stale=$3 rejected=$4 aggregates=$5 seconds=[0-9]+\.[0-9]{3}\$"; }
+# the summary, a log line: {"ts":...,"level":"info","msg":"replay: summary","read":N,...,"seconds":S}
+summary_re() {
+  echo "^\\{\"ts\":\"[0-9T:.Z-]+\",\"level\":\"info\",\"msg\":\"replay: summary\",\"read\":$1,\"applied\":$2,\"stale\":$3,\"rejected\":$4,\"aggregates\":$5,\"seconds\":[0-9.e-]+\\}\$"
+}
+summary_text_re() { echo "^replay: read=$1 applied=$2 stale=$3 rejected=$4 aggregates=$5 seconds=[0-9]+\.[0-9]{3}\$"; }
 
 # 1. the sample stream, files
 replay sample --input "$SAMPLES/commands.jsonl" --output "$T/out.jsonl" --rejects "$T/rejects.jsonl"
@@ -190,10 +195,10 @@ expect_err nostore 'no store is configured \(store\.uri\).*--output'
 # 16. without --rejects the first rejected lines are shown, then how to see them all
 replay hint --input "$SAMPLES/commands.jsonl" --output /dev/null
 expect_rc hint 0
-if [ "$(grep -c '^aggregator: replay: line [0-9]* rejected: ' "$T/hint.err")" = 3 ] &&
-  grep -q '^aggregator: replay: line 6 rejected: invalid_json: ' "$T/hint.err" &&
+if [ "$(grep -c '"level":"warn","msg":"replay: line rejected","line":[0-9]*,' "$T/hint.err")" = 3 ] &&
+  grep -q '"msg":"replay: line rejected","line":6,"code":"invalid_json","detail":"' "$T/hint.err" &&
   grep -Eq "$(summary_re 39 22 3 14 3)" "$T/hint.err" &&
-  [ "$(tail -n 1 "$T/hint.err")" = "aggregator: replay: 14 lines rejected; --rejects FILE writes each with its reason" ]; then ok; else
+  tail -n 1 "$T/hint.err" | grep -q '"level":"warn","msg":"replay: lines rejected; --rejects FILE writes each with its reason","rejected":14}$'; then ok; else
   fail "hint: stderr was: $(head -c 800 "$T/hint.err")"
 fi
 # a stream with no invalid line: the summary alone
@@ -211,5 +216,19 @@ expect_rc bom 0
 expect_err bom "$(summary_re 39 22 3 14 3)"
 cmp -s "$T/bom.rej" "$SAMPLES/expected-rejects.jsonl" && ok || fail "bom: rejects differ from the sample's"
 same_docs "$T/bom.out" "$SAMPLES/expected.jsonl" bom
+
+# 18. log.format: json (the default) makes every stderr line a JSON object; text keeps the summary the
+#     plain line the README and docs/CLI.md show, and the hints text log lines.
+if command -v jq >/dev/null; then
+  jq -e 'type == "object" and has("ts") and has("level") and has("msg")' "$T/hint.err" >/dev/null && ok ||
+    fail "json: a stderr line is not a log object: $(cat "$T/hint.err")"
+fi
+replay text --input "$SAMPLES/commands.jsonl" --output "$T/text.out" --set log.format=text
+expect_rc text 0
+grep -v ' warn  replay: line rejected line=' "$T/text.err" | grep -v ' warn  replay: lines rejected; ' >"$T/text.err1"
+if [ "$(wc -l <"$T/text.err1")" -eq 1 ] && grep -Eq "$(summary_text_re 39 22 3 14 3)" "$T/text.err1" &&
+  [ "$(grep -c ' warn  replay: line rejected line=' "$T/text.err")" = 3 ]; then ok; else
+  fail "text: stderr was: $(cat "$T/text.err")"
+fi
 
 finish test_replay_file

@@ -48,9 +48,9 @@ for s in clean dirty time; do
     2>"$TMP/$s.err"
 done
 check "clean: nothing rejected" test ! -s "$TMP/clean.rej"
-check "clean: summary" grep -Eq '^replay: read=7000 applied=7000 stale=0 rejected=0 aggregates=60 ' "$TMP/clean.err"
+check "clean: summary" grep -Eq '"msg":"replay: summary","read":7000,"applied":7000,"stale":0,"rejected":0,"aggregates":60,' "$TMP/clean.err"
 check "dirty: every invalid line rejected, no other" \
-  grep -Eq "^replay: read=$lines applied=[0-9]+ stale=[0-9]+ rejected=$invalid aggregates=60 " "$TMP/dirty.err"
+  grep -Eq "\"msg\":\"replay: summary\",\"read\":$lines,\"applied\":[0-9]+,\"stale\":[0-9]+,\"rejected\":$invalid,\"aggregates\":60," "$TMP/dirty.err"
 check "dirty shuffled stream = clean stream" same "$TMP/dirty.out" "$TMP/clean.out"
 codes=$(sed -E 's/.*"code":"([a-z_0-9]+)".*/\1/' "$TMP/dirty.rej" | sort -u | tr '\n' ' ')
 check "dirty: eleven rejection codes seen ($codes)" test "$(echo "$codes" | wc -w)" -eq 11

@@ -44,7 +44,7 @@ def export(s, out, *bounds, text=False):
         assert m, f"no text summary: {err[-2000:]}"
         return dict(zip(["read", "exported", "skipped_newline"], map(int, m.groups()))), err
     objs = [json.loads(l) for l in err.splitlines() if l.startswith("{")]
-    summary = [o for o in objs if o.get("msg") == "export summary"]
+    summary = [o for o in objs if o.get("msg") == "export: summary"]
     assert len(summary) == 1, f"no JSON summary: {err[-2000:]}"
     return summary[0], err
 
@@ -196,28 +196,28 @@ def scenario(s):
     rc, _, err = run_rc(cmd(s, "export", "--output", keep, "--from", "committed:no-such-group-" + s.tag))
     assert rc == 1 and "no-such-group-" + s.tag in err and "no committed offset" in err, (rc, err)
     assert open(keep).read() == "earlier\n"
-    assert not [n for n in os.listdir(s.dir) if ".export-" in n], os.listdir(s.dir)
+    assert not [n for n in os.listdir(s.dir) if ".tmp-" in n], os.listdir(s.dir)
     # So does an interrupted one: SIGINT while it waits for a broker that does not answer (once its temporary
     # file exists, it was created before anything is contacted).
     errf = open(s.path("interrupted.err"), "w+")
     p = subprocess.Popen([h.AGGREGATOR, "export", "--set", "kafka.brokers=127.0.0.1:1", "--set", "log.format=text",
                           "--output", keep], stderr=errf)
     s.procs.append(p)
-    h.wait_until(lambda: [n for n in os.listdir(s.dir) if ".export-" in n] or p.poll() is not None, 30,
+    h.wait_until(lambda: [n for n in os.listdir(s.dir) if ".tmp-" in n] or p.poll() is not None, 30,
                  "the export created no temporary file")
     p.send_signal(signal.SIGINT)
     assert p.wait(60) == 1
     errf.seek(0)
     err = errf.read()
-    assert f"interrupted; '{keep}' left as it was" in err, err
+    assert "export: interrupted; the output is left as it was" in err and f"file={keep}" in err, err
     assert open(keep).read() == "earlier\n"
-    assert not [n for n in os.listdir(s.dir) if ".export-" in n], os.listdir(s.dir)
+    assert not [n for n in os.listdir(s.dir) if ".tmp-" in n], os.listdir(s.dir)
     # A successful one replaces it; "-" is standard output; /dev/null stays a device.
     rc, out, err = run_rc(cmd(s, "export", "--output", "-", "--from", f"committed:{s.group('live')}"))
     assert rc == 0 and sorted(out[:-1].split(b"\n")) == want, err
     st, _ = export(s, keep, "--from", f"committed:{s.group('live')}")
     assert sorted(open(keep, "rb").read()[:-1].split(b"\n")) == want
-    assert not [n for n in os.listdir(s.dir) if ".export-" in n], os.listdir(s.dir)
+    assert not [n for n in os.listdir(s.dir) if ".tmp-" in n], os.listdir(s.dir)
     st, _ = export(s, "/dev/null", "--from", f"committed:{s.group('live')}")
     assert st["exported"] == len(want) and os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
     rc, _, err = run_rc(cmd(s, "export", "--output", s.path("x"), "--from", "offsets:7=1"))

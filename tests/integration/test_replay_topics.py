@@ -61,10 +61,12 @@ def wait_replay(p):
 
 def replay(s, db, *args):
     err = wait_replay(start_replay(s, db, *args))
-    m = re.search(r"replay: read=(\d+) applied=(\d+) stale=(\d+) rejected=(\d+) aggregates=(\d+) seconds=([\d.]+)",
-                  err)
-    assert m, f"no replay summary line in its stderr:\n{err[-2000:]}"
-    return dict(zip(["read", "applied", "stale", "rejected", "aggregates"], map(int, m.groups()[:5])))
+    # log.format = json (the harness's): the summary is a log line with the counts as fields
+    lines = [json.loads(l) for l in err.splitlines() if l.startswith("{")]
+    sums = [l for l in lines if l["msg"] == "replay: summary"]
+    assert len(sums) == 1, f"not one replay summary line in its stderr:\n{err[-2000:]}"
+    assert isinstance(sums[0]["seconds"], (int, float)), sums[0]
+    return {k: sums[0][k] for k in ("read", "applied", "stale", "rejected", "aggregates")}
 
 
 def stored(db):

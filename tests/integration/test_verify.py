@@ -21,21 +21,25 @@ import time
 
 import harness as h
 
-SUMMARY = re.compile(r"verify: read=(\d+) rejected=(\d+) documents=(\d+) drifted=(\d+) missing=(\d+) "
-                     r"store_behind=(\d+) differs=(\d+) store_ahead=(\d+)")
+COUNTS = ["read", "rejected", "documents", "drifted", "missing", "store_behind", "differs", "store_ahead"]
+
+
+def summaries(err):
+    """The summary log lines (log.format = json, the harness's) of a verify's stderr."""
+    return [e for e in (json.loads(l) for l in err.splitlines() if l.startswith("{"))
+            if e["msg"] == "verify: summary"]
 
 
 def verify(s, db, *args, rcs=(0, 3)):
     cmd = [h.AGGREGATOR, "verify", *s.settings("unused", [("store.database", db), ("log.level", "warn")]), *args]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode in rcs, f"verify exited {r.returncode}: {r.stderr[-3000:]}"
-    m = SUMMARY.search(r.stderr)
-    assert m, r.stderr[-2000:]
+    sums = summaries(r.stderr)
+    assert len(sums) == 1, r.stderr[-2000:]
     lines = [json.loads(l) for l in r.stdout.splitlines()]
     for l in lines:
         assert set(l) >= {"_id", "drift", "path", "detail"}, l
-    summary = dict(zip(["read", "rejected", "documents", "drifted", "missing", "store_behind", "differs",
-                        "store_ahead"], map(int, m.groups())))
+    summary = {k: sums[0][k] for k in COUNTS}
     assert summary["drifted"] == len(lines), (summary, lines)
     assert (r.returncode == 3) == bool(lines), (r.returncode, lines)
     return r.returncode, {l["_id"]: l for l in lines}, summary
@@ -47,9 +51,9 @@ def verify_threads(s, db, threads, *args):
                                                           ("replay.threads", str(threads))]), *args]
     r = subprocess.run(cmd, capture_output=True, timeout=600)
     assert r.returncode == 3, f"verify exited {r.returncode}: {r.stderr[-3000:]}"
-    summary = [l for l in r.stderr.splitlines() if l.startswith(b"verify: read=")]
-    assert len(summary) == 1, r.stderr[-2000:]
-    return r.stdout, re.sub(rb" seconds=[0-9.]+", b"", summary[0])
+    sums = summaries(r.stderr.decode())
+    assert len(sums) == 1, r.stderr[-2000:]
+    return r.stdout, {k: v for k, v in sums[0].items() if k not in ("ts", "seconds")}
 
 
 def store_tool(s, db, *args):

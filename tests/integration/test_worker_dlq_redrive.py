@@ -64,9 +64,11 @@ def replay_cmd(s, *args, topics=None, dlq=None, limit=FIXED_LIMIT):
 
 
 def summary(err):
-    m = re.search(r"replay: read=(\d+) applied=(\d+) stale=(\d+) rejected=(\d+) aggregates=(\d+)", err)
-    assert m, f"no replay summary line:\n{err[-2000:]}"
-    return dict(zip(["read", "applied", "stale", "rejected", "aggregates"], map(int, m.groups())))
+    # log.format = json (the harness's): the summary is a log line with the counts as fields
+    sums = [e for e in (json.loads(l) for l in err.splitlines() if l.startswith("{"))
+            if e["msg"] == "replay: summary"]
+    assert len(sums) == 1, f"not one replay summary line:\n{err[-2000:]}"
+    return {k: sums[0][k] for k in ("read", "applied", "stale", "rejected", "aggregates")}
 
 
 def replay(s, *args):

@@ -1,10 +1,13 @@
 /* The replay pipeline without a broker or a store (worker/replay.h): the
- * line source's splitting, the files' write and close, and a rebuild from a
- * file handed over sorted by key, as verify takes it. */
+ * line source's splitting, the files' write, commit and discard (whole or
+ * absent), and a rebuild from a file handed over sorted by key, as verify
+ * takes it. */
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -94,38 +97,115 @@ END_TEST
 
 /* --- files ------------------------------------------------------------------------- */
 
+/* The names in dir, but for . and .., joined by spaces. */
+static void names_in(const char *dir, char *out, size_t cap) {
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  out[0] = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    strncat(out, e->d_name, cap - strlen(out) - 2);
+    strcat(out, " ");
+  }
+  closedir(d);
+}
+
+static void put_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+static long size_of(const char *path) {
+  struct stat st;
+  return stat(path, &st) ? -1 : (long)st.st_size;
+}
+
 START_TEST(a_file_holds_what_was_written) {
-  char path[] = "/tmp/test_replay_XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  close(fd);
-  replay_file_t f = {.shown = path, .quote = true, .report_each = true};
+  char dir[] = "/tmp/test_replay_XXXXXX", path[64], names[256];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/out.jsonl", dir);
+  put_file(path, "old\n");
+  chmod(path, 0640);
+  replay_file_t f = {.shown = path, .report_each = true};
   ck_assert(replay_file_open(&f, path, "w"));
   for (int i = 0; i < 20000; i++) ck_assert(replay_file_write(&f, "0123456789\n", 11)); /* past one drain */
-  ck_assert(replay_file_close(&f));
-  FILE *in = fopen(path, "r");
-  fseek(in, 0, SEEK_END);
-  ck_assert_int_eq(ftell(in), 220000);
-  fclose(in);
+  /* Until the commit, the target is as it was and the output is beside it. */
+  ck_assert_int_eq(size_of(path), 4);
+  names_in(dir, names, sizeof names);
+  ck_assert_msg(strstr(names, ".out.jsonl.tmp-") != NULL, "%s", names);
+  ck_assert(replay_file_commit(&f));
+  ck_assert_int_eq(size_of(path), 220000);
+  names_in(dir, names, sizeof names);
+  ck_assert_str_eq(names, "out.jsonl ");
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  ck_assert_int_eq(st.st_mode & 0777, 0640); /* the target's permissions stay */
+  replay_file_close(&f);                     /* after a commit: nothing to remove */
+  ck_assert_int_eq(size_of(path), 220000);
   ck_assert(replay_file_same(path, path));
   ck_assert(!replay_file_same(path, "/dev/null"));
   ck_assert(!replay_file_same("-", "-"));
   ck_assert(!replay_file_same(path, NULL));
   unlink(path);
   ck_assert(replay_file_same(path, path)); /* not there yet: equal paths are one file */
+  rmdir(dir);
 }
 END_TEST
 
-START_TEST(a_lost_write_fails_the_close) {
-  if (access("/dev/full", W_OK) != 0) return;
-  replay_file_t f = {.shown = "/dev/full", .quote = true};
-  ck_assert(replay_file_open(&f, "/dev/full", "w"));
-  ck_assert(replay_file_write(&f, "{}\n", 3));
-  ck_assert(!replay_file_close(&f));
-  ck_assert_ptr_null(f.f);
-  ck_assert(replay_file_close(&f)); /* closed: nothing more to lose */
+START_TEST(an_output_not_committed_is_absent) {
+  char dir[] = "/tmp/test_replay_XXXXXX", path[64], fresh[64], names[256];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/out.jsonl", dir);
+  snprintf(fresh, sizeof fresh, "%s/new.jsonl", dir);
+  put_file(path, "old\n");
+  replay_file_t f = {.shown = path}, g = {.shown = fresh};
+  ck_assert(replay_file_open(&f, path, "w"));
+  ck_assert(replay_file_open(&g, fresh, "w"));
+  for (int i = 0; i < 20000; i++) ck_assert(replay_file_write(&f, "0123456789\n", 11));
+  ck_assert(replay_file_write(&g, "x\n", 2));
+  replay_file_close(&f);
+  replay_file_close(&g);
+  FILE *in = fopen(path, "r");
+  char buf[16] = {0};
+  ck_assert_uint_eq(fread(buf, 1, sizeof buf, in), 4);
+  fclose(in);
+  ck_assert_str_eq(buf, "old\n"); /* byte for byte */
+  names_in(dir, names, sizeof names);
+  ck_assert_str_eq(names, "out.jsonl "); /* no new file, no temporary left */
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
+START_TEST(an_output_that_cannot_be_written_fails_at_open) {
+  char dir[] = "/tmp/test_replay_XXXXXX", path[64];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
   replay_file_t g = {0};
   ck_assert(!replay_file_open(&g, "/nonexistent-dir/x", "w"));
+  ck_assert(!replay_file_open(&g, dir, "w")); /* a directory */
+  snprintf(path, sizeof path, "%s/sub", dir);
+  ck_assert_int_eq(mkdir(path, 0500), 0);
+  snprintf(path, sizeof path, "%s/sub/x", dir);
+  if (geteuid() != 0) ck_assert(!replay_file_open(&g, path, "w")); /* root writes anywhere */
+  replay_file_close(&g);
+  snprintf(path, sizeof path, "%s/sub", dir);
+  rmdir(path);
+  rmdir(dir);
+}
+END_TEST
+
+START_TEST(a_lost_write_fails_the_commit) {
+  if (access("/dev/full", W_OK) != 0) return;
+  replay_file_t f = {.shown = "/dev/full"};
+  ck_assert(replay_file_open(&f, "/dev/full", "w")); /* a device: written in place */
+  ck_assert_ptr_null(f.temp);
+  ck_assert(replay_file_write(&f, "{}\n", 3));
+  ck_assert(!replay_file_commit(&f));
+  ck_assert_ptr_null(f.f);
+  ck_assert(replay_file_commit(&f)); /* closed: nothing more to lose */
+  replay_file_close(&f);
 }
 END_TEST
 
@@ -171,7 +251,9 @@ Suite *test_suite(void) {
   tcase_add_test(tc, a_line_past_the_limit_is_fed_by_its_length);
   tcase_add_test(tc, a_feed_that_fails_stops_the_source);
   tcase_add_test(tc, a_file_holds_what_was_written);
-  tcase_add_test(tc, a_lost_write_fails_the_close);
+  tcase_add_test(tc, an_output_not_committed_is_absent);
+  tcase_add_test(tc, an_output_that_cannot_be_written_fails_at_open);
+  tcase_add_test(tc, a_lost_write_fails_the_commit);
   tcase_add_test(tc, a_rebuild_is_handed_over_sorted);
   suite_add_tcase(s, tc);
   return s;

@@ -18,6 +18,19 @@ START_TEST(stop_signals_are_counted) {
 }
 END_TEST
 
+START_TEST(the_first_stop_signal_is_kept) {
+  signals_install(SIGNALS_STOP);
+  ck_assert_int_eq(signals_stop_signal(), 0);
+  raise(SIGTERM);
+  raise(SIGINT);
+  ck_assert_int_eq(signals_stop_signal(), SIGTERM);
+  signals_install(SIGNALS_STOP);
+  ck_assert_int_eq(signals_stop_signal(), 0);
+  raise(SIGINT);
+  ck_assert_int_eq(signals_stop_signal(), SIGINT);
+}
+END_TEST
+
 START_TEST(reload_is_taken_once) {
   signals_install(SIGNALS_STOP | SIGNALS_RELOAD);
   ck_assert(!signals_take_reload());
@@ -62,6 +75,7 @@ Suite *test_suite(void) {
   Suite *s = suite_create("signals");
   TCase *tc = tcase_create("signals");
   tcase_add_test(tc, stop_signals_are_counted);
+  tcase_add_test(tc, the_first_stop_signal_is_kept);
   tcase_add_test(tc, reload_is_taken_once);
   tcase_add_test(tc, install_forgets_earlier_signals);
   tcase_add_test(tc, only_the_requested_signals);
