@@ -56,7 +56,7 @@ def replay_summary(err):
 
 
 def verify_report(s, *args):
-    rc, out, err = run_rc(cmd(s, "verify", *args))
+    rc, out, err = run_rc(cmd(s, "verify", *args, sets=[("log.format", "text")]))
     assert rc in (0, 3), f"verify exited {rc}: {err[-2000:]}"
     m = re.search(r"verify: read=\d+ rejected=(\d+) documents=(\d+) drifted=(\d+) missing=(\d+) store_behind=(\d+) "
                   r"differs=(\d+) store_ahead=(\d+)", err)
@@ -136,9 +136,11 @@ def scenario(s):
 
     # replay --input of the export == replay of the topics over the same range.
     out_a, rej_a, out_b = s.path("a.jsonl"), s.path("rejects.jsonl"), s.path("b-out.jsonl")
-    rc, _, err_a = run_rc([h.AGGREGATOR, "replay", "--input", exp, "--output", out_a, "--rejects", rej_a])
+    rc, _, err_a = run_rc([h.AGGREGATOR, "replay", "--set", "log.format=text", "--input", exp, "--output", out_a,
+                            "--rejects", rej_a])
     assert rc == 0, err_a
-    rc, _, err_b = run_rc(cmd(s, "replay", "--from", f"committed:{s.group('live')}", "--output", out_b))
+    rc, _, err_b = run_rc(cmd(s, "replay", "--from", f"committed:{s.group('live')}", "--output", out_b,
+                            sets=[("log.format", "text")]))
     assert rc == 0, err_b
     ra, rb = replay_summary(err_a), replay_summary(err_b)
     assert h.load_docs(out_a) == h.load_docs(out_b)

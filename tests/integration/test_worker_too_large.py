@@ -72,7 +72,7 @@ def scenario(s):
 
     # replay from the topic (to a file) counts the same commands as rejected
     out = s.path("replayed.jsonl")
-    r = subprocess.run([h.AGGREGATOR, "replay", *s.settings("unused"), "--output", out], capture_output=True,
+    r = subprocess.run([h.AGGREGATOR, "replay", *s.settings("unused", [("log.format", "text")]), "--output", out], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     m = re.search(r"rejected=(\d+)", r.stderr)
