@@ -39,15 +39,6 @@ static rd_kafka_t *client_new(const config_t *cfg, const char *servers, char *er
   return rk;
 }
 
-static int64_t setup_timeout_ms(rd_kafka_t *rk) {
-  char v[32];
-  size_t n = sizeof v;
-  long long ms = 30000;
-  if (rd_kafka_conf_get(rd_kafka_conf(rk), "socket.connection.setup.timeout.ms", v, &n) == RD_KAFKA_CONF_OK)
-    ms = strtoll(v, NULL, 10);
-  return ms > 0 ? ms : 30000;
-}
-
 /* Each broker of kafka.brokers alone; returns how many answered. */
 static size_t check_brokers(const config_t *cfg, FILE *err_out, bool *all, model_buf_t *reached) {
   char *list = oom_strdup(cfg->kafka_brokers), *save = NULL;
@@ -74,7 +65,7 @@ static size_t check_brokers(const config_t *cfg, FILE *err_out, bool *all, model
   for (size_t i = 0; i < n; i++) {
     done[i] = clients[i] == NULL;
     last[i] = RD_KAFKA_RESP_ERR__TIMED_OUT;
-    if (clients[i]) bound = setup_timeout_ms(clients[i]); /* the same in every client */
+    if (clients[i]) bound = kafka_setup_timeout_ms(clients[i]); /* the same in every client */
   }
   for (bool pending = true; pending && clock_mono_ms() < start + bound;) {
     pending = false;

@@ -213,8 +213,7 @@ rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg) {
 
 /* --- start-up check ------------------------------------------------------------ */
 
-/* How long to wait for a broker: the client's connection set-up timeout. */
-static int64_t check_timeout_ms(rd_kafka_t *rk) {
+int64_t kafka_setup_timeout_ms(rd_kafka_t *rk) {
   char v[32];
   size_t n = sizeof v;
   long long ms = 30000;
@@ -233,7 +232,7 @@ kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, 
                                  char *err, size_t errsz) {
   rd_kafka_topic_partition_list_t *topics = kafka_topic_list(cfg);
   if (dlq) rd_kafka_topic_partition_list_add(topics, cfg->kafka_dlq_topic, RD_KAFKA_PARTITION_UA);
-  int64_t timeout = check_timeout_ms(rk), deadline = clock_mono_ms() + timeout;
+  int64_t timeout = kafka_setup_timeout_ms(rk), deadline = clock_mono_ms() + timeout;
   char missing[400] = "";
   int nmissing = 0;
   kafka_check_t rc = KAFKA_CHECK_OK;

@@ -54,6 +54,10 @@ bool kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, 
 /* Splits cfg->kafka_topics ("a, b,c") into a new list; caller destroys it. */
 rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg);
 
+/* How long to wait for a broker: rk's socket.connection.setup.timeout.ms
+ * (librdkafka's default, 30 s, when unset or not positive). */
+int64_t kafka_setup_timeout_ms(rd_kafka_t *rk);
+
 /* The start-up check: do the configured topics (and,
  * with `dlq`, kafka.dlq_topic) exist? Topics are never auto-created (every
  * client is configured with allow.auto.create.topics=false), so a topic
