@@ -123,7 +123,8 @@ def observe(s):
     """The live run up to the outage: returns the worker and its metrics port."""
     stream = s.generate("--seed", "77", "--count", "6000", "--assignments", "40", "--students", "30",
                         "--invalid-rate", "0.02", "--duplicate-rate", "0.1", "--order", "shuffle")
-    out = subprocess.run([h.AGGREGATOR, "replay", "--input", stream, "--output", os.devnull], capture_output=True,
+    out = subprocess.run([h.AGGREGATOR, "replay", "--set", "log.format=text", "--input", stream, "--output",
+                          os.devnull], capture_output=True,
                          text=True, check=True).stderr
     want = dict(re.findall(r"(applied|stale|rejected)=(\d+)", out))
     port = free_port()
