@@ -9,16 +9,8 @@ BIN=${AGG_BINARY_DIR:?set AGG_BINARY_DIR to the build directory}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-fails=0
-passes=0
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then passes=$((passes + 1)); else
-    echo "FAIL: $what" >&2
-    fails=$((fails + 1))
-  fi
-}
+# shellcheck source=tests/cli/checks.sh
+. "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 
 check "bench-decode exits 0" "$SRC/scripts/bench-decode" --count 300 --binary-dir "$BIN" >"$TMP/out.csv" 2>"$TMP/err"
 cat "$TMP/err" >&2
@@ -34,5 +26,4 @@ check "python's lines are longer than reordered's (its spaces)" \
   awk -F, '$1 == "reordered" { r = $2 } $1 == "python" { p = $2 } END { exit !(p > r && r > 0) }' "$TMP/out.csv"
 check "a bad count is refused" bash -c "! '$SRC/scripts/bench-decode' --count x --binary-dir '$BIN' >/dev/null 2>&1"
 
-echo "test_bench_decode: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+checks_finish "test_bench_decode: "

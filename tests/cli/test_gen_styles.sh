@@ -12,16 +12,8 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 export LC_ALL=C
 
-fails=0
-passes=0
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then passes=$((passes + 1)); else
-    echo "FAIL: $what" >&2
-    fails=$((fails + 1))
-  fi
-}
+# shellcheck source=tests/cli/checks.sh
+. "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 norm() { sed -E 's/"updatedAt":"[^"]*"/"updatedAt":"X"/' "$1"; }
 same() { diff <(norm "$1") <(norm "$2") >/dev/null; }
 # uuid's command ids differ by design: the documents are compared without them
@@ -61,5 +53,4 @@ check "uuid: keys sorted at both levels, a UUID command id" \
   bash -c "grep -Eq '^\{\"assignment\":\"[^\"]+\",\"data\":\{\"feedback\":[^,]+,\"points\":[^}]+\},\"id\":\"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\",\"student\":\"[^\"]+\",\"tenant\":\"[^\"]+\",\"ts\":\"[^\"]+\",\"type\":\"[a-z.]+\",\"version\":[0-9]+\}$' <<<'$(first uuid)'"
 check "bad style refused" bash -c "! '$GEN' --style java >/dev/null 2>&1"
 
-echo "test_gen_styles: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+checks_finish "test_gen_styles: "

@@ -18,16 +18,8 @@ trap 'rm -rf "$TMP"' EXIT
 export LC_ALL=C
 
 command -v python3 >/dev/null || { echo "FAIL: python3 is needed for the reference merge" >&2; exit 1; }
-fails=0
-passes=0
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then passes=$((passes + 1)); else
-    echo "FAIL: $what" >&2
-    fails=$((fails + 1))
-  fi
-}
+# shellcheck source=tests/cli/checks.sh
+. "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 norm() { sed -E 's/"updatedAt":"[^"]*"/"updatedAt":"X"/' "$1"; }
 same() { diff <(norm "$1") <(norm "$2") >/dev/null; }
 
@@ -88,5 +80,4 @@ check "$GEN rejects a bad --start-spread-days" \
 
 check "time versions: 13-digit versions in the documents" grep -q '"v":17[0-9]\{11\},' "$TMP/time.out"
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+checks_finish ""
