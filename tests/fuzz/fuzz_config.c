@@ -32,7 +32,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config/config.h"
 
 #define MAX_EXTRA 8
 

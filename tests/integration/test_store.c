@@ -27,8 +27,8 @@
 #include "aggregate.h"
 #include "codec.h"
 #include "command.h"
-#include "store.h"
-#include "store_internal.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 static const char *g_uri;
 static const char *g_server;  /* "ferretdb" or "mongo-java-server" */

@@ -22,9 +22,9 @@
 
 #include "aggregate.h"
 #include "command.h"
-#include "config.h"
-#include "store.h"
-#include "store_internal.h"
+#include "config/config.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 #define T0_MS 1788249600000LL /* 2026-09-01T00:00:00Z */
 #define NAGG 3

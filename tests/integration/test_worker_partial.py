@@ -3,7 +3,7 @@
 (AGG_MONGO_URI) and on mongo-java-server (AGG_MJS_URI).
 
 An aggregate the worker holds at a stored rev is written as an update that
-sets only the students touched since its last write (worker/store.h). The
+sets only the students touched since its last write (worker/store/store.h). The
 documents must still be exactly what whole replacements would have stored,
 whatever the order of the stream:
 
@@ -105,7 +105,7 @@ def raw_documents(s):
 def main():
     t0 = time.time()
     # cache.max_aggregates 0: every write follows a load of the stored
-    # document, and the writer lists the overlay's students (worker/writer.c).
+    # document, and the writer lists the overlay's students (worker/pipeline/writer.c).
     for uri, cache in ((h.MONGO, "10000"), (MJS, "10000"), (h.MONGO, "0")):
         h.MONGO = uri
         s = h.Scenario("partial")

@@ -11,7 +11,7 @@ Each phase produces a chunk of the stream under its fault and waits for the
 event it is about: for the slow links, the chunk committed through the fault;
 for the breaking faults, a store write failure logged after the fault was
 set. The black hole must be noticed within the socket timeout the URI sets
-(socketTimeoutMS; the worker's default is 60 s, see worker/store.c) plus
+(socketTimeoutMS; the worker's default is 60 s, see worker/store/store.c) plus
 the worker's retry backoff."""
 import harness as h
 

@@ -25,7 +25,7 @@
 
 #include "cmdgen.h"
 #include "codec.h"
-#include "store.h"
+#include "store/store.h"
 
 static double now_s(void) {
   struct timespec ts;

@@ -7,7 +7,7 @@
  * Nothing but fetching: no decode, no merge, no commit. `scripts/bench --peer` runs it next to
  * `aggregator replay --output /dev/null` on the same topic, so the replay's rate as a percentage of this
  * loop's is what decoding and merging cost over reading alone. For that comparison to isolate decode and
- * merge, the consumer uses the prefetch the replay consumer uses by default (worker/kafka.c,
+ * merge, the consumer uses the prefetch the replay consumer uses by default (worker/source/kafka.c,
  * KAFKA_REPLAY_CONSUMER), the same assign-from-watermarks plan (no group join, nothing committed) and the
  * same batched queue reads; those settings are written out here rather than shared, because this tool is
  * the plain baseline and must not move when the worker's defaults are tuned (the bench prints both). */

@@ -11,13 +11,13 @@
 
 #include "buf.h"
 #include "gen_doc.h"
-#include "config_table.h"
-#include "kafka.h"
+#include "config/config_table.h"
+#include "source/kafka.h"
 
 static const char markdown_intro[] =
     "# Configuration reference\n"
     "\n"
-    "<!-- Generated from worker/config_table.c by `gen_config_doc docs/CONFIG.md` (a tool in the build\n"
+    "<!-- Generated from worker/config/config_table.c by `gen_config_doc docs/CONFIG.md` (a tool in the build\n"
     "     directory); unit.test_config fails when this file is stale. Do not edit by hand. -->\n"
     "\n"
     "The worker reads one INI file (`-c FILE`), then the environment, then `--set` options. `aggregator config\n"

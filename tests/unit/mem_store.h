@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch.h"
-#include "sink.h"
-#include "writer.h"
+#include "pipeline/batch.h"
+#include "store/sink.h"
+#include "pipeline/writer.h"
 
 typedef struct doc {
   model_aggregate_t *agg;

@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch.h"
-#include "clock.h"
+#include "pipeline/batch.h"
+#include "base/clock.h"
 #include "codec.h"
-#include "config.h"
+#include "config/config.h"
 #include "mem_store.h"
 #include "model_fixtures.h"
-#include "metrics.h"
+#include "metrics/metrics.h"
 
 /* A roster command of tenant t1 (model_fixtures.h). */
 static model_command_t roster(const char *assignment, const char *student, const char *id, uint64_t v, bool on) {

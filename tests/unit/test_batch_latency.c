@@ -1,11 +1,11 @@
-/* The batch's latency tracker (worker/batch_latency.h): run-length lists of
+/* The batch's latency tracker (worker/pipeline/batch_latency.h): run-length lists of
  * arrival times that observe every command exactly once, whatever their
  * bound does to the times. The observations go to a recorder here instead
  * of the metrics registry. */
 #include <check.h>
 #include <stdlib.h>
 
-#include "batch_latency.h"
+#include "pipeline/batch_latency.h"
 
 static uint64_t g_commands;
 static double g_seconds; /* the sum over commands */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_help.h"
-#include "cli_table.h"
+#include "cli/cli_help.h"
+#include "cli/cli_table.h"
 
 /* Parses the NULL-terminated words after "aggregator". */
 static cli_parse_result_t parse(const char *const *words, cli_options_t *o, char **sets, const cli_cmd_t **cmd,

@@ -10,9 +10,9 @@
 
 #include <mongoc/mongoc.h>
 
-#include "config.h"
-#include "config_table.h"
-#include "redact.h"
+#include "config/config.h"
+#include "config/config_table.h"
+#include "base/redact.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 

@@ -1,4 +1,4 @@
-/* The live consumer (worker/consumer.c) against librdkafka's mock cluster
+/* The live consumer (worker/source/consumer.c) against librdkafka's mock cluster
  * and the in-memory store (mem_store.h): fast, deterministic checks of the
  * delivery rules of docs/COMMANDS.md and docs/GUARANTEES.md that need no real service:
  *  - offsets are committed up to the end only once every effect is durable,
@@ -29,13 +29,13 @@
 #include <unistd.h>
 
 #include "../tools/cmdgen.h"
-#include "config.h"
-#include "consumer.h"
-#include "deadletter.h"
+#include "config/config.h"
+#include "source/consumer.h"
+#include "source/deadletter.h"
 #include "mem_store.h"
-#include "metrics.h"
+#include "metrics/metrics.h"
 #include "model_fixtures.h"
-#include "store.h"
+#include "store/store.h"
 
 #define PARTS 3
 #define API_OFFSET_COMMIT 8 /* Kafka protocol ApiKey of OffsetCommit */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cpus.h"
+#include "base/cpus.h"
 
 static char root[] = "/tmp/test_cpus.XXXXXX";
 

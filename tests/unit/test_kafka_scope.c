@@ -1,5 +1,5 @@
 /* rdkafka.* properties reach only the clients that use them
- * (worker/kafka.h): the scopes read from the linked librdkafka, the
+ * (worker/source/kafka.h): the scopes read from the linked librdkafka, the
  * configurations kafka_conf_new builds for each client, and the proof
  * that matters to an operator: creating the dead-letter producer with a
  * consumer-only property set logs no warning (while librdkafka does warn
@@ -14,10 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "config.h"
-#include "kafka.h"
-#include "log.h"
+#include "base/clock.h"
+#include "config/config.h"
+#include "source/kafka.h"
+#include "base/log.h"
 
 START_TEST(scopes_from_librdkafka) {
   static const struct {

@@ -1,10 +1,10 @@
 /* The one sort and search by aggregate key (models/keys.h), and the
- * clocks a test drives by hand (worker/clock.h). */
+ * clocks a test drives by hand (worker/base/clock.h). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "keys.h"
 
 typedef struct {

@@ -17,11 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "command.h"
-#include "metrics.h"
-#include "metrics_table.h"
-#include "readiness.h"
+#include "metrics/metrics.h"
+#include "metrics/metrics_table.h"
+#include "metrics/readiness.h"
 
 /* ---- helpers ---- */
 

@@ -6,7 +6,7 @@
 #include <check.h>
 #include <stdint.h>
 
-#include "offsets.h"
+#include "source/offsets.h"
 
 #define T0 1700000000000LL
 

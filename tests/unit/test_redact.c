@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "redact.h"
+#include "base/log.h"
+#include "base/redact.h"
 
 static char *shown_uri(const char *uri) {
   model_buf_t b = MODEL_BUF_INIT;

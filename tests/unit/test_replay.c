@@ -1,4 +1,4 @@
-/* The replay pipeline without a broker or a store (worker/replay.h): the
+/* The replay pipeline without a broker or a store (worker/replay/replay.h): the
  * line source's splitting, the files' write, commit and discard (whole or
  * absent), and a rebuild from a file handed over sorted by key, as verify
  * takes it. */
@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "replay.h"
-#include "replay_file.h"
-#include "replay_lines.h"
-#include "replay_source.h"
+#include "config/config.h"
+#include "replay/replay.h"
+#include "replay/replay_file.h"
+#include "replay/replay_lines.h"
+#include "replay/replay_source.h"
 
 /* --- the line source ------------------------------------------------------------ */
 

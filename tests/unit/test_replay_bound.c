@@ -1,12 +1,12 @@
-/* --from / --until bounds (worker/replay_bound.h): every form parses to
+/* --from / --until bounds (worker/replay/replay_bound.h): every form parses to
  * what it says, every malformed one is refused with a line naming the part
  * at fault, and replay_parse_bound (the CLI's check before it contacts
  * anything) accepts exactly what replay_bound_parse does. */
 #include <check.h>
 #include <string.h>
 
-#include "replay_bound.h"
-#include "replay_source.h"
+#include "replay/replay_bound.h"
+#include "replay/replay_source.h"
 
 static replay_bound_t parsed(const char *s, const char *word) {
   replay_bound_t b;

@@ -1,4 +1,4 @@
-/* The lines of --input in blocks (worker/replay_lines.h): for every block
+/* The lines of --input in blocks (worker/replay/replay_lines.h): for every block
  * size from one byte up and several line limits, the lines of the blocks,
  * walked with replay_lines_next, are the file's lines by the rules, a line
  * past the limit by its length, whatever falls on a block's edge: a "\n",
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay_lines.h"
+#include "replay/replay_lines.h"
 
 /* Appends a line and "|", or "#" and its length for a line handed over by
  * its length only. */

@@ -1,6 +1,6 @@
-/* Decode and merge on several threads (worker/replay_shards.h) and the
- * output encoded on several threads (worker/replay_encode.h) against the
- * merge on one thread (worker/replay_merge.h): on a shuffled stream with
+/* Decode and merge on several threads (worker/replay/replay_shards.h) and the
+ * output encoded on several threads (worker/replay/replay_encode.h) against the
+ * merge on one thread (worker/replay/replay_merge.h): on a shuffled stream with
  * redeliveries, invalid lines and commands rejected document_too_large, the
  * same aggregates, counts and rejects in the same order, and the same
  * bytes, whether the stream comes message by message or in blocks of
@@ -12,10 +12,10 @@
 
 #include "../tools/cmdgen.h"
 #include "codec.h"
-#include "replay_encode.h"
-#include "replay_lines.h"
-#include "replay_merge.h"
-#include "replay_shards.h"
+#include "replay/replay_encode.h"
+#include "replay/replay_lines.h"
+#include "replay/replay_merge.h"
+#include "replay/replay_shards.h"
 
 #define MAX_BYTES (64 * 1024)
 

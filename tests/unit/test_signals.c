@@ -1,11 +1,11 @@
-/* The one signal module (worker/signals.h) that `run`, `replay` and `verify` share:
+/* The one signal module (worker/base/signals.h) that `run`, `replay` and `verify` share:
  * stop signals are counted, SIGHUP is taken once, installing clears what
  * came before, and a signal left out of the set keeps its disposition. */
 #include <check.h>
 #include <signal.h>
 #include <stdlib.h>
 
-#include "signals.h"
+#include "base/signals.h"
 
 START_TEST(stop_signals_are_counted) {
   signals_install(SIGNALS_STOP);

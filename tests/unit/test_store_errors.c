@@ -10,9 +10,9 @@
 
 #include "aggregate.h"
 #include "model_fixtures.h"
-#include "redact.h"
-#include "store.h"
-#include "store_internal.h"
+#include "base/redact.h"
+#include "store/store.h"
+#include "store/store_internal.h"
 
 static bson_error_t mkerr(uint32_t domain, uint32_t code) {
   bson_error_t e;

@@ -5,7 +5,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "store_profile.h"
+#include "store/store_profile.h"
 
 static const store_profile_t *profile_of(const char *json) {
   bson_error_t e;

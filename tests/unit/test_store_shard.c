@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
-#include "store_shard.h"
+#include "store/store.h"
+#include "base/store_shard.h"
 
 /* filter as canonical-less relaxed JSON, for comparing with a literal. */
 static void assert_json(const bson_t *filter, const char *want) {

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "http.h"
-#include "store.h"
-#include "value.h"
+#include "config/config.h"
+#include "metrics/http.h"
+#include "store/store.h"
+#include "base/value.h"
 
 START_TEST(write_concern_parse) {
   static const struct {

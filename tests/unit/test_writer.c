@@ -1,4 +1,4 @@
-/* The pipelined writer (worker/writer.c, worker/flusher.c) with the batch,
+/* The pipelined writer (worker/pipeline/writer.c, worker/pipeline/flusher.c) with the batch,
  * against the in-memory store with a gate and latency (mem_store.h): the
  * thread that merges goes on while a flush is in flight, and the snapshot,
  * commit and conflict hand-overs of batch.h hold. The consumer around them
@@ -10,14 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "batch.h"
-#include "clock.h"
-#include "log.h"
-#include "flusher.h"
+#include "pipeline/batch.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "pipeline/flusher.h"
 #include "mem_store.h"
 #include "model_fixtures.h"
-#include "offsets.h"
-#include "writer.h"
+#include "source/offsets.h"
+#include "pipeline/writer.h"
 
 /* A roster command of tenant t1 (model_fixtures.h). */
 static model_command_t roster(const char *assignment, const char *student, const char *id, uint64_t v, bool on) {

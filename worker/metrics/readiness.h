@@ -1,0 +1,75 @@
+/* The readiness and liveness policy behind /readyz, /healthz and the
+ * aggregator_ready gauge.
+ *
+ * Ready: the worker holds a partition assignment, dead-letter delivery is
+ * not failing, and the store answered within the store window and has not
+ * failed since. A worker that is not ready is taken out of rotation, not
+ * restarted. Healthy: the main loop beat within the heartbeat window; a
+ * worker that is not healthy is stuck and is restarted.
+ *
+ * The windows are durations, so they read the monotonic clock of a
+ * clock_source_t: a wall-clock step must not flip either decision, and a
+ * test moves a clock_manual_t instead of sleeping. Windows and ages are in
+ * whole milliseconds, the clock's unit.
+ *
+ * Ownership and threads: a readiness_t is embedded by its owner (no
+ * allocation, nothing to destroy), either statically with READINESS_INIT or
+ * with readiness_init. Every input and decision is an atomic, so one
+ * thread records while another decides, without a lock. The clock it reads
+ * belongs to the caller and must outlive its use here. */
+#ifndef READINESS_H
+#define READINESS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/clock.h"
+
+/* Default windows: the store must have answered, and the main loop beaten,
+ * this recently. */
+#define READINESS_STORE_WINDOW_MS 30000
+#define READINESS_HEARTBEAT_WINDOW_MS 30000
+
+/* A time of the monotonic clock that means "never". */
+#define READINESS_NEVER INT64_MIN
+
+typedef struct readiness {
+  _Atomic(const clock_source_t *) clock; /* NULL: the process's clocks */
+  atomic_bool assigned, store_failed, dead_letter_failing;
+  _Atomic int64_t store_answer_ms; /* monotonic; READINESS_NEVER until the store answers */
+  _Atomic int64_t heartbeat_ms;    /* monotonic; READINESS_NEVER until the first beat */
+  _Atomic int64_t store_window_ms, heartbeat_window_ms;
+} readiness_t;
+
+/* Nothing assigned, nothing answered, no beat yet, default windows, the
+ * process's clocks. */
+#define READINESS_INIT                                                                                 \
+  {NULL, false, false, false, READINESS_NEVER, READINESS_NEVER, READINESS_STORE_WINDOW_MS, \
+   READINESS_HEARTBEAT_WINDOW_MS}
+
+/* Resets r to READINESS_INIT reading clock (NULL: the process's clocks). */
+void readiness_init(readiness_t *r, const clock_source_t *clock);
+/* Replaces the clock r reads (NULL: the process's clocks). Times already
+ * recorded were read from the old clock: set the clock before recording. */
+void readiness_set_clock(readiness_t *r, const clock_source_t *clock);
+/* Overrides the windows; a value <= 0 leaves that window as it is. */
+void readiness_set_windows_ms(readiness_t *r, int64_t store_ms, int64_t heartbeat_ms);
+
+void readiness_set_assigned(readiness_t *r, bool has_assignment);
+/* deadletter.h decides when delivery counts as failing. */
+void readiness_set_dead_letter_failing(readiness_t *r, bool failing);
+/* Any successful reply from the store; clears a failure. */
+void readiness_store_answered(readiness_t *r);
+/* The store could not be reached; not ready until it answers again. */
+void readiness_store_failed(readiness_t *r);
+/* The main loop is alive. */
+void readiness_heartbeat(readiness_t *r);
+
+/* The decisions. When false, reason (may be NULL) gets a short
+ * human-readable cause such as "no partition assignment"; when true, "". */
+bool readiness_ready(readiness_t *r, char *reason, size_t reasonsz);
+bool readiness_healthy(readiness_t *r, char *reason, size_t reasonsz);
+
+#endif

@@ -1,0 +1,307 @@
+#include "kafka.h"
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "oom.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *errstr, size_t errsz) {
+  char why[256];
+  if (rd_kafka_conf_set(conf, name, value, why, sizeof why) == RD_KAFKA_CONF_OK) return true;
+  snprintf(errstr, errsz, "%s: %s", name, why);
+  return false;
+}
+
+static bool set_pairs(rd_kafka_conf_t *conf, const char *const *kv, char *errstr, size_t errsz) {
+  for (; kv && kv[0]; kv += 2)
+    if (!kafka_conf_set(conf, kv[0], kv[1], errstr, errsz)) return false;
+  return true;
+}
+
+const kafka_default_t kafka_defaults[] = {
+    /* The eager protocol: at every rebalance each member gives all its
+     * partitions up through the revocation callback, which writes and
+     * commits what it holds first (consumer.c), so the next owner starts
+     * where the last one stopped. With librdkafka 2.0's cooperative-sticky,
+     * a commit sent during the incremental rebalance fails with
+     * ILLEGAL_GENERATION and librdkafka then declares the incumbent's other
+     * partitions lost: they change hands uncommitted and are read again.
+     * roundrobin rather than range: with several topics it spreads all their
+     * partitions evenly, where range splits each topic on its own. */
+    {KAFKA_RUN_CONSUMER, "partition.assignment.strategy", "roundrobin",
+     "eager: a join hands every partition over written and committed; librdkafka 2.0's cooperative-sticky loses "
+     "the incumbent's partitions uncommitted at each join"},
+    {KAFKA_RUN_CONSUMER, "auto.offset.reset", "earliest", "a new group starts from the oldest command"},
+    {KAFKA_RUN_CONSUMER, "session.timeout.ms", "10000", "a dead worker's partitions move within seconds"},
+    /* librdkafka stops fetching once the consumer's queue holds
+     * queued.min.messages, and the high-level consumer forwards every
+     * partition's queue to one queue, so the threshold counts all partitions
+     * together. Its 2.0 series refetches a full queue only when the broker
+     * thread next wakes, up to a second later: the queue holds about a second
+     * of the merge so that the consumer never drains it and idles, and stays
+     * small enough for a worker inside its memory bound
+     * (batch.max_pending_bytes). */
+    {KAFKA_RUN_CONSUMER, "queued.min.messages", "150000",
+     "about a second of the merge: librdkafka 2.0 refetches a full queue only after up to 1 s"},
+    {KAFKA_RUN_CONSUMER, "queued.max.messages.kbytes", "32768", "a cap across many partitions"},
+    {KAFKA_DLQ_PRODUCER, "linger.ms", "5", "rejects are rare: send them at once (acks=all and idempotence are "
+                                           "forced)"},
+    {KAFKA_DLQ_PRODUCER, "message.timeout.ms", "60000",
+     "an undelivered reject is produced again by the worker; its offset stays uncommitted meanwhile"},
+    /* librdkafka waits this long, from the first produce to a topic, before
+     * it believes the topic does not exist (in case its creation has not
+     * reached every broker). The worker checks the topic at start, so a
+     * missing one means it is deleted: rejects must fail loudly within a
+     * second rather than wait silently for librdkafka's half a minute. */
+    {KAFKA_DLQ_PRODUCER, "topic.metadata.propagation.max.ms", "1000",
+     "a dead-letter topic deleted while running fails deliveries within a second (it is checked at start)"},
+    /* A replay is bound by fetching: the queue stays far ahead of the
+     * merge so that the fetcher never idles between refills. The replay's
+     * partitions forward to the one consumer queue too, so both thresholds
+     * count all of them together. */
+    {KAFKA_REPLAY_CONSUMER, "queued.min.messages", "500000",
+     "a replay is bound by fetching: keeps the consumer's queue ahead of the merge"},
+    {KAFKA_REPLAY_CONSUMER, "queued.max.messages.kbytes", "262144", "the same, at most 256 MiB of prefetch for all partitions together"},
+    {KAFKA_REPLAY_CONSUMER, "fetch.max.bytes", "104857600", "the same"},
+};
+const size_t kafka_defaults_count = sizeof kafka_defaults / sizeof kafka_defaults[0];
+
+/* --- property scopes -------------------------------------------------------- */
+
+/* librdkafka knows each property's scope (its _RK_C/_RK_P flags) but has no
+ * API to ask for it; rd_kafka_conf_properties_show() prints the same table
+ * as CONFIGURATION.md, with the scope in its second column. Reading that
+ * table from the linked library, rather than keeping our own copy, keeps the
+ * answer right for whatever librdkafka the package manager installs; a
+ * change of its format shows as every scope being KAFKA_SCOPE_ANY, which
+ * unit.test_kafka_scope catches (and whose only harm is librdkafka's warning
+ * at start about a property of the wrong scope). Parsed once, on first use. */
+typedef struct scope_entry {
+  char *name;
+  kafka_scope_t scope;
+} scope_entry_t;
+
+static scope_entry_t *g_scopes;
+static size_t g_nscopes;
+static pthread_once_t g_scopes_once = PTHREAD_ONCE_INIT;
+
+static char *trim(char *s, char *end) {
+  while (s < end && (*s == ' ' || *s == '\t')) s++;
+  while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n')) end--;
+  *end = '\0';
+  return s;
+}
+
+static void scopes_load(void) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) oom_abort();
+  rd_kafka_conf_properties_show(f);
+  fclose(f);
+  size_t cap = 0;
+  for (char *line = text, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    /* "name   |  C  | range | default | importance | description" */
+    char *bar1 = strchr(line, '|'), *bar2 = bar1 ? strchr(bar1 + 1, '|') : NULL;
+    if (!bar2) continue;
+    char *name = trim(line, bar1), *col = trim(bar1 + 1, bar2);
+    kafka_scope_t scope;
+    if (!strcmp(col, "C")) scope = KAFKA_SCOPE_CONSUMER;
+    else if (!strcmp(col, "P")) scope = KAFKA_SCOPE_PRODUCER;
+    else if (!strcmp(col, "*")) scope = KAFKA_SCOPE_ANY;
+    else continue; /* the header ("C/P") and the rulers */
+    if (!*name || strchr(name, ' ')) continue;
+    if (g_nscopes == cap) {
+      cap = cap ? cap * 2 : 256;
+      g_scopes = oom_realloc(g_scopes, cap * sizeof *g_scopes);
+    }
+    g_scopes[g_nscopes++] = (scope_entry_t){oom_strdup(name), scope};
+  }
+  free(text);
+}
+
+kafka_scope_t kafka_property_scope(const char *name) {
+  pthread_once(&g_scopes_once, scopes_load);
+  for (size_t i = 0; i < g_nscopes; i++)
+    if (!strcmp(g_scopes[i].name, name)) return g_scopes[i].scope;
+  return KAFKA_SCOPE_ANY;
+}
+
+bool kafka_scope_applies(kafka_scope_t scope, kafka_client_t client) {
+  bool producer = client == KAFKA_DLQ_PRODUCER;
+  return scope == KAFKA_SCOPE_ANY || (scope == KAFKA_SCOPE_PRODUCER) == producer;
+}
+
+/* --- client configuration ------------------------------------------------------ */
+
+const char *kafka_client_name(kafka_client_t client) {
+  switch (client) {
+    case KAFKA_RUN_CONSUMER: return "`run` consumer";
+    case KAFKA_DLQ_PRODUCER: return "dead-letter producer";
+    default: return "`replay` consumer";
+  }
+}
+
+/* librdkafka's syslog levels onto ours, so its messages are structured log
+ * lines like the rest.
+ *
+ * A broker failure ("Connect to ... failed", a SASL handshake refused, ...)
+ * reaches us twice: librdkafka logs it with facility FAIL and hands the same
+ * text to error_cb with its error code (rd_kafka_broker_set_error does
+ * both). error_cb's line is kept, since it names the error; the FAIL line is
+ * dropped unless it is a debug one (those, with `debug` set, go only here). */
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+  if (level <= 6 && !strcmp(fac, "FAIL")) return;
+  log_level_t l = level <= 3 ? LOG_LEVEL_ERROR : level == 4 ? LOG_LEVEL_WARN : level <= 6 ? LOG_LEVEL_INFO
+                                                                                                   : LOG_LEVEL_DEBUG;
+  log_emit(l, buf, "component", LOG_STR, "rdkafka", "client", LOG_STR, rd_kafka_name(rk), "facility", LOG_STR, fac,
+           NULL);
+}
+
+static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+  (void)opaque;
+  /* Most are transient (broker down): librdkafka retries by itself. */
+  log_emit(err == RD_KAFKA_RESP_ERR__FATAL ? LOG_LEVEL_ERROR : LOG_LEVEL_WARN, reason, "component", LOG_STR,
+           "rdkafka", "client", LOG_STR, rd_kafka_name(rk), "error", LOG_STR,
+           rd_kafka_err2name((rd_kafka_resp_err_t)err), NULL);
+}
+
+rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, const char *const *forced,
+                                char *errstr, size_t errsz) {
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  bool ok = kafka_conf_set(conf, "bootstrap.servers", cfg->kafka_brokers, errstr, errsz) &&
+            kafka_conf_set(conf, "client.id", "aggregator", errstr, errsz);
+  for (size_t i = 0; ok && i < kafka_defaults_count; i++)
+    if (kafka_defaults[i].client == client)
+      ok = kafka_conf_set(conf, kafka_defaults[i].name, kafka_defaults[i].value, errstr, errsz);
+  for (size_t i = 0; ok && i < cfg->rdkafka_count; i++)
+    if (kafka_scope_applies(kafka_property_scope(cfg->rdkafka[i].name), client))
+      ok = kafka_conf_set(conf, cfg->rdkafka[i].name, cfg->rdkafka[i].value, errstr, errsz);
+  /* Topics are never auto-created: an operator creates them with the
+   * partitions and retention they need (a producer's librdkafka default
+   * would ask the broker to). */
+  ok = ok && set_pairs(conf, forced, errstr, errsz) &&
+       kafka_conf_set(conf, "allow.auto.create.topics", "false", errstr, errsz);
+  rd_kafka_conf_set_log_cb(conf, log_cb);
+  rd_kafka_conf_set_error_cb(conf, error_cb);
+  if (!ok) {
+    rd_kafka_conf_destroy(conf);
+    return NULL;
+  }
+  return conf;
+}
+
+rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg) {
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+  char *copy = oom_strdup(cfg->kafka_topics), *save = NULL;
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    while (*t == ' ' || *t == '\t') t++;
+    char *end = t + strlen(t);
+    while (end > t && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
+    if (*t) rd_kafka_topic_partition_list_add(l, t, RD_KAFKA_PARTITION_UA);
+  }
+  free(copy);
+  return l;
+}
+
+/* --- start-up check ------------------------------------------------------------ */
+
+int64_t kafka_setup_timeout_ms(rd_kafka_t *rk) {
+  char v[32];
+  size_t n = sizeof v;
+  long long ms = 30000;
+  if (rd_kafka_conf_get(rd_kafka_conf(rk), "socket.connection.setup.timeout.ms", v, &n) == RD_KAFKA_CONF_OK)
+    ms = strtoll(v, NULL, 10);
+  return ms > 0 ? ms : 30000;
+}
+
+/* Appends "key 'topic'" to a comma-separated list in out. */
+static void append_named(char *out, size_t size, const char *key, const char *topic) {
+  size_t len = strlen(out);
+  if (len < size) snprintf(out + len, size - len, "%s%s '%s'", len ? ", " : "", key, topic);
+}
+
+kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, bool (*tick)(void *ctx), void *ctx,
+                                 char *err, size_t errsz) {
+  rd_kafka_topic_partition_list_t *topics = kafka_topic_list(cfg);
+  if (dlq) rd_kafka_topic_partition_list_add(topics, cfg->kafka_dlq_topic, RD_KAFKA_PARTITION_UA);
+  int64_t timeout = kafka_setup_timeout_ms(rk), deadline = clock_mono_ms() + timeout;
+  char missing[400] = "";
+  int nmissing = 0;
+  kafka_check_t rc = KAFKA_CHECK_OK;
+  err[0] = '\0';
+  for (int i = 0; i < topics->cnt && rc == KAFKA_CHECK_OK; i++) {
+    const char *name = topics->elems[i].topic;
+    const char *key = dlq && i == topics->cnt - 1 ? "kafka.dlq_topic" : "kafka.topics";
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, name, NULL);
+    if (!t) {
+      snprintf(err, errsz, "%s '%s': %s", key, name, rd_kafka_err2str(rd_kafka_last_error()));
+      rc = KAFKA_CHECK_FAILED;
+      break;
+    }
+    for (;;) {
+      int64_t step = deadline - clock_mono_ms();
+      step = step > 1000 ? 1000 : step < 1 ? 1 : step;
+      const rd_kafka_metadata_t *md = NULL;
+      rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, (int)step);
+      if (e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
+        if (clock_mono_ms() >= deadline) {
+          snprintf(err, errsz,
+                   "no Kafka broker answered within %lld s to check that the topics exist (kafka.brokers %s: "
+                   "unreachable, or refusing this client; see librdkafka's lines above): %s",
+                   (long long)(timeout / 1000), cfg->kafka_brokers, rd_kafka_err2str(e));
+          rc = KAFKA_CHECK_UNREACHABLE;
+        } else if (rd_kafka_poll(rk, 0), tick && !tick(ctx)) { /* the poll logs why (error_cb) meanwhile */
+          rc = KAFKA_CHECK_STOPPED;
+        } else {
+          continue;
+        }
+        break;
+      }
+      if (e) {
+        snprintf(err, errsz, "cannot read the metadata of %s '%s': %s", key, name, rd_kafka_err2str(e));
+        rc = KAFKA_CHECK_FAILED;
+        break;
+      }
+      rd_kafka_resp_err_t te = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+      /* LEADER_NOT_AVAILABLE: it exists, its leader is being elected. */
+      if (te == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+        append_named(missing, sizeof missing, key, name);
+        nmissing++;
+      } else if (te && te != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) {
+        snprintf(err, errsz, "the brokers refuse the metadata of %s '%s': %s", key, name, rd_kafka_err2str(te));
+        rc = KAFKA_CHECK_FAILED;
+      }
+      rd_kafka_metadata_destroy(md);
+      break;
+    }
+    rd_kafka_topic_destroy(t);
+  }
+  rd_kafka_topic_partition_list_destroy(topics);
+  if (rc == KAFKA_CHECK_OK && nmissing) {
+    snprintf(err, errsz, "%s %s not exist on the brokers (%s); topics are never auto-created: create %s first",
+             missing, nmissing > 1 ? "do" : "does", cfg->kafka_brokers, nmissing > 1 ? "them" : "it");
+    rc = KAFKA_CHECK_MISSING;
+  }
+  return rc;
+}
+
+rd_kafka_headers_t *kafka_reject_headers(const kafka_source_t *src, const model_reject_t *rej) {
+  char partition[16], offset[24];
+  snprintf(partition, sizeof partition, "%" PRId32, src->partition);
+  snprintf(offset, sizeof offset, "%" PRId64, src->offset);
+  rd_kafka_headers_t *h = rd_kafka_headers_new(5);
+  rd_kafka_header_add(h, "x-error-code", -1, model_reject_code_name(rej->code), -1);
+  rd_kafka_header_add(h, "x-error-detail", -1, rej->detail, -1);
+  rd_kafka_header_add(h, "x-source-topic", -1, src->topic, -1);
+  rd_kafka_header_add(h, "x-source-partition", -1, partition, -1);
+  rd_kafka_header_add(h, "x-source-offset", -1, offset, -1);
+  return h;
+}

@@ -1,0 +1,108 @@
+/* librdkafka plumbing shared by the live consumer and the replay: client
+ * configuration from our config (brokers plus every kafka.rdkafka.* key
+ * passed through to the clients that use it) and the dead-letter producer.
+ *
+ * Above config.h and log.h (it reads the configuration and logs); nothing
+ * below it includes this header. */
+#ifndef KAFKA_H
+#define KAFKA_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "command.h"
+#include "config/config.h"
+
+/* The librdkafka clients the worker creates. */
+typedef enum { KAFKA_RUN_CONSUMER, KAFKA_DLQ_PRODUCER, KAFKA_REPLAY_CONSUMER } kafka_client_t;
+
+/* Where our defaults differ from librdkafka's, and why: one table that
+ * configures the clients (kafka_conf_new) and writes the reference
+ * (docs/CONFIG.md). Any kafka.rdkafka.* key overrides them. */
+typedef struct kafka_default {
+  kafka_client_t client;
+  const char *name, *value, *why;
+} kafka_default_t;
+extern const kafka_default_t kafka_defaults[];
+extern const size_t kafka_defaults_count;
+const char *kafka_client_name(kafka_client_t client);
+
+/* Which clients librdkafka applies a property to: the "C/P" column of its
+ * CONFIGURATION.md (C: consumers only, P: producers only, *: both). */
+typedef enum { KAFKA_SCOPE_ANY, KAFKA_SCOPE_CONSUMER, KAFKA_SCOPE_PRODUCER } kafka_scope_t;
+/* The scope of a librdkafka property (global or topic-level, aliases
+ * included) as the linked librdkafka declares it; KAFKA_SCOPE_ANY for a
+ * name it does not list (it then refuses the name itself). Thread-safe. */
+kafka_scope_t kafka_property_scope(const char *name);
+/* True when `client` uses properties of that scope. */
+bool kafka_scope_applies(kafka_scope_t scope, kafka_client_t client);
+
+/* A configuration with bootstrap.servers, then the client's kafka_defaults,
+ * then the pass-through properties that apply to this client (a
+ * consumer-only property never reaches the dead-letter producer,
+ * whose librdkafka would warn about it at every start, and the other way
+ * round; so operators can override our defaults), then `forced` (name, value
+ * pairs, NULL-terminated: properties that correctness depends on, e.g.
+ * enable.auto.commit=false). Returns NULL with errstr filled if librdkafka
+ * refuses a property. */
+rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, const char *const *forced,
+                                char *errstr, size_t errsz);
+/* Sets one property or fills errstr ("name: librdkafka's message"). */
+bool kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *errstr, size_t errsz);
+
+/* Splits cfg->kafka_topics ("a, b,c") into a new list; caller destroys it. */
+rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg);
+
+/* How long to wait for a broker: rk's socket.connection.setup.timeout.ms
+ * (librdkafka's default, 30 s, when unset or not positive). */
+int64_t kafka_setup_timeout_ms(rd_kafka_t *rk);
+
+/* The start-up check: do the configured topics (and,
+ * with `dlq`, kafka.dlq_topic) exist? Topics are never auto-created (every
+ * client is configured with allow.auto.create.topics=false), so a topic
+ * missing at start would otherwise only show as a consumer that never gets
+ * a partition, or rejects whose offsets never commit.
+ *
+ * Asks the cluster through rk (any of our clients) for each topic's
+ * metadata. A broker that does not answer is waited for as long as
+ * librdkafka waits for a connection to be set up (rk's
+ * socket.connection.setup.timeout.ms, 30 s by default), in steps of at most
+ * a second; between steps rk's callbacks are served (rd_kafka_poll: call
+ * this before rd_kafka_poll_set_consumer) so that librdkafka's reasons are
+ * logged, and tick (may be NULL) is called: returning false ends the wait
+ * (KAFKA_CHECK_STOPPED: a SIGTERM during start-up). err gets
+ * one line naming the missing topic(s) and their key, or why the cluster
+ * did not say. */
+typedef enum {
+  KAFKA_CHECK_OK,
+  KAFKA_CHECK_MISSING,     /* the cluster answered: a topic does not exist */
+  KAFKA_CHECK_UNREACHABLE, /* no broker answered within the timeout */
+  KAFKA_CHECK_FAILED,      /* the cluster answered with another error (e.g. not authorized) */
+  KAFKA_CHECK_STOPPED,     /* tick asked to stop */
+} kafka_check_t;
+kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, bool (*tick)(void *ctx), void *ctx,
+                                 char *err, size_t errsz);
+
+/* A rejected message, as the dead-letter topic needs it: a consumed
+ * message (kafka_source_of), or a copy of one held past its poll (a late
+ * reject, batch_hold.h). Borrowed pointers. */
+typedef struct kafka_source {
+  const char *topic;
+  int32_t partition;
+  int64_t offset;
+  const void *payload, *key; /* NULL when empty */
+  size_t len, key_len;
+} kafka_source_t;
+
+static inline kafka_source_t kafka_source_of(const rd_kafka_message_t *m) {
+  return (kafka_source_t){rd_kafka_topic_name(m->rkt), m->partition, m->offset, m->payload, m->key, m->len,
+                          m->key_len};
+}
+
+/* The headers of a rejected command's dead letter: x-error-code, x-error-detail, x-source-topic, x-source-partition and
+ * x-source-offset of src. Caller owns them (rd_kafka_producev takes them on
+ * success). */
+rd_kafka_headers_t *kafka_reject_headers(const kafka_source_t *src, const model_reject_t *rej);
+
+#endif

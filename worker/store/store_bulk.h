@@ -1,0 +1,25 @@
+/* The statement store_write sends for one item. Only the store's own files
+ * include this header. */
+#ifndef STORE_BULK_H
+#define STORE_BULK_H
+
+#include <mongoc/mongoc.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sink.h"
+#include "base/store_shard.h"
+
+/* Appends item's write to bulk, its document's updatedAt updated_at_ms: an
+ * insert for an item at rev 0, a replace with upsert and filter {_id, rev}
+ * for a whole item, an update of the changed fields without upsert for a
+ * partial one (sink.h); every filter carries the fields of shard too
+ * (store_shard.h). Sets item->bytes. Returns true if the item is in
+ * the bulk; otherwise the item is SINK_ITEM_ERROR: SINK_CODE_TOO_LARGE when
+ * its statement would pass SINK_MAX_DOCUMENT_BYTES (not logged: the caller
+ * logs once per aggregate), 2 (BadValue) when the driver refuses it
+ * (logged). */
+bool store_bulk_add(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int64_t updated_at_ms,
+                    store_shard_t shard);
+
+#endif
