@@ -709,7 +709,7 @@ START_TEST(test_table_rows) {
     const metrics_def_t *m = &metrics_table[r];
     ck_assert_msg(m->name && m->help && *m->help, "row %zu: no name or help", r);
     ck_assert_msg(!strchr(m->help, '\n') && !strchr(m->help, '\\'), "%s: help must stay one plain line", m->name);
-    int sources = (m->slots != NULL) + (m->hist != NULL) + (m->read != NULL) + (m->each != NULL);
+    int sources = (m->slots != NULL) + (m->hist != NULL) + (m->read != NULL) + (m->part != METRICS_PART_NONE);
     ck_assert_msg(sources == 1, "%s: %d sample sources", m->name, sources);
     ck_assert_msg((m->type == METRICS_HISTOGRAM) == (m->hist != NULL), "%s: histogram without buckets", m->name);
     ck_assert_uint_le(m->nlabels, METRICS_MAX_LABELS);
@@ -725,7 +725,7 @@ START_TEST(test_table_rows) {
     }
     if (m->slots) ck_assert_msg(m->nslots == combinations, "%s: %zu slots for %zu series", m->name, m->nslots,
                                 combinations);
-    if (m->each) ck_assert_uint_gt(m->nlabels, 0);
+    if (m->part) ck_assert_uint_gt(m->nlabels, 0);
     if (m->read) ck_assert_uint_eq(m->nlabels, 0);
     if (m->hist) {
       ck_assert_uint_eq(m->nlabels, 0);

@@ -176,20 +176,18 @@ void metrics_clear_lag(const char *topic, int32_t partition) {
   pthread_mutex_unlock(&g_lag_lock);
 }
 
-typedef enum { PART_LAG, PART_COMMITTED_LAG, PART_OLDEST } part_value_t;
-
-static void part_each(part_value_t which, metrics_emit_fn emit, void *ctx) {
+void metrics_part_each(metrics_part_t which, metrics_emit_fn emit, void *ctx) {
   const clock_source_t *clock = atomic_load(&g_clock);
   int64_t now = clock ? clock_wall(clock) : clock_wall_ms();
   pthread_mutex_lock(&g_lag_lock);
   for (size_t i = 0; i < g_nlags; i++) {
     const part_entry_t *e = &g_lags[i];
     metrics_sample_t v;
-    if (which == PART_LAG && e->have_lag) {
+    if (which == METRICS_PART_LAG && e->have_lag) {
       v = (metrics_sample_t){.kind = METRICS_I64, .v.i = e->lag};
-    } else if (which == PART_COMMITTED_LAG && e->have_committed_lag) {
+    } else if (which == METRICS_PART_COMMITTED_LAG && e->have_committed_lag) {
       v = (metrics_sample_t){.kind = METRICS_I64, .v.i = e->committed_lag};
-    } else if (which == PART_OLDEST && e->have_oldest) {
+    } else if (which == METRICS_PART_OLDEST && e->have_oldest) {
       /* A producer's clock ahead of ours gives a timestamp in the future: age 0. */
       int64_t age = e->oldest_ms && now > e->oldest_ms ? now - e->oldest_ms : 0;
       v = (metrics_sample_t){.kind = METRICS_F64, .v.f = (double)age / 1e3};
@@ -203,10 +201,6 @@ static void part_each(part_value_t which, metrics_emit_fn emit, void *ctx) {
   }
   pthread_mutex_unlock(&g_lag_lock);
 }
-
-void metrics_lag_each(metrics_emit_fn emit, void *ctx) { part_each(PART_LAG, emit, ctx); }
-void metrics_committed_lag_each(metrics_emit_fn emit, void *ctx) { part_each(PART_COMMITTED_LAG, emit, ctx); }
-void metrics_oldest_uncommitted_each(metrics_emit_fn emit, void *ctx) { part_each(PART_OLDEST, emit, ctx); }
 
 void metrics_lag_release(void) {
   pthread_mutex_lock(&g_lag_lock);

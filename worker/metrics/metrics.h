@@ -119,6 +119,12 @@ void metrics_set_lag(const char *topic, int32_t partition, int64_t lag);
 void metrics_set_committed_lag(const char *topic, int32_t partition, int64_t lag);
 void metrics_set_oldest_uncommitted(const char *topic, int32_t partition, int64_t wall_ms);
 void metrics_clear_lag(const char *topic, int32_t partition);
+/* For the renderer: calls emit for every assigned partition that reported
+ * the value which, under the partition table's lock (topic and partition
+ * its label values). */
+void metrics_part_each(metrics_part_t which, metrics_emit_fn emit, void *ctx);
+/* For the server's stop: frees the partition table. */
+void metrics_lag_release(void);
 
 /* Readiness inputs: ready = has an assignment AND dead-letter delivery is
  * not failing AND the store answered within the store window AND it has not

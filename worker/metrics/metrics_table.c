@@ -4,7 +4,6 @@
 #include "metrics_table.h"
 
 #include "command.h"
-#include "metrics.h"
 
 #ifndef AGG_VERSION
 #define AGG_VERSION "unknown"
@@ -92,8 +91,7 @@ METRICS_FAMILIES(STORAGE)
 /* ---- scrape-time values ---- */
 
 static bool read_ready(const metrics_scrape_t *s, metrics_sample_t *out) {
-  (void)s;
-  *out = (metrics_sample_t){.kind = METRICS_U64, .v.u = metrics_ready(NULL, 0) ? 1 : 0};
+  *out = (metrics_sample_t){.kind = METRICS_U64, .v.u = s->ready ? 1 : 0};
   return true;
 }
 
@@ -131,7 +129,7 @@ static bool read_fds(const metrics_scrape_t *s, metrics_sample_t *out) {
 #define SOURCE_CONST(id, arg) .slots = slots_##id, .nslots = NB(slots_##id)
 #define SOURCE_HIST(id, arg) .hist = &hist_##id, .bounds = (arg), .nbounds = NB(arg)
 #define SOURCE_READ(id, arg) .read = (arg)
-#define SOURCE_EACH(id, arg) .each = (arg)
+#define SOURCE_EACH(id, arg) .part = METRICS_PART_##arg
 #define ROW(id, name_, type_, labels, source, arg, help_) \
   [METRICS_ROW_##id] = {.name = (name_), .type = METRICS_##type_, .help = (help_), labels, SOURCE_##source(id, arg)},
 

@@ -60,8 +60,8 @@ typedef enum { METRICS_REBALANCE_EVENTS(METRICS_ENUM_CONSTANT) } metrics_rebalan
  *           arg: which combinations are series, NULL for all), CONST (one
  *           series always of the value arg), HIST (arg: the ascending bucket
  *           bounds), READ (arg: reads the value when /metrics is scraped) or
- *           EACH (arg: emits the series whose label values are known only
- *           at run time).
+ *           EACH (arg: which per-partition value of the registry, whose
+ *           label values are known only at run time).
  * The help texts are what an operator reads next to a graph: what the
  * number counts, not how it is computed. */
 #define METRICS_FAMILIES(X)                                                                                         \
@@ -111,14 +111,12 @@ typedef enum { METRICS_REBALANCE_EVENTS(METRICS_ENUM_CONSTANT) } metrics_rebalan
     "revoked: taken back after it wrote and committed them; lost: taken without a hand-over).")                       \
   X(BUILD_INFO, "aggregator_build_info", GAUGE, LABELS1(VERSION), CONST, 1,                                           \
     "Always 1; the labels tell the build.")                                                                           \
-  X(CONSUMER_LAG, "aggregator_consumer_lag", GAUGE, LABELS2(TOPIC, PARTITION), EACH, metrics_lag_each,                \
+  X(CONSUMER_LAG, "aggregator_consumer_lag", GAUGE, LABELS2(TOPIC, PARTITION), EACH, LAG,                             \
     "Messages between the consumer position and the high watermark.")                                                 \
-  X(COMMITTED_LAG, "aggregator_consumer_committed_lag", GAUGE, LABELS2(TOPIC, PARTITION), EACH,                       \
-    metrics_committed_lag_each,                                                                                       \
+  X(COMMITTED_LAG, "aggregator_consumer_committed_lag", GAUGE, LABELS2(TOPIC, PARTITION), EACH, COMMITTED_LAG,        \
     "Messages between the group's committed offset and the high watermark (what an autoscaler reading "               \
     "the group's offsets sees).")                                                                                     \
-  X(OLDEST_UNCOMMITTED_AGE, "aggregator_oldest_uncommitted_age_seconds", GAUGE, LABELS2(TOPIC, PARTITION), EACH,      \
-    metrics_oldest_uncommitted_each,                                                                                  \
+  X(OLDEST_UNCOMMITTED, "aggregator_oldest_uncommitted_age_seconds", GAUGE, LABELS2(TOPIC, PARTITION), EACH, OLDEST,  \
     "Age, from its Kafka timestamp, of the oldest command consumed and not yet committed; 0 when "                    \
     "every command consumed is committed. The topic's retention runs against the same timestamp.")                    \
   X(FLUSH_SECONDS, "aggregator_flush_duration_seconds", HISTOGRAM, NO_LABELS, HIST, flush_seconds_bounds,             \
@@ -179,6 +177,7 @@ typedef struct metrics_sample {
 /* What a scrape reads once for every row that needs it. */
 typedef struct metrics_scrape {
   metrics_proc_t proc;
+  bool ready; /* metrics_ready's decision */
 } metrics_scrape_t;
 
 /* Per bucket, not cumulative; the last is above every bound. Guarded by lock. */
@@ -188,6 +187,9 @@ typedef struct metrics_hist {
   uint64_t count;
   double sum;
 } metrics_hist_t;
+
+/* The values the registry keeps per assigned partition (metrics.h). */
+typedef enum { METRICS_PART_NONE, METRICS_PART_LAG, METRICS_PART_COMMITTED_LAG, METRICS_PART_OLDEST } metrics_part_t;
 
 /* Receives one series of a family whose label values are known only at run
  * time: one value per label of the row, in the row's order. */
@@ -199,7 +201,7 @@ typedef struct metrics_def {
   const char *help;
   size_t nlabels;
   metrics_label_t labels[METRICS_MAX_LABELS];
-  /* Where the samples come from: exactly one of slots, hist, read, each. */
+  /* Where the samples come from: exactly one of slots, hist, read, part. */
   _Atomic uint64_t *slots; /* one per combination of fixed label values, the first label outermost */
   size_t nslots;
   bool (*has_series)(const size_t *value_index); /* with slots; NULL: every combination is a series */
@@ -209,8 +211,9 @@ typedef struct metrics_def {
   /* A value taken at scrape time, for a family without labels; false: the
    * value cannot be had and the family is left out. */
   bool (*read)(const metrics_scrape_t *scrape, metrics_sample_t *out);
-  /* Calls emit for every series of a family with run-time label values. */
-  void (*each)(metrics_emit_fn emit, void *ctx);
+  /* A family with run-time label values: the registry's per-partition
+   * value it lists (metrics_part_each, metrics.h). */
+  metrics_part_t part;
 } metrics_def_t;
 
 extern const metrics_def_t metrics_table[METRICS_ROW_COUNT];
@@ -220,14 +223,5 @@ const char *metrics_label_value(const metrics_label_t *l, size_t i);
 /* The label values of slot k of m: value_index[l] for each label, the first
  * label outermost. */
 void metrics_slot_labels(const metrics_def_t *m, size_t k, size_t value_index[METRICS_MAX_LABELS]);
-
-/* The registry's per-partition series (metrics.c): the lag from the
- * position, the lag from the committed offset and the oldest uncommitted
- * command's age, each reported under the partition table's lock; release
- * frees the table. */
-void metrics_lag_each(metrics_emit_fn emit, void *ctx);
-void metrics_committed_lag_each(metrics_emit_fn emit, void *ctx);
-void metrics_oldest_uncommitted_each(metrics_emit_fn emit, void *ctx);
-void metrics_lag_release(void);
 
 #endif
