@@ -48,8 +48,8 @@ typedef enum { METRICS_REBALANCE_EVENTS(METRICS_ENUM_CONSTANT) } metrics_rebalan
 
 /* ---- the families -------------------------------------------------------
  *
- * X(ID, name, type, labels, source, arg, help), one per family, in the
- * order /metrics lists them. The row enum (METRICS_ROW_ID), the row of
+ * X(ID, name, type, labels, source, arg, help), one line per family (a long
+ * line: the table is read row by row), in the order /metrics lists them. The row enum (METRICS_ROW_ID), the row of
  * metrics_table[] and the storage follow from the line; the generic
  * recorders (metrics.h: metrics_add, metrics_set, metrics_observe) record
  * into any family by its ID, so adding a metric is adding its line.
@@ -65,80 +65,37 @@ typedef enum { METRICS_REBALANCE_EVENTS(METRICS_ENUM_CONSTANT) } metrics_rebalan
  * The help texts are what an operator reads next to a graph: what the
  * number counts, not how it is computed. */
 #define METRICS_FAMILIES(X)                                                                                         \
-  X(COMMANDS, "aggregator_commands_total", COUNTER, LABELS2(CMD_TYPE, CMD_RESULT), SLOTS, cmd_has_series,             \
-    "Commands consumed, by type and result (applied changed an aggregate, stale lost to a newer "                     \
-    "stamp; a command rejected late, document_too_large once its stored document was loaded, counted "                \
-    "applied when merged and counts rejected then).")                                                                 \
-  X(REJECTS, "aggregator_rejects_total", COUNTER, LABELS1(REJECT_CODE), SLOTS, NULL,                                  \
-    "Rejected commands sent to the dead-letter topic, by error code.")                                                \
-  X(STORE_WRITES, "aggregator_store_writes_total", COUNTER, LABELS1(WRITE_RESULT), SLOTS, NULL,                       \
-    "Aggregate documents written to the store, by result (conflict: another writer got there first).")                \
-  X(STORE_WRITE_BYTES, "aggregator_store_write_bytes_total", COUNTER, NO_LABELS, SLOTS, NULL,                         \
-    "BSON bytes of the documents and partial updates the store acknowledged (the size of what flushes "               \
-    "ship).")                                                                                                         \
-  X(STORE_TOO_LARGE, "aggregator_store_too_large_total", COUNTER, NO_LABELS, SLOTS, NULL,                             \
-    "Aggregate writes the store refused because the document would pass its 16 MiB limit, which the "                 \
-    "merge prevents by rejecting the command (document_too_large): a bug; the changes are kept and "                  \
-    "retried, their offsets uncommitted (docs/OPERATIONS.md).")                                                       \
-  X(DEAD_LETTERS, "aggregator_dead_letter_deliveries_total", COUNTER, LABELS1(DEAD_LETTER_RESULT), SLOTS, NULL,       \
-    "Rejected commands acknowledged by the dead-letter topic (ok), and delivery attempts that failed "                \
-    "and are retried (error); a reject's offset commits only once it is acknowledged.")                               \
-  X(STORE_RETRIES, "aggregator_store_retries_total", COUNTER, NO_LABELS, SLOTS, NULL,                                 \
-    "Flushes the store failed (unreachable, timed out, refused items), attempted again after a "                      \
-    "backoff.")                                                                                                       \
-  X(DIRTY, "aggregator_dirty_aggregates", GAUGE, NO_LABELS, SLOTS, NULL,                                              \
-    "Aggregates changed in memory and not yet written.")                                                              \
-  X(CACHED, "aggregator_cached_aggregates", GAUGE, NO_LABELS, SLOTS, NULL,                                            \
-    "Clean aggregates kept in memory (LRU cache).")                                                                   \
-  X(CACHED_LIMIT, "aggregator_cached_aggregates_limit", GAUGE, NO_LABELS, SLOTS, NULL,                                \
-    "The configured cache.max_aggregates: the most clean aggregates the cache keeps.")                                \
-  X(CACHED_BYTES, "aggregator_cached_bytes", GAUGE, NO_LABELS, SLOTS, NULL,                                           \
-    "Memory held by the clean aggregates kept in memory, measured as aggregator_pending_bytes is.")                   \
-  X(CACHED_BYTES_LIMIT, "aggregator_cached_bytes_limit", GAUGE, NO_LABELS, SLOTS, NULL,                               \
-    "The configured cache.max_bytes: the most memory the clean aggregates kept hold.")                                \
-  X(PENDING_BYTES, "aggregator_pending_bytes", GAUGE, NO_LABELS, SLOTS, NULL,                                         \
-    "Memory held by unwritten changes; fetching pauses past batch.max_pending_bytes.")                                \
-  X(PENDING_BYTES_LIMIT, "aggregator_pending_bytes_limit", GAUGE, NO_LABELS, SLOTS, NULL,                             \
-    "The configured batch.max_pending_bytes: past it fetching pauses.")                                               \
-  X(FETCH_PAUSED, "aggregator_fetch_paused", GAUGE, NO_LABELS, SLOTS, NULL,                                           \
-    "1 while fetching is paused because unwritten changes reached batch.max_pending_bytes.")                          \
-  X(READY, "aggregator_ready", GAUGE, NO_LABELS, READ, read_ready,                                                    \
-    "1 when /readyz answers 200 (assigned partitions, dead-letter delivery working, store answering).")               \
-  X(ASSIGNED_PARTITIONS, "aggregator_assigned_partitions", GAUGE, NO_LABELS, SLOTS, NULL,                             \
-    "Partitions this worker holds in its consumer group.")                                                            \
-  X(REBALANCES, "aggregator_rebalances_total", COUNTER, LABELS1(REBALANCE_EVENT), SLOTS, NULL,                        \
-    "Consumer group rebalances seen by this worker, by event (assigned: partitions given to it; "                     \
-    "revoked: taken back after it wrote and committed them; lost: taken without a hand-over).")                       \
-  X(BUILD_INFO, "aggregator_build_info", GAUGE, LABELS1(VERSION), CONST, 1,                                           \
-    "Always 1; the labels tell the build.")                                                                           \
-  X(CONSUMER_LAG, "aggregator_consumer_lag", GAUGE, LABELS2(TOPIC, PARTITION), EACH, LAG,                             \
-    "Messages between the consumer position and the high watermark.")                                                 \
-  X(COMMITTED_LAG, "aggregator_consumer_committed_lag", GAUGE, LABELS2(TOPIC, PARTITION), EACH, COMMITTED_LAG,        \
-    "Messages between the group's committed offset and the high watermark (what an autoscaler reading "               \
-    "the group's offsets sees).")                                                                                     \
-  X(OLDEST_UNCOMMITTED, "aggregator_oldest_uncommitted_age_seconds", GAUGE, LABELS2(TOPIC, PARTITION), EACH, OLDEST,  \
-    "Age, from its Kafka timestamp, of the oldest command consumed and not yet committed; 0 when "                    \
-    "every command consumed is committed. The topic's retention runs against the same timestamp.")                    \
-  X(FLUSH_SECONDS, "aggregator_flush_duration_seconds", HISTOGRAM, NO_LABELS, HIST, flush_seconds_bounds,             \
-    "Time to write one batch of aggregates to the store, retries included.")                                          \
-  X(FLUSH_AGGREGATES, "aggregator_flush_aggregates", HISTOGRAM, NO_LABELS, HIST, flush_aggregates_bounds,             \
-    "Aggregates written by one flush.")                                                                               \
-  X(DURABLE_LATENCY, "aggregator_command_durable_latency_seconds", HISTOGRAM, NO_LABELS, HIST, latency_bounds,        \
-    "Time from a command's Kafka timestamp (when it was produced) to its aggregate being durable in "                 \
-    "the store.")                                                                                                     \
-  X(COMMITTABLE_LATENCY, "aggregator_command_committable_latency_seconds", HISTOGRAM, NO_LABELS, HIST, latency_bounds,\
-    "Time from a command's Kafka timestamp (when it was produced) to its offset becoming committable: "               \
-    "it and every command read before it durable.")                                                                   \
-  X(PROCESS_CPU, "process_cpu_seconds_total", COUNTER, NO_LABELS, READ, read_cpu,                                     \
-    "Total user and system CPU time spent in seconds.")                                                               \
-  X(PROCESS_START, "process_start_time_seconds", GAUGE, NO_LABELS, READ, read_start,                                  \
-    "Start time of the process since unix epoch in seconds.")                                                         \
-  X(PROCESS_VIRTUAL, "process_virtual_memory_bytes", GAUGE, NO_LABELS, READ, read_virtual,                            \
-    "Virtual memory size in bytes.")                                                                                  \
-  X(PROCESS_RESIDENT, "process_resident_memory_bytes", GAUGE, NO_LABELS, READ, read_resident,                         \
-    "Resident memory size in bytes.")                                                                                 \
-  X(PROCESS_FDS, "process_open_fds", GAUGE, NO_LABELS, READ, read_fds,                                                \
-    "Number of open file descriptors.")
+  X(COMMANDS, "aggregator_commands_total", COUNTER, LABELS2(CMD_TYPE, CMD_RESULT), SLOTS, cmd_has_series, "Commands consumed, by type and result (applied changed an aggregate, stale lost to a newer stamp; a command rejected late, document_too_large once its stored document was loaded, counted applied when merged and counts rejected then).") \
+  X(REJECTS, "aggregator_rejects_total", COUNTER, LABELS1(REJECT_CODE), SLOTS, NULL, "Rejected commands sent to the dead-letter topic, by error code.") \
+  X(STORE_WRITES, "aggregator_store_writes_total", COUNTER, LABELS1(WRITE_RESULT), SLOTS, NULL, "Aggregate documents written to the store, by result (conflict: another writer got there first).") \
+  X(STORE_WRITE_BYTES, "aggregator_store_write_bytes_total", COUNTER, NO_LABELS, SLOTS, NULL, "BSON bytes of the documents and partial updates the store acknowledged (the size of what flushes ship).") \
+  X(STORE_TOO_LARGE, "aggregator_store_too_large_total", COUNTER, NO_LABELS, SLOTS, NULL, "Aggregate writes the store refused because the document would pass its 16 MiB limit, which the merge prevents by rejecting the command (document_too_large): a bug; the changes are kept and retried, their offsets uncommitted (docs/OPERATIONS.md).") \
+  X(DEAD_LETTERS, "aggregator_dead_letter_deliveries_total", COUNTER, LABELS1(DEAD_LETTER_RESULT), SLOTS, NULL, "Rejected commands acknowledged by the dead-letter topic (ok), and delivery attempts that failed and are retried (error); a reject's offset commits only once it is acknowledged.") \
+  X(STORE_RETRIES, "aggregator_store_retries_total", COUNTER, NO_LABELS, SLOTS, NULL, "Flushes the store failed (unreachable, timed out, refused items), attempted again after a backoff.") \
+  X(DIRTY, "aggregator_dirty_aggregates", GAUGE, NO_LABELS, SLOTS, NULL, "Aggregates changed in memory and not yet written.") \
+  X(CACHED, "aggregator_cached_aggregates", GAUGE, NO_LABELS, SLOTS, NULL, "Clean aggregates kept in memory (LRU cache).") \
+  X(CACHED_LIMIT, "aggregator_cached_aggregates_limit", GAUGE, NO_LABELS, SLOTS, NULL, "The configured cache.max_aggregates: the most clean aggregates the cache keeps.") \
+  X(CACHED_BYTES, "aggregator_cached_bytes", GAUGE, NO_LABELS, SLOTS, NULL, "Memory held by the clean aggregates kept in memory, measured as aggregator_pending_bytes is.") \
+  X(CACHED_BYTES_LIMIT, "aggregator_cached_bytes_limit", GAUGE, NO_LABELS, SLOTS, NULL, "The configured cache.max_bytes: the most memory the clean aggregates kept hold.") \
+  X(PENDING_BYTES, "aggregator_pending_bytes", GAUGE, NO_LABELS, SLOTS, NULL, "Memory held by unwritten changes; fetching pauses past batch.max_pending_bytes.") \
+  X(PENDING_BYTES_LIMIT, "aggregator_pending_bytes_limit", GAUGE, NO_LABELS, SLOTS, NULL, "The configured batch.max_pending_bytes: past it fetching pauses.") \
+  X(FETCH_PAUSED, "aggregator_fetch_paused", GAUGE, NO_LABELS, SLOTS, NULL, "1 while fetching is paused because unwritten changes reached batch.max_pending_bytes.") \
+  X(READY, "aggregator_ready", GAUGE, NO_LABELS, READ, read_ready, "1 when /readyz answers 200 (assigned partitions, dead-letter delivery working, store answering).") \
+  X(ASSIGNED_PARTITIONS, "aggregator_assigned_partitions", GAUGE, NO_LABELS, SLOTS, NULL, "Partitions this worker holds in its consumer group.") \
+  X(REBALANCES, "aggregator_rebalances_total", COUNTER, LABELS1(REBALANCE_EVENT), SLOTS, NULL, "Consumer group rebalances seen by this worker, by event (assigned: partitions given to it; revoked: taken back after it wrote and committed them; lost: taken without a hand-over).") \
+  X(BUILD_INFO, "aggregator_build_info", GAUGE, LABELS1(VERSION), CONST, 1, "Always 1; the labels tell the build.") \
+  X(CONSUMER_LAG, "aggregator_consumer_lag", GAUGE, LABELS2(TOPIC, PARTITION), EACH, LAG, "Messages between the consumer position and the high watermark.") \
+  X(COMMITTED_LAG, "aggregator_consumer_committed_lag", GAUGE, LABELS2(TOPIC, PARTITION), EACH, COMMITTED_LAG, "Messages between the group's committed offset and the high watermark (what an autoscaler reading the group's offsets sees).") \
+  X(OLDEST_UNCOMMITTED, "aggregator_oldest_uncommitted_age_seconds", GAUGE, LABELS2(TOPIC, PARTITION), EACH, OLDEST, "Age, from its Kafka timestamp, of the oldest command consumed and not yet committed; 0 when every command consumed is committed. The topic's retention runs against the same timestamp.") \
+  X(FLUSH_SECONDS, "aggregator_flush_duration_seconds", HISTOGRAM, NO_LABELS, HIST, flush_seconds_bounds, "Time to write one batch of aggregates to the store, retries included.") \
+  X(FLUSH_AGGREGATES, "aggregator_flush_aggregates", HISTOGRAM, NO_LABELS, HIST, flush_aggregates_bounds, "Aggregates written by one flush.") \
+  X(DURABLE_LATENCY, "aggregator_command_durable_latency_seconds", HISTOGRAM, NO_LABELS, HIST, latency_bounds, "Time from a command's Kafka timestamp (when it was produced) to its aggregate being durable in the store.") \
+  X(COMMITTABLE_LATENCY, "aggregator_command_committable_latency_seconds", HISTOGRAM, NO_LABELS, HIST, latency_bounds, "Time from a command's Kafka timestamp (when it was produced) to its offset becoming committable: it and every command read before it durable.") \
+  X(PROCESS_CPU, "process_cpu_seconds_total", COUNTER, NO_LABELS, READ, read_cpu, "Total user and system CPU time spent in seconds.") \
+  X(PROCESS_START, "process_start_time_seconds", GAUGE, NO_LABELS, READ, read_start, "Start time of the process since unix epoch in seconds.") \
+  X(PROCESS_VIRTUAL, "process_virtual_memory_bytes", GAUGE, NO_LABELS, READ, read_virtual, "Virtual memory size in bytes.") \
+  X(PROCESS_RESIDENT, "process_resident_memory_bytes", GAUGE, NO_LABELS, READ, read_resident, "Resident memory size in bytes.") \
+  X(PROCESS_FDS, "process_open_fds", GAUGE, NO_LABELS, READ, read_fds, "Number of open file descriptors.")
 
 
 /* The rows, in table order: a recorder names its family by this index. */
