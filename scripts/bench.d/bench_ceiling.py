@@ -272,7 +272,9 @@ def ceiling(b, a):
                         replay_read(b, "replay-%d" % i, t))
         lp, rp = got["loop"], got["replay"]
         rp["replay_of_loop"] = round(rp["commands_per_s"] / lp["commands_per_s"], 3)
-        rp["replay_cpu_over_loop"] = round(rp["cpu_s_per_million"] / lp["cpu_s_per_million"], 2)
+        # A read shorter than the clock's tick (10 ms) may show no CPU at all: then there is no ratio.
+        rp["replay_cpu_over_loop"] = (round(rp["cpu_s_per_million"] / lp["cpu_s_per_million"], 2)
+                                      if lp["cpu_s_per_million"] else "")
         for r in (lp, rp) if i % 2 else (rp, lp):
             r["pair"] = i
             rows.append(r)

@@ -96,7 +96,7 @@ class Bench:
         self.mongo = "mongodb://127.0.0.1:" + self.env["AGG_MONGO_PORT"]
         self.work = os.path.join(self.build, "bench-work")
         os.makedirs(self.work, exist_ok=True)
-        self.run_id = "%d" % int(time.time())
+        self.run_id = os.environ.get("AGG_BENCH_RUN_ID") or "%d" % int(time.time())
 
     def tool(self, name):
         return os.path.join(self.build, name)
@@ -151,6 +151,7 @@ class Bench:
         sh([self.tool("kafka_tool"), "create-topic", self.brokers, topic, str(partitions), *configs])
         # The dead-letter topic must exist: rejects wait (and hold commits) until delivered.
         sh([self.tool("kafka_tool"), "create-topic", self.brokers, topic + "-dlq", "1"])
+        log("bench: topic %s" % topic)
         if not produce:
             return topic
         t0 = time.monotonic()

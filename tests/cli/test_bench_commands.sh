@@ -6,7 +6,8 @@
 # - scripts/bench-replay-threads and scripts/bench-models run for real;
 # - the page's callgrind block runs on 300 lines and names the decode;
 # - the scripts that need the running stack (bench-distinct, bench-rebalance,
-#   bench-poison-flood) answer --help; test_bench_scripts.py runs them small.
+#   bench-poison-flood) answer --help; tests/integration/test_bench_scripts.py
+#   runs them and scripts/bench's modes but --peer small against the stack.
 # scripts/bench-decode has test_bench_decode.
 set -euo pipefail
 
