@@ -253,6 +253,14 @@ def need_tools(a):
                          % ", ".join(missing))
 
 
+def read_under(b, who, tool, topic, wrap):
+    """One read of topic by who (consume_loop or replay) under a tool's command line."""
+    if who == "replay":
+        replay_read(b, "replay-under-" + tool, topic, wrap=wrap)
+    else:
+        loop_read(b, "consume_loop-under-" + tool, topic, wrap=wrap)
+
+
 def ceiling(b, a):
     """replay against consume_loop on one topic: a warm-up read of each (not kept), then --pairs pairs,
     the order flipped every pair (loop first in odd pairs, replay first in even ones)."""
@@ -282,10 +290,7 @@ def ceiling(b, a):
     if not a.no_profile:
         for who in ("consume_loop", "replay"):
             data = os.path.join(b.work, "ceiling-%s.perf.data" % who)
-            if who == "replay":
-                replay_read(b, "replay-under-perf", t, wrap=perf_wrap(data))
-            else:
-                loop_read(b, "consume_loop-under-perf", t, wrap=perf_wrap(data))
+            read_under(b, who, "perf", t, perf_wrap(data))
             pr, text = perf_split(data, who)
             prof += pr
             print(text)
@@ -298,10 +303,7 @@ def ceiling(b, a):
         ins = []
         for who in ("consume_loop", "replay"):
             prefix = os.path.join(b.work, "ceiling-%s.callgrind" % who)
-            if who == "replay":
-                replay_read(b, "replay-under-callgrind", ct, wrap=callgrind_wrap(prefix))
-            else:
-                loop_read(b, "consume_loop-under-callgrind", ct, wrap=callgrind_wrap(prefix))
+            read_under(b, who, "callgrind", ct, callgrind_wrap(prefix))
             cr, text = callgrind_split(prefix, who, cn)
             ins += cr
             print(text)

@@ -24,6 +24,16 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
+def terminate(p, timeout):
+    """SIGTERM to p, then SIGKILL if it has not exited within timeout seconds."""
+    p.send_signal(signal.SIGTERM)
+    try:
+        return p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return p.wait()
+
+
 def free_port():
     """A loopback port nobody listens on now (the kernel picks it)."""
     with socket.socket() as so:
@@ -259,12 +269,7 @@ class Bench:
             rec.wait()
         if prod:
             prod.wait()
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(timeout=300)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        terminate(p, 300)
         writes = sum(v for (k, lab), v in m.items() if k == "aggregator_store_writes_total")
         wbytes = m.get(("aggregator_store_write_bytes_total", ""), 0.0)
         lat = self.latency(m)

@@ -3,13 +3,12 @@ the ceiling readers. scripts/bench's header says what it measures."""
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 
 from bench_lib import (CLK, FIELDS, ROOT, LoadSampler, cpu_shares, free_port, loadavg, log, peer_timed, plot, sh,
-                       stack_cpu, table, write_csv)
+                       stack_cpu, table, terminate, write_csv)
 
 
 # --- --peer: the MongoDB sink connector in Kafka Connect, and the ceiling ---------------------
@@ -131,12 +130,7 @@ def peer_connect_run(b, a, libs, label, topic, bound_s):
     with open("/proc/%d/status" % p.pid) as f:
         hwm = int(re.search(r"VmHWM:\s+(\d+)", f.read()).group(1))
     sc1 = stack_cpu(b)
-    p.send_signal(signal.SIGTERM)
-    try:
-        p.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    terminate(p, 60)
     writes = 0
     with open(clog, errors="replace") as f:
         for line in f:

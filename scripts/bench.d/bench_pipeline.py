@@ -43,6 +43,20 @@ def flush_passes(path):
     return sorted(passes)
 
 
+def against_replay(b, a, name, topic, old):
+    """`replay` of topic, then `run` (and the stop-and-wait `run` of old, if given), each row with its rate
+    over the replay's."""
+    rep = b.replay(name + "-replay", topic)
+    new = b.run(name + "-pipelined", topic, [], a.ours_seconds)
+    base = [b.run(name + "-stop-and-wait", topic, [], a.ours_seconds, binary=old)] if old else []
+    for r in [rep, new, *base]:
+        r["of_replay"] = round(r["commands_per_s"] / rep["commands_per_s"], 4)
+        r.setdefault("writes_per_s", "")
+        r.setdefault("flushes", "")
+        r.setdefault("flush_mean_s", "")
+    return [rep, new, *base]
+
+
 def pipeline(b, a, w1, w2):
     """Pipelined vs stop-and-wait `run`, each against `replay` of the same topic."""
     old = b.build_baseline(a.baseline) if a.baseline else None
@@ -50,32 +64,14 @@ def pipeline(b, a, w1, w2):
     if a.only_latency and not a.latency_rate:
         raise SystemExit("bench: --pipeline --only-latency needs --latency-rate")
     for name, path in () if a.only_latency else (("W1", w1), ("W2", w2)):
-        t = b.topic("p" + name.lower(), path)
-        rep = b.replay(name + "-replay", t)
-        new = b.run(name + "-pipelined", t, [], a.ours_seconds)
-        base = [b.run(name + "-stop-and-wait", t, [], a.ours_seconds, binary=old)] if old else []
-        for r in [rep, new, *base]:
-            r["of_replay"] = round(r["commands_per_s"] / rep["commands_per_s"], 4)
-            r.setdefault("writes_per_s", "")
-            r.setdefault("flushes", "")
-            r.setdefault("flush_mean_s", "")
-        rows += [rep, new, *base]
+        rows += against_replay(b, a, name, b.topic("p" + name.lower(), path), old)
     if a.scale:
         srows = []
         for spec in a.scale_counts.split(","):
             nas, cnt = (int(x) for x in spec.split("x"))
             path = b.gen("scale-%d-%d" % (nas, cnt), "--count", str(cnt), "--assignments", str(nas), "--students",
                          "30", "--order", "time")
-            t = b.topic("s%d" % nas, path)
-            rep = b.replay("A%d-replay" % nas, t)
-            new = b.run("A%d-pipelined" % nas, t, [], a.ours_seconds)
-            base = [b.run("A%d-stop-and-wait" % nas, t, [], a.ours_seconds, binary=old)] if old else []
-            for r in [rep, new, *base]:
-                r["of_replay"] = round(r["commands_per_s"] / rep["commands_per_s"], 4)
-                r.setdefault("writes_per_s", "")
-                r.setdefault("flushes", "")
-                r.setdefault("flush_mean_s", "")
-            srows += [rep, new, *base]
+            srows += against_replay(b, a, "A%d" % nas, b.topic("s%d" % nas, path), old)
         write_csv(os.path.join(a.out, "pipeline_scale.csv"), srows, PIPELINE_FIELDS)
         print(table(srows))
     w1new = next((r for r in rows if r["run"] == "W1-pipelined"), None)
