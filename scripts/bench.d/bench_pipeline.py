@@ -106,7 +106,9 @@ def pipeline(b, a, w1, w2):
             if r["committable_p99_s"] != "":
                 r["committable_p99_within_promise"] = "yes" if float(r["committable_p99_s"]) <= r["promise_s"] else "no"
         rows.append(r)
-    write_csv(os.path.join(a.out, "pipeline.csv"), rows, PIPELINE_FIELDS)
+    # --only-latency has latency rows alone: they go beside the rates of a full run, not over them.
+    write_csv(os.path.join(a.out, "pipeline_latency.csv" if a.only_latency else "pipeline.csv"), rows,
+              PIPELINE_FIELDS)
     print(table(rows))
     for r in rows:
         if r["of_replay"] != "":

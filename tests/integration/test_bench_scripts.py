@@ -4,8 +4,8 @@ small, and write the rows their sections read:
 
 - `scripts/bench --pipeline --skip-latency` (with `--scale`): pipeline.csv and pipeline_scale.csv, `run`
   and `replay` of each workload with `run`'s share of the replay's rate;
-- `scripts/bench --pipeline --only-latency --latency-steady --latency-rate R`: the warm-up and the measured
-  latency rows, with p50 and p99;
+- `scripts/bench --pipeline --only-latency --latency-steady --latency-rate R`: pipeline_latency.csv, the
+  warm-up and the measured latency rows, with p50 and p99;
 - `scripts/bench --ceiling --cpu --callgrind` (without perf's profile): ceiling.csv with the replay's rate
   over the loop's, cpu.csv with `run`'s CPU per million, and the instructions per command of both;
 - `scripts/bench-distinct --store mjs`, `scripts/bench-rebalance` and `scripts/bench-poison-flood`: their
@@ -88,7 +88,8 @@ def check_latency(b, tmp):
     out = os.path.join(tmp, "latency")
     b.run(out, "--pipeline", "--only-latency", "--latency-steady", "--latency-rate", "1000",
           "--pipeline-latency-seconds", "2")
-    rows = b.rows(os.path.join(out, "pipeline.csv"))
+    assert not os.path.exists(os.path.join(out, "pipeline.csv")), "latency rows alone go beside the rates"
+    rows = b.rows(os.path.join(out, "pipeline_latency.csv"))
     assert [r["run"] for r in rows] == ["W1steady-pipelined-warm-up-latency-at-1000-per-s",
                                         "W1steady-pipelined-latency-at-1000-per-s"], rows
     for r in rows:
