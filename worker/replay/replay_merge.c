@@ -28,29 +28,24 @@ void replay_merge_sorted(replay_merge_t *m, replay_rebuilt_t *out) {
   model_keys_sort(out->aggs, out->n, sizeof *out->aggs, model_keys_of_aggregate_ptr, NULL);
 }
 
-/* The part whose next aggregate has the least key, or n when all are done. */
-static size_t least(const replay_rebuilt_t *parts, const size_t *pos, size_t n) {
-  size_t best = n;
-  const char *best_key = NULL;
-  for (size_t i = 0; i < n; i++) {
-    if (pos[i] == parts[i].n) continue;
-    const char *key = model_aggregate_key(parts[i].aggs[pos[i]], NULL);
-    if (!best_key || strcmp(key, best_key) < 0) best = i, best_key = key;
-  }
-  return best;
-}
-
 void replay_rebuilt_join(replay_rebuilt_t *parts, size_t n, replay_rebuilt_t *out) {
-  size_t total = 0, *pos = oom_calloc(n + 1, sizeof *pos);
-  for (size_t i = 0; i < n; i++) total += parts[i].n;
+  size_t total = 0;
+  model_keys_run_t *runs = oom_calloc(n + 1, sizeof *runs);
+  for (size_t i = 0; i < n; i++) {
+    total += parts[i].n;
+    runs[i] = (model_keys_run_t){parts[i].aggs, parts[i].n, 0};
+  }
   out->aggs = oom_malloc((total + 1) * sizeof *out->aggs);
   out->n = 0;
-  for (size_t i; (i = least(parts, pos, n)) < n;) out->aggs[out->n++] = parts[i].aggs[pos[i]++];
+  model_keys_order_t by_key = {model_keys_of_aggregate_ptr, NULL};
+  for (model_aggregate_t *const *next;
+       (next = model_keys_merge_next(runs, n, sizeof *out->aggs, model_keys_compare, &by_key, NULL));)
+    out->aggs[out->n++] = *next;
   for (size_t i = 0; i < n; i++) {
     free(parts[i].aggs);
     parts[i] = (replay_rebuilt_t){0};
   }
-  free(pos);
+  free(runs);
 }
 
 void replay_merge_free(replay_merge_t *m) { model_aggset_free(&m->set); }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "keys.h"
 #include "oom.h"
 #include "replay_chunk.h"
 
@@ -99,15 +100,7 @@ static bool worker_step(worker_t *w) {
 
 /* The first aggregate of p whose key is not below key (NULL: below none). */
 static size_t lower_bound(const replay_rebuilt_t *p, const char *key) {
-  size_t lo = 0, hi = key ? p->n : 0;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (strcmp(model_aggregate_key(p->aggs[mid], NULL), key) < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  return key ? model_keys_lower_bound(p->aggs, p->n, sizeof *p->aggs, model_keys_of_aggregate_ptr, NULL, key) : 0;
 }
 
 /* Range t of every shard's sorted aggregates, joined into w->range. The
