@@ -57,3 +57,56 @@ void replay_rebuilt_free(replay_rebuilt_t *r) {
   r->aggs = NULL;
   r->n = 0;
 }
+
+/* --- the table as a merger (replay_merger.h) --------------------------------------- */
+
+typedef struct table {
+  replay_merge_t merge;
+  model_command_t cmd; /* the one being merged */
+  size_t max_bytes;
+  replay_reject_fn reject;
+  void *ctx;
+} table_t;
+
+static bool table_apply(void *ctx, uint64_t line, const char *data, size_t len, int64_t event_ms) {
+  (void)event_ms;
+  table_t *t = ctx;
+  model_reject_t rej;
+  if (!model_command_decode(data ? data : "", len, t->max_bytes, &t->cmd, &rej) ||
+      !replay_merge_apply(&t->merge, &t->cmd, replay_merge_hash(&t->cmd), &rej))
+    return t->reject(t->ctx, line, &rej);
+  return true;
+}
+
+static bool table_finish(void *ctx, replay_rebuilt_t *out) {
+  replay_merge_sorted(&((table_t *)ctx)->merge, out);
+  return true;
+}
+
+static void table_drain(void *ctx) { (void)ctx; } /* every reject is out as it comes */
+
+static void table_counts(void *ctx, replay_counts_t *c) {
+  const table_t *t = ctx;
+  c->applied = t->merge.applied;
+  c->stale = t->merge.stale;
+}
+
+static void table_destroy(void *ctx) {
+  table_t *t = ctx;
+  replay_merge_free(&t->merge);
+  free(t);
+}
+
+static const replay_merger_ops_t table_ops = {
+    .apply = table_apply,
+    .finish = table_finish,
+    .drain = table_drain,
+    .counts = table_counts,
+    .destroy = table_destroy,
+};
+
+replay_merger_t replay_merge_merger(size_t max_bytes, replay_reject_fn reject, void *ctx) {
+  table_t *t = oom_calloc(1, sizeof *t);
+  *t = (table_t){.merge = REPLAY_MERGE_INIT, .max_bytes = max_bytes, .reject = reject, .ctx = ctx};
+  return (replay_merger_t){&table_ops, t, true};
+}
