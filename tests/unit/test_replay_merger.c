@@ -10,74 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tools/cmdgen.h"
 #include "config/config.h"
 #include "mem_store.h"
 #include "replay/replay_merge.h"
+#include "replay/replay_lines.h"
 #include "replay/replay_merger.h"
 #include "replay/replay_shards.h"
 #include "replay/replay_store.h"
+#include "replay_stream.h"
 
-/* The stream: generated lines of 30 aggregates (the in-memory store holds
- * 64), with redeliveries and invalid lines, and grades of 4,000 bytes of
- * feedback for one more aggregate, enough to pass the store's limit. */
-typedef struct stream {
-  model_buf_t text;
-  size_t *off; /* line i is text[off[i], off[i] + len[i]) */
-  size_t *len;
-  size_t n;
-} stream_t;
-
-static void add_line(stream_t *s, const char *data, size_t len) {
-  s->off = realloc(s->off, (s->n + 1) * sizeof *s->off);
-  s->len = realloc(s->len, (s->n + 1) * sizeof *s->len);
-  s->off[s->n] = s->text.len;
-  s->len[s->n++] = len;
-  model_buf_append(&s->text, data, len);
-}
-
-static stream_t make_stream(void) {
-  cmdgen_opts_t o;
-  cmdgen_defaults(&o);
-  o.seed = 7;
-  o.tenants = 1;
-  o.assignments = 30;
-  o.students = 4;
-  o.count = 3000;
-  o.duplicate_rate = 0.3;
-  o.invalid_rate = 0.05;
-  o.order = CMDGEN_ORDER_SHUFFLE;
-  cmdgen_t g;
-  ck_assert(cmdgen_build(&g, &o));
-  stream_t s = {.text = MODEL_BUF_INIT};
-  model_buf_t line = MODEL_BUF_INIT;
-  static char feedback[4001];
-  memset(feedback, 'f', 4000);
-  for (size_t i = 0, big = 0; i < g.n; i++) {
-    model_buf_clear(&line);
-    cmdgen_render(&g, &g.ev[i], &line);
-    add_line(&s, line.data, line.len - 1);
-    for (size_t k = 0; k < 2 && big < 4300; k++, big++) {
-      model_buf_clear(&line);
-      model_buf_printf(&line,
-                       "{\"id\":\"g%zu\",\"type\":\"grade.updated\",\"tenant\":\"t0\",\"assignment\":\"big\","
-                       "\"ts\":\"2026-09-01T08:00:00Z\",\"student\":\"s%zu\",\"version\":1,"
-                       "\"data\":{\"points\":1,\"feedback\":\"%s\"}}",
-                       big, big, feedback);
-      add_line(&s, line.data, line.len);
-    }
-  }
-  add_line(&s, "", 0); /* an empty line: rejected too */
-  model_buf_destroy(&line);
-  cmdgen_destroy(&g);
-  return s;
-}
-
-static void stream_free(stream_t *s) {
-  model_buf_destroy(&s->text);
-  free(s->off);
-  free(s->len);
-}
+/* The stream (replay_stream.h): 30 aggregates (the in-memory store holds
+ * 64) and one more that passes the store's limit. */
+static stream_t make_stream(void) { return stream_make(1, 30, 12, true, 0); }
 
 /* The rejects in the order met: position and "code detail". */
 typedef struct reject {
@@ -139,8 +83,11 @@ static void run(run_t *r, enum backend b, const stream_t *s, size_t stop_at) {
   make(r, b);
   r->counts.read = s->n;
   r->fed = true;
-  for (size_t i = 0; i < s->n && r->fed; i++)
-    r->fed = replay_merger_apply(&r->m, i + 1, s->text.data + s->off[i], s->len[i], 0);
+  for (size_t i = 0; i < s->n && r->fed; i++) {
+    size_t len;
+    const char *data = line_of(s, i, &len);
+    r->fed = replay_merger_apply(&r->m, i + 1, data, len, 0);
+  }
   if (r->fed)
     ck_assert(replay_merger_finish(&r->m, &r->docs));
   else
@@ -161,7 +108,8 @@ static void run_free(run_t *r, enum backend b) {
 /* The rejects of a merger in order are met in line order; put in line
  * order, b's are a's. */
 static void assert_same_rejects(const run_t *a, run_t *b) {
-  for (size_t i = 1; b->in_order && i < b->rejects.n; i++) ck_assert_uint_lt(b->rejects.v[i - 1].line, b->rejects.v[i].line);
+  for (size_t i = 1; b->in_order && i < b->rejects.n; i++)
+    ck_assert_uint_lt(b->rejects.v[i - 1].line, b->rejects.v[i].line);
   qsort(b->rejects.v, b->rejects.n, sizeof *b->rejects.v, by_line);
   ck_assert_uint_eq(a->rejects.n, b->rejects.n);
   for (size_t i = 0; i < a->rejects.n; i++) {
@@ -170,10 +118,22 @@ static void assert_same_rejects(const run_t *a, run_t *b) {
   }
 }
 
-START_TEST(every_backend_merges_the_stream_alike) {
-  stream_t s = make_stream();
-  run_t table, shards, store;
+/* The stream and the table's run of it, the reference of every test. */
+static stream_t s;
+static run_t table;
+
+static void setup(void) {
+  s = make_stream();
   run(&table, TABLE, &s, 0);
+}
+
+static void teardown(void) {
+  run_free(&table, TABLE);
+  stream_free(&s);
+}
+
+START_TEST(every_backend_merges_the_stream_alike) {
+  run_t shards, store;
   ck_assert(table.m.ops == NULL && table.fed);
   ck_assert_uint_eq(table.docs.n, 31);
   ck_assert_uint_gt(table.counts.applied, 0);
@@ -213,40 +173,65 @@ START_TEST(every_backend_merges_the_stream_alike) {
     ck_assert_ptr_nonnull(d);
     ck_assert(model_aggregate_equal(d->agg, table.docs.aggs[i]));
   }
-  run_free(&table, TABLE);
   run_free(&shards, SHARDS);
   run_free(&store, STORE);
-  stream_free(&s);
 }
 END_TEST
 
 /* The first reject refused: every back end stops taking messages, and none
  * hands on a reject past the one refused in stream order. */
 START_TEST(a_refused_reject_stops_every_backend) {
-  stream_t s = make_stream();
-  run_t all;
-  run(&all, TABLE, &s, 0);
   for (enum backend b = TABLE; b <= STORE; b++) {
     run_t r;
     run(&r, b, &s, 1);
     ck_assert_msg(!r.fed, "back end %d", b);
     ck_assert_uint_ge(r.rejects.n, 1);
-    ck_assert_uint_eq(r.rejects.v[0].line, all.rejects.v[0].line);
-    ck_assert_str_eq(r.rejects.v[0].text, all.rejects.v[0].text);
+    ck_assert_uint_eq(r.rejects.v[0].line, table.rejects.v[0].line);
+    ck_assert_str_eq(r.rejects.v[0].text, table.rejects.v[0].text);
     if (b != STORE) ck_assert_uint_eq(r.rejects.n, 1); /* the store's late ones may still come as it stops */
     run_free(&r, b);
   }
-  run_free(&all, TABLE);
-  stream_free(&s);
+}
+END_TEST
+
+/* A file in blocks of lines (replay_lines.h), as replay.c hands it to a
+ * merger that takes blocks: the shards cut the lines and count them as
+ * read; the table and the store take messages one by one. */
+START_TEST(the_shards_count_the_lines_of_blocks_as_read) {
+  replay_merger_t one = replay_merge_merger(1, on_reject, NULL);
+  ck_assert_ptr_null(one.ops->block);
+  replay_merger_destroy(&one);
+  run_t r;
+  memset(&r, 0, sizeof r);
+  r.cfg = config_new();
+  make(&r, SHARDS);
+  ck_assert_ptr_nonnull(r.m.ops->block);
+  FILE *in = fmemopen(s.text.data, s.text.len, "r");
+  replay_lines_t l = REPLAY_LINES_INIT(in, (size_t)r.cfg->limits_max_command_bytes);
+  size_t long_len;
+  uint64_t lines = 0;
+  for (model_buf_t *block; (block = r.m.ops->block(r.m.ctx)) && replay_lines_read(&l, block, 4099, &long_len);)
+    ck_assert(r.m.ops->block_done(r.m.ctx, long_len, &lines));
+  ck_assert(replay_merger_finish(&r.m, &r.docs));
+  replay_merger_counts(&r.m, &r.counts);
+  replay_merger_destroy(&r.m);
+  ck_assert_uint_eq(r.counts.read, s.n); /* none counted by the pipeline */
+  ck_assert_uint_eq(r.counts.applied, table.counts.applied);
+  ck_assert_uint_eq(r.docs.n, table.docs.n);
+  assert_same_rejects(&table, &r);
+  replay_lines_free(&l);
+  fclose(in);
+  run_free(&r, SHARDS);
 }
 END_TEST
 
 Suite *test_suite(void) {
-  Suite *s = suite_create("replay_merger");
+  Suite *suite = suite_create("replay_merger");
   TCase *tc = tcase_create("replay_merger");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, every_backend_merges_the_stream_alike);
-  tcase_add_test(tc, a_refused_reject_stops_every_backend);
-  suite_add_tcase(s, tc);
-  return s;
+  tcase_add_unchecked_fixture(tc, setup, teardown);
+  const TTest *tests[] = {every_backend_merges_the_stream_alike, a_refused_reject_stops_every_backend,
+                          the_shards_count_the_lines_of_blocks_as_read};
+  for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) tcase_add_test(tc, tests[i]);
+  suite_add_tcase(suite, tc);
+  return suite;
 }

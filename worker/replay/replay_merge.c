@@ -97,13 +97,8 @@ static void table_destroy(void *ctx) {
   free(t);
 }
 
-static const replay_merger_ops_t table_ops = {
-    .apply = table_apply,
-    .finish = table_finish,
-    .drain = table_drain,
-    .counts = table_counts,
-    .destroy = table_destroy,
-};
+static const replay_merger_ops_t table_ops = {.apply = table_apply, .finish = table_finish, .drain = table_drain,
+                                              .counts = table_counts, .destroy = table_destroy};
 
 replay_merger_t replay_merge_merger(size_t max_bytes, replay_reject_fn reject, void *ctx) {
   table_t *t = oom_calloc(1, sizeof *t);

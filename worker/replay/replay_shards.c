@@ -392,15 +392,10 @@ static void shards_counts(void *ctx, replay_counts_t *c) {
 
 static void shards_destroy(void *ctx) { replay_shards_destroy(ctx); }
 
-static const replay_merger_ops_t shards_ops = {
-    .apply = shards_apply,
-    .block = shards_block,
-    .block_done = shards_block_done,
-    .finish = shards_finish,
-    .drain = shards_drain,
-    .counts = shards_counts,
-    .destroy = shards_destroy,
-};
+static const replay_merger_ops_t shards_ops = {.apply = shards_apply, .block = shards_block,
+                                               .block_done = shards_block_done, .finish = shards_finish,
+                                               .drain = shards_drain, .counts = shards_counts,
+                                               .destroy = shards_destroy};
 
 bool replay_shards_merger(replay_merger_t *m, size_t nthreads, size_t max_bytes, replay_reject_fn reject, void *ctx) {
   replay_shards_t *s = replay_shards_new(nthreads, max_bytes, reject, ctx);

@@ -170,14 +170,9 @@ static void store_destroy(void *ctx) {
   free(r);
 }
 
-static const replay_merger_ops_t store_ops = {
-    .apply = store_apply,
-    .idle = store_idle,
-    .finish = store_finish,
-    .drain = store_no_drain,
-    .counts = store_counts,
-    .destroy = store_destroy,
-};
+static const replay_merger_ops_t store_ops = {.apply = store_apply, .idle = store_idle, .finish = store_finish,
+                                              .drain = store_no_drain, .counts = store_counts,
+                                              .destroy = store_destroy};
 
 bool replay_store_merger(replay_merger_t *m, const config_t *cfg, const sink_t *sink, replay_reject_fn reject,
                          void *ctx) {
