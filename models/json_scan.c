@@ -10,9 +10,9 @@
  *   captured; a repeated name or anything outside the shape (an unknown key,
  *   an escape, a nested array, a bad number or literal) makes it give up
  *   without reporting anything. Text of that shape is valid JSON, valid
- *   UTF-8 (checked as it goes), has no duplicate keys (one bit per name) and
- *   no U+0000 (that needs an escape), so when the plain path gets to the
- *   end, the scan is done. Otherwise the full scan below starts over from
+ *   UTF-8 (checked as it goes), has no duplicate keys (a name whose value
+ *   is already captured is a repeat) and no U+0000 (that needs an escape),
+ *   so when the plain path gets to the end, the scan is done. Otherwise the full scan below starts over from
  *   the first byte and decides.
  * - One pass over the text with an explicit container stack and gotos
  *   instead of recursion: no depth-dependent C stack use and no per-value
@@ -618,8 +618,10 @@ match_key(const scan_t *s, const keyrec_t *k, const char (*names)[MODEL_JSON_KEY
  * the key holds nothing the string lexer would stop at. */
 #define PLAIN_KEY_MAX 14 /* a key and its '"' ':' within 16 bytes */
 
-/* A slot's entry for two or more names (model_json_slots_t.index). */
-#define SLOT_SHARED 0xFF
+/* A slot's mask when it holds no name or several: bit 16, which a compare
+ * of 16 bytes never sets, so that the one compare of plain_key fails and
+ * plain_key_shared decides. */
+#define SLOT_NONE (1u << 16)
 
 /* The slot of the text at kp: its first two bytes, hashed. For a name,
  * they are the name's first two bytes, or its only byte and the closing
@@ -634,61 +636,74 @@ static inline __attribute__((always_inline)) unsigned slot_of(const unsigned cha
 void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n,
                       model_json_slots_t *slots) {
   memset(slots, 0, sizeof *slots);
-  for (size_t i = 0; i < n && i < MODEL_JSON_NAMES_MAX; i++) {
+  for (size_t h = 0; h < MODEL_JSON_SLOTS; h++) slots->slot[h].mask = SLOT_NONE;
+  slots->n = (uint8_t)(n < MODEL_JSON_NAMES_MAX ? n : MODEL_JSON_NAMES_MAX);
+  for (size_t i = 0; i < slots->n; i++) {
     if (lens[i] > PLAIN_KEY_MAX) continue; /* never matched in place: the full scan decides */
-    unsigned char *pat = slots->pat[i];
-    memcpy(pat, names[i], lens[i]);
-    pat[lens[i]] = '"';
-    pat[lens[i] + 1] = ':';
-    slots->mask[i] = (4u << lens[i]) - 1;
-    slots->skip[i] = (uint8_t)(lens[i] + 2);
-    unsigned h = slot_of(pat);
-    slots->index[h] = slots->index[h] ? SLOT_SHARED : (uint8_t)(i + 1);
+    model_json_slot_t *e = &slots->name[i];
+    memcpy(e->pat, names[i], lens[i]);
+    e->pat[lens[i]] = '"';
+    e->pat[lens[i] + 1] = ':';
+    e->mask = (4u << lens[i]) - 1;
+    e->name = (uint8_t)i;
+    e->skip = (uint8_t)(lens[i] + 2);
+    unsigned h = slot_of(e->pat);
+    slots->slot[h] = *e;
+    if (slots->count[h]++) slots->slot[h].mask = SLOT_NONE;
   }
 }
 
-/* The text at kp (16 bytes readable) is the pattern of name i. */
-static inline __attribute__((always_inline)) bool slot_is(const unsigned char *kp, const model_json_slots_t *slots,
-                                                          size_t i) {
+/* Whether the 16 bytes at kp hold the pattern of entry e where its mask
+ * has bits. */
+static inline __attribute__((always_inline)) bool pattern_is(const unsigned char *kp, const model_json_slot_t *e) {
 #ifdef MODEL_JSON_HAVE_SSE2
   unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)kp),
-                                                           _mm_load_si128((const __m128i *)(const void *)slots->pat[i])));
-  return (eq & slots->mask[i]) == slots->mask[i];
+                                                           _mm_load_si128((const __m128i *)(const void *)e->pat)));
 #else
-  return memcmp(kp, slots->pat[i], slots->skip[i]) == 0;
+  unsigned eq = 0;
+  for (unsigned k = 0; k < 16; k++) eq |= (unsigned)(kp[k] == e->pat[k]) << k;
 #endif
+  return (eq & e->mask) == e->mask;
 }
 
-/* plain_key for the rare cases: fewer than 16 bytes left after kp (they
- * are compared from a zero-padded copy; a pattern's bytes are nonzero, so
- * it never matches the padding), or a slot that several names share. */
-static __attribute__((noinline)) int plain_key_rare(const unsigned char *kp, const unsigned char *end,
-                                                    size_t n, const model_json_slots_t *slots) {
-  unsigned char pad[16];
-  if (end - kp < 16) {
-    memset(pad, 0, sizeof pad);
-    memcpy(pad, kp, (size_t)(end - kp));
-    kp = pad;
+/* plain_key for a slot that several names share, or none, or a key that
+ * is not its slot's name: kp's 16 bytes compared with each name of the
+ * slot in turn. */
+static __attribute__((noinline)) const model_json_slot_t *plain_key_shared(const unsigned char *kp,
+                                                                          const model_json_slots_t *slots) {
+  unsigned h = slot_of(kp);
+  if (slots->count[h] < 2) return NULL;
+  for (size_t i = 0; i < slots->n; i++) {
+    const model_json_slot_t *e = &slots->name[i];
+    if (e->skip && slot_of(e->pat) == h && pattern_is(kp, e)) return e;
   }
-  unsigned e = slots->index[slot_of(kp)];
-  if (e == SLOT_SHARED) {
-    for (size_t i = 0; i < n; i++)
-      if (slots->skip[i] && slot_is(kp, slots, i)) return (int)i;
-    return -1;
-  }
-  return e && slot_is(kp, slots, e - 1) ? (int)e - 1 : -1;
+  return NULL;
 }
 
-/* The plain path's key lookup: the index of the name whose key, with its
- * '"' and ':', starts at kp, or -1. `safe` is end - 16: before it, 16 bytes
- * are readable. */
-static inline __attribute__((always_inline)) int plain_key(const unsigned char *kp, const unsigned char *safe,
-                                                           const unsigned char *end, size_t n,
-                                                           const model_json_slots_t *slots) {
-  if (__builtin_expect(kp > safe, 0)) return plain_key_rare(kp, end, n, slots);
-  unsigned e = slots->index[slot_of(kp)];
-  if (__builtin_expect(e - 1u >= SLOT_SHARED - 1u, 0)) return e ? plain_key_rare(kp, end, n, slots) : -1;
-  return slot_is(kp, slots, e - 1) ? (int)e - 1 : -1;
+/* The plain path's key lookup: the entry of the name whose key, with its
+ * '"' and ':', starts at kp, or NULL. Before `safe` (end - 16), 16 bytes
+ * are readable at kp; past it, the bytes left are compared from a copy
+ * padded with zeros (a pattern's bytes are nonzero, so it never matches
+ * the padding): the last 16 bytes of the text when it has them, else a
+ * byte by byte copy. */
+static inline __attribute__((always_inline)) const model_json_slot_t *
+plain_key(const unsigned char *kp, const unsigned char *base, const unsigned char *safe, const unsigned char *end,
+          const model_json_slots_t *slots) {
+  unsigned char pad[32];
+  if (__builtin_expect(kp > safe, 0)) {
+    memset(pad + 16, 0, 16);
+    if (end - base >= 16) {
+      memcpy(pad, end - 16, 16);
+      kp = pad + (kp - (end - 16));
+    } else {
+      memset(pad, 0, 16);
+      memcpy(pad, kp, (size_t)(end - kp));
+      kp = pad;
+    }
+  }
+  const model_json_slot_t *e = &slots->slot[slot_of(kp)];
+  if (__builtin_expect(!pattern_is(kp, e), 0)) return plain_key_shared(kp, slots);
+  return e;
 }
 
 /* The type of the value that starts with byte c (syntax aside). */
@@ -709,6 +724,14 @@ static inline model_json_type_t top_type(unsigned c) {
     set_error(s, MODEL_JSON_ERR_SYNTAX, (at), "invalid JSON: %s", (msg));                         \
     return false;                                                                                 \
   } while (0)
+
+/* The text of the plain path (json_scan_run.h), set once per scan. */
+typedef struct {
+  const unsigned char *base, *end; /* end: past the text's last '}' */
+  const unsigned char *safe;       /* a key that starts before it has 16 readable bytes */
+  const model_json_schema_t *schema;
+  model_json_value_t *sub_vals;
+} plain_t;
 
 typedef bool (*scan_fn_t)(scan_t *, const model_json_schema_t *, model_json_value_t *,
                           model_json_value_t *);
@@ -760,11 +783,6 @@ bool model_json_kernel_available(model_json_kernel_t k) {
   }
 }
 
-bool model_json_force_kernel(model_json_kernel_t k) {
-  if (!model_json_kernel_available(k)) return false;
-  forced_kernel = k;
-  return true;
-}
 
 model_json_kernel_t model_json_kernel(void) {
   if (forced_kernel != MODEL_JSON_KERNEL_AUTO) return forced_kernel;
@@ -788,6 +806,25 @@ static kernel_scan_fn_t pick_scan(void) {
 #endif
   default: return scan_scalar;
   }
+}
+
+/* The scan model_json_scan() runs: chosen when the program starts (before
+ * any thread can scan), and again by model_json_force_kernel, so that a
+ * scan does not ask the CPU for its features. */
+static kernel_scan_fn_t chosen_scan = scan_scalar;
+
+__attribute__((constructor)) static void json_scan_choose(void) {
+#ifdef MODEL_JSON_HAVE_SSE2
+  __builtin_cpu_init(); /* the feature tests may run before libgcc's own constructor */
+#endif
+  chosen_scan = pick_scan();
+}
+
+bool model_json_force_kernel(model_json_kernel_t k) {
+  if (!model_json_kernel_available(k)) return false;
+  forced_kernel = k;
+  chosen_scan = pick_scan();
+  return true;
 }
 
 /* Sets vals[0..n) ABSENT: straight stores for a list of up to 8 names (a
@@ -818,7 +855,7 @@ bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *sch
   res->top = MODEL_JSON_ABSENT;
   res->offset = 0;
   res->detail[0] = '\0';
-  return pick_scan()(buf, len, schema, root_vals, sub_vals, res);
+  return chosen_scan(buf, len, schema, root_vals, sub_vals, res);
 }
 
 /* The full scan with kernel instance `run`, for a text the plain path gave

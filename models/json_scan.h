@@ -100,14 +100,21 @@ typedef struct model_json_schema {
 #define MODEL_JSON_SLOTS 64
 
 /* How the scan goes from a key's first two bytes to the one name of a list
- * it may be, in any order of the keys: the slot of those bytes names the
- * candidate, whose pattern (the name, '"' and ':') is compared with the
- * text in one compare. Filled by model_json_slots; read only by the scan. */
+ * it may be, in any order of the keys: the slot of those bytes holds the
+ * candidate's pattern (the name, '"' and ':'), compared with the text in
+ * one compare. Filled by model_json_slots; read only by the scan. */
+typedef struct model_json_slot {
+  unsigned char pat[16]; /* name '"' ':', zero-padded */
+  uint32_t mask;         /* bit k: byte k of pat is compared; bit 16 (never met): no name, or several */
+  uint8_t name;          /* index of the name */
+  uint8_t skip;          /* bytes from a key's first byte to its value: the name's length + 2 */
+} __attribute__((aligned(32))) model_json_slot_t;
+
 typedef struct model_json_slots {
-  unsigned char pat[MODEL_JSON_NAMES_MAX][16] __attribute__((aligned(16))); /* name '"' ':', zero-padded */
-  uint32_t mask[MODEL_JSON_NAMES_MAX]; /* bit k: byte k of pat is compared */
-  uint8_t skip[MODEL_JSON_NAMES_MAX];  /* bytes from a key's first byte to its value: length + 2 */
-  uint8_t index[MODEL_JSON_SLOTS];     /* 0: no name; i + 1: name i; 0xFF: several, compared in turn */
+  model_json_slot_t slot[MODEL_JSON_SLOTS]; /* by slot: a copy of its one name's entry */
+  model_json_slot_t name[MODEL_JSON_NAMES_MAX]; /* by name (skip 0: never matched in place) */
+  uint8_t count[MODEL_JSON_SLOTS];              /* names in each slot */
+  uint8_t n;                                    /* names in the list */
 } model_json_slots_t;
 
 /* Fills *slots for names[0..n) of lengths lens (n <= MODEL_JSON_NAMES_MAX).

@@ -104,28 +104,44 @@ model_json_stop_sse2(const unsigned char *p, const unsigned char *end, const uns
   return model_json_stop_scalar(p, end, lo);
 }
 
+/* The stops of the 32 bytes at p (bit i: byte i), the constants read
+ * from k as memory operands. */
+__attribute__((target("avx2"))) static inline uint32_t model_json_stops32(const unsigned char *p,
+                                                                          const char (*k)[32]) {
+  __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+  __m256i m = _mm256_or_si256(
+      _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_load_si256((const __m256i *)(const void *)k[0])),
+                      _mm256_cmpeq_epi8(v, _mm256_load_si256((const __m256i *)(const void *)k[1]))),
+      _mm256_cmpgt_epi8(_mm256_load_si256((const __m256i *)(const void *)k[2]), v));
+  return (uint32_t)_mm256_movemask_epi8(m);
+}
+
+/* model_json_stop_avx2 past a first block without a stop. */
 __attribute__((target("avx2"))) static inline const unsigned char *
-model_json_stop_avx2(const unsigned char *p, const unsigned char *end, const unsigned char *lo) {
-  const char(*k)[32] = model_json_splats();
-  const __m256i quote = _mm256_load_si256((const __m256i *)(const void *)k[0]),
-                bslash = _mm256_load_si256((const __m256i *)(const void *)k[1]),
-                space = _mm256_load_si256((const __m256i *)(const void *)k[2]);
+model_json_stop_avx2_rest(const unsigned char *p, const unsigned char *end, const unsigned char *lo,
+                          const char (*k)[32]) {
   while (end - p >= 32) {
-    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
-    __m256i m = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, bslash)),
-                                _mm256_cmpgt_epi8(space, v));
-    uint32_t bits = (uint32_t)_mm256_movemask_epi8(m);
+    uint32_t bits = model_json_stops32(p, k);
     if (bits) return p + __builtin_ctz(bits);
     p += 32;
   }
   if (p < end && end - lo >= 32) { /* the last block, ending at end */
-    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(end - 32));
-    __m256i m = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, bslash)),
-                                _mm256_cmpgt_epi8(space, v));
-    uint32_t bits = (uint32_t)_mm256_movemask_epi8(m) >> (32 - (end - p));
+    uint32_t bits = model_json_stops32(end - 32, k) >> (32 - (end - p));
     return bits ? p + __builtin_ctz(bits) : end;
   }
   return model_json_stop_sse2(p, end, lo);
+}
+
+/* The first block is tried before the loop: most strings end in it. */
+__attribute__((target("avx2"))) static inline const unsigned char *
+model_json_stop_avx2(const unsigned char *p, const unsigned char *end, const unsigned char *lo) {
+  const char(*k)[32] = model_json_splats();
+  if (__builtin_expect(end - p >= 32, 1)) {
+    uint32_t bits = model_json_stops32(p, k);
+    if (bits) return p + (size_t)__builtin_ctz(bits);
+    p += 32;
+  }
+  return model_json_stop_avx2_rest(p, end, lo, k);
 }
 #endif
 
