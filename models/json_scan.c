@@ -633,7 +633,7 @@ static inline __attribute__((always_inline)) unsigned slot_of(const unsigned cha
   return ((uint32_t)w * 0x85EBCA6Bu) >> 26;
 }
 
-void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n,
+void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n, uint32_t ident,
                       model_json_slots_t *slots) {
   memset(slots, 0, sizeof *slots);
   for (size_t h = 0; h < MODEL_JSON_SLOTS; h++) slots->slot[h].mask = SLOT_NONE;
@@ -647,6 +647,8 @@ void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *le
     e->mask = (4u << lens[i]) - 1;
     e->name = (uint8_t)i;
     e->skip = (uint8_t)(lens[i] + 2);
+    e->ident = (ident >> i) & 1;
+    e->at = (uint16_t)(i * sizeof(model_json_value_t));
     unsigned h = slot_of(e->pat);
     slots->slot[h] = *e;
     if (slots->count[h]++) slots->slot[h].mask = SLOT_NONE;
@@ -666,6 +668,21 @@ static inline __attribute__((always_inline)) bool pattern_is(const unsigned char
   return (eq & e->mask) == e->mask;
 }
 
+/* The bytes from p, fewer than 16 before end, with zeros after them to
+ * make 16: in pad, from a copy of the text's last 16 bytes when it has
+ * them, else byte by byte. */
+static inline __attribute__((always_inline)) const unsigned char *
+tail16(const unsigned char *p, const unsigned char *base, const unsigned char *end, unsigned char pad[32]) {
+  memset(pad + 16, 0, 16);
+  if (end - base >= 16) {
+    memcpy(pad, end - 16, 16);
+    return pad + (p - (end - 16));
+  }
+  memset(pad, 0, 16);
+  memcpy(pad, p, (size_t)(end - p));
+  return pad;
+}
+
 /* plain_key for a slot that several names share, or none, or a key that
  * is not its slot's name: kp's 16 bytes compared with each name of the
  * slot in turn. */
@@ -682,25 +699,13 @@ static __attribute__((noinline)) const model_json_slot_t *plain_key_shared(const
 
 /* The plain path's key lookup: the entry of the name whose key, with its
  * '"' and ':', starts at kp, or NULL. Before `safe` (end - 16), 16 bytes
- * are readable at kp; past it, the bytes left are compared from a copy
- * padded with zeros (a pattern's bytes are nonzero, so it never matches
- * the padding): the last 16 bytes of the text when it has them, else a
- * byte by byte copy. */
+ * are readable at kp; past it, the bytes left are compared from tail16 (a
+ * pattern's bytes are nonzero, so it never matches the padding). */
 static inline __attribute__((always_inline)) const model_json_slot_t *
 plain_key(const unsigned char *kp, const unsigned char *base, const unsigned char *safe, const unsigned char *end,
           const model_json_slots_t *slots) {
   unsigned char pad[32];
-  if (__builtin_expect(kp > safe, 0)) {
-    memset(pad + 16, 0, 16);
-    if (end - base >= 16) {
-      memcpy(pad, end - 16, 16);
-      kp = pad + (kp - (end - 16));
-    } else {
-      memset(pad, 0, 16);
-      memcpy(pad, kp, (size_t)(end - kp));
-      kp = pad;
-    }
-  }
+  if (__builtin_expect(kp > safe, 0)) kp = tail16(kp, base, end, pad);
   const model_json_slot_t *e = &slots->slot[slot_of(kp)];
   if (__builtin_expect(!pattern_is(kp, e), 0)) return plain_key_shared(kp, slots);
   return e;

@@ -65,6 +65,11 @@ typedef struct model_json_value {
   bool escaped;    /* string contains backslash escapes */
   bool frac_exp;   /* number has a fraction or an exponent */
   bool negative;   /* number starts with '-' */
+  /* string: true says that it is 1..16 bytes, each a letter, a digit, '-'
+   * or '_' (so no escapes); false says nothing. Only a name the schema's
+   * slots mark as an id gets it, and only from the plain path; it spares
+   * the caller a check that the scan made while the bytes were at hand. */
+  bool ident;
   size_t start;
   size_t len;
 } model_json_value_t;
@@ -108,6 +113,8 @@ typedef struct model_json_slot {
   uint32_t mask;         /* bit k: byte k of pat is compared; bit 16 (never met): no name, or several */
   uint8_t name;          /* index of the name */
   uint8_t skip;          /* bytes from a key's first byte to its value: the name's length + 2 */
+  uint8_t ident;         /* its string values are checked for id bytes (model_json_value_t.ident) */
+  uint16_t at;           /* name * sizeof(model_json_value_t): where its value goes in the list's values */
 } __attribute__((aligned(32))) model_json_slot_t;
 
 typedef struct model_json_slots {
@@ -117,10 +124,11 @@ typedef struct model_json_slots {
   uint8_t n;                                    /* names in the list */
 } model_json_slots_t;
 
-/* Fills *slots for names[0..n) of lengths lens (n <= MODEL_JSON_NAMES_MAX).
- * A schema holds one for each of its lists; fill it once, before the first
- * scan with the schema. */
-void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n,
+/* Fills *slots for names[0..n) of lengths lens (n <= MODEL_JSON_NAMES_MAX);
+ * bit i of ident: name i holds ids, whose values get model_json_value_t's
+ * ident. A schema holds one for each of its lists; fill it once, before
+ * the first scan with the schema. */
+void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n, uint32_t ident,
                       model_json_slots_t *slots);
 
 typedef enum {

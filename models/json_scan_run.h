@@ -151,6 +151,7 @@ string_value: {
   if (c) {
     c->type = MODEL_JSON_STRING;
     c->escaped = esc;
+    c->ident = false;
     c->start = (size_t)(p + 1 - base);
     c->len = (size_t)(q - p - 1);
   }
@@ -305,6 +306,7 @@ SCAN_NAME(plain_value)(const plain_t *x, const unsigned char *p, model_json_valu
     if (!q) return NULL;
     c->type = MODEL_JSON_STRING;
     c->escaped = false;
+    c->ident = false;
     c->start = (size_t)(p + 1 - base);
     c->len = (size_t)(q - p - 1);
     return q + 1;
@@ -356,21 +358,36 @@ SCAN_NAME(plain_object)(const plain_t *x, const unsigned char *p, const model_js
     if (!e) return NULL;
     /* Every value starts ABSENT (model_json_scan): one already captured
      * is the name met before. */
-    model_json_value_t *c = &vals[e->name];
+    model_json_value_t *c = (model_json_value_t *)(void *)((char *)vals + e->at); /* &vals[e->name] */
     if (c->type != MODEL_JSON_ABSENT) return NULL;
     p += 1 + e->skip;
     /* p is at the value of member i, maybe after one space (as many
      * producers write it), or other whitespace, which plain_value skips */
     if (*p != '"' && *p == ' ') p++;
     if (*p == '"') {
-      const unsigned char *q = SCAN_STOP(p + 1, x->end, base);
-      if (q == x->end || *q != '"') {
-        q = SCAN_NAME(plain_string_rest)(base, q, x->end);
-        if (!q) return NULL;
-      }
       p++;
+      const unsigned char *q = p;
+      bool ident = false;
+      if (e->ident) {
+        /* An id: its bytes are the trailing ones of the mask of its 16
+         * (tail16's near the end; the '}' at end[-1] is no id byte, so
+         * the byte after them is in the text). */
+        unsigned char pad[32];
+        size_t n = (size_t)__builtin_ctz(
+            ~model_json_id_mask16(__builtin_expect(p <= x->safe, 1) ? p : tail16(p, base, x->end, pad)));
+        ident = n > 0 && p[n] == '"';
+        q = p + n;
+      }
+      if (!ident) {
+        q = SCAN_STOP(p, x->end, base);
+        if (q == x->end || *q != '"') {
+          q = SCAN_NAME(plain_string_rest)(base, q, x->end);
+          if (!q) return NULL;
+        }
+      }
       c->type = MODEL_JSON_STRING;
       c->escaped = false;
+      c->ident = ident;
       c->start = (size_t)(p - base);
       c->len = (size_t)(q - p);
       p = q + 1;

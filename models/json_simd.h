@@ -151,13 +151,28 @@ model_json_stop_avx2(const unsigned char *p, const unsigned char *end, const uns
  * ASCII 0x21..0x7e. The same bits on every target: one SSE2 vector where
  * the target has it (a range test is one add that moves the range's first
  * byte to -128 and one signed compare), else byte by byte. */
+#ifdef MODEL_JSON_HAVE_SSE2
+/* The id mask's constants, read from memory through an opaque pointer
+ * (as model_json_splats): 0x20, 0x80 - 'a', -128 + 26, 0x80 - '0',
+ * -128 + 10, '-', '_'. */
+#define MODEL_JSON_X16(c) {c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c}
+static const signed char model_json_idk[7][16] __attribute__((aligned(16))) = {
+    MODEL_JSON_X16(0x20), MODEL_JSON_X16((signed char)(0x80 - 'a')), MODEL_JSON_X16(-128 + 26),
+    MODEL_JSON_X16((signed char)(0x80 - '0')), MODEL_JSON_X16(-128 + 10), MODEL_JSON_X16('-'),
+    MODEL_JSON_X16('_')};
+#undef MODEL_JSON_X16
+#endif
+
 static inline __attribute__((always_inline)) unsigned model_json_id_mask16(const unsigned char *p) {
 #ifdef MODEL_JSON_HAVE_SSE2
+  const signed char(*k)[16] = model_json_idk;
+  __asm__("" : "+r"(k));
+#define K(i) _mm_load_si128((const __m128i *)(const void *)k[i])
   __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-  __m128i letter = _mm_cmplt_epi8(_mm_add_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8(0x80 - 'a')),
-                                  _mm_set1_epi8(-128 + 26));
-  __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8(0x80 - '0')), _mm_set1_epi8(-128 + 10));
-  __m128i punct = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
+  __m128i letter = _mm_cmplt_epi8(_mm_add_epi8(_mm_or_si128(v, K(0)), K(1)), K(2));
+  __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, K(3)), K(4));
+  __m128i punct = _mm_or_si128(_mm_cmpeq_epi8(v, K(5)), _mm_cmpeq_epi8(v, K(6)));
+#undef K
   return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), punct));
 #else
   unsigned m = 0;
