@@ -102,12 +102,14 @@ static const uint8_t root_lens[F_ROOT_COUNT] = {2, 4, 6, 10, 7, 7, 2, 4};
 static const uint8_t data_lens[D_COUNT] = {5, 5, 6, 5, 6, 11, 10, 8};
 
 /* The lists' slots (model_json_slots), filled once when the program starts,
- * before any thread can decode. */
+ * before any thread can decode. The ids (the command's id, tenant,
+ * assignment, student, data.class) are marked, so that the scan checks
+ * their bytes as it finds them (model_json_value_t.ident). */
 static model_json_slots_t root_slots, data_slots;
 
 __attribute__((constructor)) static void command_schema_init(void) {
-  model_json_slots(root_keys, root_lens, F_ROOT_COUNT, 1u << F_ID | 1u << F_TENANT | 1u << F_ASSIGNMENT | 1u << F_STUDENT,
-                   &root_slots);
+  const uint32_t ids = 1u << F_ID | 1u << F_TENANT | 1u << F_ASSIGNMENT | 1u << F_STUDENT;
+  model_json_slots(root_keys, root_lens, F_ROOT_COUNT, ids, &root_slots);
   model_json_slots(data_keys, data_lens, D_COUNT, 1u << D_CLASS, &data_slots);
 }
 

@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "json_simd.h"
+#include "json_text.h"
 #include "oom.h"
 
 #define SMALL_KEYS 16
@@ -96,143 +97,6 @@ const char *model_json_type_name(model_json_type_t t) {
   return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
-/* ---------------------------------------------------------------- UTF-8 */
-
-/* Length (2..4) of the valid UTF-8 sequence at s[0] >= 0x80 with n bytes
- * available, or 0 (Unicode 15, table 3-7: well-formed byte sequences). */
-static inline __attribute__((always_inline)) size_t utf8_seq(const unsigned char *s, size_t n) {
-  unsigned c = s[0];
-  if (c < 0xC2) return 0; /* stray continuation byte, or overlong 2-byte form */
-  if (c < 0xE0) return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
-  if (c < 0xF0) {
-    unsigned lo = c == 0xE0 ? 0xA0 : 0x80; /* E0 80..9F would be overlong */
-    unsigned hi = c == 0xED ? 0x9F : 0xBF; /* ED A0..BF would be a surrogate */
-    return n >= 3 && s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 ? 3 : 0;
-  }
-  if (c < 0xF5) {
-    unsigned lo = c == 0xF0 ? 0x90 : 0x80; /* F0 80..8F would be overlong */
-    unsigned hi = c == 0xF4 ? 0x8F : 0xBF; /* F4 90.. would be above U+10FFFF */
-    return n >= 4 && s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80 ? 4
-                                                                                                : 0;
-  }
-  return 0;
-}
-
-size_t model_utf8_check(const char *str, size_t n) {
-  const unsigned char *s = (const unsigned char *)str;
-  size_t i = 0;
-  while (i < n) {
-    while (n - i >= 16) {
-      uint64_t w[2];
-      memcpy(w, s + i, 16);
-      if ((w[0] | w[1]) & 0x8080808080808080ULL) break;
-      i += 16;
-    }
-    while (n - i >= 8) {
-      uint64_t w;
-      memcpy(&w, s + i, 8);
-      if (w & 0x8080808080808080ULL) break;
-      i += 8;
-    }
-    if (i >= n) break;
-    if (s[i] < 0x80) {
-      i++;
-      continue;
-    }
-    size_t k = utf8_seq(s + i, n - i);
-    if (!k) return i;
-    i += k;
-  }
-  return n;
-}
-
-/* ------------------------------------------------------------- escapes */
-
-static const signed char hexval[256] = {
-    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
-    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
-    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
-};
-
-/* Four hex digits at p (p+4 <= end checked by the caller), or -1. */
-static inline int hex4(const unsigned char *p) {
-  int a = hexval[p[0]], b = hexval[p[1]], c = hexval[p[2]], d = hexval[p[3]];
-  if (!a || !b || !c || !d) return -1;
-  return ((a - 1) << 12) | ((b - 1) << 8) | ((c - 1) << 4) | (d - 1);
-}
-
-static inline int utf8_encode(uint32_t cp, unsigned char *o) {
-  if (cp < 0x80) {
-    o[0] = (unsigned char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    o[0] = (unsigned char)(0xC0 | (cp >> 6));
-    o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    o[0] = (unsigned char)(0xE0 | (cp >> 12));
-    o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-    o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  o[0] = (unsigned char)(0xF0 | (cp >> 18));
-  o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-  o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-  o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
-/* Decodes the escape at *pp (a backslash) of already-validated text, writes
- * its UTF-8 bytes to o and returns how many; advances *pp past it. */
-static int decode_escape(const unsigned char **pp, unsigned char o[4]) {
-  const unsigned char *p = *pp;
-  switch (p[1]) {
-  case 'b': o[0] = '\b'; break;
-  case 'f': o[0] = '\f'; break;
-  case 'n': o[0] = '\n'; break;
-  case 'r': o[0] = '\r'; break;
-  case 't': o[0] = '\t'; break;
-  case 'u': {
-    uint32_t cp = (uint32_t)hex4(p + 2);
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-      uint32_t lo = (uint32_t)hex4(p + 8);
-      cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-      *pp = p + 12;
-    } else {
-      *pp = p + 6;
-    }
-    return utf8_encode(cp, o);
-  }
-  default: o[0] = p[1]; break; /* " \ / */
-  }
-  *pp = p + 2;
-  return 1;
-}
-
-size_t model_json_unescape(const char *str, size_t n, bool escaped, char *out, size_t cap) {
-  if (!escaped) {
-    memcpy(out, str, n < cap ? n : cap);
-    return n;
-  }
-  const unsigned char *p = (const unsigned char *)str, *end = p + n;
-  size_t o = 0;
-  while (p < end) {
-    const unsigned char *bs = memchr(p, '\\', (size_t)(end - p));
-    size_t run = (size_t)((bs ? bs : end) - p);
-    if (o < cap) memcpy(out + o, p, run < cap - o ? run : cap - o);
-    o += run;
-    p += run;
-    if (!bs) break;
-    unsigned char u[4];
-    int k = decode_escape(&p, u);
-    for (int i = 0; i < k; i++, o++)
-      if (o < cap) out[o] = (char)u[i];
-  }
-  return o;
-}
-
 /* Byte iterator over the unescaped content of a validated string. */
 typedef struct {
   const unsigned char *p, *end;
@@ -244,7 +108,7 @@ static inline int uiter_next(uiter_t *it) {
   if (it->i < it->n) return it->buf[it->i++];
   if (it->p >= it->end) return -1;
   if (*it->p != '\\') return *it->p++;
-  it->n = decode_escape(&it->p, it->buf);
+  it->n = model_json_decode_escape(&it->p, it->buf);
   it->i = 1;
   return it->buf[0];
 }
@@ -470,7 +334,7 @@ static const unsigned char *lex_escape(scan_t *s, const unsigned char *p, const 
   case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
     return p + 2;
   case 'u': {
-    int cp = end - p >= 6 ? hex4(p + 2) : -1;
+    int cp = end - p >= 6 ? model_json_hex4(p + 2) : -1;
     if (cp < 0) {
       set_error(s, MODEL_JSON_ERR_SYNTAX, p, "invalid JSON: %s", "\\u not followed by 4 hex digits");
       return NULL;
@@ -479,7 +343,7 @@ static const unsigned char *lex_escape(scan_t *s, const unsigned char *p, const 
       note_nul(s, p, is_key);
     } else if (cp >= 0xD800 && cp <= 0xDFFF) {
       int lo = -1;
-      if (cp <= 0xDBFF && end - p >= 12 && p[6] == '\\' && p[7] == 'u') lo = hex4(p + 8);
+      if (cp <= 0xDBFF && end - p >= 12 && p[6] == '\\' && p[7] == 'u') lo = model_json_hex4(p + 8);
       if (lo < 0xDC00 || lo > 0xDFFF) {
         char esc6[8];
         memcpy(esc6, p, 6);

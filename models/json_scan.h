@@ -175,11 +175,11 @@ bool model_json_force_kernel(model_json_kernel_t k);
 
 /* Offset of the first byte of s[0..n) that does not start a valid UTF-8
  * sequence (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF, no
- * truncated sequence); n when all of it is valid. */
+ * truncated sequence); n when all of it is valid (json_text.c). */
 size_t model_utf8_check(const char *s, size_t n);
 
-/* Unescapes the content of a string that model_json_scan() accepted:
- * s[0..n) is the text between the quotes. Writes at most cap bytes to out
+/* Unescapes the content of a string that model_json_scan() accepted
+ * (json_text.c): s[0..n) is the text between the quotes. Writes at most cap bytes to out
  * (no NUL) and returns the full decoded length, which may exceed cap. */
 size_t model_json_unescape(const char *s, size_t n, bool escaped, char *out, size_t cap);
 

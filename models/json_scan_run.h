@@ -9,7 +9,8 @@
  *
  * UTF-8 is validated in this same pass: outside strings the grammar allows
  * ASCII only, and inside a string the kernel stops at every byte >= 0x80,
- * where the sequence starting there is checked (utf8_seq) and stepped over.
+ * where the sequence starting there is checked (model_json_utf8_seq) and
+ * stepped over.
  * A bad sequence ends the scan with utf8_bad set; model_json_scan() then
  * reports it as the whole-buffer check would. */
 
@@ -34,7 +35,7 @@ SCAN_NAME(lex_string)(scan_t *s, const unsigned char *p, bool *escaped, bool is_
     }
     if (*p >= 0x80) {
       do {
-        size_t n = utf8_seq(p, (size_t)(end - p));
+        size_t n = model_json_utf8_seq(p, (size_t)(end - p));
         if (!n) {
           s->utf8_bad = true;
           return NULL;
@@ -283,7 +284,7 @@ SCAN_ATTR static __attribute__((noinline)) const unsigned char *SCAN_NAME(plain_
     if (*q == '"') return q;
     if (*q < 0x80) return NULL; /* an escape or a control byte */
     do {
-      size_t k = utf8_seq(q, (size_t)(end - q));
+      size_t k = model_json_utf8_seq(q, (size_t)(end - q));
       if (!k) return NULL;
       q += k;
     } while (q < end && *q >= 0x80);
