@@ -696,23 +696,15 @@ bool model_json_force_kernel(model_json_kernel_t k) {
   return true;
 }
 
-/* Sets vals[0..n) ABSENT: straight stores for a list of up to 8 names (a
- * command's), a loop past that. */
+/* Sets vals[0..n) ABSENT: straight stores for a list of 8 names (a
+ * command's), a loop otherwise. */
 static inline void mark_absent(model_json_value_t *vals, size_t n) {
-  switch (n) {
-  default:
-    for (size_t i = 8; i < n; i++) vals[i].type = MODEL_JSON_ABSENT;
-    /* fall through */
-  case 8: vals[7].type = MODEL_JSON_ABSENT; /* fall through */
-  case 7: vals[6].type = MODEL_JSON_ABSENT; /* fall through */
-  case 6: vals[5].type = MODEL_JSON_ABSENT; /* fall through */
-  case 5: vals[4].type = MODEL_JSON_ABSENT; /* fall through */
-  case 4: vals[3].type = MODEL_JSON_ABSENT; /* fall through */
-  case 3: vals[2].type = MODEL_JSON_ABSENT; /* fall through */
-  case 2: vals[1].type = MODEL_JSON_ABSENT; /* fall through */
-  case 1: vals[0].type = MODEL_JSON_ABSENT; /* fall through */
-  case 0: break;
+  if (n == 8) {
+    vals[0].type = vals[1].type = vals[2].type = vals[3].type = MODEL_JSON_ABSENT;
+    vals[4].type = vals[5].type = vals[6].type = vals[7].type = MODEL_JSON_ABSENT;
+    return;
   }
+  for (size_t i = 0; i < n; i++) vals[i].type = MODEL_JSON_ABSENT;
 }
 
 bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *schema,
