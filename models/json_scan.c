@@ -7,21 +7,25 @@
  *   json_scan_run.h) scans exactly that shape: a key's first two bytes pick
  *   the one schema name it may be (model_json_slots_t), compared in place
  *   with its '"' and ':' in one 16-byte compare; values are lexed and
- *   captured; a repeated name or anything outside the shape (an unknown key,
- *   an escape, a nested array, a bad number or literal) makes it give up
- *   without reporting anything. Text of that shape is valid JSON, valid
- *   UTF-8 (checked as it goes), has no duplicate keys (a name whose value
- *   is already captured is a repeat) and no U+0000 (that needs an escape),
- *   so when the plain path gets to the end, the scan is done. Otherwise the full scan below starts over from
- *   the first byte and decides.
+ *   captured (the value of a name the schema marks as an id with one
+ *   16-byte mask of id bytes instead of the string kernel, which the caller
+ *   then need not check again: model_json_value_t.ident); a repeated name
+ *   or anything outside the shape (an unknown key, an escape, a nested
+ *   array, a bad number or literal) makes it give up without reporting
+ *   anything. Text of that shape is valid JSON, valid UTF-8 (checked as it
+ *   goes), has no duplicate keys (a name whose value is already captured is
+ *   a repeat) and no U+0000 (that needs an escape), so when the plain path
+ *   gets to the end, the scan is done. Otherwise the full scan below starts
+ *   over from the first byte and decides.
  * - One pass over the text with an explicit container stack and gotos
  *   instead of recursion: no depth-dependent C stack use and no per-value
  *   function calls on the hot path. The loop (json_scan_run.h) is compiled
  *   once per string kernel (json_simd.h: scalar, SSE2, AVX2); one is chosen
- *   per call from the CPU's features, and tests may force any of them.
+ *   from the CPU's features when the program starts, and tests may force
+ *   any of them.
  * - UTF-8 is validated in the same pass: the grammar admits only ASCII
  *   outside strings, and the string kernels stop at every byte >= 0x80, whose
- *   sequence is checked where it stands. An invalid byte anywhere outranks a
+ *   sequence is checked where it stands (json_text.h). An invalid byte anywhere outranks a
  *   syntax error anywhere (invalid_utf8 comes before invalid_json in the
  *   order of rejection codes), so whenever the scan fails, for any reason,
  *   the whole buffer is checked for raw UTF-8 before the scan's own error is
