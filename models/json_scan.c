@@ -25,11 +25,12 @@
  *   any of them.
  * - UTF-8 is validated in the same pass: the grammar admits only ASCII
  *   outside strings, and the string kernels stop at every byte >= 0x80, whose
- *   sequence is checked where it stands (json_text.h). An invalid byte anywhere outranks a
- *   syntax error anywhere (invalid_utf8 comes before invalid_json in the
- *   order of rejection codes), so whenever the scan fails, for any reason,
- *   the whole buffer is checked for raw UTF-8 before the scan's own error is
- *   reported. A text that scans cleanly has had every byte checked.
+ *   sequence is checked where it stands (json_text.h). An invalid byte
+ *   anywhere outranks a syntax error anywhere (invalid_utf8 comes before
+ *   invalid_json in the order of rejection codes), so whenever the scan
+ *   fails, for any reason, the whole buffer is checked for raw UTF-8 before
+ *   the scan's own error is reported. A text that scans cleanly has had
+ *   every byte checked.
  * - Escapes are validated as they are met, so that a lone surrogate is
  *   reported as invalid UTF-8 only when no syntax error comes before it.
  * - Keys of the objects whose values are captured (the top level and the
