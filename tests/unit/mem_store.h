@@ -155,8 +155,8 @@ static inline sink_status_t mem_write(void *ctx, sink_write_item_t *items, size_
     doc_t *d = mem_find(s, key);
     items[i].bytes = model_aggregate_memory(items[i].agg); /* stands for the BSON size */
     if (s->max_doc_bytes && items[i].bytes > s->max_doc_bytes) { /* checked before sending, as store.c */
-      items[i].result = SINK_ITEM_ERROR;
-      items[i].error_code = SINK_CODE_TOO_LARGE;
+      items[i].result = SINK_ITEM_TOO_LARGE;
+      items[i].error_code = 10334; /* MongoDB's BSONObjectTooLarge, as store.c gives */
       continue;
     }
     if ((d ? d->rev : 0) != items[i].rev) {
@@ -259,15 +259,15 @@ static inline batch_now_t mem_at(int64_t ms) { return (batch_now_t){ms, ms}; }
 /* Stop-and-wait flush for tests: begin, run the job on this thread, end,
  * all at now; conflicts are reloaded and written again at once, up to 8
  * rounds (what the flusher does across flushes). */
-static inline batch_status_t mem_flush(batch_t *b, mem_store_t *s, batch_now_t now) {
+static inline sink_status_t mem_flush(batch_t *b, mem_store_t *s, batch_now_t now) {
   sink_t sink = mem_sink(s);
-  batch_status_t st = BATCH_DONE;
+  sink_status_t st = SINK_OK;
   for (int round = 0; round < 8; round++) {
     writer_job_t *job = batch_flush_begin(b, now);
-    if (!job) return st == BATCH_PARTIAL ? BATCH_DONE : st;
+    if (!job) return st == SINK_PARTIAL ? SINK_OK : st;
     writer_execute(&sink, job);
     st = batch_flush_end(b, job, now, NULL);
-    if (st != BATCH_PARTIAL) return st;
+    if (st != SINK_PARTIAL) return st;
   }
   return st;
 }

@@ -85,7 +85,7 @@ START_TEST(merges_continue_while_a_flush_is_in_flight) {
   mem_release(&s);
   job = writer_take(w, 30000);
   ck_assert_ptr_nonnull(job);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_int_eq(assigned(&s, "t1/a1"), 1); /* the snapshot: s1 only */
   ck_assert_uint_eq(batch_dirty_count(b), 2); /* a1 (s2) and a3 go next */
   job = batch_flush_begin(b, mem_at(0));
@@ -93,7 +93,7 @@ START_TEST(merges_continue_while_a_flush_is_in_flight) {
   ck_assert(writer_submit(w, job));
   job = writer_take(w, 30000);
   ck_assert_ptr_nonnull(job);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert(!batch_dirty(b));
   ck_assert_uint_eq(batch_pending_bytes(b), 0);
   ck_assert_int_eq(assigned(&s, "t1/a1"), 2);
@@ -130,7 +130,7 @@ START_TEST(loads_happen_in_the_writer) {
   ck_assert_ptr_nonnull(job);
   ck_assert_uint_eq(job->unchanged, 1);
   ck_assert_uint_eq(job->written, 0);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_int_eq(mem_get(&s, &s.writes), 0);
   ck_assert_uint_eq(batch_dirty_count(b), 1); /* s1 is new */
   job = batch_flush_begin(b, mem_at(0));
@@ -138,7 +138,7 @@ START_TEST(loads_happen_in_the_writer) {
   ck_assert_int_eq(job->items[0].rev, 1);
   ck_assert(writer_submit(w, job));
   job = writer_take(w, 30000);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_int_eq(rev_of(&s, "t1/a1"), 2);
   ck_assert_int_eq(assigned(&s, "t1/a1"), 2);
   ck_assert_int_eq(mem_get(&s, &s.loads), 1);
@@ -174,14 +174,16 @@ START_TEST(an_overlay_past_the_limit_is_not_merged) {
   sink_t sink = mem_sink(&s);
   writer_execute(&sink, job);
   ck_assert_int_eq(job->status, SINK_OK);
-  ck_assert_int_eq(job->items[0].result, WRITER_ITEM_TOO_LARGE);
+  ck_assert_int_eq(job->items[0].result, SINK_ITEM_TOO_LARGE);
+  ck_assert(!job->items[0].sent); /* found by the merge, never sent */
   ck_assert(job->items[0].loaded);
   ck_assert_int_eq(job->items[0].rev, 1);
   ck_assert(model_aggregate_equal(job->items[0].agg, stored));
   ck_assert_uint_gt(job->items[0].bytes, limit);
   ck_assert_uint_eq(job->too_large, 1);
   ck_assert_uint_eq(job->errors, 0);
-  ck_assert_int_eq(job->items[1].result, WRITER_ITEM_WRITTEN);
+  ck_assert_int_eq(job->items[1].result, SINK_ITEM_OK);
+  ck_assert(job->items[1].sent); /* written */
   ck_assert_int_eq(rev_of(&s, "t1/big"), 1);
   writer_job_destroy(job);
   model_aggregate_destroy(stored);
@@ -202,7 +204,7 @@ START_TEST(conflict_while_newer_changes_are_pending) {
   apply(b, "a1", "s1", "c1", 1);
   writer_job_t *job = batch_flush_begin(b, mem_at(0));
   ck_assert(writer_submit(w, job));
-  ck_assert_int_eq(batch_flush_end(b, writer_take(w, 30000), mem_at(0), NULL), BATCH_DONE); /* rev 1, cached */
+  ck_assert_int_eq(batch_flush_end(b, writer_take(w, 30000), mem_at(0), NULL), SINK_OK); /* rev 1, cached */
 
   s.hold = true;
   apply(b, "a1", "s2", "c2", 1);
@@ -220,14 +222,14 @@ START_TEST(conflict_while_newer_changes_are_pending) {
   job = writer_take(w, 30000);
   ck_assert_uint_eq(job->conflicts, 1);
   sink_error_t err;
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), &err), BATCH_PARTIAL);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), &err), SINK_PARTIAL);
   ck_assert(batch_flush_due(b, 0)); /* owed: at once */
   ck_assert_int_eq(batch_deadline(b), 0);
   ck_assert_uint_eq(batch_stats(b)->conflicts, 1);
   job = batch_flush_begin(b, mem_at(0));
   ck_assert(job->items[0].load); /* reloaded by the writer */
   ck_assert(writer_submit(w, job));
-  ck_assert_int_eq(batch_flush_end(b, writer_take(w, 30000), mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, writer_take(w, 30000), mem_at(0), NULL), SINK_OK);
   ck_assert(!batch_dirty(b));
   ck_assert_int_eq(rev_of(&s, "t1/a1"), 3);
   ck_assert_int_eq(assigned(&s, "t1/a1"), 4); /* s1, s2, s3 and the other writer's s9 */
@@ -278,7 +280,7 @@ START_TEST(outage_keeps_everything_and_counts_snapshots) {
   for (int i = 0; i < 200 && failures < 3; i++) {
     ev = flusher_step(f, mem_at(0), 1000, true);
     if (ev.finished) {
-      ck_assert_int_eq(ev.status, BATCH_RETRY);
+      ck_assert_int_eq(ev.status, SINK_RETRY);
       ck_assert_uint_eq(ev.attempt, (unsigned)++failures);
       /* All of them are owed again: dirty, or already in the next flush when
        * the (1-5 ms) backoff had passed by the end of this step. */
@@ -335,11 +337,11 @@ START_TEST(group_commit_takes_everything_dirty) {
   flusher_event_t ev;
   do ev = flusher_step(f, mem_at(1000), 30000, false);
   while (!ev.finished);
-  ck_assert_int_eq(ev.status, BATCH_DONE);
+  ck_assert_int_eq(ev.status, SINK_OK);
   ck_assert(ev.started); /* the next at once */
   do ev = flusher_step(f, mem_at(1000), 30000, false);
   while (!ev.finished);
-  ck_assert_int_eq(ev.status, BATCH_DONE);
+  ck_assert_int_eq(ev.status, SINK_OK);
   ck_assert(!batch_dirty(b));
   flusher_destroy(f);
   ck_assert_int_eq(s.write_items, 1 + 5);
@@ -366,7 +368,7 @@ START_TEST(bulks_of_max_aggregates) {
   }
   writer_job_t *job = batch_flush_begin(b, mem_at(0));
   writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_int_eq(s.loads, (BATCH_FLUSH_FLOOR + 2) / 3);
   ck_assert_int_eq(s.writes, (BATCH_FLUSH_FLOOR + 2) / 3);
   ck_assert_int_eq(s.write_items, BATCH_FLUSH_FLOOR);
@@ -412,7 +414,7 @@ START_TEST(flush_cap_follows_the_writers_pace) {
   writer_execute(&sink, job);
   double per = job->seconds / (double)job->nitems;
   ck_assert(per >= 0.010); /* a load and a write of 5 ms each */
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   size_t cap = expected_cap(400, per);
   ck_assert_uint_eq(batch_flush_cap(b), cap);
   ck_assert_uint_le(cap, 40); /* 400 ms at >= 10 ms each */
@@ -424,7 +426,7 @@ START_TEST(flush_cap_follows_the_writers_pace) {
   ck_assert_str_eq(model_aggregate_key(job->items[0].agg, NULL) + 3, a);
   writer_execute(&sink, job);
   double per2 = 0.5 * per + 0.5 * job->seconds / (double)job->nitems;
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_uint_eq(batch_flush_cap(b), expected_cap(400, per2));
 
   /* linger 0 flushes at once: the floor */
@@ -434,7 +436,7 @@ START_TEST(flush_cap_follows_the_writers_pace) {
   while (batch_dirty(b)) {
     job = batch_flush_begin(b, mem_at(0));
     writer_execute(&sink, job);
-    ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+    ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   }
   ck_assert_int_eq(s.n, 60);
   ck_assert_int_eq(assigned(&s, "t1/a00"), 2);
@@ -461,7 +463,7 @@ START_TEST(durable_seq_follows_the_oldest_change) {
   while (batch_dirty(b)) {
     writer_job_t *j = batch_flush_begin(b, mem_at(0));
     writer_execute(&sink, j);
-    ck_assert_int_eq(batch_flush_end(b, j, mem_at(0), NULL), BATCH_DONE);
+    ck_assert_int_eq(batch_flush_end(b, j, mem_at(0), NULL), SINK_OK);
   }
   ck_assert_uint_eq(batch_durable_seq(b), 20);
   for (int i = 0; i < 20; i++) { /* seqs 20..39 */
@@ -480,7 +482,7 @@ START_TEST(durable_seq_follows_the_oldest_change) {
   ck_assert_uint_eq(batch_durable_seq(b), 20); /* the flight holds seq 20 */
   mem_set(&s, &s.fail_next, 1);
   writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_RETRY);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_RETRY);
   ck_assert_uint_eq(batch_durable_seq(b), 20);
   ck_assert_uint_eq(batch_dirty_count(b), 20);
 
@@ -496,7 +498,7 @@ START_TEST(durable_seq_follows_the_oldest_change) {
   mem_put(&s, other); /* another writer: a01 conflicts */
   model_aggregate_destroy(other);
   writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_PARTIAL);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_PARTIAL);
   ck_assert_uint_eq(batch_durable_seq(b), 21); /* a01's seq 21 is owed again; a00's 20 landed */
   /* the 20 - BATCH_FLUSH_FLOOR not taken yet, and a01 (a03's seq 41 went with the flush) */
   ck_assert_uint_eq(batch_dirty_count(b), 20 - BATCH_FLUSH_FLOOR + 1);
@@ -505,7 +507,7 @@ START_TEST(durable_seq_follows_the_oldest_change) {
   ck_assert_str_eq(model_aggregate_key(job->items[0].agg, NULL), "t1/a01"); /* the oldest again */
   for (;;) {
     writer_execute(&sink, job);
-    ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+    ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
     if (!batch_dirty(b)) break;
     job = batch_flush_begin(b, mem_at(0));
   }

@@ -347,8 +347,7 @@ static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
   batch_entry_t *e = it->tag;
   e->inflight = false;
   switch (it->result) {
-  case WRITER_ITEM_WRITTEN:
-  case WRITER_ITEM_UNCHANGED:
+  case SINK_ITEM_OK:
     if (it->loaded)
       adopt_base(b, e, it, wall_ms);
     else
@@ -359,7 +358,12 @@ static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
     else
       mark_clean(b, e);
     return;
-  case WRITER_ITEM_TOO_LARGE:
+  case SINK_ITEM_TOO_LARGE:
+    if (it->sent) { /* refused by the store (batch_too_large.h): kept for retry */
+      batch_too_large_refused(&b->too_large, model_aggregate_key(e->agg, NULL), it->bytes,
+                              sink_document_limit(e->agg));
+      break;
+    }
     /* The overlay merged into the stored document would pass the limit:
      * rebuilt from the stored document and its holds, the commands that do
      * not fit rejected, and owed whole if the rest changes anything.
@@ -373,7 +377,7 @@ static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
     }
     owe_again(b, e);
     return;
-  case WRITER_ITEM_CONFLICT:
+  case SINK_ITEM_CONFLICT:
     /* Another writer got there first: reload with the next flush and merge
      * what we hold (a superset of the snapshot) into it. The store's state
      * is unknown: the next write is whole. A loaded entry held none of its
@@ -382,17 +386,16 @@ static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
     e->loaded = false;
     owe_again(b, e);
     return;
-  default: /* rejected (too large included) or no result (the store failed): kept for retry */
-    if (it->result == WRITER_ITEM_ERROR && it->error_code == SINK_CODE_TOO_LARGE)
-      batch_too_large_refused(&b->too_large, model_aggregate_key(e->agg, NULL), it->bytes,
-                              sink_document_limit(e->agg));
-    else if (it->result == WRITER_ITEM_ERROR)
-      log_error("store rejected an aggregate", "id", LOG_STR, model_aggregate_key(e->agg, NULL), "code", LOG_INT,
-                (int64_t)it->error_code);
-    if (it->loaded) adopt_base(b, e, it, wall_ms); /* the load landed: keep what it taught us */
-    owe_again(b, e);
-    return;
+  case SINK_ITEM_REJECTED:
+    log_error("store rejected an aggregate", "id", LOG_STR, model_aggregate_key(e->agg, NULL), "code", LOG_INT,
+              (int64_t)it->error_code);
+    break;
+  case SINK_ITEM_RETRY: /* no result (the store failed): kept for retry */
+    break;
   }
+  /* Rejected, refused as too large, or no result: kept for retry. */
+  if (it->loaded) adopt_base(b, e, it, wall_ms); /* the load landed: keep what it taught us */
+  owe_again(b, e);
 }
 
 static void count_job(batch_t *b, const writer_job_t *job) {
@@ -408,35 +411,35 @@ static void count_job(batch_t *b, const writer_job_t *job) {
   metrics_flush(job->seconds, job->written);
 }
 
-/* The job's result; kept is how many item errors are kept for retry. */
-static batch_status_t job_status(const writer_job_t *job, uint64_t kept, sink_error_t *err) {
-  batch_status_t result = BATCH_DONE;
-  if (job->status == SINK_FATAL)
-    result = BATCH_FATAL;
-  else if (job->status != SINK_OK || kept)
-    result = BATCH_RETRY;
-  else if (job->conflicts || job->too_large)
-    result = BATCH_PARTIAL;
+/* The flush's result: the job's, unless every item has one (SINK_OK) and
+ * some are owed again: kept for retry (kept: item errors) or due at once
+ * (conflicts, too large once loaded). */
+static sink_status_t job_status(const writer_job_t *job, uint64_t kept, sink_error_t *err) {
+  sink_status_t result = job->status;
+  if (result == SINK_OK && kept)
+    result = SINK_RETRY;
+  else if (result == SINK_OK && (job->conflicts || job->too_large))
+    result = SINK_PARTIAL;
   if (err) {
     *err = job->err;
-    if (result == BATCH_RETRY && job->status == SINK_OK)
+    if (result == SINK_RETRY && job->status == SINK_OK)
       snprintf(err->message, sizeof err->message, "the store rejected %llu aggregates; kept for retry",
                (unsigned long long)kept);
-    else if (result == BATCH_PARTIAL)
+    else if (result == SINK_PARTIAL)
       snprintf(err->message, sizeof err->message, "%llu conflicts, %llu merged documents past the limit; again",
                (unsigned long long)job->conflicts, (unsigned long long)job->too_large);
   }
   return result;
 }
 
-batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, sink_error_t *err) {
+sink_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, sink_error_t *err) {
   assert(job == b->job);
   for (size_t i = job->nitems; i-- > 0;) /* newest first: see batch_writeset_redirty_old */
     settle(b, &job->items[i], now.wall_ms);
   count_job(b, job);
-  batch_status_t result = job_status(job, job->errors, err);
+  sink_status_t result = job_status(job, job->errors, err);
   if (job->status == SINK_OK) batch_flushcap_observe(&b->cap, job->seconds, job->nitems);
-  if (result != BATCH_DONE) {
+  if (result != SINK_OK) {
     /* What the job covered is still owed; its commands stay in events until a flush lands them. */
     b->owed = true;
     b->commands_since_flush += job->commands;

@@ -191,14 +191,16 @@ static size_t repair_results(const writer_job_t *job) {
     const writer_item_t *it = &job->items[k];
     entry_t *e = it->tag;
     switch (it->result) {
-    case WRITER_ITEM_WRITTEN:
-      e->repair = REPAIR_WRITTEN;
-      e->new_rev = it->rev;
+    case SINK_ITEM_OK:
+      e->repair = it->sent ? REPAIR_WRITTEN : REPAIR_UNCHANGED;
+      if (it->sent) e->new_rev = it->rev;
       break;
-    case WRITER_ITEM_UNCHANGED:
-      e->repair = REPAIR_UNCHANGED;
-      break;
-    case WRITER_ITEM_ERROR:
+    case SINK_ITEM_TOO_LARGE: /* refused by the store, or (not sent) found by the merge after the load */
+    case SINK_ITEM_REJECTED:
+      if (!it->sent) { /* load and merge again */
+        again++;
+        break;
+      }
       e->repair = REPAIR_FAILED;
       snprintf(e->error, sizeof e->error, "the store rejected the write (code %" PRIu32 ")", it->error_code);
       break;

@@ -84,7 +84,7 @@ sink_status_t store_load_counts(store_t *store, const char *const *keys, size_t 
  * partial ones as update_one without upsert; keys must be distinct: a
  * duplicate would conflict with itself);
  * updated_at_ms goes into every document's updatedAt. On SINK_OK every item
- * has a result; otherwise items are left SINK_ITEM_PENDING and err says why. */
+ * has a result; otherwise items are left SINK_ITEM_RETRY and err says why. */
 sink_status_t store_write(store_t *store, sink_write_item_t *items, size_t nitems, int64_t updated_at_ms,
                            sink_error_t *err);
 

@@ -3,6 +3,7 @@
 #include "store_bulk.h"
 
 #include "codec.h"
+#include "store_error.h"
 #include "base/log.h"
 
 /* SINK_STATEMENT_OVERHEAD (sink.h): the bytes an update statement
@@ -31,15 +32,15 @@
 static void no_validate(bson_t *opts) { BSON_APPEND_BOOL(opts, "validate", false); }
 
 /* Records the document's size in item; false, with the item refused as too
- * large (SINK_CODE_TOO_LARGE), when it could not be encoded or its
+ * large (SINK_ITEM_TOO_LARGE), when it could not be encoded or its
  * statement would pass the limit (store.h). Not logged here: this runs on
  * every attempt, and the caller (batch.c) logs once per aggregate and
  * decides what becomes of its changes. */
 static bool fits(sink_write_item_t *item, bool encoded, size_t doc_len) {
   item->bytes = doc_len;
   if (encoded && doc_len <= sink_document_limit(item->agg)) return true;
-  item->result = SINK_ITEM_ERROR;
-  item->error_code = SINK_CODE_TOO_LARGE;
+  item->result = SINK_ITEM_TOO_LARGE;
+  item->error_code = STORE_CODE_TOO_LARGE;
   return false;
 }
 
@@ -79,7 +80,7 @@ static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, sink_write_item_t *i
   bson_destroy(&opts);
   if (!ok) {
     log_error("partial update refused by the driver", "key", LOG_STR, key, "error", LOG_STR, e.message);
-    item->result = SINK_ITEM_ERROR;
+    item->result = SINK_ITEM_REJECTED;
     item->error_code = STORE_CODE_BAD_VALUE;
   }
   bson_destroy(&filter);
@@ -116,7 +117,7 @@ bool store_bulk_add(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int6
   }
   if (!ok) {
     log_error("aggregate refused by the driver", "key", LOG_STR, key, "error", LOG_STR, e.message);
-    item->result = SINK_ITEM_ERROR;
+    item->result = SINK_ITEM_REJECTED;
     item->error_code = STORE_CODE_BAD_VALUE;
   }
   bson_destroy(&opts);

@@ -15,10 +15,10 @@
  * for a whole item, an update of the changed fields without upsert for a
  * partial one (sink.h); every filter carries the fields of shard too
  * (store_shard.h). Sets item->bytes. Returns true if the item is in
- * the bulk; otherwise the item is SINK_ITEM_ERROR: SINK_CODE_TOO_LARGE when
- * its statement would pass SINK_MAX_DOCUMENT_BYTES (not logged: the caller
- * logs once per aggregate), 2 (BadValue) when the driver refuses it
- * (logged). */
+ * the bulk; otherwise the item is SINK_ITEM_TOO_LARGE when its statement
+ * would pass SINK_MAX_DOCUMENT_BYTES (not logged: the caller logs once per
+ * aggregate), SINK_ITEM_REJECTED with 2 (BadValue) when the driver refuses
+ * it (logged). */
 bool store_bulk_add(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int64_t updated_at_ms,
                     store_shard_t shard);
 

@@ -15,6 +15,11 @@
 
 #include "sink.h"
 
+/* MongoDB's code for a document past its size limit (BSONObjectTooLarge):
+ * what the store gives a SINK_ITEM_TOO_LARGE item as its error_code, and
+ * what it reads as one in a server's write error. */
+#define STORE_CODE_TOO_LARGE 10334
+
 /* Fills err with domain, code and the formatted message. */
 void store_error_set(sink_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -30,7 +30,7 @@ sink_status_t store_classify_error(const bson_error_t *error, const bson_t *repl
  * is its return value != 0, error and reply what it filled.
  *
  * On SINK_OK every mapped item has a result. Otherwise the mapped items are
- * reset to SINK_ITEM_PENDING and err says why; *incomplete is set when the
+ * reset to SINK_ITEM_RETRY and err says why; *incomplete is set when the
  * only problem is that the reply does not account for every operation (a
  * server that stops at the first write error whatever `ordered` says), so
  * the caller can find the items' fates another way. */
@@ -46,7 +46,7 @@ uint64_t store_incomplete_writes(const store_t *store);
 /* What a read-back says about item after an incomplete bulk reply,
  * given the stored document (stored, stored_rev, its updatedAt) and the
  * updated_at_ms this store_write sent: SINK_ITEM_OK when the document is
- * this write's, else SINK_ITEM_PENDING (the caller sends it again, and a
+ * this write's, else SINK_ITEM_RETRY (the caller sends it again, and a
  * document another writer moved on then comes back as a conflict). */
 sink_item_result_t store_read_back_result(const sink_write_item_t *item, const model_aggregate_t *stored,
                                            int64_t stored_rev, int64_t stored_updated_at_ms, int64_t updated_at_ms);
