@@ -267,6 +267,11 @@ static inline sink_status_t mem_flush(batch_t *b, mem_store_t *s, batch_now_t no
     if (!job) return st == SINK_PARTIAL ? SINK_OK : st;
     writer_execute(&sink, job);
     st = batch_flush_end(b, job, now, NULL);
+    char why[160];
+    if (!batch_check(b, why, sizeof why)) { /* every flush keeps the entries' invariants (batch_entries.h) */
+      fprintf(stderr, "mem_flush: %s\n", why);
+      abort();
+    }
     if (st != SINK_PARTIAL) return st;
   }
   return st;

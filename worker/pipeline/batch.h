@@ -1,6 +1,8 @@
 /* The denormalizer: merges commands into in-memory aggregates and hands the
  * changed ones to the write stage (writer.h) in flushes (docs/DOCUMENT.md and docs/GUARANTEES.md).
  * batch.c orchestrates the parts, each in its own file:
+ *  - batch_entries.h: the state of each entry (clean, dirty, in flight;
+ *    loaded or an overlay), its transitions and the invariants they keep;
  *  - batch_cache.h: the table of aggregates and the LRU of clean ones;
  *  - batch_writeset.h: the dirty list and what each entry changed since its
  *    last snapshot (partial writes);
@@ -220,6 +222,10 @@ size_t batch_dirty_count(const batch_t *b);
 size_t batch_cached_count(const batch_t *b); /* clean, loaded entries in the LRU */
 size_t batch_cached_bytes(const batch_t *b); /* their memory, as cache.max_bytes counts it */
 const batch_stats_t *batch_stats(const batch_t *b);
+
+/* Checks the invariants of every entry (batch_entries.h); false with why
+ * at the first broken. For tests: it walks everything. */
+bool batch_check(const batch_t *b, char *why, size_t why_len);
 
 /* Calls fn for every aggregate in memory (dirty or clean), in no order. */
 void batch_foreach(const batch_t *b, void (*fn)(void *ctx, const model_aggregate_t *agg, int64_t rev), void *ctx);
