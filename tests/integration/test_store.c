@@ -29,6 +29,7 @@
 #include "command.h"
 #include "store/store.h"
 #include "store/store_internal.h"
+#include "store/store_outcome.h"
 
 static const char *g_uri;
 static const char *g_server;  /* "ferretdb" or "mongo-java-server" */

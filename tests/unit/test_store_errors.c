@@ -12,7 +12,9 @@
 #include "model_fixtures.h"
 #include "base/redact.h"
 #include "store/store.h"
+#include "store/store_error.h"
 #include "store/store_internal.h"
+#include "store/store_outcome.h"
 
 static bson_error_t mkerr(uint32_t domain, uint32_t code) {
   bson_error_t e;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "keys.h"
 #include "base/log.h"
 #include "oom.h"
@@ -31,6 +32,7 @@
 #include "store_error.h"
 #include "store_find.h"
 #include "store_internal.h"
+#include "store_outcome.h"
 #include "store_profile.h"
 #include "base/store_shard.h"
 #include "base/value.h"
@@ -482,3 +484,14 @@ static sink_status_t sink_write(void *ctx, sink_write_item_t *items, size_t n, i
 static sink_status_t sink_ping(void *ctx, sink_error_t *err) { return store_ping(ctx, err); }
 
 sink_t store_sink(store_t *store) { return (sink_t){sink_load, sink_write, sink_ping, store}; }
+
+/* --- a store as the configuration describes it ----------------------------- */
+
+store_t *store_open(const config_t *cfg, sink_error_t *err) {
+  store_t *store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, err);
+  if (store && !store_set_shard_key(store, cfg->store_shard_key, err)) {
+    store_destroy(store);
+    return NULL;
+  }
+  return store;
+}

@@ -1,11 +1,12 @@
 /* What a bulk write's reply says became of each item (store_bulk_outcome,
- * declared in store_internal.h). The reading holds for every supported
+ * store_outcome.h). The reading holds for every supported
  * server; where a server's replies differ from MongoDB's, the rule below
  * says how both read the same (store_profile.c names the servers). */
 #include <mongoc/mongoc.h>
 
+#include "store_outcome.h"
+
 #include "store_error.h"
-#include "store_internal.h"
 
 /* The server's code for a duplicate _id: the conflict of an insert, or of
  * an upsert whose filter matched nothing (store.h). */
