@@ -608,7 +608,7 @@ START_TEST(an_overlay_past_the_limit_rejects_late_what_does_not_fit) {
 
   writer_job_t *job = batch_flush_begin(f.b, mem_at(0));
   sink_t sink = mem_sink(&f.s);
-  writer_execute(&sink, job);
+  writer_execute(&sink, clock_system(), job);
   ck_assert_uint_eq(job->too_large, 1);
   ck_assert_int_eq(batch_flush_end(f.b, job, mem_at(0), NULL), SINK_PARTIAL);
   ck_assert_int_eq(f.t.nrejected, 1);
@@ -676,7 +676,7 @@ START_TEST(holds_are_released_when_the_load_lands) {
   apply_held(b, &t, &c2); /* during the load */
   ck_assert_int_eq(t.held, 2);
   sink_t sink = mem_sink(&s);
-  writer_execute(&sink, job);
+  writer_execute(&sink, clock_system(), job);
   ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_int_eq(t.released, 2);
   ck_assert_int_eq(t.nrejected, 0);
@@ -707,7 +707,7 @@ START_TEST(a_command_during_the_load_that_does_not_fit_is_rejected_late) {
   writer_job_t *job = batch_flush_begin(f.b, mem_at(0));
   apply_held(f.b, &f.t, &big);
   sink_t sink = mem_sink(&f.s);
-  writer_execute(&sink, job);
+  writer_execute(&sink, clock_system(), job);
   ck_assert_int_eq(batch_flush_end(f.b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_int_eq(mem_find(&f.s, "t1/big")->rev, 2); /* a landed */
   ck_assert_int_eq(f.t.nrejected, 1);
@@ -958,7 +958,7 @@ START_TEST(latency_durable_per_aggregate_committable_in_order) {
   ck_assert_ptr_nonnull(job);
   ck_assert_int_eq(batch_apply(b, &third, t, now, NULL), MODEL_APPLY_STALE);
   ck_assert(metric(DURABLE) == d + 1);
-  writer_execute(&sink, job);
+  writer_execute(&sink, clock_system(), job);
   ck_assert_int_eq(batch_flush_end(b, job, now, NULL), SINK_OK);
   ck_assert(metric(DURABLE) == d + 3);
 

@@ -193,8 +193,8 @@ static void record_result(writer_job_t *job, writer_item_t *it, const sink_write
   }
 }
 
-void writer_execute(const sink_t *sink, writer_job_t *job) {
-  double t0 = clock_mono_s(); /* see writer_job_t.seconds */
+void writer_execute(const sink_t *sink, const clock_source_t *clock, writer_job_t *job) {
+  double t0 = clock_mono_seconds(clock); /* see writer_job_t.seconds */
   memset(&job->err, 0, sizeof job->err);
   job->status = SINK_OK;
   job->loads = job->written = job->unchanged = job->conflicts = job->errors = job->too_large = 0;
@@ -238,7 +238,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
   free(keys);
   free(items);
   free(idx);
-  job->seconds = clock_mono_s() - t0;
+  job->seconds = clock_mono_seconds(clock) - t0;
 }
 
 /* --- the thread --------------------------------------------------------------- */
@@ -291,7 +291,7 @@ static void *writer_main(void *arg) {
       w->todo = NULL;
       w->running = job;
       pthread_mutex_unlock(&w->lock);
-      writer_execute(&w->sink, job);
+      writer_execute(&w->sink, w->clock, job);
       last_answer = clock_mono(w->clock);
       pthread_mutex_lock(&w->lock);
       w->running = NULL;

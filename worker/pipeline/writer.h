@@ -33,8 +33,8 @@
  *  - the job's progress counters (done_loads, done_writes) are atomics: the
  *    writer stores, the consumer thread may load them while it is in flight.
  *  - the clock given to writer_new is shared: the writer thread reads it
- *    (idle pings), and so may the caller's; clock_system() and
- *    clock_manual_t are safe to read from both.
+ *    (idle pings, how long a job took), and so may the caller's;
+ *    clock_system() and clock_manual_t are safe to read from both.
  *  - metrics (metrics.h) are thread-safe; the writer records only the
  *    store's answers to idle pings there.
  * writer_execute runs a job on the calling thread instead (tests, and any
@@ -99,8 +99,9 @@ typedef struct writer_job {
   uint64_t errors;    /* items sent and refused: REJECTED, or TOO_LARGE by the store */
   uint64_t too_large; /* items TOO_LARGE not sent: found by the merge after the load */
   uint64_t bytes_written; /* BSON bytes of the documents written (the items OK and sent) */
-  double seconds; /* how long the job took in the writer (the process's monotonic clock, at full
-                   * resolution: the flush cap divides it by the items, often below a millisecond) */
+  double seconds; /* how long the job took in the writer (the writer's clock, clock_mono_seconds: at
+                   * full resolution, for the flush cap divides it by the items, often below a
+                   * millisecond) */
   /* progress while in flight, the only fields another thread may read then
    * (atomics: the writer stores, anyone loads): items loaded and written so far */
   atomic_size_t done_loads, done_writes;
@@ -116,8 +117,10 @@ void writer_job_destroy(writer_job_t *job);
 /* Appends an item (written whole: see writer_item_t); the job takes agg. */
 void writer_job_add(writer_job_t *job, model_aggregate_t *agg, int64_t rev, bool load, void *tag);
 
-/* Runs the job on the calling thread against sink (see the file comment). */
-void writer_execute(const sink_t *sink, writer_job_t *job);
+/* Runs the job on the calling thread against sink (see the file comment);
+ * clock (its monotonic side, at its finest resolution) measures
+ * job->seconds. */
+void writer_execute(const sink_t *sink, const clock_source_t *clock, writer_job_t *job);
 
 typedef struct writer writer_t;
 

@@ -223,7 +223,7 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
   outage_t outage = {.cfg = cfg};
   while (todo && ok) {
     writer_job_t *job = repair_job(cfg, c, todo);
-    writer_execute(sink, job);
+    writer_execute(sink, clock_system(), job);
     todo = repair_results(job);
     if (job->status == SINK_FATAL) {
       log_error("verify: repair write failed", "error", LOG_STR, job->err.message);
