@@ -48,7 +48,7 @@ typedef struct mem_store {
   bool hold;       /* writes wait at the gate until mem_release */
   bool hold_loads; /* loads wait at the gate until mem_release */
   size_t max_doc_bytes; /* 0 = none; else a document whose model_aggregate_memory passes it is refused as
-                         * too large, as store.c refuses one past SINK_MAX_DOCUMENT_BYTES of BSON */
+                         * too large, as store.c refuses one past STORE_MAX_DOCUMENT_BYTES of BSON */
   int held;        /* writes waiting at the gate now */
   pthread_mutex_t lock;
   pthread_cond_t cond;

@@ -15,6 +15,7 @@
 #include "mem_store.h"
 #include "model_fixtures.h"
 #include "metrics/metrics.h"
+#include "store/store_bulk.h"
 
 /* A roster command of tenant t1 (model_fixtures.h). */
 static model_command_t roster(const char *assignment, const char *student, const char *id, uint64_t v, bool on) {
@@ -363,14 +364,14 @@ static model_command_t long_grade(const char *assignment, const char *student, c
 }
 
 /* The BSON size of the statement the store would send for agg's document:
- * what the store holds to SINK_MAX_DOCUMENT_BYTES. */
+ * what the store holds to STORE_MAX_DOCUMENT_BYTES. */
 static size_t statement_bytes(const model_aggregate_t *agg) {
   bson_t doc = BSON_INITIALIZER;
   ck_assert(model_codec_to_bson(agg, 1, 0, &doc));
   size_t key_len, n = doc.len;
   model_aggregate_key(agg, &key_len);
   bson_destroy(&doc);
-  return n + key_len + SINK_STATEMENT_OVERHEAD;
+  return n + key_len + STORE_STATEMENT_OVERHEAD;
 }
 
 /* A command that would make its aggregate's document pass the store's
@@ -400,15 +401,15 @@ START_TEST(a_command_past_the_document_limit_is_rejected) {
   ck_assert_int_eq(rej.code, MODEL_REJ_DOCUMENT_TOO_LARGE);
   ck_assert_str_eq(model_reject_code_name(rej.code), "document_too_large");
   char limit[64];
-  snprintf(limit, sizeof limit, "%d", SINK_MAX_DOCUMENT_BYTES - SINK_STATEMENT_OVERHEAD - 6); /* "t1/big" */
+  snprintf(limit, sizeof limit, "%d", STORE_MAX_DOCUMENT_BYTES - STORE_STATEMENT_OVERHEAD - 6); /* "t1/big" */
   ck_assert_msg(strstr(rej.detail, limit), "detail: %s", rej.detail);
   ck_assert_uint_eq(batch_stats(b)->too_large, 1);
   ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   const model_aggregate_t *big = mem_find(&s, "t1/big")->agg;
   ck_assert_uint_eq(model_aggregate_student_count(big), (size_t)i); /* every change that fits */
   size_t bytes = statement_bytes(big);
-  ck_assert_uint_le(bytes, SINK_MAX_DOCUMENT_BYTES);
-  ck_assert_uint_gt(bytes + MODEL_FEEDBACK_MAX, SINK_MAX_DOCUMENT_BYTES);
+  ck_assert_uint_le(bytes, STORE_MAX_DOCUMENT_BYTES);
+  ck_assert_uint_gt(bytes + MODEL_FEEDBACK_MAX, STORE_MAX_DOCUMENT_BYTES);
 
   /* A slot that grows past the limit is rejected; one that shrinks fits,
    * and so does a grade that grows into the room it left. */
@@ -423,7 +424,7 @@ START_TEST(a_command_past_the_document_limit_is_rejected) {
   ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
   ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
-  ck_assert_uint_le(statement_bytes(mem_find(&s, "t1/big")->agg), SINK_MAX_DOCUMENT_BYTES);
+  ck_assert_uint_le(statement_bytes(mem_find(&s, "t1/big")->agg), STORE_MAX_DOCUMENT_BYTES);
   batch_destroy(b);
   mem_free(&s);
 }
@@ -624,7 +625,7 @@ START_TEST(an_overlay_past_the_limit_rejects_late_what_does_not_fit) {
   ck_assert_int_eq(mem_flush(f.b, &f.s, mem_at(0)), SINK_OK);
   ck_assert_int_eq(mem_find(&f.s, "t1/big")->rev, 2); /* written once */
   ck_assert(model_aggregate_equal(mem_find(&f.s, "t1/big")->agg, f.want));
-  ck_assert_uint_le(statement_bytes(mem_find(&f.s, "t1/big")->agg), SINK_MAX_DOCUMENT_BYTES);
+  ck_assert_uint_le(statement_bytes(mem_find(&f.s, "t1/big")->agg), STORE_MAX_DOCUMENT_BYTES);
   ck_assert_int_eq(mem_find(&f.s, "t1/small")->rev, 1);
   ck_assert_uint_eq(batch_durable_seq(f.b), batch_seq(f.b));
   ck_assert(metric("\naggregator_store_too_large_total ") == refused0);

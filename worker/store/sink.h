@@ -52,22 +52,16 @@ typedef enum {
   SINK_ITEM_REJECTED   /* refused by the store for this item; error_code says why */
 } sink_item_result_t;
 
-/* The document size limit of every supported store (MongoDB's
- * maxBsonObjectSize). A sink refuses, before sending anything, a document
- * whose write statement would pass it: SINK_ITEM_TOO_LARGE with the
- * document's size in bytes; the other items go on. */
-#define SINK_MAX_DOCUMENT_BYTES (16 * 1024 * 1024)
-
-/* Bytes a write statement adds to its document besides the _id
- * (store_bulk.c says what they are): the document of an aggregate may hold
- * sink_document_limit of it, and the merge refuses a command that would
- * pass that (model_aggregate_apply_within), so that the store never has to. */
-#define SINK_STATEMENT_OVERHEAD 64
-static inline size_t sink_document_limit(const model_aggregate_t *agg) {
-  size_t key_len;
-  model_aggregate_key(agg, &key_len);
-  return SINK_MAX_DOCUMENT_BYTES - SINK_STATEMENT_OVERHEAD - key_len;
-}
+/* The store's answer to how large the document of agg may grow (as
+ * models/docsize.h measures it): every supported store has the same limit,
+ * which store_bulk.h states with what a write statement adds to the
+ * document. The merge refuses a command that would pass it
+ * (model_aggregate_apply_within) and the writer an overlay whose merge into
+ * its stored document would, so that the store never has to; a sink still
+ * refuses, before sending anything, a document whose write statement would
+ * pass it: SINK_ITEM_TOO_LARGE with the document's size in bytes; the
+ * other items go on. */
+size_t sink_document_limit(const model_aggregate_t *agg);
 
 typedef struct sink_write_item {
   const model_aggregate_t *agg; /* in: borrowed */

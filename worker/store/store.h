@@ -74,7 +74,7 @@ typedef void (*store_unreadable_cb)(void *ctx, const char *key, const char *reas
 sink_status_t store_load_counts(store_t *store, const char *const *keys, size_t nkeys, store_found_counts_cb found,
                                  store_unreadable_cb unreadable, void *ctx, sink_error_t *err);
 
-/* A document whose write statement would pass SINK_MAX_DOCUMENT_BYTES is
+/* A document whose write statement would pass STORE_MAX_DOCUMENT_BYTES (store_bulk.h) is
  * refused before anything is sent (sink.h). Sent anyway, such a statement
  * fails the whole bulk on every server, each in its own way, so the limit
  * is checked here, the same for all. */

@@ -6,7 +6,7 @@
 #include "store_error.h"
 #include "base/log.h"
 
-/* SINK_STATEMENT_OVERHEAD (sink.h): the bytes an update statement
+/* STORE_STATEMENT_OVERHEAD (store_bulk.h): the bytes an update statement
  * {q: {_id, rev}, u: <document>, upsert, multi} adds to its document,
  * besides the _id: the filter's framing and fields (28) and the
  * statement's (28), rounded up. A server may drop the
@@ -18,6 +18,11 @@
  * document that could be inserted can always be replaced. The merge holds
  * every command to the same bound, so a refusal here is a bug, the last
  * line of defence (batch_too_large.h). */
+size_t sink_document_limit(const model_aggregate_t *agg) {
+  size_t key_len;
+  model_aggregate_key(agg, &key_len);
+  return STORE_MAX_DOCUMENT_BYTES - STORE_STATEMENT_OVERHEAD - key_len;
+}
 
 /* The server's code for an item the driver refuses before sending it, so
  * that error_code always speaks the server's language. */
@@ -53,7 +58,7 @@ static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, sink_write_item_t *i
    * its: refused as a replacement would be. Encoding it costs CPU only and
    * is done only near the limit: the BSON of an aggregate is a few times its
    * content (each value's field name and type included), well under 16x. */
-  if (model_aggregate_memory(item->agg) > SINK_MAX_DOCUMENT_BYTES / 16) {
+  if (model_aggregate_memory(item->agg) > STORE_MAX_DOCUMENT_BYTES / 16) {
     bson_t whole = BSON_INITIALIZER;
     bool encoded = model_codec_to_bson(item->agg, item->rev + 1, updated_at_ms, &whole);
     size_t len = whole.len;
