@@ -10,7 +10,12 @@ static int64_t system_wall(void *ctx) {
   return clock_wall_ms();
 }
 
-static const clock_source_t system_clock = {system_mono, system_wall, NULL};
+static double system_mono_s(void *ctx) {
+  (void)ctx;
+  return clock_mono_s();
+}
+
+static const clock_source_t system_clock = {system_mono, system_wall, NULL, system_mono_s};
 
 const clock_source_t *clock_system(void) { return &system_clock; }
 
@@ -20,7 +25,7 @@ static int64_t manual_wall(void *ctx) { return atomic_load(&((clock_manual_t *)c
 void clock_manual_init(clock_manual_t *m, int64_t mono_ms, int64_t wall_ms) {
   atomic_init(&m->mono_ms, mono_ms);
   atomic_init(&m->wall_ms, wall_ms);
-  m->source = (clock_source_t){manual_mono, manual_wall, m};
+  m->source = (clock_source_t){manual_mono, manual_wall, m, NULL};
 }
 
 void clock_manual_advance(clock_manual_t *m, int64_t ms) {

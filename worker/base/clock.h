@@ -42,11 +42,14 @@ static inline void clock_sleep_ms(int64_t ms) {
   clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
 }
 
-/* A pair of clocks to read: monotonic and wall, in milliseconds. */
+/* A pair of clocks to read: monotonic and wall, in milliseconds; and,
+ * optionally (NULL: none), the monotonic one in seconds at a finer
+ * resolution, for durations shorter than a millisecond. */
 typedef struct clock_source {
   int64_t (*mono_ms)(void *ctx);
   int64_t (*wall_ms)(void *ctx);
   void *ctx;
+  double (*mono_s)(void *ctx);
 } clock_source_t;
 
 /* The process's clocks. Static storage: never freed. */
@@ -54,6 +57,11 @@ const clock_source_t *clock_system(void);
 
 static inline int64_t clock_mono(const clock_source_t *c) { return c->mono_ms(c->ctx); }
 static inline int64_t clock_wall(const clock_source_t *c) { return c->wall_ms(c->ctx); }
+/* The monotonic clock in seconds, at the finest resolution c has (the
+ * process's: nanoseconds; a manual clock's: milliseconds). */
+static inline double clock_mono_seconds(const clock_source_t *c) {
+  return c->mono_s ? c->mono_s(c->ctx) : (double)c->mono_ms(c->ctx) / 1000.0;
+}
 
 /* A clock that moves only when told, for tests. Reads and moves are atomic,
  * so a test thread may move it while a worker thread reads it. Embed it

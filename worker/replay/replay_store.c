@@ -35,8 +35,8 @@ typedef struct line_origin {
  * outage (with backoff) unless interrupted. */
 static bool store_step(flusher_t *f, int64_t wait_ms, bool force) {
   flusher_event_t ev = flusher_step(f, batch_now(clock_system()), wait_ms, force);
-  if (!ev.finished || ev.status == BATCH_DONE || ev.status == BATCH_PARTIAL) return true;
-  if (ev.status == BATCH_FATAL) {
+  if (!ev.finished || ev.status == SINK_OK || ev.status == SINK_PARTIAL) return true;
+  if (ev.status == SINK_FATAL) {
     log_error("replay: store write failed", "error", LOG_STR, ev.err.message);
     return false;
   }

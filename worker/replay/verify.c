@@ -191,14 +191,16 @@ static size_t repair_results(const writer_job_t *job) {
     const writer_item_t *it = &job->items[k];
     entry_t *e = it->tag;
     switch (it->result) {
-    case WRITER_ITEM_WRITTEN:
-      e->repair = REPAIR_WRITTEN;
-      e->new_rev = it->rev;
+    case SINK_ITEM_OK:
+      e->repair = it->sent ? REPAIR_WRITTEN : REPAIR_UNCHANGED;
+      if (it->sent) e->new_rev = it->rev;
       break;
-    case WRITER_ITEM_UNCHANGED:
-      e->repair = REPAIR_UNCHANGED;
-      break;
-    case WRITER_ITEM_ERROR:
+    case SINK_ITEM_TOO_LARGE: /* refused by the store, or (not sent) found by the merge after the load */
+    case SINK_ITEM_REJECTED:
+      if (!it->sent) { /* load and merge again */
+        again++;
+        break;
+      }
       e->repair = REPAIR_FAILED;
       snprintf(e->error, sizeof e->error, "the store rejected the write (code %" PRIu32 ")", it->error_code);
       break;
@@ -221,7 +223,7 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
   outage_t outage = {.cfg = cfg};
   while (todo && ok) {
     writer_job_t *job = repair_job(cfg, c, todo);
-    writer_execute(sink, job);
+    writer_execute(sink, clock_system(), job);
     todo = repair_results(job);
     if (job->status == SINK_FATAL) {
       log_error("verify: repair write failed", "error", LOG_STR, job->err.message);
