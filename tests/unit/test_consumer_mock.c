@@ -647,6 +647,16 @@ static void first_dead_letter_code(const scenario_t *s, char *out, size_t size) 
   dead_letter_done(&d);
 }
 
+/* A fixture whose store holds t1/big full: no room for another student
+ * with a long feedback. Returns that document (the caller's). */
+static model_aggregate_t *full_up(fixture_t *f) {
+  fixture_up(f, 0);
+  model_aggregate_t *full = model_aggregate_new("t1", 2, "big", 3);
+  fx_fill_grades(full, "big", sink_document_limit(full));
+  mem_put(f->mem, full);
+  return full;
+}
+
 /* A grade of t1/big (version v) with MODEL_FEEDBACK_MAX bytes of feedback,
  * the size of each student of fx_fill_grades. */
 static void long_grade(model_buf_t *b, const char *id, const char *student, int v) {
@@ -667,10 +677,7 @@ static void long_grade(model_buf_t *b, const char *id, const char *student, int 
  * is not written, the other documents are, and the store refuses nothing. */
 START_TEST(a_late_reject_is_dead_lettered_and_committed) {
   fixture_t f;
-  fixture_up(&f, 0);
-  model_aggregate_t *full = model_aggregate_new("t1", 2, "big", 3);
-  fx_fill_grades(full, "big", sink_document_limit(full));
-  mem_put(f.mem, full);
+  model_aggregate_t *full = full_up(&f);
   model_buf_t cmd = MODEL_BUF_INIT;
   long_grade(&cmd, "late-reject-command-1", "a-student-who-is-late", 1);
   produce_one(&f.s, "big", cmd.data);
@@ -765,10 +772,7 @@ static void read_late_dead_letters(const scenario_t *s, int64_t first, const mod
  * full t1/big; a same-size change of a stored student between them does. */
 START_TEST(run_and_replay_reject_the_same_commands_late) {
   fixture_t f;
-  fixture_up(&f, 0);
-  model_aggregate_t *full = model_aggregate_new("t1", 2, "big", 3);
-  fx_fill_grades(full, "big", sink_document_limit(full));
-  mem_put(f.mem, full);
+  model_aggregate_t *full = full_up(&f);
   model_buf_t cmds[3] = {MODEL_BUF_INIT, MODEL_BUF_INIT, MODEL_BUF_INIT};
   long_grade(&cmds[0], "late-1", "a-new-student", 1);
   long_grade(&cmds[1], "h0", "s0", 2);
