@@ -115,7 +115,7 @@ static void check_topics(const config_t *cfg, FILE *err_out, bool *all, model_bu
     return;
   }
   char why[1024];
-  if (kafka_check_topics(rk, cfg, true, NULL, NULL, why, sizeof why) == KAFKA_CHECK_OK) {
+  if (kafka_check_topics(rk, cfg, true, clock_system(), NULL, NULL, why, sizeof why) == KAFKA_CHECK_OK) {
     model_buf_printf(reached, "; topics %s and dead-letter topic %s", cfg->kafka_topics, cfg->kafka_dlq_topic);
   } else {
     snprintf(line, sizeof line, "cannot reach the topics: %s", why);
