@@ -102,12 +102,15 @@ static const uint8_t root_lens[F_ROOT_COUNT] = {2, 4, 6, 10, 7, 7, 2, 4};
 static const uint8_t data_lens[D_COUNT] = {5, 5, 6, 5, 6, 11, 10, 8};
 
 /* The lists' slots (model_json_slots), filled once when the program starts,
- * before any thread can decode. */
+ * before any thread can decode. The ids (the command's id, tenant,
+ * assignment, student, data.class) are marked, so that the scan checks
+ * their bytes as it finds them (model_json_value_t.ident). */
 static model_json_slots_t root_slots, data_slots;
 
 __attribute__((constructor)) static void command_schema_init(void) {
-  model_json_slots(root_keys, root_lens, F_ROOT_COUNT, &root_slots);
-  model_json_slots(data_keys, data_lens, D_COUNT, &data_slots);
+  const uint32_t ids = 1u << F_ID | 1u << F_TENANT | 1u << F_ASSIGNMENT | 1u << F_STUDENT;
+  model_json_slots(root_keys, root_lens, F_ROOT_COUNT, ids, &root_slots);
+  model_json_slots(data_keys, data_lens, D_COUNT, 1u << D_CLASS, &data_slots);
 }
 
 static const model_json_schema_t schema = {root_keys, root_lens, F_ROOT_COUNT, F_DATA,    data_keys,
@@ -118,6 +121,7 @@ static const model_json_schema_t schema = {root_keys, root_lens, F_ROOT_COUNT, F
 typedef struct {
   const char *buf;
   const char *end; /* buf + its length */
+  size_t pad_from; /* a value that starts here or later has fewer than 16 bytes left in buf */
   model_reject_code_t best; /* MODEL_OK while no fault */
   model_reject_t *rej;
 } check_t;
@@ -255,31 +259,49 @@ static __attribute__((noinline)) void check_id_any(check_t *c, const char *name,
 
 /* The common id, without a loop: a string without escapes of 1..16 bytes
  * whose bytes all are id characters (printable: all printable ASCII, for a
- * command id) is checked as one 16-byte block and copied whole to out
- * (bytes past the id are overwritten by its NUL or ignored), its length to
- * *out_len; an id that ends less than 16 bytes before the end of the text
- * (the last member of a line, in some producers' key order) is checked
- * from a zero-padded copy. False for anything else, which the caller's
- * general check decides from the start. */
+ * command id) is checked as one 16-byte block, unless the scan has checked
+ * it (ident), and copied whole to out (bytes past the id are overwritten by
+ * its NUL or ignored), its length to *out_len; an id that starts less than
+ * 16 bytes before the end of the text (the last member of a line, in some
+ * producers' key order) is read from a copy of the text's last 16 bytes,
+ * zeros after them. False for anything else, which the caller's general
+ * check decides from the start. */
 static inline __attribute__((always_inline)) bool short_id(const check_t *c, const model_json_value_t *v,
                                                            bool printable, char *out, uint8_t *out_len) {
-  if (v->type == MODEL_JSON_STRING && !v->escaped && v->len - 1 < 16) {
-    const unsigned char *src = (const unsigned char *)c->buf + v->start;
-    unsigned char pad[16];
-    if (__builtin_expect((size_t)(c->end - c->buf) - v->start < 16, 0)) {
-      memset(pad, 0, sizeof pad);
+  if (v->type != MODEL_JSON_STRING || (!v->ident && (v->escaped || v->len - 1 >= 16))) return false;
+  const unsigned char *src = (const unsigned char *)c->buf + v->start;
+  unsigned char pad[32];
+  if (__builtin_expect(v->start >= c->pad_from, 0)) {
+    /* the text's last 16 bytes, zeros after them (or the id alone, in a
+     * text shorter than that) */
+    size_t len = (size_t)(c->end - c->buf);
+    memset(pad + 16, 0, 16);
+    if (len >= 16) {
+      memcpy(pad, c->end - 16, 16);
+      src = pad + (v->start - (len - 16));
+    } else {
+      memset(pad, 0, 16);
       memcpy(pad, src, v->len);
       src = pad;
     }
-    unsigned want = (2u << (v->len - 1)) - 1;
-    if (((printable ? model_json_printable_mask16(src) : model_json_id_mask16(src)) & want) == want) {
-      memcpy(out, src, 16);
-      out[v->len] = '\0';
-      *out_len = (uint8_t)v->len;
-      return true;
-    }
   }
-  return false;
+  if (!v->ident) {
+    /* An id: its closing quote (or the padding) at byte len is no id
+     * character, so the id's bytes are exactly the mask's trailing ones.
+     * (Id bytes are printable too.) */
+    bool ok;
+    if (printable) {
+      unsigned want = (2u << (v->len - 1)) - 1;
+      ok = (model_json_printable_mask16(src) & want) == want;
+    } else {
+      ok = (size_t)__builtin_ctz(~model_json_id_mask16(src)) == v->len;
+    }
+    if (!ok) return false;
+  }
+  memcpy(out, src, 16);
+  out[v->len] = '\0';
+  *out_len = (uint8_t)v->len;
+  return true;
 }
 
 /* check_id, inline for the common id (short_id); anything else goes to
@@ -329,6 +351,20 @@ static inline bool same_bytes(const char *a, const char *b, size_t n) {
   memcpy(&x, a + n - 8, 8);
   memcpy(&y, b + n - 8, 8);
   return (diff | (x ^ y)) == 0;
+}
+
+/* same_bytes for 13 <= n <= 24 (a type's name): three 8-byte words,
+ * overlapping, that cover [0, n) without a loop. */
+static inline bool same_bytes_13_24(const char *a, const char *b, size_t n) {
+  uint64_t x0, y0, x1, y1, x2, y2;
+  size_t mid = n / 2 - 4;
+  memcpy(&x0, a, 8);
+  memcpy(&y0, b, 8);
+  memcpy(&x1, a + mid, 8);
+  memcpy(&y1, b + mid, 8);
+  memcpy(&x2, a + n - 8, 8);
+  memcpy(&y2, b + n - 8, 8);
+  return ((x0 ^ y0) | (x1 ^ y1) | (x2 ^ y2)) == 0;
 }
 
 /* check_ts, inline for a string without escapes that parses while an
@@ -578,7 +614,7 @@ static inline int type_index(const char *s, size_t n) {
   case 17: i = MODEL_CMD_ROSTER_UNASSIGNED; break;
   default: return -1;
   }
-  return same_bytes(type_names[i], s, n) ? i : -1;
+  return same_bytes_13_24(type_names[i], s, n) ? i : -1;
 }
 
 /* -1: type absent, not a string or unknown (fault recorded). */
@@ -680,7 +716,7 @@ bool model_command_decode(const char *buf, size_t len, size_t max_bytes, model_c
     return false;
   }
 
-  check_t c = {buf, buf + len, MODEL_OK, rej};
+  check_t c = {buf, buf + len, len >= 16 ? len - 15 : 0, MODEL_OK, rej};
   check_cmd_id(&c, &rv[F_ID], cmd);
   int t = check_type(&c, &rv[F_TYPE]);
   check_id(&c, "tenant", &rv[F_TENANT], true, cmd->tenant, &cmd->tenant_len);

@@ -7,25 +7,30 @@
  *   json_scan_run.h) scans exactly that shape: a key's first two bytes pick
  *   the one schema name it may be (model_json_slots_t), compared in place
  *   with its '"' and ':' in one 16-byte compare; values are lexed and
- *   captured; a repeated name or anything outside the shape (an unknown key,
- *   an escape, a nested array, a bad number or literal) makes it give up
- *   without reporting anything. Text of that shape is valid JSON, valid
- *   UTF-8 (checked as it goes), has no duplicate keys (one bit per name) and
- *   no U+0000 (that needs an escape), so when the plain path gets to the
- *   end, the scan is done. Otherwise the full scan below starts over from
- *   the first byte and decides.
+ *   captured (the value of a name the schema marks as an id with one
+ *   16-byte mask of id bytes instead of the string kernel, which the caller
+ *   then need not check again: model_json_value_t.ident); a repeated name
+ *   or anything outside the shape (an unknown key, an escape, a nested
+ *   array, a bad number or literal) makes it give up without reporting
+ *   anything. Text of that shape is valid JSON, valid UTF-8 (checked as it
+ *   goes), has no duplicate keys (a name whose value is already captured is
+ *   a repeat) and no U+0000 (that needs an escape), so when the plain path
+ *   gets to the end, the scan is done. Otherwise the full scan below starts
+ *   over from the first byte and decides.
  * - One pass over the text with an explicit container stack and gotos
  *   instead of recursion: no depth-dependent C stack use and no per-value
  *   function calls on the hot path. The loop (json_scan_run.h) is compiled
  *   once per string kernel (json_simd.h: scalar, SSE2, AVX2); one is chosen
- *   per call from the CPU's features, and tests may force any of them.
+ *   from the CPU's features when the program starts, and tests may force
+ *   any of them.
  * - UTF-8 is validated in the same pass: the grammar admits only ASCII
  *   outside strings, and the string kernels stop at every byte >= 0x80, whose
- *   sequence is checked where it stands. An invalid byte anywhere outranks a
- *   syntax error anywhere (invalid_utf8 comes before invalid_json in the
- *   order of rejection codes), so whenever the scan fails, for any reason,
- *   the whole buffer is checked for raw UTF-8 before the scan's own error is
- *   reported. A text that scans cleanly has had every byte checked.
+ *   sequence is checked where it stands (json_text.h). An invalid byte
+ *   anywhere outranks a syntax error anywhere (invalid_utf8 comes before
+ *   invalid_json in the order of rejection codes), so whenever the scan
+ *   fails, for any reason, the whole buffer is checked for raw UTF-8 before
+ *   the scan's own error is reported. A text that scans cleanly has had
+ *   every byte checked.
  * - Escapes are validated as they are met, so that a lone surrogate is
  *   reported as invalid UTF-8 only when no syntax error comes before it.
  * - Keys of the objects whose values are captured (the top level and the
@@ -49,6 +54,7 @@
 #include <string.h>
 
 #include "json_simd.h"
+#include "json_text.h"
 #include "oom.h"
 
 #define SMALL_KEYS 16
@@ -96,143 +102,6 @@ const char *model_json_type_name(model_json_type_t t) {
   return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
-/* ---------------------------------------------------------------- UTF-8 */
-
-/* Length (2..4) of the valid UTF-8 sequence at s[0] >= 0x80 with n bytes
- * available, or 0 (Unicode 15, table 3-7: well-formed byte sequences). */
-static inline __attribute__((always_inline)) size_t utf8_seq(const unsigned char *s, size_t n) {
-  unsigned c = s[0];
-  if (c < 0xC2) return 0; /* stray continuation byte, or overlong 2-byte form */
-  if (c < 0xE0) return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
-  if (c < 0xF0) {
-    unsigned lo = c == 0xE0 ? 0xA0 : 0x80; /* E0 80..9F would be overlong */
-    unsigned hi = c == 0xED ? 0x9F : 0xBF; /* ED A0..BF would be a surrogate */
-    return n >= 3 && s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 ? 3 : 0;
-  }
-  if (c < 0xF5) {
-    unsigned lo = c == 0xF0 ? 0x90 : 0x80; /* F0 80..8F would be overlong */
-    unsigned hi = c == 0xF4 ? 0x8F : 0xBF; /* F4 90.. would be above U+10FFFF */
-    return n >= 4 && s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80 ? 4
-                                                                                                : 0;
-  }
-  return 0;
-}
-
-size_t model_utf8_check(const char *str, size_t n) {
-  const unsigned char *s = (const unsigned char *)str;
-  size_t i = 0;
-  while (i < n) {
-    while (n - i >= 16) {
-      uint64_t w[2];
-      memcpy(w, s + i, 16);
-      if ((w[0] | w[1]) & 0x8080808080808080ULL) break;
-      i += 16;
-    }
-    while (n - i >= 8) {
-      uint64_t w;
-      memcpy(&w, s + i, 8);
-      if (w & 0x8080808080808080ULL) break;
-      i += 8;
-    }
-    if (i >= n) break;
-    if (s[i] < 0x80) {
-      i++;
-      continue;
-    }
-    size_t k = utf8_seq(s + i, n - i);
-    if (!k) return i;
-    i += k;
-  }
-  return n;
-}
-
-/* ------------------------------------------------------------- escapes */
-
-static const signed char hexval[256] = {
-    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
-    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
-    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
-};
-
-/* Four hex digits at p (p+4 <= end checked by the caller), or -1. */
-static inline int hex4(const unsigned char *p) {
-  int a = hexval[p[0]], b = hexval[p[1]], c = hexval[p[2]], d = hexval[p[3]];
-  if (!a || !b || !c || !d) return -1;
-  return ((a - 1) << 12) | ((b - 1) << 8) | ((c - 1) << 4) | (d - 1);
-}
-
-static inline int utf8_encode(uint32_t cp, unsigned char *o) {
-  if (cp < 0x80) {
-    o[0] = (unsigned char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    o[0] = (unsigned char)(0xC0 | (cp >> 6));
-    o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    o[0] = (unsigned char)(0xE0 | (cp >> 12));
-    o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-    o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  o[0] = (unsigned char)(0xF0 | (cp >> 18));
-  o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-  o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-  o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
-/* Decodes the escape at *pp (a backslash) of already-validated text, writes
- * its UTF-8 bytes to o and returns how many; advances *pp past it. */
-static int decode_escape(const unsigned char **pp, unsigned char o[4]) {
-  const unsigned char *p = *pp;
-  switch (p[1]) {
-  case 'b': o[0] = '\b'; break;
-  case 'f': o[0] = '\f'; break;
-  case 'n': o[0] = '\n'; break;
-  case 'r': o[0] = '\r'; break;
-  case 't': o[0] = '\t'; break;
-  case 'u': {
-    uint32_t cp = (uint32_t)hex4(p + 2);
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-      uint32_t lo = (uint32_t)hex4(p + 8);
-      cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-      *pp = p + 12;
-    } else {
-      *pp = p + 6;
-    }
-    return utf8_encode(cp, o);
-  }
-  default: o[0] = p[1]; break; /* " \ / */
-  }
-  *pp = p + 2;
-  return 1;
-}
-
-size_t model_json_unescape(const char *str, size_t n, bool escaped, char *out, size_t cap) {
-  if (!escaped) {
-    memcpy(out, str, n < cap ? n : cap);
-    return n;
-  }
-  const unsigned char *p = (const unsigned char *)str, *end = p + n;
-  size_t o = 0;
-  while (p < end) {
-    const unsigned char *bs = memchr(p, '\\', (size_t)(end - p));
-    size_t run = (size_t)((bs ? bs : end) - p);
-    if (o < cap) memcpy(out + o, p, run < cap - o ? run : cap - o);
-    o += run;
-    p += run;
-    if (!bs) break;
-    unsigned char u[4];
-    int k = decode_escape(&p, u);
-    for (int i = 0; i < k; i++, o++)
-      if (o < cap) out[o] = (char)u[i];
-  }
-  return o;
-}
-
 /* Byte iterator over the unescaped content of a validated string. */
 typedef struct {
   const unsigned char *p, *end;
@@ -244,7 +113,7 @@ static inline int uiter_next(uiter_t *it) {
   if (it->i < it->n) return it->buf[it->i++];
   if (it->p >= it->end) return -1;
   if (*it->p != '\\') return *it->p++;
-  it->n = decode_escape(&it->p, it->buf);
+  it->n = model_json_decode_escape(&it->p, it->buf);
   it->i = 1;
   return it->buf[0];
 }
@@ -470,7 +339,7 @@ static const unsigned char *lex_escape(scan_t *s, const unsigned char *p, const 
   case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
     return p + 2;
   case 'u': {
-    int cp = end - p >= 6 ? hex4(p + 2) : -1;
+    int cp = end - p >= 6 ? model_json_hex4(p + 2) : -1;
     if (cp < 0) {
       set_error(s, MODEL_JSON_ERR_SYNTAX, p, "invalid JSON: %s", "\\u not followed by 4 hex digits");
       return NULL;
@@ -479,7 +348,7 @@ static const unsigned char *lex_escape(scan_t *s, const unsigned char *p, const 
       note_nul(s, p, is_key);
     } else if (cp >= 0xD800 && cp <= 0xDFFF) {
       int lo = -1;
-      if (cp <= 0xDBFF && end - p >= 12 && p[6] == '\\' && p[7] == 'u') lo = hex4(p + 8);
+      if (cp <= 0xDBFF && end - p >= 12 && p[6] == '\\' && p[7] == 'u') lo = model_json_hex4(p + 8);
       if (lo < 0xDC00 || lo > 0xDFFF) {
         char esc6[8];
         memcpy(esc6, p, 6);
@@ -618,8 +487,10 @@ match_key(const scan_t *s, const keyrec_t *k, const char (*names)[MODEL_JSON_KEY
  * the key holds nothing the string lexer would stop at. */
 #define PLAIN_KEY_MAX 14 /* a key and its '"' ':' within 16 bytes */
 
-/* A slot's entry for two or more names (model_json_slots_t.index). */
-#define SLOT_SHARED 0xFF
+/* A slot's mask when it holds no name or several: bit 16, which a compare
+ * of 16 bytes never sets, so that the one compare of plain_key fails and
+ * plain_key_shared decides. */
+#define SLOT_NONE (1u << 16)
 
 /* The slot of the text at kp: its first two bytes, hashed. For a name,
  * they are the name's first two bytes, or its only byte and the closing
@@ -631,64 +502,82 @@ static inline __attribute__((always_inline)) unsigned slot_of(const unsigned cha
   return ((uint32_t)w * 0x85EBCA6Bu) >> 26;
 }
 
-void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n,
+void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n, uint32_t ident,
                       model_json_slots_t *slots) {
   memset(slots, 0, sizeof *slots);
-  for (size_t i = 0; i < n && i < MODEL_JSON_NAMES_MAX; i++) {
+  for (size_t h = 0; h < MODEL_JSON_SLOTS; h++) slots->slot[h].mask = SLOT_NONE;
+  slots->n = (uint8_t)(n < MODEL_JSON_NAMES_MAX ? n : MODEL_JSON_NAMES_MAX);
+  for (size_t i = 0; i < slots->n; i++) {
     if (lens[i] > PLAIN_KEY_MAX) continue; /* never matched in place: the full scan decides */
-    unsigned char *pat = slots->pat[i];
-    memcpy(pat, names[i], lens[i]);
-    pat[lens[i]] = '"';
-    pat[lens[i] + 1] = ':';
-    slots->mask[i] = (4u << lens[i]) - 1;
-    slots->skip[i] = (uint8_t)(lens[i] + 2);
-    unsigned h = slot_of(pat);
-    slots->index[h] = slots->index[h] ? SLOT_SHARED : (uint8_t)(i + 1);
+    model_json_slot_t *e = &slots->name[i];
+    memcpy(e->pat, names[i], lens[i]);
+    e->pat[lens[i]] = '"';
+    e->pat[lens[i] + 1] = ':';
+    e->mask = (4u << lens[i]) - 1;
+    e->name = (uint8_t)i;
+    e->skip = (uint8_t)(lens[i] + 2);
+    e->ident = (ident >> i) & 1;
+    e->at = (uint16_t)(i * sizeof(model_json_value_t));
+    unsigned h = slot_of(e->pat);
+    slots->slot[h] = *e;
+    if (slots->count[h]++) slots->slot[h].mask = SLOT_NONE;
   }
 }
 
-/* The text at kp (16 bytes readable) is the pattern of name i. */
-static inline __attribute__((always_inline)) bool slot_is(const unsigned char *kp, const model_json_slots_t *slots,
-                                                          size_t i) {
+/* Whether the 16 bytes at kp hold the pattern of entry e where its mask
+ * has bits. */
+static inline __attribute__((always_inline)) bool pattern_is(const unsigned char *kp, const model_json_slot_t *e) {
 #ifdef MODEL_JSON_HAVE_SSE2
   unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)kp),
-                                                           _mm_load_si128((const __m128i *)(const void *)slots->pat[i])));
-  return (eq & slots->mask[i]) == slots->mask[i];
+                                                           _mm_load_si128((const __m128i *)(const void *)e->pat)));
 #else
-  return memcmp(kp, slots->pat[i], slots->skip[i]) == 0;
+  unsigned eq = 0;
+  for (unsigned k = 0; k < 16; k++) eq |= (unsigned)(kp[k] == e->pat[k]) << k;
 #endif
+  return (eq & e->mask) == e->mask;
 }
 
-/* plain_key for the rare cases: fewer than 16 bytes left after kp (they
- * are compared from a zero-padded copy; a pattern's bytes are nonzero, so
- * it never matches the padding), or a slot that several names share. */
-static __attribute__((noinline)) int plain_key_rare(const unsigned char *kp, const unsigned char *end,
-                                                    size_t n, const model_json_slots_t *slots) {
-  unsigned char pad[16];
-  if (end - kp < 16) {
-    memset(pad, 0, sizeof pad);
-    memcpy(pad, kp, (size_t)(end - kp));
-    kp = pad;
+/* The bytes from p, fewer than 16 before end, with zeros after them to
+ * make 16: in pad, from a copy of the text's last 16 bytes when it has
+ * them, else byte by byte. */
+static inline __attribute__((always_inline)) const unsigned char *
+tail16(const unsigned char *p, const unsigned char *base, const unsigned char *end, unsigned char pad[32]) {
+  memset(pad + 16, 0, 16);
+  if (end - base >= 16) {
+    memcpy(pad, end - 16, 16);
+    return pad + (p - (end - 16));
   }
-  unsigned e = slots->index[slot_of(kp)];
-  if (e == SLOT_SHARED) {
-    for (size_t i = 0; i < n; i++)
-      if (slots->skip[i] && slot_is(kp, slots, i)) return (int)i;
-    return -1;
-  }
-  return e && slot_is(kp, slots, e - 1) ? (int)e - 1 : -1;
+  memset(pad, 0, 16);
+  memcpy(pad, p, (size_t)(end - p));
+  return pad;
 }
 
-/* The plain path's key lookup: the index of the name whose key, with its
- * '"' and ':', starts at kp, or -1. `safe` is end - 16: before it, 16 bytes
- * are readable. */
-static inline __attribute__((always_inline)) int plain_key(const unsigned char *kp, const unsigned char *safe,
-                                                           const unsigned char *end, size_t n,
-                                                           const model_json_slots_t *slots) {
-  if (__builtin_expect(kp > safe, 0)) return plain_key_rare(kp, end, n, slots);
-  unsigned e = slots->index[slot_of(kp)];
-  if (__builtin_expect(e - 1u >= SLOT_SHARED - 1u, 0)) return e ? plain_key_rare(kp, end, n, slots) : -1;
-  return slot_is(kp, slots, e - 1) ? (int)e - 1 : -1;
+/* plain_key for a slot that several names share, or none, or a key that
+ * is not its slot's name: kp's 16 bytes compared with each name of the
+ * slot in turn. */
+static __attribute__((noinline)) const model_json_slot_t *plain_key_shared(const unsigned char *kp,
+                                                                          const model_json_slots_t *slots) {
+  unsigned h = slot_of(kp);
+  if (slots->count[h] < 2) return NULL;
+  for (size_t i = 0; i < slots->n; i++) {
+    const model_json_slot_t *e = &slots->name[i];
+    if (e->skip && slot_of(e->pat) == h && pattern_is(kp, e)) return e;
+  }
+  return NULL;
+}
+
+/* The plain path's key lookup: the entry of the name whose key, with its
+ * '"' and ':', starts at kp, or NULL. Before `safe` (end - 16), 16 bytes
+ * are readable at kp; past it, the bytes left are compared from tail16 (a
+ * pattern's bytes are nonzero, so it never matches the padding). */
+static inline __attribute__((always_inline)) const model_json_slot_t *
+plain_key(const unsigned char *kp, const unsigned char *base, const unsigned char *safe, const unsigned char *end,
+          const model_json_slots_t *slots) {
+  unsigned char pad[32];
+  if (__builtin_expect(kp > safe, 0)) kp = tail16(kp, base, end, pad);
+  const model_json_slot_t *e = &slots->slot[slot_of(kp)];
+  if (__builtin_expect(!pattern_is(kp, e), 0)) return plain_key_shared(kp, slots);
+  return e;
 }
 
 /* The type of the value that starts with byte c (syntax aside). */
@@ -709,6 +598,14 @@ static inline model_json_type_t top_type(unsigned c) {
     set_error(s, MODEL_JSON_ERR_SYNTAX, (at), "invalid JSON: %s", (msg));                         \
     return false;                                                                                 \
   } while (0)
+
+/* The text of the plain path (json_scan_run.h), set once per scan. */
+typedef struct {
+  const unsigned char *base, *end; /* end: past the text's last '}' */
+  const unsigned char *safe;       /* a key that starts before it has 16 readable bytes */
+  const model_json_schema_t *schema;
+  model_json_value_t *sub_vals;
+} plain_t;
 
 typedef bool (*scan_fn_t)(scan_t *, const model_json_schema_t *, model_json_value_t *,
                           model_json_value_t *);
@@ -760,11 +657,6 @@ bool model_json_kernel_available(model_json_kernel_t k) {
   }
 }
 
-bool model_json_force_kernel(model_json_kernel_t k) {
-  if (!model_json_kernel_available(k)) return false;
-  forced_kernel = k;
-  return true;
-}
 
 model_json_kernel_t model_json_kernel(void) {
   if (forced_kernel != MODEL_JSON_KERNEL_AUTO) return forced_kernel;
@@ -790,23 +682,34 @@ static kernel_scan_fn_t pick_scan(void) {
   }
 }
 
-/* Sets vals[0..n) ABSENT: straight stores for a list of up to 8 names (a
- * command's), a loop past that. */
+/* The scan model_json_scan() runs: chosen when the program starts (before
+ * any thread can scan), and again by model_json_force_kernel, so that a
+ * scan does not ask the CPU for its features. */
+static kernel_scan_fn_t chosen_scan = scan_scalar;
+
+__attribute__((constructor)) static void json_scan_choose(void) {
+#ifdef MODEL_JSON_HAVE_SSE2
+  __builtin_cpu_init(); /* the feature tests may run before libgcc's own constructor */
+#endif
+  chosen_scan = pick_scan();
+}
+
+bool model_json_force_kernel(model_json_kernel_t k) {
+  if (!model_json_kernel_available(k)) return false;
+  forced_kernel = k;
+  chosen_scan = pick_scan();
+  return true;
+}
+
+/* Sets vals[0..n) ABSENT: straight stores for a list of 8 names (a
+ * command's), a loop otherwise. */
 static inline void mark_absent(model_json_value_t *vals, size_t n) {
-  switch (n) {
-  default:
-    for (size_t i = 8; i < n; i++) vals[i].type = MODEL_JSON_ABSENT;
-    /* fall through */
-  case 8: vals[7].type = MODEL_JSON_ABSENT; /* fall through */
-  case 7: vals[6].type = MODEL_JSON_ABSENT; /* fall through */
-  case 6: vals[5].type = MODEL_JSON_ABSENT; /* fall through */
-  case 5: vals[4].type = MODEL_JSON_ABSENT; /* fall through */
-  case 4: vals[3].type = MODEL_JSON_ABSENT; /* fall through */
-  case 3: vals[2].type = MODEL_JSON_ABSENT; /* fall through */
-  case 2: vals[1].type = MODEL_JSON_ABSENT; /* fall through */
-  case 1: vals[0].type = MODEL_JSON_ABSENT; /* fall through */
-  case 0: break;
+  if (n == 8) {
+    vals[0].type = vals[1].type = vals[2].type = vals[3].type = MODEL_JSON_ABSENT;
+    vals[4].type = vals[5].type = vals[6].type = vals[7].type = MODEL_JSON_ABSENT;
+    return;
   }
+  for (size_t i = 0; i < n; i++) vals[i].type = MODEL_JSON_ABSENT;
 }
 
 bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *schema,
@@ -818,7 +721,7 @@ bool model_json_scan(const char *buf, size_t len, const model_json_schema_t *sch
   res->top = MODEL_JSON_ABSENT;
   res->offset = 0;
   res->detail[0] = '\0';
-  return pick_scan()(buf, len, schema, root_vals, sub_vals, res);
+  return chosen_scan(buf, len, schema, root_vals, sub_vals, res);
 }
 
 /* The full scan with kernel instance `run`, for a text the plain path gave

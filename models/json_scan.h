@@ -65,6 +65,11 @@ typedef struct model_json_value {
   bool escaped;    /* string contains backslash escapes */
   bool frac_exp;   /* number has a fraction or an exponent */
   bool negative;   /* number starts with '-' */
+  /* string: true says that it is 1..16 bytes, each a letter, a digit, '-'
+   * or '_' (so no escapes); false says nothing. Only a name the schema's
+   * slots mark as an id gets it, and only from the plain path; it spares
+   * the caller a check that the scan made while the bytes were at hand. */
+  bool ident;
   size_t start;
   size_t len;
 } model_json_value_t;
@@ -100,20 +105,30 @@ typedef struct model_json_schema {
 #define MODEL_JSON_SLOTS 64
 
 /* How the scan goes from a key's first two bytes to the one name of a list
- * it may be, in any order of the keys: the slot of those bytes names the
- * candidate, whose pattern (the name, '"' and ':') is compared with the
- * text in one compare. Filled by model_json_slots; read only by the scan. */
+ * it may be, in any order of the keys: the slot of those bytes holds the
+ * candidate's pattern (the name, '"' and ':'), compared with the text in
+ * one compare. Filled by model_json_slots; read only by the scan. */
+typedef struct model_json_slot {
+  unsigned char pat[16]; /* name '"' ':', zero-padded */
+  uint32_t mask;         /* bit k: byte k of pat is compared; bit 16 (never met): no name, or several */
+  uint8_t name;          /* index of the name */
+  uint8_t skip;          /* bytes from a key's first byte to its value: the name's length + 2 */
+  uint8_t ident;         /* its string values are checked for id bytes (model_json_value_t.ident) */
+  uint16_t at;           /* name * sizeof(model_json_value_t): where its value goes in the list's values */
+} __attribute__((aligned(32))) model_json_slot_t;
+
 typedef struct model_json_slots {
-  unsigned char pat[MODEL_JSON_NAMES_MAX][16] __attribute__((aligned(16))); /* name '"' ':', zero-padded */
-  uint32_t mask[MODEL_JSON_NAMES_MAX]; /* bit k: byte k of pat is compared */
-  uint8_t skip[MODEL_JSON_NAMES_MAX];  /* bytes from a key's first byte to its value: length + 2 */
-  uint8_t index[MODEL_JSON_SLOTS];     /* 0: no name; i + 1: name i; 0xFF: several, compared in turn */
+  model_json_slot_t slot[MODEL_JSON_SLOTS]; /* by slot: a copy of its one name's entry */
+  model_json_slot_t name[MODEL_JSON_NAMES_MAX]; /* by name (skip 0: never matched in place) */
+  uint8_t count[MODEL_JSON_SLOTS];              /* names in each slot */
+  uint8_t n;                                    /* names in the list */
 } model_json_slots_t;
 
-/* Fills *slots for names[0..n) of lengths lens (n <= MODEL_JSON_NAMES_MAX).
- * A schema holds one for each of its lists; fill it once, before the first
- * scan with the schema. */
-void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n,
+/* Fills *slots for names[0..n) of lengths lens (n <= MODEL_JSON_NAMES_MAX);
+ * bit i of ident: name i holds ids, whose values get model_json_value_t's
+ * ident. A schema holds one for each of its lists; fill it once, before
+ * the first scan with the schema. */
+void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n, uint32_t ident,
                       model_json_slots_t *slots);
 
 typedef enum {
@@ -160,11 +175,11 @@ bool model_json_force_kernel(model_json_kernel_t k);
 
 /* Offset of the first byte of s[0..n) that does not start a valid UTF-8
  * sequence (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF, no
- * truncated sequence); n when all of it is valid. */
+ * truncated sequence); n when all of it is valid (json_text.c). */
 size_t model_utf8_check(const char *s, size_t n);
 
-/* Unescapes the content of a string that model_json_scan() accepted:
- * s[0..n) is the text between the quotes. Writes at most cap bytes to out
+/* Unescapes the content of a string that model_json_scan() accepted
+ * (json_text.c): s[0..n) is the text between the quotes. Writes at most cap bytes to out
  * (no NUL) and returns the full decoded length, which may exceed cap. */
 size_t model_json_unescape(const char *s, size_t n, bool escaped, char *out, size_t cap);
 

@@ -9,7 +9,8 @@
  *
  * UTF-8 is validated in this same pass: outside strings the grammar allows
  * ASCII only, and inside a string the kernel stops at every byte >= 0x80,
- * where the sequence starting there is checked (utf8_seq) and stepped over.
+ * where the sequence starting there is checked (model_json_utf8_seq) and
+ * stepped over.
  * A bad sequence ends the scan with utf8_bad set; model_json_scan() then
  * reports it as the whole-buffer check would. */
 
@@ -34,7 +35,7 @@ SCAN_NAME(lex_string)(scan_t *s, const unsigned char *p, bool *escaped, bool is_
     }
     if (*p >= 0x80) {
       do {
-        size_t n = utf8_seq(p, (size_t)(end - p));
+        size_t n = model_json_utf8_seq(p, (size_t)(end - p));
         if (!n) {
           s->utf8_bad = true;
           return NULL;
@@ -151,6 +152,7 @@ string_value: {
   if (c) {
     c->type = MODEL_JSON_STRING;
     c->escaped = esc;
+    c->ident = false;
     c->start = (size_t)(p + 1 - base);
     c->len = (size_t)(q - p - 1);
   }
@@ -269,10 +271,7 @@ key_quote:; /* p is at the key's opening quote */
  * is read without comparing p with end, except after a nested object, which
  * may end at that last '}'. */
 
-SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const unsigned char *base, const unsigned char *p,
-                                                           const unsigned char *end,
-                                                           const model_json_schema_t *schema,
-                                                           model_json_value_t *sub_vals);
+SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const plain_t *x, const unsigned char *p);
 
 /* The rest of a string from q, a byte the kernel stopped at that is not
  * its closing quote: UTF-8 sequences are checked and stepped over. Returns
@@ -285,7 +284,7 @@ SCAN_ATTR static __attribute__((noinline)) const unsigned char *SCAN_NAME(plain_
     if (*q == '"') return q;
     if (*q < 0x80) return NULL; /* an escape or a control byte */
     do {
-      size_t k = utf8_seq(q, (size_t)(end - q));
+      size_t k = model_json_utf8_seq(q, (size_t)(end - q));
       if (!k) return NULL;
       q += k;
     } while (q < end && *q >= 0x80);
@@ -297,9 +296,8 @@ SCAN_ATTR static __attribute__((noinline)) const unsigned char *SCAN_NAME(plain_
  * should start (maybe whitespace first); c its slot; `sub`: an object is
  * scanned as the schema's sub object. Returns the byte after it, or NULL. */
 SCAN_ATTR static __attribute__((noinline)) const unsigned char *
-SCAN_NAME(plain_value)(const unsigned char *base, const unsigned char *p, const unsigned char *end,
-                       model_json_value_t *c, bool sub, const model_json_schema_t *schema,
-                       model_json_value_t *sub_vals) {
+SCAN_NAME(plain_value)(const plain_t *x, const unsigned char *p, model_json_value_t *c, bool sub) {
+  const unsigned char *const base = x->base, *const end = x->end;
   if (p < end && *p <= ' ') p = skip_ws(p, end);
   if (p == end) return NULL;
   switch (*p) {
@@ -309,6 +307,7 @@ SCAN_NAME(plain_value)(const unsigned char *base, const unsigned char *p, const 
     if (!q) return NULL;
     c->type = MODEL_JSON_STRING;
     c->escaped = false;
+    c->ident = false;
     c->start = (size_t)(p + 1 - base);
     c->len = (size_t)(q - p - 1);
     return q + 1;
@@ -342,39 +341,56 @@ SCAN_NAME(plain_value)(const unsigned char *base, const unsigned char *p, const 
     if (!sub) return NULL;
     c->type = MODEL_JSON_OBJECT;
     c->start = (size_t)(p - base);
-    return SCAN_NAME(plain_sub)(base, p + 1, end, schema, sub_vals);
+    return SCAN_NAME(plain_sub)(x, p + 1);
   default: return NULL;
   }
 }
 
 SCAN_ATTR static inline __attribute__((always_inline)) const unsigned char *
-SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const unsigned char *end,
-                        const model_json_slots_t *slots, size_t n, model_json_value_t *vals, int sub_index,
-                        const model_json_schema_t *schema, model_json_value_t *sub_vals) {
-  uint32_t seen = 0; /* the names met so far (bit i: name i) */
-  const unsigned char *const safe = end - base >= 16 ? end - 16 : base; /* keys start past base */
-  p = plain_ws(p, end);
+SCAN_NAME(plain_object)(const plain_t *x, const unsigned char *p, const model_json_slots_t *slots,
+                        model_json_value_t *vals, int sub_index) {
+  const unsigned char *const base = x->base;
+  p = plain_ws(p, x->end);
   if (*p == '}') return p + 1;
   for (;;) {
     /* p is at a key's opening quote, or the text leaves the shape */
     if (*p != '"') return NULL;
-    int i = plain_key(p + 1, safe, end, n, slots);
-    if (i < 0 || ((seen >> i) & 1)) return NULL;
-    seen |= 1u << i;
-    p += 1 + slots->skip[i];
-    p = plain_ws(p, end);
-    /* p is at the value of member i */
-    model_json_value_t *c = &vals[i];
+    const model_json_slot_t *e = plain_key(p + 1, base, x->safe, x->end, slots);
+    if (!e) return NULL;
+    /* Every value starts ABSENT (model_json_scan): one already captured
+     * is the name met before. */
+    model_json_value_t *c = (model_json_value_t *)(void *)((char *)vals + e->at); /* &vals[e->name] */
+    if (c->type != MODEL_JSON_ABSENT) return NULL;
+    p += 1 + e->skip;
+    /* p is at the value of member i, maybe after one space (as many
+     * producers write it), or other whitespace, which plain_value skips */
+    if (*p != '"' && *p == ' ') p++;
     if (*p == '"') {
-      const unsigned char *q = SCAN_STOP(p + 1, end, base);
-      if (q == end || *q != '"') {
-        q = SCAN_NAME(plain_string_rest)(base, q, end);
-        if (!q) return NULL;
+      p++;
+      const unsigned char *q = p;
+      bool ident = false;
+      if (e->ident) {
+        /* An id: its bytes are the trailing ones of the mask of its 16
+         * (tail16's near the end; the '}' at end[-1] is no id byte, so
+         * the byte after them is in the text). */
+        unsigned char pad[32];
+        size_t n = (size_t)__builtin_ctz(
+            ~model_json_id_mask16(__builtin_expect(p <= x->safe, 1) ? p : tail16(p, base, x->end, pad)));
+        ident = n > 0 && p[n] == '"';
+        q = p + n;
+      }
+      if (!ident) {
+        q = SCAN_STOP(p, x->end, base);
+        if (q == x->end || *q != '"') {
+          q = SCAN_NAME(plain_string_rest)(base, q, x->end);
+          if (!q) return NULL;
+        }
       }
       c->type = MODEL_JSON_STRING;
       c->escaped = false;
-      c->start = (size_t)(p + 1 - base);
-      c->len = (size_t)(q - p - 1);
+      c->ident = ident;
+      c->start = (size_t)(p - base);
+      c->len = (size_t)(q - p);
       p = q + 1;
     } else if ((unsigned)(*p - '1') < 9u) {
       /* A positive integer with no fraction or exponent; any other
@@ -383,7 +399,7 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
       do p++;
       while (is_digit(*p));
       if (*p == '.' || *p == 'e' || *p == 'E') {
-        p = SCAN_NAME(plain_value)(base, st, end, c, false, schema, sub_vals);
+        p = SCAN_NAME(plain_value)(x, st, c, false);
         if (!p) return NULL;
       } else {
         c->type = MODEL_JSON_NUMBER;
@@ -393,27 +409,26 @@ SCAN_NAME(plain_object)(const unsigned char *base, const unsigned char *p, const
         c->len = (size_t)(p - st);
       }
     } else {
-      p = SCAN_NAME(plain_value)(base, p, end, c, (int)i == sub_index, schema, sub_vals);
-      if (!p || p == end) return NULL;
+      p = SCAN_NAME(plain_value)(x, p, c, (int)e->name == sub_index);
+      if (!p || p == x->end) return NULL;
     }
-    /* then ',' and the next key, or the object's end */
-    p = plain_ws(p, end);
-    if (*p == ',') {
-      p++;
-      p = plain_ws(p, end);
-      continue;
+    /* then ',' and the next key's quote, or the object's end */
+    if (*p != ',') {
+      p = plain_ws(p, x->end);
+      if (*p != ',') return *p == '}' ? p + 1 : NULL;
     }
-    return *p == '}' ? p + 1 : NULL;
+    p++;
+    if (*p != '"') {
+      if (*p == ' ') p++;
+      if (*p != '"') p = plain_ws(p, x->end);
+    }
   }
 }
 
 /* The sub object (a command's `data`): its members' own objects are not
  * plain (sub_index -1). */
-SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const unsigned char *base, const unsigned char *p,
-                                                           const unsigned char *end,
-                                                           const model_json_schema_t *schema,
-                                                           model_json_value_t *sub_vals) {
-  return SCAN_NAME(plain_object)(base, p, end, schema->sub_slots, schema->n_sub, sub_vals, -1, schema, sub_vals);
+SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const plain_t *x, const unsigned char *p) {
+  return SCAN_NAME(plain_object)(x, p, x->schema->sub_slots, x->sub_vals, -1);
 }
 
 /* This kernel's whole scan (model_json_scan() has marked every value
@@ -428,8 +443,8 @@ SCAN_ATTR static bool SCAN_NAME(scan)(const char *buf, size_t len, const model_j
   while (last > p && (last[-1] == ' ' || last[-1] == '\n' || last[-1] == '\r' || last[-1] == '\t')) last--;
   if (last - p >= 2 && *p == '{' && last[-1] == '}' && schema->root_slots &&
       (schema->sub_index < 0 || schema->sub_slots)) {
-    p = SCAN_NAME(plain_object)(base, p + 1, last, schema->root_slots, schema->n_root, root_vals, schema->sub_index,
-                                schema, sub_vals);
+    const plain_t x = {base, last, last - base >= 16 ? last - 16 : base, schema, sub_vals};
+    p = SCAN_NAME(plain_object)(&x, p + 1, schema->root_slots, root_vals, schema->sub_index);
     if (p == last) {
       res->top = MODEL_JSON_OBJECT;
       return true;

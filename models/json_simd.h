@@ -104,28 +104,44 @@ model_json_stop_sse2(const unsigned char *p, const unsigned char *end, const uns
   return model_json_stop_scalar(p, end, lo);
 }
 
+/* The stops of the 32 bytes at p (bit i: byte i), the constants read
+ * from k as memory operands. */
+__attribute__((target("avx2"))) static inline uint32_t model_json_stops32(const unsigned char *p,
+                                                                          const char (*k)[32]) {
+  __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+  __m256i m = _mm256_or_si256(
+      _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_load_si256((const __m256i *)(const void *)k[0])),
+                      _mm256_cmpeq_epi8(v, _mm256_load_si256((const __m256i *)(const void *)k[1]))),
+      _mm256_cmpgt_epi8(_mm256_load_si256((const __m256i *)(const void *)k[2]), v));
+  return (uint32_t)_mm256_movemask_epi8(m);
+}
+
+/* model_json_stop_avx2 past a first block without a stop. */
 __attribute__((target("avx2"))) static inline const unsigned char *
-model_json_stop_avx2(const unsigned char *p, const unsigned char *end, const unsigned char *lo) {
-  const char(*k)[32] = model_json_splats();
-  const __m256i quote = _mm256_load_si256((const __m256i *)(const void *)k[0]),
-                bslash = _mm256_load_si256((const __m256i *)(const void *)k[1]),
-                space = _mm256_load_si256((const __m256i *)(const void *)k[2]);
+model_json_stop_avx2_rest(const unsigned char *p, const unsigned char *end, const unsigned char *lo,
+                          const char (*k)[32]) {
   while (end - p >= 32) {
-    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
-    __m256i m = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, bslash)),
-                                _mm256_cmpgt_epi8(space, v));
-    uint32_t bits = (uint32_t)_mm256_movemask_epi8(m);
+    uint32_t bits = model_json_stops32(p, k);
     if (bits) return p + __builtin_ctz(bits);
     p += 32;
   }
   if (p < end && end - lo >= 32) { /* the last block, ending at end */
-    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(end - 32));
-    __m256i m = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, bslash)),
-                                _mm256_cmpgt_epi8(space, v));
-    uint32_t bits = (uint32_t)_mm256_movemask_epi8(m) >> (32 - (end - p));
+    uint32_t bits = model_json_stops32(end - 32, k) >> (32 - (end - p));
     return bits ? p + __builtin_ctz(bits) : end;
   }
   return model_json_stop_sse2(p, end, lo);
+}
+
+/* The first block is tried before the loop: most strings end in it. */
+__attribute__((target("avx2"))) static inline const unsigned char *
+model_json_stop_avx2(const unsigned char *p, const unsigned char *end, const unsigned char *lo) {
+  const char(*k)[32] = model_json_splats();
+  if (__builtin_expect(end - p >= 32, 1)) {
+    uint32_t bits = model_json_stops32(p, k);
+    if (bits) return p + (size_t)__builtin_ctz(bits);
+    p += 32;
+  }
+  return model_json_stop_avx2_rest(p, end, lo, k);
 }
 #endif
 
@@ -135,13 +151,28 @@ model_json_stop_avx2(const unsigned char *p, const unsigned char *end, const uns
  * ASCII 0x21..0x7e. The same bits on every target: one SSE2 vector where
  * the target has it (a range test is one add that moves the range's first
  * byte to -128 and one signed compare), else byte by byte. */
+#ifdef MODEL_JSON_HAVE_SSE2
+/* The id mask's constants, read from memory through an opaque pointer
+ * (as model_json_splats): 0x20, 0x80 - 'a', -128 + 26, 0x80 - '0',
+ * -128 + 10, '-', '_'. */
+#define MODEL_JSON_X16(c) {c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c}
+static const signed char model_json_idk[7][16] __attribute__((aligned(16))) = {
+    MODEL_JSON_X16(0x20), MODEL_JSON_X16((signed char)(0x80 - 'a')), MODEL_JSON_X16(-128 + 26),
+    MODEL_JSON_X16((signed char)(0x80 - '0')), MODEL_JSON_X16(-128 + 10), MODEL_JSON_X16('-'),
+    MODEL_JSON_X16('_')};
+#undef MODEL_JSON_X16
+#endif
+
 static inline __attribute__((always_inline)) unsigned model_json_id_mask16(const unsigned char *p) {
 #ifdef MODEL_JSON_HAVE_SSE2
+  const signed char(*k)[16] = model_json_idk;
+  __asm__("" : "+r"(k));
+#define K(i) _mm_load_si128((const __m128i *)(const void *)k[i])
   __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-  __m128i letter = _mm_cmplt_epi8(_mm_add_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8(0x80 - 'a')),
-                                  _mm_set1_epi8(-128 + 26));
-  __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8(0x80 - '0')), _mm_set1_epi8(-128 + 10));
-  __m128i punct = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
+  __m128i letter = _mm_cmplt_epi8(_mm_add_epi8(_mm_or_si128(v, K(0)), K(1)), K(2));
+  __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, K(3)), K(4));
+  __m128i punct = _mm_or_si128(_mm_cmpeq_epi8(v, K(5)), _mm_cmpeq_epi8(v, K(6)));
+#undef K
   return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), punct));
 #else
   unsigned m = 0;

@@ -7,16 +7,6 @@
 #include "aggregate.h"
 #include "oom.h"
 
-typedef struct {
-  model_keys_of_fn key_of;
-  void *ctx;
-} order_t;
-
-static int compare(const void *a, const void *b, void *order_) {
-  const order_t *o = order_;
-  return strcmp(o->key_of(a, o->ctx), o->key_of(b, o->ctx));
-}
-
 /* The sort skips the bytes every key shares (the tenant's name, say), then
  * orders the elements by the next 16 bytes of their keys read as a
  * big-endian number (a shorter key padded with zero bytes, so that it sorts
@@ -76,13 +66,13 @@ static size_t common_prefix(const void *base, size_t n, size_t size, model_keys_
 typedef struct {
   const char *base;
   size_t size;
-  order_t order;
+  model_keys_order_t order;
 } tail_t;
 
 static int compare_keyed(const void *a, const void *b, void *tail_) {
   const tail_t *t = tail_;
   const keyed_t *x = a, *y = b;
-  return compare(t->base + x->index * t->size, t->base + y->index * t->size, (void *)&t->order);
+  return model_keys_compare(t->base + x->index * t->size, t->base + y->index * t->size, (void *)&t->order);
 }
 
 void model_keys_sort(void *base, size_t n, size_t size, model_keys_of_fn key_of, void *ctx) {
@@ -107,18 +97,42 @@ void model_keys_sort(void *base, size_t n, size_t size, model_keys_of_fn key_of,
   free(k);
 }
 
-size_t model_keys_find(const void *base, size_t n, size_t size, model_keys_of_fn key_of, void *ctx, const char *key) {
+size_t model_keys_lower_bound(const void *base, size_t n, size_t size, model_keys_of_fn key_of, void *ctx,
+                              const char *key) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(key, key_of((const char *)base + mid * size, ctx));
-    if (c == 0) return mid;
-    if (c < 0)
-      hi = mid;
-    else
+    if (strcmp(key_of((const char *)base + mid * size, ctx), key) < 0)
       lo = mid + 1;
+    else
+      hi = mid;
   }
-  return n;
+  return lo;
+}
+
+size_t model_keys_find(const void *base, size_t n, size_t size, model_keys_of_fn key_of, void *ctx, const char *key) {
+  size_t at = model_keys_lower_bound(base, n, size, key_of, ctx, key);
+  return at < n && !strcmp(key_of((const char *)base + at * size, ctx), key) ? at : n;
+}
+
+int model_keys_compare(const void *a, const void *b, void *order) {
+  const model_keys_order_t *o = order;
+  return strcmp(o->key_of(a, o->ctx), o->key_of(b, o->ctx));
+}
+
+const void *model_keys_merge_next(model_keys_run_t *runs, size_t nruns, size_t size, model_keys_cmp_fn cmp, void *ctx,
+                                  size_t *run) {
+  const void *best = NULL;
+  size_t from = nruns;
+  for (size_t i = 0; i < nruns; i++) {
+    if (runs[i].pos == runs[i].n) continue;
+    const void *next = (const char *)runs[i].base + runs[i].pos * size;
+    if (!best || cmp(next, best, ctx) < 0) best = next, from = i;
+  }
+  if (!best) return NULL;
+  runs[from].pos++;
+  if (run) *run = from;
+  return best;
 }
 
 const char *model_keys_of_aggregate_ptr(const void *elem, void *ctx) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/METRICS.md is generated from the metrics table (worker/metrics/metrics_table.c)
+# docs/METRICS.md is generated from the metrics table (worker/metrics/metrics_table.h)
 # by gen_metrics_doc, so that the reference operators read names exactly what
 # /metrics exports: fails when the committed file is not what the table gives.
 set -euo pipefail

@@ -10,7 +10,8 @@
  *   command's, with its slots (model_json_slots: the plain path, then the
  *   full scan when the text leaves it) and without (the full scan alone),
  *   which must agree on status, offset, detail, top-level type and every
- *   captured value.
+ *   captured value; and, with the slots, which mark the command's ids, every
+ *   kernel must mark the same string values ident, each one 1..16 id bytes.
  * It returns NULL when all agree, else a one-line description of the first
  * difference (in a static buffer). It leaves the kernel choice on AUTO.
  * Include in one translation unit only. */
@@ -95,6 +96,17 @@ static bool scan_diff_val_eq(const model_json_value_t *a, const model_json_value
   }
 }
 
+/* The bytes of string value v of data are 1..16 id bytes ([A-Za-z0-9_-]),
+ * as its ident flag says. */
+static bool scan_diff_ident_ok(const uint8_t *data, const model_json_value_t *v) {
+  if (v->len < 1 || v->len > 16 || v->escaped) return false;
+  for (size_t i = 0; i < v->len; i++) {
+    unsigned c = data[v->start + i];
+    if (!((c | 0x20) - 'a' < 26u || c - '0' < 10u || c == '-' || c == '_')) return false;
+  }
+  return true;
+}
+
 static bool scan_diff_res_eq(const model_json_result_t *a, const model_json_result_t *b, bool ok) {
   if (a->status != b->status || strcmp(a->detail, b->detail) != 0) return false;
   if (ok) return a->top == b->top;
@@ -111,8 +123,10 @@ static const char *scan_diff(const uint8_t *data, size_t n, size_t max_bytes) {
   model_json_schema_t ms = {scan_diff_root, scan_diff_root_l, 8, 7, scan_diff_sub, scan_diff_sub_l, 8, NULL, NULL};
   model_json_schema_t ms_slots = ms; /* with the slots: the plain path first */
   static model_json_slots_t root_slots, sub_slots;
-  model_json_slots(scan_diff_root, scan_diff_root_l, 8, &root_slots);
-  model_json_slots(scan_diff_sub, scan_diff_sub_l, 8, &sub_slots);
+  /* ids as a command's: id, tenant, assignment, student; data.class */
+  model_json_slots(scan_diff_root, scan_diff_root_l, 8, 1u << 0 | 1u << 2 | 1u << 3 | 1u << 4, &root_slots);
+  model_json_slots(scan_diff_sub, scan_diff_sub_l, 8, 1u << 0, &sub_slots);
+  uint32_t idents[SCAN_DIFF_NK] = {0}; /* bit i (root) or 8 + i (sub): marked ident with the slots */
   ms_slots.root_slots = &root_slots;
   ms_slots.sub_slots = &sub_slots;
   model_json_value_t ref_root[8], ref_sub[8];
@@ -135,12 +149,26 @@ static const char *scan_diff(const uint8_t *data, size_t n, size_t max_bytes) {
         return scan_diff_msg;
       }
       if (sok)
-        for (int i = 0; i < 8; i++)
+        for (int i = 0; i < 8; i++) {
           if (!scan_diff_val_eq(&root[i], &ref_root[i]) || !scan_diff_val_eq(&sub[i], &ref_sub[i])) {
             model_json_force_kernel(MODEL_JSON_KERNEL_AUTO);
             return scan_diff_fail(with_slots ? "a captured value (slots)" : "a captured value (no slots)",
                                   scan_diff_kernels[k]);
           }
+          const model_json_value_t *v[2] = {&root[i], &sub[i]};
+          for (int j = 0; j < 2; j++) {
+            if (v[j]->type != MODEL_JSON_STRING || !v[j]->ident) continue;
+            if (!with_slots || !scan_diff_ident_ok(data, v[j])) {
+              model_json_force_kernel(MODEL_JSON_KERNEL_AUTO);
+              return scan_diff_fail("an ident flag", scan_diff_kernels[k]);
+            }
+            idents[k] |= 1u << (8 * j + i);
+          }
+        }
+    }
+    if (idents[k] != idents[0]) {
+      model_json_force_kernel(MODEL_JSON_KERNEL_AUTO);
+      return scan_diff_fail("the ident flags", scan_diff_kernels[k]);
     }
 
     ok[k] = model_command_decode((const char *)data, n, max_bytes, &cmds[k], &rej[k]);

@@ -28,7 +28,9 @@
 #include "codec.h"
 #include "command.h"
 #include "store/store.h"
+#include "store/store_bulk.h"
 #include "store/store_internal.h"
+#include "store/store_outcome.h"
 
 static const char *g_uri;
 static const char *g_server;  /* "ferretdb" or "mongo-java-server" */
@@ -558,7 +560,7 @@ static void on_count(void *ctx, model_aggregate_t *agg, int64_t rev) {
 
 /* --- documents at the size limit ----------------------------------------- */
 
-/* The BSON size store_write checks against SINK_MAX_DOCUMENT_BYTES: the
+/* The BSON size store_write checks against STORE_MAX_DOCUMENT_BYTES: the
  * document plus its update statement's _id and framing (store_bulk.c). */
 static size_t statement_bytes(const model_aggregate_t *agg, int64_t rev) {
   bson_t doc = BSON_INITIALIZER;
@@ -606,22 +608,22 @@ static void make_limit_pair(const char *assignment, model_aggregate_t **at, mode
   /* Whole students while two more would still fit: the gap left is one to
    * two students, which one student with 0..MODEL_FEEDBACK_MAX bytes of
    * feedback covers. */
-  while (statement_bytes(agg, 0) + 2 * per <= SINK_MAX_DOCUMENT_BYTES) {
-    size_t k = (SINK_MAX_DOCUMENT_BYTES - statement_bytes(agg, 0)) / per / 2;
+  while (statement_bytes(agg, 0) + 2 * per <= STORE_MAX_DOCUMENT_BYTES) {
+    size_t k = (STORE_MAX_DOCUMENT_BYTES - statement_bytes(agg, 0)) / per / 2;
     for (k = k ? k : 1; k > 0; k--) add_graded_student(agg, i++, 1500);
   }
   model_aggregate_t *probe = model_aggregate_clone(agg);
   add_graded_student(probe, i, 0);
   size_t base = statement_bytes(probe, 0); /* growth is one byte per byte of feedback */
   model_aggregate_destroy(probe);
-  ck_assert_uint_le(base, SINK_MAX_DOCUMENT_BYTES);
-  size_t flen = SINK_MAX_DOCUMENT_BYTES - base;
+  ck_assert_uint_le(base, STORE_MAX_DOCUMENT_BYTES);
+  size_t flen = STORE_MAX_DOCUMENT_BYTES - base;
   ck_assert_uint_lt(flen, MODEL_FEEDBACK_MAX);
   *at = model_aggregate_clone(agg);
   add_graded_student(*at, i, flen);
-  ck_assert_uint_eq(statement_bytes(*at, 0), SINK_MAX_DOCUMENT_BYTES);
+  ck_assert_uint_eq(statement_bytes(*at, 0), STORE_MAX_DOCUMENT_BYTES);
   add_graded_student(agg, i, flen + 1);
-  ck_assert_uint_eq(statement_bytes(agg, 0), SINK_MAX_DOCUMENT_BYTES + 1);
+  ck_assert_uint_eq(statement_bytes(agg, 0), STORE_MAX_DOCUMENT_BYTES + 1);
   *over = agg;
   if (last) *last = i; /* the student whose feedback differs: "s<i>" */
 }
@@ -639,9 +641,9 @@ START_TEST(document_past_the_limit_is_refused_alone) {
   sink_write_item_t items[2] = {{.agg = over, .rev = 0}, {.agg = small, .rev = 0}};
   sink_error_t err;
   ck_assert_int_eq(store_write(g_store, items, 2, T0_MS, &err), SINK_OK);
-  ck_assert_int_eq(items[0].result, SINK_ITEM_ERROR);
-  ck_assert_uint_eq(items[0].error_code, SINK_CODE_TOO_LARGE);
-  ck_assert_uint_gt(items[0].bytes, SINK_MAX_DOCUMENT_BYTES - 4096); /* its size, for the log */
+  ck_assert_int_eq(items[0].result, SINK_ITEM_TOO_LARGE);
+  ck_assert_uint_eq(items[0].error_code, 10334); /* MongoDB's BSONObjectTooLarge, for the log */
+  ck_assert_uint_gt(items[0].bytes, STORE_MAX_DOCUMENT_BYTES - 4096); /* its size, for the log */
   ck_assert_int_eq(items[1].result, SINK_ITEM_OK);
   ck_assert_uint_gt(items[1].bytes, 0);
   bson_t *raw = raw_get("tbig/over");
@@ -663,7 +665,7 @@ START_TEST(document_at_the_limit_is_stored) {
   sink_error_t err;
   ck_assert_msg(store_write(g_store, &item, 1, T0_MS, &err) == SINK_OK, "%s", err.message);
   ck_assert_int_eq(item.result, SINK_ITEM_OK);
-  ck_assert_uint_gt(item.bytes, SINK_MAX_DOCUMENT_BYTES - 4096);
+  ck_assert_uint_gt(item.bytes, STORE_MAX_DOCUMENT_BYTES - 4096);
   assert_stored(under, 1);
   model_aggregate_destroy(under);
   model_aggregate_destroy(over);
@@ -686,9 +688,9 @@ START_TEST(partial_update_past_the_limit_is_refused) {
   size_t si = student_index(over, id);
   item = (sink_write_item_t){.agg = over, .rev = 1, .partial = true, .students = &si, .nstudents = 1};
   ck_assert_msg(store_write(g_store, &item, 1, T0_MS + 1, &err) == SINK_OK, "%s", err.message);
-  ck_assert_int_eq(item.result, SINK_ITEM_ERROR);
-  ck_assert_uint_eq(item.error_code, SINK_CODE_TOO_LARGE);
-  ck_assert_uint_gt(item.bytes, SINK_MAX_DOCUMENT_BYTES - 4096);
+  ck_assert_int_eq(item.result, SINK_ITEM_TOO_LARGE);
+  ck_assert_uint_eq(item.error_code, 10334);
+  ck_assert_uint_gt(item.bytes, STORE_MAX_DOCUMENT_BYTES - 4096);
   assert_stored(under, 1);
   model_aggregate_destroy(under);
   model_aggregate_destroy(over);
@@ -775,7 +777,7 @@ START_TEST(bad_namespace_is_fatal) {
   model_aggregate_t *a = make_agg("ns", "a1");
   sink_write_item_t item = {.agg = a, .rev = 0};
   ck_assert_int_eq(store_write(s, &item, 1, T0_MS, &err), SINK_FATAL);
-  ck_assert_int_eq(item.result, SINK_ITEM_PENDING);
+  ck_assert_int_eq(item.result, SINK_ITEM_RETRY);
   ck_assert_uint_eq(err.code, 73); /* InvalidNamespace */
   model_aggregate_destroy(a);
   store_destroy(s);
@@ -812,7 +814,7 @@ static void assert_unreachable_retries(const char *uri, double max_s) {
   sink_write_item_t item = {.agg = a, .rev = 0};
   t = now_s();
   ck_assert_int_eq(store_write(s, &item, 1, T0_MS, &err), SINK_RETRY);
-  ck_assert_int_eq(item.result, SINK_ITEM_PENDING);
+  ck_assert_int_eq(item.result, SINK_ITEM_RETRY);
   ck_assert_msg(now_s() - t < max_s, "write took %.1f s", now_s() - t);
 
   found_t f = {0};

@@ -3,7 +3,7 @@
  * cli.test_metrics_doc runs it and fails when the committed file differs.
  *
  * The prose around the table lives here, with the generator: the worker
- * needs only the rows (worker/metrics/metrics_table.c) that both /metrics and this
+ * needs only the rows (worker/metrics/metrics_table.h) that both /metrics and this
  * document are built from. */
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +16,7 @@
 static const char markdown_intro[] =
     "# Metrics reference\n"
     "\n"
-    "<!-- Generated from worker/metrics/metrics_table.c by `gen_metrics_doc docs/METRICS.md` (a tool in the build\n"
+    "<!-- Generated from worker/metrics/metrics_table.h by `gen_metrics_doc docs/METRICS.md` (a tool in the build\n"
     "     directory); cli.test_metrics_doc fails when this file is stale. Do not edit by hand. -->\n"
     "\n"
     "The worker serves three paths over HTTP on `metrics.listen` (docs/CONFIG.md); with `metrics.listen`\n"

@@ -5,8 +5,10 @@
  * server. Up to 64 documents.
  *
  * Controllable latency, for the pipelined writer: every load and write
- * sleeps latency_ms; and while `hold` is set, writes wait at a gate (the
- * test sees them waiting in `held`) until mem_release().
+ * takes latency_ms on `clock`, a manual clock the test gives (moved, never
+ * slept on); while `hold` is set, writes wait at a gate, and loads while
+ * `hold_loads` is (the test sees them waiting in `held`) until
+ * mem_release(); every write that lands wakes mem_wait_writes.
  *
  * Threads: the writer thread calls load/write/ping while the test thread
  * sets failures, holds and releases, so every field is read and written
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "pipeline/batch.h"
 #include "store/sink.h"
 #include "pipeline/writer.h"
@@ -40,10 +43,12 @@ typedef struct mem_store {
   int partial_items; /* items written as partial updates */
   int fail_next;  /* next N calls answer SINK_RETRY */
   bool fail_fatal; /* every call answers SINK_FATAL */
-  int latency_ms;  /* every load and write takes this long */
+  int latency_ms;  /* every load and write moves clock by this much */
+  clock_manual_t *clock; /* borrowed; required with latency_ms */
   bool hold;       /* writes wait at the gate until mem_release */
+  bool hold_loads; /* loads wait at the gate until mem_release */
   size_t max_doc_bytes; /* 0 = none; else a document whose model_aggregate_memory passes it is refused as
-                         * too large, as store.c refuses one past SINK_MAX_DOCUMENT_BYTES of BSON */
+                         * too large, as store.c refuses one past STORE_MAX_DOCUMENT_BYTES of BSON */
   int held;        /* writes waiting at the gate now */
   pthread_mutex_t lock;
   pthread_cond_t cond;
@@ -62,16 +67,24 @@ static inline void mem_init(mem_store_t *s) {
 static inline void mem_lock(mem_store_t *s) { pthread_mutex_lock(&s->lock); }
 static inline void mem_unlock(mem_store_t *s) { pthread_mutex_unlock(&s->lock); }
 
-static inline void mem_sleep(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts)) {
-  }
+/* A call to the store takes latency_ms (s locked): on the test's clock. */
+static inline void mem_take_time(mem_store_t *s) {
+  if (!s->latency_ms) return;
+  if (!s->clock) abort(); /* latency needs a clock to move */
+  clock_manual_advance(s->clock, s->latency_ms);
 }
 
-/* Opens the gate and lets held writes go on. */
+/* Waits at the gate while it is shut (s locked), counted in `held`. */
+static inline void mem_gate(mem_store_t *s, const bool *shut) {
+  s->held++;
+  pthread_cond_broadcast(&s->cond);
+  while (*shut) pthread_cond_wait(&s->cond, &s->lock);
+  s->held--;
+}
+
 static inline void mem_release(mem_store_t *s) {
   mem_lock(s);
-  s->hold = false;
+  s->hold = s->hold_loads = false;
   pthread_cond_broadcast(&s->cond);
   mem_unlock(s);
 }
@@ -114,10 +127,8 @@ static inline sink_status_t mem_load(void *ctx, const char *const *keys, size_t 
                                sink_error_t *err) {
   mem_store_t *s = ctx;
   mem_lock(s);
-  int latency = s->latency_ms;
-  mem_unlock(s);
-  if (latency) mem_sleep(latency);
-  mem_lock(s);
+  if (s->hold_loads) mem_gate(s, &s->hold_loads);
+  mem_take_time(s);
   sink_status_t st = mem_injected(s, err);
   if (st == SINK_OK) {
     s->loads++;
@@ -135,14 +146,8 @@ static inline sink_status_t mem_write(void *ctx, sink_write_item_t *items, size_
   mem_store_t *s = ctx;
   (void)now;
   mem_lock(s);
-  int latency = s->latency_ms;
-  s->held++;
-  pthread_cond_broadcast(&s->cond);
-  while (s->hold) pthread_cond_wait(&s->cond, &s->lock);
-  s->held--;
-  mem_unlock(s);
-  if (latency) mem_sleep(latency);
-  mem_lock(s);
+  mem_gate(s, &s->hold);
+  mem_take_time(s);
   sink_status_t st = mem_injected(s, err);
   if (st != SINK_OK) {
     mem_unlock(s);
@@ -150,13 +155,14 @@ static inline sink_status_t mem_write(void *ctx, sink_write_item_t *items, size_
   }
   s->writes++;
   s->write_items += (int)n;
+  pthread_cond_broadcast(&s->cond); /* mem_wait_writes */
   for (size_t i = 0; i < n; i++) {
     const char *key = model_aggregate_key(items[i].agg, NULL);
     doc_t *d = mem_find(s, key);
     items[i].bytes = model_aggregate_memory(items[i].agg); /* stands for the BSON size */
     if (s->max_doc_bytes && items[i].bytes > s->max_doc_bytes) { /* checked before sending, as store.c */
-      items[i].result = SINK_ITEM_ERROR;
-      items[i].error_code = SINK_CODE_TOO_LARGE;
+      items[i].result = SINK_ITEM_TOO_LARGE;
+      items[i].error_code = 10334; /* MongoDB's BSONObjectTooLarge, as store.c gives */
       continue;
     }
     if ((d ? d->rev : 0) != items[i].rev) {
@@ -203,18 +209,23 @@ static inline sink_status_t mem_write(void *ctx, sink_write_item_t *items, size_
   return SINK_OK;
 }
 
-/* Waits (up to 30 s) until n writes wait at the gate; false on timeout. */
-static inline bool mem_wait_held(mem_store_t *s, int n) {
+/* Waits (up to 30 s) until *field (under lock) reaches n; false on timeout. */
+static inline bool mem_wait_for(mem_store_t *s, const int *field, int n) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   ts.tv_sec += 30;
   mem_lock(s);
   int rc = 0;
-  while (s->held < n && rc == 0) rc = pthread_cond_timedwait(&s->cond, &s->lock, &ts);
-  bool ok = s->held >= n;
+  while (*field < n && rc == 0) rc = pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+  bool ok = *field >= n;
   mem_unlock(s);
   return ok;
 }
+
+/* Until n calls wait at the gates. */
+static inline bool mem_wait_held(mem_store_t *s, int n) { return mem_wait_for(s, &s->held, n); }
+/* Until n writes have landed (their calls let go of the store's lock). */
+static inline bool mem_wait_writes(mem_store_t *s, int n) { return mem_wait_for(s, &s->writes, n); }
 
 /* As another writer would: merges agg into the stored document (or stores
  * it) and bumps its rev, so that a writer holding the old rev conflicts. */
@@ -259,15 +270,20 @@ static inline batch_now_t mem_at(int64_t ms) { return (batch_now_t){ms, ms}; }
 /* Stop-and-wait flush for tests: begin, run the job on this thread, end,
  * all at now; conflicts are reloaded and written again at once, up to 8
  * rounds (what the flusher does across flushes). */
-static inline batch_status_t mem_flush(batch_t *b, mem_store_t *s, batch_now_t now) {
+static inline sink_status_t mem_flush(batch_t *b, mem_store_t *s, batch_now_t now) {
   sink_t sink = mem_sink(s);
-  batch_status_t st = BATCH_DONE;
+  sink_status_t st = SINK_OK;
   for (int round = 0; round < 8; round++) {
     writer_job_t *job = batch_flush_begin(b, now);
-    if (!job) return st == BATCH_PARTIAL ? BATCH_DONE : st;
-    writer_execute(&sink, job);
+    if (!job) return st == SINK_PARTIAL ? SINK_OK : st;
+    writer_execute(&sink, clock_system(), job);
     st = batch_flush_end(b, job, now, NULL);
-    if (st != BATCH_PARTIAL) return st;
+    char why[160];
+    if (!batch_check(b, why, sizeof why)) { /* every flush keeps the entries' invariants (batch_entries.h) */
+      fprintf(stderr, "mem_flush: %s\n", why);
+      abort();
+    }
+    if (st != SINK_PARTIAL) return st;
   }
   return st;
 }

@@ -15,6 +15,7 @@
 #include "mem_store.h"
 #include "model_fixtures.h"
 #include "metrics/metrics.h"
+#include "store/store_bulk.h"
 
 /* A roster command of tenant t1 (model_fixtures.h). */
 static model_command_t roster(const char *assignment, const char *student, const char *id, uint64_t v, bool on) {
@@ -68,7 +69,7 @@ START_TEST(flush_writes_changed_aggregates_once) {
   ck_assert_int_eq(batch_apply(b, &c1, 0, mem_at(0), NULL), MODEL_APPLY_STALE);
   ck_assert_uint_eq(batch_dirty_count(b), 2);
   ck_assert(batch_pending_bytes(b) > 0);
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   ck_assert_int_eq(s.loads, 1); /* one $in for both misses */
   ck_assert_int_eq(s.load_keys, 2);
   ck_assert_int_eq(s.writes, 1); /* one bulk */
@@ -78,7 +79,7 @@ START_TEST(flush_writes_changed_aggregates_once) {
   ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1);
   /* A stale command for a cached aggregate writes nothing and reads nothing. */
   ck_assert_int_eq(batch_apply(b, &c1, 0, mem_at(0), NULL), MODEL_APPLY_STALE);
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   ck_assert_int_eq(s.writes, 1);
   ck_assert_int_eq(s.loads, 1);
   batch_destroy(b);
@@ -92,17 +93,17 @@ START_TEST(miss_merges_into_stored_document) {
   batch_t *b1 = new_batch(100);
   model_command_t c1 = roster("a1", "s1", "c1", 5, true);
   batch_apply(b1, &c1, 0, mem_at(0), NULL);
-  ck_assert_int_eq(mem_flush(b1, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b1, &s, mem_at(0)), SINK_OK);
   batch_destroy(b1);
   /* A new worker (cold cache) sees an older command for that slot and a new
    * one for another: only the new one changes the stored document. */
   batch_t *b2 = new_batch(100);
   model_command_t old = roster("a1", "s1", "c0", 4, false), other = roster("a1", "s2", "c2", 1, true);
   batch_apply(b2, &old, 0, mem_at(0), NULL);
-  ck_assert_int_eq(mem_flush(b2, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b2, &s, mem_at(0)), SINK_OK);
   ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1); /* nothing changed: not written */
   batch_apply(b2, &other, 0, mem_at(0), NULL);
-  ck_assert_int_eq(mem_flush(b2, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b2, &s, mem_at(0)), SINK_OK);
   doc_t *d = mem_find(&s, "t1/a1");
   ck_assert_int_eq(d->rev, 2);
   model_counts_t counts = model_aggregate_counts(d->agg);
@@ -118,14 +119,14 @@ START_TEST(conflict_reloads_and_remerges) {
   batch_t *w1 = new_batch(100), *w2 = new_batch(100);
   model_command_t a = roster("a1", "s1", "c1", 1, true), b = roster("a1", "s2", "c2", 1, true);
   batch_apply(w1, &a, 0, mem_at(0), NULL);
-  ck_assert_int_eq(mem_flush(w1, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(w1, &s, mem_at(0)), SINK_OK);
   batch_apply(w2, &b, 0, mem_at(0), NULL);
-  ck_assert_int_eq(mem_flush(w2, &s, mem_at(0)), BATCH_DONE); /* w2 loads rev 1, writes rev 2 */
+  ck_assert_int_eq(mem_flush(w2, &s, mem_at(0)), SINK_OK); /* w2 loads rev 1, writes rev 2 */
   /* w1's cached copy is at rev 1 now stale: its write conflicts, is reloaded
    * and merged, and lands as rev 3 holding all three students. */
   model_command_t c = roster("a1", "s3", "c3", 1, true);
   batch_apply(w1, &c, 0, mem_at(0), NULL);
-  ck_assert_int_eq(mem_flush(w1, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(w1, &s, mem_at(0)), SINK_OK);
   ck_assert_uint_eq(batch_stats(w1)->conflicts, 1);
   doc_t *d = mem_find(&s, "t1/a1");
   ck_assert_int_eq(d->rev, 3);
@@ -143,12 +144,12 @@ START_TEST(retry_keeps_changes_until_written) {
   model_command_t c1 = roster("a1", "s1", "c1", 1, true);
   batch_apply(b, &c1, 0, mem_at(0), NULL);
   s.fail_next = 2;
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_RETRY); /* load fails */
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_RETRY); /* load fails */
   ck_assert(batch_dirty(b));
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_RETRY); /* write fails */
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_RETRY); /* write fails */
   ck_assert(batch_dirty(b));
   ck_assert(batch_flush_due(b, 1000000)); /* still owed */
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   ck_assert(!batch_dirty(b));
   ck_assert_int_eq(mem_find(&s, "t1/a1")->rev, 1);
   batch_destroy(b);
@@ -167,19 +168,19 @@ START_TEST(cache_bound_and_naive_mode) {
     model_command_t c = roster(a, "s1", id, 1, true);
     batch_apply(b, &c, 0, mem_at(0), NULL);
   }
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   ck_assert_uint_eq(batch_cached_count(b), 1);
   batch_destroy(b);
   /* cache 0: every flush reads what it writes. */
   batch_t *n = new_batch(0);
   model_command_t c = roster("a0", "s2", "x1", 1, true);
   batch_apply(n, &c, 0, mem_at(0), NULL);
-  ck_assert_int_eq(mem_flush(n, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(n, &s, mem_at(0)), SINK_OK);
   ck_assert_uint_eq(batch_cached_count(n), 0);
   int loads = s.loads;
   model_command_t c2 = roster("a0", "s3", "x2", 1, true);
   batch_apply(n, &c2, 0, mem_at(0), NULL);
-  ck_assert_int_eq(mem_flush(n, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(n, &s, mem_at(0)), SINK_OK);
   ck_assert_int_eq(s.loads, loads + 1);
   ck_assert_int_eq(mem_find(&s, "t1/a0")->rev, 3);
   batch_destroy(n);
@@ -199,7 +200,7 @@ static bool written_from_cache(batch_t *b, mem_store_t *s, const char *assignmen
   int loads = s->loads;
   model_command_t c = roster(assignment, id, id, 1, true);
   ck_assert_int_eq(batch_apply(b, &c, 0, mem_at(0), NULL), MODEL_APPLY_APPLIED);
-  ck_assert_int_eq(mem_flush(b, s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, s, mem_at(0)), SINK_OK);
   return s->loads == loads;
 }
 
@@ -220,7 +221,7 @@ START_TEST(cache_evicts_at_whichever_bound_is_passed) {
     model_command_t c = roster(a, "s1", id, 1, true);
     batch_apply(b, &c, 0, mem_at(0), NULL);
   }
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   ck_assert_uint_eq(batch_cached_count(b), 5);
   ck_assert_uint_eq(batch_pending_bytes(b), 0);
   size_t five = batch_cached_bytes(b), one = five / 5;
@@ -278,7 +279,7 @@ START_TEST(cached_bytes_follow_an_aggregate_between_cache_and_pending) {
   batch_t *b = new_batch(100);
   model_command_t c = roster("a1", "s1", "c1", 1, true);
   batch_apply(b, &c, 0, mem_at(0), NULL);
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   size_t cached = batch_cached_bytes(b);
   ck_assert_uint_gt(cached, 0);
   for (int i = 2; i < 40; i++) { /* more students: a larger aggregate */
@@ -291,7 +292,7 @@ START_TEST(cached_bytes_follow_an_aggregate_between_cache_and_pending) {
   ck_assert_uint_eq(batch_cached_bytes(b), 0);
   ck_assert_uint_eq(batch_cached_count(b), 0);
   ck_assert_uint_gt(batch_pending_bytes(b), cached);
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   ck_assert_uint_eq(batch_pending_bytes(b), 0);
   ck_assert_uint_gt(batch_cached_bytes(b), cached);
   batch_destroy(b);
@@ -326,7 +327,7 @@ START_TEST(default_byte_bound_holds_the_default_count_of_30_student_aggregates) 
     fx_grade(&c, "t1", "a1", st, 1, id, true, 87.5, "Needs more detail");
     batch_apply(b, &c, 0, mem_at(0), NULL);
   }
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   ck_assert_uint_eq(batch_cached_count(b), 1);
   size_t one = batch_cached_bytes(b);
   ck_assert_msg((double)one * (double)cfg->cache_max_aggregates <= (double)cfg->cache_max_bytes,
@@ -363,14 +364,14 @@ static model_command_t long_grade(const char *assignment, const char *student, c
 }
 
 /* The BSON size of the statement the store would send for agg's document:
- * what the store holds to SINK_MAX_DOCUMENT_BYTES. */
+ * what the store holds to STORE_MAX_DOCUMENT_BYTES. */
 static size_t statement_bytes(const model_aggregate_t *agg) {
   bson_t doc = BSON_INITIALIZER;
   ck_assert(model_codec_to_bson(agg, 1, 0, &doc));
   size_t key_len, n = doc.len;
   model_aggregate_key(agg, &key_len);
   bson_destroy(&doc);
-  return n + key_len + SINK_STATEMENT_OVERHEAD;
+  return n + key_len + STORE_STATEMENT_OVERHEAD;
 }
 
 /* A command that would make its aggregate's document pass the store's
@@ -400,15 +401,15 @@ START_TEST(a_command_past_the_document_limit_is_rejected) {
   ck_assert_int_eq(rej.code, MODEL_REJ_DOCUMENT_TOO_LARGE);
   ck_assert_str_eq(model_reject_code_name(rej.code), "document_too_large");
   char limit[64];
-  snprintf(limit, sizeof limit, "%d", SINK_MAX_DOCUMENT_BYTES - SINK_STATEMENT_OVERHEAD - 6); /* "t1/big" */
+  snprintf(limit, sizeof limit, "%d", STORE_MAX_DOCUMENT_BYTES - STORE_STATEMENT_OVERHEAD - 6); /* "t1/big" */
   ck_assert_msg(strstr(rej.detail, limit), "detail: %s", rej.detail);
   ck_assert_uint_eq(batch_stats(b)->too_large, 1);
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   const model_aggregate_t *big = mem_find(&s, "t1/big")->agg;
   ck_assert_uint_eq(model_aggregate_student_count(big), (size_t)i); /* every change that fits */
   size_t bytes = statement_bytes(big);
-  ck_assert_uint_le(bytes, SINK_MAX_DOCUMENT_BYTES);
-  ck_assert_uint_gt(bytes + MODEL_FEEDBACK_MAX, SINK_MAX_DOCUMENT_BYTES);
+  ck_assert_uint_le(bytes, STORE_MAX_DOCUMENT_BYTES);
+  ck_assert_uint_gt(bytes + MODEL_FEEDBACK_MAX, STORE_MAX_DOCUMENT_BYTES);
 
   /* A slot that grows past the limit is rejected; one that shrinks fits,
    * and so does a grade that grows into the room it left. */
@@ -420,10 +421,10 @@ START_TEST(a_command_past_the_document_limit_is_rejected) {
   model_command_t again = long_grade("big", st, "g-again", 1, MODEL_FEEDBACK_MAX);
   ck_assert_int_eq(batch_apply(b, &again, 0, mem_at(0), &rej), MODEL_APPLY_TOO_LARGE);
   ck_assert_uint_eq(batch_stats(b)->too_large, 2);
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
   ck_assert_int_eq(mem_find(&s, "t1/big")->rev, 2);
-  ck_assert_uint_le(statement_bytes(mem_find(&s, "t1/big")->agg), SINK_MAX_DOCUMENT_BYTES);
+  ck_assert_uint_le(statement_bytes(mem_find(&s, "t1/big")->agg), STORE_MAX_DOCUMENT_BYTES);
   batch_destroy(b);
   mem_free(&s);
 }
@@ -445,7 +446,7 @@ START_TEST(a_refused_document_is_kept_for_retry) {
     model_command_t c = roster("big", st, id, 1, true);
     batch_apply(b, &c, 0, mem_at(0), NULL);
   }
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   s.max_doc_bytes = model_aggregate_memory(mem_find(&s, "t1/big")->agg) + 64; /* room for one more student at most */
 
   double too_large0 = metric("\naggregator_store_too_large_total ");
@@ -459,7 +460,7 @@ START_TEST(a_refused_document_is_kept_for_retry) {
   model_command_t small = roster("small", "s1", "x1", 1, true);
   batch_apply(b, &small, 0, mem_at(0), NULL);
   for (int k = 1; k <= 2; k++) {
-    ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_RETRY);
+    ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_RETRY);
     ck_assert(batch_dirty(b));
     ck_assert_uint_eq(batch_durable_seq(b), durable0); /* nothing past it is committed */
     ck_assert(metric("\naggregator_store_too_large_total ") == too_large0 + k);
@@ -467,7 +468,7 @@ START_TEST(a_refused_document_is_kept_for_retry) {
     ck_assert_int_eq(stored_assigned(&s, "t1/big"), 10);
   }
   s.max_doc_bytes = 0; /* fixed: everything kept is written */
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   ck_assert_int_eq(stored_assigned(&s, "t1/big"), 200);
   ck_assert_uint_eq(batch_durable_seq(b), batch_seq(b));
   batch_destroy(b);
@@ -608,9 +609,9 @@ START_TEST(an_overlay_past_the_limit_rejects_late_what_does_not_fit) {
 
   writer_job_t *job = batch_flush_begin(f.b, mem_at(0));
   sink_t sink = mem_sink(&f.s);
-  writer_execute(&sink, job);
+  writer_execute(&sink, clock_system(), job);
   ck_assert_uint_eq(job->too_large, 1);
-  ck_assert_int_eq(batch_flush_end(f.b, job, mem_at(0), NULL), BATCH_PARTIAL);
+  ck_assert_int_eq(batch_flush_end(f.b, job, mem_at(0), NULL), SINK_PARTIAL);
   ck_assert_int_eq(f.t.nrejected, 1);
   ck_assert_int_eq(f.t.rejected[0], 1); /* big, the second held */
   ck_assert_int_eq(f.t.last.code, MODEL_REJ_DOCUMENT_TOO_LARGE);
@@ -621,10 +622,10 @@ START_TEST(an_overlay_past_the_limit_rejects_late_what_does_not_fit) {
   ck_assert_uint_lt(batch_durable_seq(f.b), batch_seq(f.b)); /* not written yet: nothing past it committable */
   ck_assert_int_eq(mem_find(&f.s, "t1/big")->rev, 1);
 
-  ck_assert_int_eq(mem_flush(f.b, &f.s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(f.b, &f.s, mem_at(0)), SINK_OK);
   ck_assert_int_eq(mem_find(&f.s, "t1/big")->rev, 2); /* written once */
   ck_assert(model_aggregate_equal(mem_find(&f.s, "t1/big")->agg, f.want));
-  ck_assert_uint_le(statement_bytes(mem_find(&f.s, "t1/big")->agg), SINK_MAX_DOCUMENT_BYTES);
+  ck_assert_uint_le(statement_bytes(mem_find(&f.s, "t1/big")->agg), STORE_MAX_DOCUMENT_BYTES);
   ck_assert_int_eq(mem_find(&f.s, "t1/small")->rev, 1);
   ck_assert_uint_eq(batch_durable_seq(f.b), batch_seq(f.b));
   ck_assert(metric("\naggregator_store_too_large_total ") == refused0);
@@ -644,7 +645,7 @@ START_TEST(a_slot_grown_past_the_limit_by_an_overlay_is_rejected_late) {
   apply_held(f.b, &f.t, &grow);
   apply_held(f.b, &f.t, &keep);
   model_aggregate_apply(f.want, &keep);
-  ck_assert_int_eq(mem_flush(f.b, &f.s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(f.b, &f.s, mem_at(0)), SINK_OK);
   ck_assert_int_eq(f.t.nrejected, 1);
   ck_assert_int_eq(f.t.rejected[0], 0);
   ck_assert(model_aggregate_equal(mem_find(&f.s, "t1/big")->agg, f.want));
@@ -676,14 +677,14 @@ START_TEST(holds_are_released_when_the_load_lands) {
   apply_held(b, &t, &c2); /* during the load */
   ck_assert_int_eq(t.held, 2);
   sink_t sink = mem_sink(&s);
-  writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  writer_execute(&sink, clock_system(), job);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_int_eq(t.released, 2);
   ck_assert_int_eq(t.nrejected, 0);
   model_command_t c3 = roster("a1", "s3", "c3", 1, true);
   apply_held(b, &t, &c3); /* loaded now: not held */
   ck_assert_int_eq(t.held, 2);
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   ck_assert_int_eq(stored_assigned(&s, "t1/a1"), 4);
   ck_assert_uint_eq(batch_pending_bytes(b), 0);
   batch_destroy(b);
@@ -707,14 +708,14 @@ START_TEST(a_command_during_the_load_that_does_not_fit_is_rejected_late) {
   writer_job_t *job = batch_flush_begin(f.b, mem_at(0));
   apply_held(f.b, &f.t, &big);
   sink_t sink = mem_sink(&f.s);
-  writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(f.b, job, mem_at(0), NULL), BATCH_DONE);
+  writer_execute(&sink, clock_system(), job);
+  ck_assert_int_eq(batch_flush_end(f.b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_int_eq(mem_find(&f.s, "t1/big")->rev, 2); /* a landed */
   ck_assert_int_eq(f.t.nrejected, 1);
   ck_assert_int_eq(f.t.rejected[0], 1);
   ck_assert_int_eq(f.t.released, 2);
   ck_assert(!batch_dirty(f.b)); /* nothing that fits is missing from the store: nothing more to write */
-  ck_assert_int_eq(mem_flush(f.b, &f.s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(f.b, &f.s, mem_at(0)), SINK_OK);
   ck_assert_int_eq(mem_find(&f.s, "t1/big")->rev, 2);
   ck_assert(model_aggregate_equal(mem_find(&f.s, "t1/big")->agg, f.want));
   ck_assert_uint_eq(batch_durable_seq(f.b), batch_seq(f.b));
@@ -748,10 +749,10 @@ START_TEST(holds_survive_a_conflict_and_reject_after_the_reload) {
   job = writer_take(w, 30000);
   ck_assert_ptr_nonnull(job);
   ck_assert_uint_eq(job->conflicts, 1);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_PARTIAL);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_PARTIAL);
   writer_destroy(w);
   ck_assert_int_eq(t.released, 0); /* still unloaded: held */
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK);
   ck_assert_int_eq(t.nrejected, 1);
   ck_assert_int_eq(t.released, 1);
   doc_t *d = mem_find(&s, "t1/big");
@@ -780,7 +781,7 @@ START_TEST(a_conflict_after_a_load_leaves_the_overflow_to_the_store) {
   batch_t *b = holding_batch(&t);
   model_command_t c0 = roster("big", "s0", "c0", 1, true);
   apply_held(b, &t, &c0);
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_DONE); /* loaded (absent), written: rev 1 */
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_OK); /* loaded (absent), written: rev 1 */
   model_command_t mine = long_grade("big", "zz", "n1", 1, MODEL_FEEDBACK_MAX);
   apply_held(b, &t, &mine); /* loaded: checked against the whole document, not held */
   ck_assert_int_eq(t.held, 1);
@@ -789,7 +790,7 @@ START_TEST(a_conflict_after_a_load_leaves_the_overflow_to_the_store) {
   s.max_doc_bytes = model_aggregate_memory(mem_find(&s, "t1/big")->agg) + 64;
   double refused0 = metric("\naggregator_store_too_large_total ");
   uint64_t durable0 = batch_durable_seq(b);
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), BATCH_RETRY); /* conflict, reload, merged, refused */
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(0)), SINK_RETRY); /* conflict, reload, merged, refused */
   ck_assert_int_eq(t.nrejected, 0);
   ck_assert(metric("\naggregator_store_too_large_total ") == refused0 + 1);
   ck_assert_uint_eq(batch_durable_seq(b), durable0);
@@ -853,8 +854,8 @@ static void random_partial_run(int64_t cache) {
       mem_unlock(&s);
       conflicts++;
     }
-    batch_status_t st = mem_flush(b, &s, mem_at(0));
-    ck_assert(st == BATCH_DONE || st == BATCH_RETRY || st == BATCH_PARTIAL);
+    sink_status_t st = mem_flush(b, &s, mem_at(0));
+    ck_assert(st == SINK_OK || st == SINK_RETRY || st == SINK_PARTIAL);
   }
   for (int i = 0; i < 5 && batch_dirty(b); i++) mem_flush(b, &s, mem_at(0));
   ck_assert(!batch_dirty(b));
@@ -892,7 +893,7 @@ START_TEST(flush_triggers) {
   ck_assert_int_eq(batch_deadline(b), 150);
   batch_apply(b, &c2, 0, mem_at(100), NULL);
   ck_assert(batch_flush_due(b, 100)); /* max_aggregates = 2 */
-  ck_assert_int_eq(mem_flush(b, &s, mem_at(100)), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, mem_at(100)), SINK_OK);
   batch_apply(b, &c1, 0, mem_at(200), NULL);
   batch_apply(b, &c1, 0, mem_at(200), NULL);
   ck_assert(!batch_flush_due(b, 200));
@@ -935,11 +936,11 @@ START_TEST(latency_durable_per_aggregate_committable_in_order) {
   model_command_t again = roster("a0", "s2", "c0b", 1, true);
   ck_assert_int_eq(batch_apply(b, &again, t, now, NULL), MODEL_APPLY_APPLIED); /* seq 9, on a0: the oldest entry */
 
-  ck_assert_int_eq(mem_flush(b, &s, now), BATCH_DONE); /* a0..a7; a8 is left for the next flush */
+  ck_assert_int_eq(mem_flush(b, &s, now), SINK_OK); /* a0..a7; a8 is left for the next flush */
   ck_assert_uint_eq(batch_dirty_count(b), 1);
   ck_assert(metric(DURABLE) == d0 + BATCH_FLUSH_FLOOR + 1);  /* a0's two commands, a1..a7's one each */
   ck_assert(metric(COMMITTABLE) == c0 + BATCH_FLUSH_FLOOR);  /* seqs 0..7: a8's (8) holds seq 9 back */
-  ck_assert_int_eq(mem_flush(b, &s, now), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, now), SINK_OK);
   ck_assert(metric(DURABLE) == d0 + BATCH_FLUSH_FLOOR + 2);
   ck_assert(metric(COMMITTABLE) == c0 + BATCH_FLUSH_FLOOR + 2);
   ck_assert(metric("aggregator_command_durable_latency_seconds_bucket{le=\"30\"} ") == d30 + BATCH_FLUSH_FLOOR + 2);
@@ -958,17 +959,17 @@ START_TEST(latency_durable_per_aggregate_committable_in_order) {
   ck_assert_ptr_nonnull(job);
   ck_assert_int_eq(batch_apply(b, &third, t, now, NULL), MODEL_APPLY_STALE);
   ck_assert(metric(DURABLE) == d + 1);
-  writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, now, NULL), BATCH_DONE);
+  writer_execute(&sink, clock_system(), job);
+  ck_assert_int_eq(batch_flush_end(b, job, now, NULL), SINK_OK);
   ck_assert(metric(DURABLE) == d + 3);
 
   /* A conflict: another writer moved a0 on; the change is reloaded, merged
    * and written again, and observed once, when that lands. */
   model_command_t mine = roster("a0", "s4", "c0d", 1, true), theirs = roster("a0", "s5", "x1", 1, true);
   batch_apply(other, &theirs, t, now, NULL);
-  ck_assert_int_eq(mem_flush(other, &s, now), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(other, &s, now), SINK_OK);
   batch_apply(b, &mine, t, now, NULL);
-  ck_assert_int_eq(mem_flush(b, &s, now), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, now), SINK_OK);
   ck_assert_uint_eq(batch_stats(b)->conflicts, 1);
   ck_assert(metric(DURABLE) == d + 5); /* theirs (other's own batch) and mine */
 
@@ -976,9 +977,9 @@ START_TEST(latency_durable_per_aggregate_committable_in_order) {
   model_command_t fifth = roster("a0", "s6", "c0e", 1, true);
   batch_apply(b, &fifth, t, now, NULL);
   s.fail_next = 1;
-  ck_assert_int_eq(mem_flush(b, &s, now), BATCH_RETRY);
+  ck_assert_int_eq(mem_flush(b, &s, now), SINK_RETRY);
   ck_assert(metric(DURABLE) == d + 5);
-  ck_assert_int_eq(mem_flush(b, &s, now), BATCH_DONE);
+  ck_assert_int_eq(mem_flush(b, &s, now), SINK_OK);
   ck_assert(metric(DURABLE) == d + 6);
   ck_assert(batch_flush_begin(b, now) == NULL); /* nothing dirty: every command so far is committable */
   double all = (double)(batch_seq(b) + batch_seq(other)); /* every command applied, stale ones too, once */

@@ -11,6 +11,7 @@
 #include <mongoc/mongoc.h>
 
 #include "config/config.h"
+#include "config/config_secrets.h"
 #include "config/config_table.h"
 #include "base/redact.h"
 

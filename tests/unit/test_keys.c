@@ -1,4 +1,4 @@
-/* The one sort and search by aggregate key (models/keys.h), and the
+/* The one sort, search and k-way merge by aggregate key (models/keys.h), and the
  * clocks a test drives by hand (worker/base/clock.h). */
 #include <check.h>
 #include <stdlib.h>
@@ -68,6 +68,61 @@ START_TEST(find_returns_the_index_or_n) {
 }
 END_TEST
 
+START_TEST(lower_bound_is_the_first_key_not_below) {
+  elem_t v[] = {{"a", 0}, {"b", 0}, {"c", 0}, {"e", 0}};
+  size_t n = sizeof v / sizeof *v;
+  for (size_t i = 0; i < n; i++)
+    ck_assert_uint_eq(model_keys_lower_bound(v, n, sizeof *v, key_of_elem, NULL, v[i].key), i);
+  ck_assert_uint_eq(model_keys_lower_bound(v, n, sizeof *v, key_of_elem, NULL, ""), 0);
+  ck_assert_uint_eq(model_keys_lower_bound(v, n, sizeof *v, key_of_elem, NULL, "bb"), 2); /* a prefix sorts first */
+  ck_assert_uint_eq(model_keys_lower_bound(v, n, sizeof *v, key_of_elem, NULL, "d"), 3);
+  ck_assert_uint_eq(model_keys_lower_bound(v, n, sizeof *v, key_of_elem, NULL, "f"), n);
+  ck_assert_uint_eq(model_keys_lower_bound(v, 0, sizeof *v, key_of_elem, NULL, "a"), 0);
+}
+END_TEST
+
+/* Runs sorted by key, one of them empty, merged into key order: each
+ * element once, its run named, every run taken to its end. */
+START_TEST(merge_takes_the_least_next_element_of_the_runs) {
+  elem_t r0[] = {{"a", 0}, {"d", 0}, {"e", 0}}, r2[] = {{"b", 2}, {"c", 2}, {"f", 2}, {"g", 2}};
+  model_keys_run_t runs[] = {{r0, 3, 0}, {NULL, 0, 0}, {r2, 4, 0}};
+  model_keys_order_t by_key = {key_of_elem, NULL};
+  const char *want[] = {"a", "b", "c", "d", "e", "f", "g"};
+  const elem_t *e;
+  size_t n = 0, run = 99;
+  while ((e = model_keys_merge_next(runs, 3, sizeof *e, model_keys_compare, &by_key, &run))) {
+    ck_assert_uint_lt(n, 7);
+    ck_assert_str_eq(e->key, want[n++]);
+    ck_assert_uint_eq(run, (size_t)e->payload);
+  }
+  ck_assert_uint_eq(n, 7);
+  ck_assert_uint_eq(runs[0].pos, 3);
+  ck_assert_uint_eq(runs[2].pos, 4);
+  ck_assert_ptr_null(model_keys_merge_next(runs, 0, sizeof *e, model_keys_compare, &by_key, NULL));
+}
+END_TEST
+
+static int by_int(const void *a, const void *b, void *ctx) {
+  (void)ctx;
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Any order: among equal elements, the earliest run's comes first. */
+START_TEST(merge_takes_equal_elements_from_the_earliest_run_first) {
+  int r0[] = {1, 3}, r1[] = {1, 2, 3};
+  model_keys_run_t runs[] = {{r1, 3, 0}, {r0, 2, 0}};
+  size_t want_run[] = {0, 1, 0, 0, 1}, run, n = 0;
+  int want[] = {1, 1, 2, 3, 3};
+  for (const int *e; (e = model_keys_merge_next(runs, 2, sizeof *e, by_int, NULL, &run)); n++) {
+    ck_assert_uint_lt(n, 5);
+    ck_assert_int_eq(*e, want[n]);
+    ck_assert_uint_eq(run, want_run[n]);
+  }
+  ck_assert_uint_eq(n, 5);
+}
+END_TEST
+
 /* Sorting an index array with the indexed items as context, as a bulk does. */
 static const char *key_of_index(const void *e, void *ctx) { return ((const char *const *)ctx)[*(const size_t *)e]; }
 
@@ -113,6 +168,9 @@ Suite *test_suite(void) {
   tcase_add_test(tc, sort_orders_by_key_bytes);
   tcase_add_test(tc, sort_agrees_with_strcmp_on_shared_prefixes);
   tcase_add_test(tc, find_returns_the_index_or_n);
+  tcase_add_test(tc, lower_bound_is_the_first_key_not_below);
+  tcase_add_test(tc, merge_takes_the_least_next_element_of_the_runs);
+  tcase_add_test(tc, merge_takes_equal_elements_from_the_earliest_run_first);
   tcase_add_test(tc, sort_through_an_index_with_context);
   tcase_add_test(tc, manual_clock_moves_only_when_told);
   tcase_add_test(tc, system_clock_is_the_process_clock);

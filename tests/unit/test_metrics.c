@@ -709,7 +709,7 @@ START_TEST(test_table_rows) {
     const metrics_def_t *m = &metrics_table[r];
     ck_assert_msg(m->name && m->help && *m->help, "row %zu: no name or help", r);
     ck_assert_msg(!strchr(m->help, '\n') && !strchr(m->help, '\\'), "%s: help must stay one plain line", m->name);
-    int sources = (m->slots != NULL) + (m->hist != NULL) + (m->read != NULL) + (m->each != NULL);
+    int sources = (m->slots != NULL) + (m->hist != NULL) + (m->read != NULL) + (m->part != METRICS_PART_NONE);
     ck_assert_msg(sources == 1, "%s: %d sample sources", m->name, sources);
     ck_assert_msg((m->type == METRICS_HISTOGRAM) == (m->hist != NULL), "%s: histogram without buckets", m->name);
     ck_assert_uint_le(m->nlabels, METRICS_MAX_LABELS);
@@ -725,7 +725,7 @@ START_TEST(test_table_rows) {
     }
     if (m->slots) ck_assert_msg(m->nslots == combinations, "%s: %zu slots for %zu series", m->name, m->nslots,
                                 combinations);
-    if (m->each) ck_assert_uint_gt(m->nlabels, 0);
+    if (m->part) ck_assert_uint_gt(m->nlabels, 0);
     if (m->read) ck_assert_uint_eq(m->nlabels, 0);
     if (m->hist) {
       ck_assert_uint_eq(m->nlabels, 0);
@@ -733,6 +733,82 @@ START_TEST(test_table_rows) {
       for (size_t b = 1; b < m->nbounds; b++) ck_assert_msg(m->bounds[b - 1] < m->bounds[b], "%s: le", m->name);
     }
   }
+}
+END_TEST
+
+/* Each line of METRICS_FAMILIES is the row of its ID, in the order of the
+ * lines, with the line's name and type: the enum and the rows follow from
+ * the same line. */
+START_TEST(test_families_lines) {
+#define FAMILY_LINE(id, name, type, ...) {METRICS_ROW_##id, name, METRICS_##type},
+  static const struct {
+    metrics_row_t row;
+    const char *name;
+    metrics_type_t type;
+  } lines[] = {METRICS_FAMILIES(FAMILY_LINE)};
+#undef FAMILY_LINE
+  ck_assert_uint_eq(sizeof lines / sizeof lines[0], METRICS_ROW_COUNT);
+  for (size_t i = 0; i < METRICS_ROW_COUNT; i++) {
+    ck_assert_uint_eq(lines[i].row, i);
+    ck_assert_str_eq(metrics_table[i].name, lines[i].name);
+    ck_assert_int_eq(metrics_table[i].type, lines[i].type);
+  }
+}
+END_TEST
+
+/* A label's enum constant is the index of its value: a recorder's argument
+ * and the series it lands in come from one list. */
+START_TEST(test_label_enums) {
+#define CHECK_VALUE(c, value) ck_assert_str_eq(metrics_label_value(lab, (size_t)(c)), value);
+  const metrics_label_t *lab = &metrics_table[METRICS_ROW_COMMANDS].labels[1];
+  METRICS_CMD_RESULTS(CHECK_VALUE)
+  lab = &metrics_table[METRICS_ROW_STORE_WRITES].labels[0];
+  METRICS_WRITE_RESULTS(CHECK_VALUE)
+  lab = &metrics_table[METRICS_ROW_DEAD_LETTERS].labels[0];
+  METRICS_DEAD_LETTER_RESULTS(CHECK_VALUE)
+  lab = &metrics_table[METRICS_ROW_REBALANCES].labels[0];
+  METRICS_REBALANCE_EVENTS(CHECK_VALUE)
+#undef CHECK_VALUE
+}
+END_TEST
+
+static uint64_t slot_value(metrics_row_t row, size_t series) {
+  return atomic_load_explicit(&metrics_table[row].slots[series], memory_order_relaxed);
+}
+
+/* The generic recorders write only where the family's line says: a counter
+ * adds, a gauge is set, a histogram observes; a series past the family's,
+ * a row past the table or a recorder of another type changes nothing. */
+START_TEST(test_generic_recorders) {
+  uint64_t conflict = slot_value(METRICS_ROW_STORE_WRITES, METRICS_WRITE_CONFLICT);
+  uint64_t error = slot_value(METRICS_ROW_STORE_WRITES, METRICS_WRITE_ERROR);
+  metrics_add(METRICS_ROW_STORE_WRITES, METRICS_WRITE_CONFLICT, 5);
+  ck_assert_uint_eq(slot_value(METRICS_ROW_STORE_WRITES, METRICS_WRITE_CONFLICT), conflict + 5);
+  metrics_add(METRICS_ROW_STORE_WRITES, METRICS_WRITE_ERROR + 1, 5); /* past the family's series */
+  metrics_set(METRICS_ROW_STORE_WRITES, METRICS_WRITE_CONFLICT, 1);  /* a counter is not set */
+  metrics_add(METRICS_ROW_COUNT, 0, 5);                              /* no such row */
+  ck_assert_uint_eq(slot_value(METRICS_ROW_STORE_WRITES, METRICS_WRITE_CONFLICT), conflict + 5);
+  ck_assert_uint_eq(slot_value(METRICS_ROW_STORE_WRITES, METRICS_WRITE_ERROR), error);
+
+  uint64_t dirty = slot_value(METRICS_ROW_DIRTY, 0);
+  metrics_set(METRICS_ROW_DIRTY, 0, 4242);
+  ck_assert_uint_eq(slot_value(METRICS_ROW_DIRTY, 0), 4242);
+  metrics_add(METRICS_ROW_DIRTY, 0, 1); /* a gauge does not count */
+  metrics_set(METRICS_ROW_DIRTY, 1, 7); /* past its one series */
+  ck_assert_uint_eq(slot_value(METRICS_ROW_DIRTY, 0), 4242);
+  metrics_set(METRICS_ROW_DIRTY, 0, dirty);
+
+  metrics_hist_t *h = metrics_table[METRICS_ROW_FLUSH_AGGREGATES].hist;
+  pthread_mutex_lock(&h->lock);
+  uint64_t count = h->count;
+  pthread_mutex_unlock(&h->lock);
+  metrics_observe(METRICS_ROW_FLUSH_AGGREGATES, 3, 2);
+  metrics_observe(METRICS_ROW_DIRTY, 3, 2);            /* not a histogram */
+  metrics_observe(METRICS_ROW_FLUSH_AGGREGATES, NAN, 2); /* not a value */
+  pthread_mutex_lock(&h->lock);
+  ck_assert_uint_eq(h->count, count + 2);
+  pthread_mutex_unlock(&h->lock);
+  ck_assert_uint_eq(slot_value(METRICS_ROW_DIRTY, 0), dirty);
 }
 END_TEST
 
@@ -984,7 +1060,10 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_liveness);
   tcase_add_test(tc, test_readiness_policy);
   tcase_add_test(tc, test_table_rows);
+  tcase_add_test(tc, test_families_lines);
+  tcase_add_test(tc, test_label_enums);
   tcase_add_test(tc, test_process_metrics);
+  tcase_add_test(tc, test_generic_recorders);
   suite_add_tcase(s, tc);
   TCase *http = tcase_create("http");
   tcase_add_unchecked_fixture(http, use_manual_clock, NULL);

@@ -10,89 +10,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tools/cmdgen.h"
 #include "codec.h"
 #include "replay/replay_encode.h"
 #include "replay/replay_lines.h"
 #include "replay/replay_merge.h"
 #include "replay/replay_shards.h"
+#include "replay_stream.h"
 
 #define MAX_BYTES (64 * 1024)
 
-/* The stream: generated lines, with grades of 4,000 bytes of feedback for
- * one assignment spread through them, enough to pass the store's limit,
- * and one line longer than limits.max_command_bytes. */
-typedef struct stream {
-  model_buf_t text;
-  size_t *off; /* line i is text[off[i], off[i + 1] - 1) */
-  size_t n;
-} stream_t;
-
-static void add_line(stream_t *s, const char *data, size_t len) {
-  s->off = realloc(s->off, (s->n + 2) * sizeof *s->off);
-  s->off[s->n] = s->text.len;
-  model_buf_append(&s->text, data, len);
-  model_buf_putc(&s->text, '\n');
-  s->off[++s->n] = s->text.len;
-}
-
-static void add_big_grade(stream_t *s, size_t i, model_buf_t *tmp) {
-  static char feedback[4001];
-  memset(feedback, 'f', 4000);
-  model_buf_clear(tmp);
-  model_buf_printf(tmp,
-                   "{\"id\":\"g%zu\",\"type\":\"grade.updated\",\"tenant\":\"t0\",\"assignment\":\"big\","
-                   "\"ts\":\"2026-09-01T08:00:00Z\",\"student\":\"s%zu\",\"version\":1,"
-                   "\"data\":{\"points\":1,\"feedback\":\"%s\"}}",
-                   i, i, feedback);
-  add_line(s, tmp->data, tmp->len);
-}
-
-/* big: with the grades and the long line; else only generated lines, of
- * many aggregates. */
+/* The stream (replay_stream.h): with `big_ones`, few aggregates, grades
+ * enough to pass the store's limit and one line longer than
+ * limits.max_command_bytes; else only generated lines, of many aggregates. */
 static stream_t make_stream_of(bool big_ones) {
-  cmdgen_opts_t o;
-  cmdgen_defaults(&o);
-  o.seed = 5;
-  o.tenants = 2;
-  o.assignments = big_ones ? 90 : 1500;
-  o.students = big_ones ? 12 : 2;
-  o.count = 6000;
-  o.duplicate_rate = 0.3;
-  o.invalid_rate = 0.05;
-  o.order = CMDGEN_ORDER_SHUFFLE;
-  cmdgen_t g;
-  ck_assert(cmdgen_build(&g, &o));
-  stream_t s = {.text = MODEL_BUF_INIT};
-  model_buf_t line = MODEL_BUF_INIT;
-  for (size_t i = 0, big = big_ones ? 0 : 4300; i < g.n; i++) {
-    model_buf_clear(&line);
-    cmdgen_render(&g, &g.ev[i], &line);
-    add_line(&s, line.data, line.len - 1);
-    if (big < 4300) add_big_grade(&s, big++, &line);
-    if (big_ones && i == g.n / 2) { /* past limits.max_command_bytes: too_large on its length alone */
-      model_buf_clear(&line);
-      for (size_t k = 0; k < MAX_BYTES + 100; k++) model_buf_putc(&line, 'x');
-      add_line(&s, line.data, line.len);
-    }
-  }
-  add_line(&s, "", 0); /* an empty line: rejected too */
-  model_buf_destroy(&line);
-  cmdgen_destroy(&g);
-  return s;
+  return stream_make(2, big_ones ? 90 : 1500, big_ones ? 12 : 2, big_ones, big_ones ? MAX_BYTES + 100 : 0);
 }
 
 static stream_t make_stream(void) { return make_stream_of(true); }
-
-static void stream_free(stream_t *s) {
-  model_buf_destroy(&s->text);
-  free(s->off);
-}
-
-static const char *line_of(const stream_t *s, size_t i, size_t *len) {
-  *len = s->off[i + 1] - 1 - s->off[i];
-  return s->text.data + s->off[i];
-}
 
 /* The rejects as text, one "index code detail" line each, in the order met. */
 typedef struct seen {

@@ -207,9 +207,9 @@ START_TEST(test_shared_slots) {
     lens[i] = (uint8_t)n;
   }
   model_json_slots_t slots;
-  model_json_slots(names, lens, 32, &slots);
+  model_json_slots(names, lens, 32, 0, &slots);
   int shared = 0;
-  for (int h = 0; h < MODEL_JSON_SLOTS; h++) shared += slots.index[h] == 0xFF;
+  for (int h = 0; h < MODEL_JSON_SLOTS; h++) shared += slots.count[h] > 1;
   ck_assert_int_gt(shared, 0);
   model_json_schema_t plain = {names, lens, 32, -1, names, lens, 0, &slots, NULL};
   model_json_schema_t full = plain;
@@ -236,6 +236,52 @@ START_TEST(test_shared_slots) {
 }
 END_TEST
 
+/* The ident flag (model_json_value_t): the plain path sets it on exactly
+ * the string values of the names marked as ids that are 1..16 id bytes,
+ * anywhere in the text (a value in its last 16 bytes too), on every kernel;
+ * never on another name, a longer or empty value, other bytes, or a text
+ * the full scan decides. */
+START_TEST(test_ident) {
+  static model_json_slots_t root_slots, sub_slots;
+  model_json_slots(scan_diff_root, scan_diff_root_l, 8, 1u << 2 | 1u << 3 | 1u << 4, &root_slots);
+  model_json_slots(scan_diff_sub, scan_diff_sub_l, 8, 1u << 0, &sub_slots);
+  model_json_schema_t schema = {scan_diff_root, scan_diff_root_l, 8, 7, scan_diff_sub, scan_diff_sub_l, 8,
+                                &root_slots, &sub_slots};
+  static const struct {
+    const char *doc;
+    int ident; /* bits: tenant 1, assignment 2, student 4, type 8, data.class 16 */
+  } cases[] = {
+      {"{\"tenant\":\"t-1_X\",\"assignment\":\"0123456789abcdef\",\"student\":\"0123456789abcdef0\"}", 1 | 2},
+      {"{\"student\":\"s\",\"tenant\":\"a.b\",\"assignment\":\"\"}", 4},
+      {"{\"tenant\":\"abc\"}", 1},
+      {"{ \"tenant\" : \"abc\" }", 0},
+      {"{\"tenant\": \"ABCDEFGHIJKLMNOP\", \"type\": \"abc\"}", 1},
+      {"{\"tenant\":\"\xc3\xa9\",\"student\":\"a b\"}", 0},
+      {"{\"tenant\":\"x\",\"assignment\":\"a\\\"\"}", 0},
+      {"{\"tenant\":\"a\\u0041\",\"student\":\"s\"}", 0},
+      {"{\"data\":{\"class\":\"c-1\",\"title\":\"t\"},\"tenant\":\"zz\"}", 16 | 1},
+      {"{\"tenant\":\"zz\",\"x\":1}", 0},
+  };
+  static const model_json_kernel_t kernels[] = {MODEL_JSON_KERNEL_SCALAR, MODEL_JSON_KERNEL_SSE2,
+                                                MODEL_JSON_KERNEL_AVX2};
+  for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+    if (!model_json_force_kernel(kernels[k])) continue;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      model_json_value_t root[8], sub[8];
+      model_json_result_t res;
+      ck_assert_msg(model_json_scan(cases[i].doc, strlen(cases[i].doc), &schema, root, sub, &res), "%s",
+                    cases[i].doc);
+      const model_json_value_t *v[5] = {&root[2], &root[3], &root[4], &root[1], &sub[0]};
+      int got = 0;
+      for (int j = 0; j < 5; j++) got |= (v[j]->type == MODEL_JSON_STRING && v[j]->ident) << j;
+      ck_assert_msg(got == cases[i].ident, "%s on %s: ident %d, expected %d", cases[i].doc,
+                    model_json_kernel_name(kernels[k]), got, cases[i].ident);
+    }
+  }
+  model_json_force_kernel(MODEL_JSON_KERNEL_AUTO);
+}
+END_TEST
+
 Suite *test_suite(void) {
   Suite *s = suite_create("scan_kernels");
   TCase *tc = tcase_create("scan_kernels");
@@ -246,6 +292,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_keys);
   tcase_add_test(tc, test_plain_shapes);
   tcase_add_test(tc, test_shared_slots);
+  tcase_add_test(tc, test_ident);
   suite_add_tcase(s, tc);
   return s;
 }

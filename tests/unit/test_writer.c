@@ -85,7 +85,7 @@ START_TEST(merges_continue_while_a_flush_is_in_flight) {
   mem_release(&s);
   job = writer_take(w, 30000);
   ck_assert_ptr_nonnull(job);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_int_eq(assigned(&s, "t1/a1"), 1); /* the snapshot: s1 only */
   ck_assert_uint_eq(batch_dirty_count(b), 2); /* a1 (s2) and a3 go next */
   job = batch_flush_begin(b, mem_at(0));
@@ -93,7 +93,7 @@ START_TEST(merges_continue_while_a_flush_is_in_flight) {
   ck_assert(writer_submit(w, job));
   job = writer_take(w, 30000);
   ck_assert_ptr_nonnull(job);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert(!batch_dirty(b));
   ck_assert_uint_eq(batch_pending_bytes(b), 0);
   ck_assert_int_eq(assigned(&s, "t1/a1"), 2);
@@ -117,7 +117,7 @@ START_TEST(loads_happen_in_the_writer) {
   model_aggregate_apply(stored, &c0);
   mem_put(&s, stored); /* rev 1, s0 assigned at v5 */
   model_aggregate_destroy(stored);
-  s.latency_ms = 200; /* every load and write */
+  s.hold_loads = true; /* the load waits at the gate until the command below came */
   sink_t sink = mem_sink(&s);
   writer_t *w = writer_new(&sink, 0, clock_system());
   batch_t *b = new_batch();
@@ -125,12 +125,14 @@ START_TEST(loads_happen_in_the_writer) {
   writer_job_t *job = batch_flush_begin(b, mem_at(0));
   ck_assert(job->items[0].load);
   ck_assert(writer_submit(w, job));
+  ck_assert(mem_wait_held(&s, 1));
   apply(b, "a1", "s1", "c1", 1); /* during the load */
+  mem_release(&s);
   job = writer_take(w, 30000);
   ck_assert_ptr_nonnull(job);
   ck_assert_uint_eq(job->unchanged, 1);
   ck_assert_uint_eq(job->written, 0);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_int_eq(mem_get(&s, &s.writes), 0);
   ck_assert_uint_eq(batch_dirty_count(b), 1); /* s1 is new */
   job = batch_flush_begin(b, mem_at(0));
@@ -138,7 +140,7 @@ START_TEST(loads_happen_in_the_writer) {
   ck_assert_int_eq(job->items[0].rev, 1);
   ck_assert(writer_submit(w, job));
   job = writer_take(w, 30000);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_int_eq(rev_of(&s, "t1/a1"), 2);
   ck_assert_int_eq(assigned(&s, "t1/a1"), 2);
   ck_assert_int_eq(mem_get(&s, &s.loads), 1);
@@ -172,16 +174,18 @@ START_TEST(an_overlay_past_the_limit_is_not_merged) {
   writer_job_add(job, overlay, 0, true, NULL);
   writer_job_add(job, other, 0, true, NULL);
   sink_t sink = mem_sink(&s);
-  writer_execute(&sink, job);
+  writer_execute(&sink, clock_system(), job);
   ck_assert_int_eq(job->status, SINK_OK);
-  ck_assert_int_eq(job->items[0].result, WRITER_ITEM_TOO_LARGE);
+  ck_assert_int_eq(job->items[0].result, SINK_ITEM_TOO_LARGE);
+  ck_assert(!job->items[0].sent); /* found by the merge, never sent */
   ck_assert(job->items[0].loaded);
   ck_assert_int_eq(job->items[0].rev, 1);
   ck_assert(model_aggregate_equal(job->items[0].agg, stored));
   ck_assert_uint_gt(job->items[0].bytes, limit);
   ck_assert_uint_eq(job->too_large, 1);
   ck_assert_uint_eq(job->errors, 0);
-  ck_assert_int_eq(job->items[1].result, WRITER_ITEM_WRITTEN);
+  ck_assert_int_eq(job->items[1].result, SINK_ITEM_OK);
+  ck_assert(job->items[1].sent); /* written */
   ck_assert_int_eq(rev_of(&s, "t1/big"), 1);
   writer_job_destroy(job);
   model_aggregate_destroy(stored);
@@ -202,7 +206,7 @@ START_TEST(conflict_while_newer_changes_are_pending) {
   apply(b, "a1", "s1", "c1", 1);
   writer_job_t *job = batch_flush_begin(b, mem_at(0));
   ck_assert(writer_submit(w, job));
-  ck_assert_int_eq(batch_flush_end(b, writer_take(w, 30000), mem_at(0), NULL), BATCH_DONE); /* rev 1, cached */
+  ck_assert_int_eq(batch_flush_end(b, writer_take(w, 30000), mem_at(0), NULL), SINK_OK); /* rev 1, cached */
 
   s.hold = true;
   apply(b, "a1", "s2", "c2", 1);
@@ -220,14 +224,14 @@ START_TEST(conflict_while_newer_changes_are_pending) {
   job = writer_take(w, 30000);
   ck_assert_uint_eq(job->conflicts, 1);
   sink_error_t err;
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), &err), BATCH_PARTIAL);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), &err), SINK_PARTIAL);
   ck_assert(batch_flush_due(b, 0)); /* owed: at once */
   ck_assert_int_eq(batch_deadline(b), 0);
   ck_assert_uint_eq(batch_stats(b)->conflicts, 1);
   job = batch_flush_begin(b, mem_at(0));
   ck_assert(job->items[0].load); /* reloaded by the writer */
   ck_assert(writer_submit(w, job));
-  ck_assert_int_eq(batch_flush_end(b, writer_take(w, 30000), mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, writer_take(w, 30000), mem_at(0), NULL), SINK_OK);
   ck_assert(!batch_dirty(b));
   ck_assert_int_eq(rev_of(&s, "t1/a1"), 3);
   ck_assert_int_eq(assigned(&s, "t1/a1"), 4); /* s1, s2, s3 and the other writer's s9 */
@@ -278,7 +282,7 @@ START_TEST(outage_keeps_everything_and_counts_snapshots) {
   for (int i = 0; i < 200 && failures < 3; i++) {
     ev = flusher_step(f, mem_at(0), 1000, true);
     if (ev.finished) {
-      ck_assert_int_eq(ev.status, BATCH_RETRY);
+      ck_assert_int_eq(ev.status, SINK_RETRY);
       ck_assert_uint_eq(ev.attempt, (unsigned)++failures);
       /* All of them are owed again: dirty, or already in the next flush when
        * the (1-5 ms) backoff had passed by the end of this step. */
@@ -335,11 +339,11 @@ START_TEST(group_commit_takes_everything_dirty) {
   flusher_event_t ev;
   do ev = flusher_step(f, mem_at(1000), 30000, false);
   while (!ev.finished);
-  ck_assert_int_eq(ev.status, BATCH_DONE);
+  ck_assert_int_eq(ev.status, SINK_OK);
   ck_assert(ev.started); /* the next at once */
   do ev = flusher_step(f, mem_at(1000), 30000, false);
   while (!ev.finished);
-  ck_assert_int_eq(ev.status, BATCH_DONE);
+  ck_assert_int_eq(ev.status, SINK_OK);
   ck_assert(!batch_dirty(b));
   flusher_destroy(f);
   ck_assert_int_eq(s.write_items, 1 + 5);
@@ -365,8 +369,8 @@ START_TEST(bulks_of_max_aggregates) {
     apply(b, a, "s1", id, 1);
   }
   writer_job_t *job = batch_flush_begin(b, mem_at(0));
-  writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  writer_execute(&sink, clock_system(), job);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_int_eq(s.loads, (BATCH_FLUSH_FLOOR + 2) / 3);
   ck_assert_int_eq(s.writes, (BATCH_FLUSH_FLOOR + 2) / 3);
   ck_assert_int_eq(s.write_items, BATCH_FLUSH_FLOOR);
@@ -378,9 +382,9 @@ END_TEST
 /* The flush cap (batch.h): before any flush has landed a flush takes
  * BATCH_FLUSH_FLOOR aggregates, oldest change first; then at most what the
  * writer lands in batch.linger_ms at the smoothed seconds per aggregate of
- * the flushes so far. The in-memory store sleeps latency_ms per call and
- * bulks of one aggregate make that a cost per aggregate; the cap is checked
- * against the durations the writer reported, never against the clock. */
+ * the flushes so far. The in-memory store moves the writer's clock by
+ * latency_ms per call and bulks of one aggregate make that a cost per
+ * aggregate; the cap is checked against the durations the writer reported. */
 static size_t expected_cap(int64_t linger_ms, double sec_per_agg) {
   double n = (double)linger_ms / 1000.0 / sec_per_agg;
   return n < BATCH_FLUSH_FLOOR ? BATCH_FLUSH_FLOOR : (size_t)n;
@@ -389,7 +393,10 @@ static size_t expected_cap(int64_t linger_ms, double sec_per_agg) {
 START_TEST(flush_cap_follows_the_writers_pace) {
   mem_store_t s;
   mem_init(&s);
+  clock_manual_t clock;
+  clock_manual_init(&clock, 1000, 1788220800000LL);
   s.latency_ms = 5;
+  s.clock = &clock;
   sink_t sink = mem_sink(&s);
   batch_limits_t l = {1000000, 1, 400, 1 << 30, 100, 1 << 30}; /* bulks of 1: a call per aggregate */
   batch_t *b = batch_new(&l);
@@ -409,10 +416,10 @@ START_TEST(flush_cap_follows_the_writers_pace) {
   }
   ck_assert_uint_eq(batch_dirty_count(b), 60 - BATCH_FLUSH_FLOOR);
   ck_assert(batch_flush_due(b, 0)); /* what the cap left is owed at once */
-  writer_execute(&sink, job);
+  writer_execute(&sink, &clock.source, job);
   double per = job->seconds / (double)job->nitems;
-  ck_assert(per >= 0.010); /* a load and a write of 5 ms each */
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_double_eq_tol(per, 0.010, 1e-9); /* a load and a write of 5 ms each */
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   size_t cap = expected_cap(400, per);
   ck_assert_uint_eq(batch_flush_cap(b), cap);
   ck_assert_uint_le(cap, 40); /* 400 ms at >= 10 ms each */
@@ -422,9 +429,9 @@ START_TEST(flush_cap_follows_the_writers_pace) {
   ck_assert_uint_eq(job->nitems, want);
   snprintf(a, sizeof a, "a%02d", BATCH_FLUSH_FLOOR);
   ck_assert_str_eq(model_aggregate_key(job->items[0].agg, NULL) + 3, a);
-  writer_execute(&sink, job);
+  writer_execute(&sink, &clock.source, job);
   double per2 = 0.5 * per + 0.5 * job->seconds / (double)job->nitems;
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   ck_assert_uint_eq(batch_flush_cap(b), expected_cap(400, per2));
 
   /* linger 0 flushes at once: the floor */
@@ -433,8 +440,8 @@ START_TEST(flush_cap_follows_the_writers_pace) {
   ck_assert_uint_eq(batch_flush_cap(b), BATCH_FLUSH_FLOOR);
   while (batch_dirty(b)) {
     job = batch_flush_begin(b, mem_at(0));
-    writer_execute(&sink, job);
-    ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+    writer_execute(&sink, &clock.source, job);
+    ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
   }
   ck_assert_int_eq(s.n, 60);
   ck_assert_int_eq(assigned(&s, "t1/a00"), 2);
@@ -460,8 +467,8 @@ START_TEST(durable_seq_follows_the_oldest_change) {
   }
   while (batch_dirty(b)) {
     writer_job_t *j = batch_flush_begin(b, mem_at(0));
-    writer_execute(&sink, j);
-    ck_assert_int_eq(batch_flush_end(b, j, mem_at(0), NULL), BATCH_DONE);
+    writer_execute(&sink, clock_system(), j);
+    ck_assert_int_eq(batch_flush_end(b, j, mem_at(0), NULL), SINK_OK);
   }
   ck_assert_uint_eq(batch_durable_seq(b), 20);
   for (int i = 0; i < 20; i++) { /* seqs 20..39 */
@@ -479,8 +486,8 @@ START_TEST(durable_seq_follows_the_oldest_change) {
   apply(b, "a03", "s2", "e1", 1); /* seq 41: a03 dirty again while in flight */
   ck_assert_uint_eq(batch_durable_seq(b), 20); /* the flight holds seq 20 */
   mem_set(&s, &s.fail_next, 1);
-  writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_RETRY);
+  writer_execute(&sink, clock_system(), job);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_RETRY);
   ck_assert_uint_eq(batch_durable_seq(b), 20);
   ck_assert_uint_eq(batch_dirty_count(b), 20);
 
@@ -495,8 +502,8 @@ START_TEST(durable_seq_follows_the_oldest_change) {
   model_aggregate_apply(other, &c);
   mem_put(&s, other); /* another writer: a01 conflicts */
   model_aggregate_destroy(other);
-  writer_execute(&sink, job);
-  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_PARTIAL);
+  writer_execute(&sink, clock_system(), job);
+  ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_PARTIAL);
   ck_assert_uint_eq(batch_durable_seq(b), 21); /* a01's seq 21 is owed again; a00's 20 landed */
   /* the 20 - BATCH_FLUSH_FLOOR not taken yet, and a01 (a03's seq 41 went with the flush) */
   ck_assert_uint_eq(batch_dirty_count(b), 20 - BATCH_FLUSH_FLOOR + 1);
@@ -504,8 +511,8 @@ START_TEST(durable_seq_follows_the_oldest_change) {
   job = batch_flush_begin(b, mem_at(0));
   ck_assert_str_eq(model_aggregate_key(job->items[0].agg, NULL), "t1/a01"); /* the oldest again */
   for (;;) {
-    writer_execute(&sink, job);
-    ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), BATCH_DONE);
+    writer_execute(&sink, clock_system(), job);
+    ck_assert_int_eq(batch_flush_end(b, job, mem_at(0), NULL), SINK_OK);
     if (!batch_dirty(b)) break;
     job = batch_flush_begin(b, mem_at(0));
   }
@@ -586,9 +593,8 @@ START_TEST(destroy_within_abandons_a_stuck_flush) {
   ck_assert(batch_dirty(b));
   ck_assert_uint_eq(batch_durable_seq(b), 0);
   mem_release(&s); /* the abandoned thread finishes alone */
-  struct timespec ts = {0, 10 * 1000000};
-  for (int i = 0; i < 3000 && mem_get(&s, &s.writes) < 1; i++) nanosleep(&ts, NULL);
-  ck_assert_int_eq(mem_get(&s, &s.writes), 1); /* it has let go of the store's lock for good */
+  ck_assert(mem_wait_writes(&s, 1)); /* it has let go of the store's lock for good */
+  ck_assert_int_eq(mem_get(&s, &s.writes), 1);
   batch_destroy(b); /* the writer never reads the batch */
 }
 END_TEST
@@ -598,12 +604,14 @@ END_TEST
 START_TEST(destroy_within_waits_for_a_flush_that_lands) {
   mem_store_t s;
   mem_init(&s);
-  s.latency_ms = 50;
+  s.hold = true;
   sink_t sink = mem_sink(&s);
   batch_t *b = new_batch();
   flusher_t *f = flusher_new(b, &sink, 0, clock_system());
   apply(b, "a1", "s1", "c1", 1);
   ck_assert(flusher_step(f, mem_at(0), 0, false).started);
+  ck_assert(mem_wait_held(&s, 1)); /* in flight: the write waits at the gate */
+  mem_release(&s);
   ck_assert(flusher_destroy_within(f, 60000));
   ck_assert(!batch_in_flight(b));
   ck_assert(!batch_dirty(b));

@@ -15,7 +15,12 @@ static void system_sleep(void *ctx, int64_t ms) {
   if (ms > 0) clock_sleep_ms(ms);
 }
 
-static const clock_source_t system_clock = {system_mono, system_wall, system_sleep, NULL};
+static double system_mono_s(void *ctx) {
+  (void)ctx;
+  return clock_mono_s();
+}
+
+static const clock_source_t system_clock = {system_mono, system_wall, system_sleep, NULL, system_mono_s};
 
 const clock_source_t *clock_system(void) { return &system_clock; }
 
@@ -76,7 +81,7 @@ void clock_manual_init(clock_manual_t *m, int64_t mono_ms, int64_t wall_ms) {
   pthread_cond_init(&m->moved, NULL);
   pthread_cond_init(&m->read, &attr);
   pthread_condattr_destroy(&attr);
-  m->source = (clock_source_t){manual_mono, manual_wall, manual_sleep, m};
+  m->source = (clock_source_t){manual_mono, manual_wall, manual_sleep, m, NULL};
 }
 
 void clock_manual_advance(clock_manual_t *m, int64_t ms) {

@@ -47,13 +47,16 @@ static inline void clock_sleep_ms(int64_t ms) {
   clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
 }
 
-/* A pair of clocks to read, monotonic and wall, in milliseconds, and a way
- * to sleep a duration out on the monotonic one. */
+/* A pair of clocks to read, monotonic and wall, in milliseconds; a way to
+ * sleep a duration out on the monotonic one; and, optionally (NULL: none),
+ * the monotonic one in seconds at a finer resolution, for durations
+ * shorter than a millisecond. */
 typedef struct clock_source {
   int64_t (*mono_ms)(void *ctx);
   int64_t (*wall_ms)(void *ctx);
   void (*sleep_ms)(void *ctx, int64_t ms);
   void *ctx;
+  double (*mono_s)(void *ctx);
 } clock_source_t;
 
 /* The process's clocks. Static storage: never freed. */
@@ -65,6 +68,11 @@ static inline int64_t clock_wall(const clock_source_t *c) { return c->wall_ms(c-
  * process's clock (a signal may cut it short), until a test has advanced
  * it that far on a manual one. The caller reads the clock again after. */
 static inline void clock_sleep(const clock_source_t *c, int64_t ms) { c->sleep_ms(c->ctx, ms); }
+/* The monotonic clock in seconds, at the finest resolution c has (the
+ * process's: nanoseconds; a manual clock's: milliseconds). */
+static inline double clock_mono_seconds(const clock_source_t *c) {
+  return c->mono_s ? c->mono_s(c->ctx) : (double)c->mono_ms(c->ctx) / 1000.0;
+}
 
 /* A clock that moves only when told, for tests. Reads and moves are atomic,
  * so a test thread may move it while a worker thread reads it. Embed it

@@ -33,7 +33,7 @@ struct config;
 struct config *cli_load_config(const cli_options_t *o, int *rc); /* cli_config.c */
 
 /* True when store.uri was given (a file, the environment or --set): the
- * one rule by which `replay` and `verify` touch a store (cli_store.c). */
+ * one rule by which `replay` and `verify` touch a store (cli_config.c). */
 bool cli_store_configured(const struct config *cfg);
 
 int cli_run(const cli_options_t *o);    /* cli_run.c */

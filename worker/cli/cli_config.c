@@ -1,4 +1,5 @@
-/* aggregator config check|show|describe. */
+/* aggregator config check|show|describe, and the configuration every
+ * command loads (cli_load_config) and what it says of the store. */
 #include <stdio.h>
 #include <string.h>
 
@@ -6,6 +7,8 @@
 
 #include "cli.h"
 #include "config/config.h"
+#include "config/config_secrets.h"
+#include "config/config_table.h"
 #include "config_clients.h"
 #include "config_connect.h"
 #include "base/redact.h"
@@ -41,6 +44,15 @@ config_t *cli_load_config(const cli_options_t *o, int *rc) {
     return NULL;
   }
   return cfg;
+}
+
+/* store.uri's default names a local server that a laptop replay of a file
+ * almost never means, and writing to it, or auditing it, would wait for a
+ * server that is not there: only a store.uri given by a file, the
+ * environment or --set counts. */
+bool cli_store_configured(const struct config *cfg) {
+  const config_prop_t *p = config_prop_find("store", "uri");
+  return p && cfg->origins[p - config_props].kind != CONFIG_ORIGIN_DEFAULT;
 }
 
 int cli_config(const cli_options_t *o) {

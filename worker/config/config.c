@@ -1,8 +1,9 @@
 /* Configuration: loading from the file, the environment and --set, checks
- * across keys and with librdkafka, and the SIGHUP merge; `config show` and
- * `config describe` are config_show.c's. The keys themselves are the table
- * in config_table.c (docs/CONFIG.md is written from it by
- * tests/tools/gen_config_doc.c).
+ * across keys and with librdkafka, and the SIGHUP merge. The keys
+ * themselves are the table in config_table.c (docs/CONFIG.md is written from
+ * it by tests/tools/gen_config_doc.c); errors are scrubbed of the secrets
+ * config_secrets.c names and suggest what config_suggest.c finds; `config
+ * show` and `config describe` (config_show.c) stand above this file.
  *
  * The INI reader is our own rather than Debian's inih:
  * libinih 55 is built without INI_HANDLER_LINENO, so its handler never sees
@@ -27,6 +28,8 @@
 #include <mongoc/mongoc.h>
 
 #include "buf.h"
+#include "config_secrets.h"
+#include "config_suggest.h"
 #include "config_table.h"
 #include "oom.h"
 #include "base/redact.h"
@@ -184,86 +187,6 @@ static bool fail(loader_t *L, const origin_t *o, const char *name, const char *f
 /* Later layers outrank earlier ones; within the file, later lines. */
 static long origin_rank(const origin_t *o) { return (long)o->kind * 10000000L + o->line; }
 
-/* ---- "did you mean" ------------------------------------------------------ */
-
-size_t config_edit_distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  if (la > 200 || lb > 200) return SIZE_MAX;
-  size_t row[201];
-  for (size_t j = 0; j <= lb; j++) row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j];
-      size_t best = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < best) best = up + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[lb];
-}
-
-static size_t close_enough(const char *s) {
-  size_t t = strlen(s) / 3;
-  return t > 2 ? t : 2;
-}
-
-static const char *suggest_section(const char *section) {
-  const char *best = NULL;
-  size_t best_d = close_enough(section) + 1;
-  for (size_t i = 0; i < config_sections_count; i++) {
-    size_t d = config_edit_distance(section, config_sections[i].name);
-    if (d < best_d) best_d = d, best = config_sections[i].name;
-  }
-  return best;
-}
-
-/* The known "section.key" closest to what was written (key without _file),
- * into out; false when nothing is close. A key that exists in another
- * section counts as one edit away. */
-static bool suggest_key(const char *section, const char *key, char *out, size_t out_size) {
-  char full[512];
-  snprintf(full, sizeof full, "%s.%s", section, key);
-  const config_prop_t *best = NULL;
-  size_t best_d = close_enough(key) + 1;
-  for (size_t i = 0; i < config_props_count; i++) {
-    const config_prop_t *p = &config_props[i];
-    char cand[128];
-    snprintf(cand, sizeof cand, "%s.%s", p->section, p->key);
-    size_t d = config_edit_distance(full, cand);
-    size_t dk = config_edit_distance(key, p->key);
-    if (dk != SIZE_MAX && dk + (strcmp(section, p->section) != 0) < d) d = dk + (strcmp(section, p->section) != 0);
-    if (d < best_d) best_d = d, best = p;
-  }
-  /* rdkafka.<property> misspelt, or put in the wrong section. */
-  const char *dot = strchr(key, '.');
-  if (dot && dot[1]) {
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "%.*s", (int)(dot - key), key);
-    if (config_edit_distance(prefix, "rdkafka") <= 2 && (strcmp(prefix, "rdkafka") || strcmp(section, "kafka"))) {
-      snprintf(out, out_size, "kafka.rdkafka.%s", dot + 1);
-      return true;
-    }
-  }
-  if (!best) return false;
-  snprintf(out, out_size, "%s.%s", best->section, best->key);
-  return true;
-}
-
-/* How a suggestion is spelt where the mistake was made. */
-static void spell_for(const origin_t *o, const char *name, bool from_file, char *out, size_t out_size) {
-  if (o->kind != ORIGIN_ENV) {
-    snprintf(out, out_size, "%s%s", name, from_file ? "_file" : "");
-    return;
-  }
-  int n = snprintf(out, out_size, "AGGREGATOR_%s%s", name, from_file ? "_FILE" : "");
-  for (int i = 0; i < n && (size_t)i < out_size; i++)
-    out[i] = out[i] == '.' ? '_' : (char)toupper((unsigned char)out[i]);
-}
-
 /* ---- assigning one value ------------------------------------------------- */
 
 /* One key set twice by one source: "duplicate key" when spelt the same,
@@ -331,7 +254,7 @@ static bool assign(loader_t *L, const origin_t *in, const char *section, const c
   snprintf(name, sizeof name, "%s.%s", section, key);
   if (strlen(key) > 200) return fail(L, in, NULL, "key longer than 200 characters: %.40s...", name);
   if (!config_section_known(section)) {
-    const char *s = suggest_section(section);
+    const char *s = config_suggest_section(section);
     if (s) return fail(L, in, name, "unknown section '%s' (did you mean %s?)", section, s);
     return fail(L, in, name, "unknown section '%s'", section);
   }
@@ -345,8 +268,8 @@ static bool assign(loader_t *L, const origin_t *in, const char *section, const c
 
   const config_prop_t *p = config_prop_find(section, base);
   if (!p) {
-    if (!suggest_key(section, base, hint, sizeof hint)) return fail(L, in, name, "unknown key");
-    spell_for(in, hint, from_file, spelt, sizeof spelt);
+    if (!config_suggest_key(section, base, hint, sizeof hint)) return fail(L, in, name, "unknown key");
+    config_suggest_spell(in->kind == ORIGIN_ENV, hint, from_file, spelt, sizeof spelt);
     return fail(L, in, name, "unknown key (did you mean %s?)", spelt);
   }
   origin_t *o = &L->props[p - config_props];
@@ -418,7 +341,7 @@ static bool load_file(loader_t *L, const char *path) {
       *close = '\0';
       char *name = trim(s + 1);
       if (!config_section_known(name)) {
-        const char *sug = suggest_section(name);
+        const char *sug = config_suggest_section(name);
         if (sug)
           ok = fail(L, &in, NULL, "[%s]: unknown section (did you mean [%s]?)", name, sug);
         else
@@ -476,48 +399,12 @@ static bool kubernetes_service_variable(const char *name, size_t n) {
          ((size_t)(end - p) == 5 && (!strncmp(p, "_PORT", 5) || !strncmp(p, "_ADDR", 5)));
 }
 
-/* The variable of a key closest to name (upper-cased, _FILE kept), into
- * out; false when none is close. */
-static bool suggest_env(const char *name, size_t n, char *out, size_t out_size) {
-  char upper[256];
-  if (n >= sizeof upper) return false;
-  for (size_t i = 0; i < n; i++) upper[i] = (char)toupper((unsigned char)name[i]);
-  upper[n] = '\0';
-  bool file = n > 5 && !strcmp(upper + n - 5, "_FILE");
-  if (file) upper[n - 5] = '\0';
-  const config_prop_t *best = NULL;
-  size_t best_d = close_enough(upper + 11) + 1;
-  for (size_t i = 0; i < config_props_count; i++) {
-    char cand[128];
-    config_prop_env_name(&config_props[i], cand, sizeof cand);
-    size_t d = config_edit_distance(upper, cand);
-    if (d < best_d) best_d = d, best = &config_props[i];
-  }
-  if (best) {
-    char cand[128];
-    config_prop_env_name(best, cand, sizeof cand);
-    snprintf(out, out_size, "%s%s", cand, file ? "_FILE" : "");
-    return true;
-  }
-  /* AGGREGATOR_KAFAK_RDKAFKA_...: the pass-through with its section misspelt. */
-  const char *rk = strstr(upper, "_RDKAFKA_");
-  if (rk && rk[9]) {
-    char section[64];
-    snprintf(section, sizeof section, "%.*s", (int)(rk - upper), upper);
-    if (config_edit_distance(section, "AGGREGATOR_KAFKA") <= 2) {
-      snprintf(out, out_size, "AGGREGATOR_KAFKA%s%s", rk, file ? "_FILE" : "");
-      return true;
-    }
-  }
-  return false;
-}
-
 static void warn_unknown_env(loader_t *L, const char *name, size_t n) {
   char hint[300] = "", spelt[300], line[800];
   snprintf(spelt, sizeof spelt, "%.*s", (int)n, name);
   char shown[300];
   one_line(spelt, shown, sizeof shown); /* a name may hold any byte but '=' */
-  if (suggest_env(name, n, hint, sizeof hint))
+  if (config_suggest_env(name, n, hint, sizeof hint))
     snprintf(line, sizeof line, "environment %s names no configuration key (did you mean %s?); ignored", shown, hint);
   else
     snprintf(line, sizeof line, "environment %s names no configuration key; ignored", shown);

@@ -1,6 +1,6 @@
-/* Configuration.
+/* Configuration: loading it and applying a reload.
  *
- * One table of properties (config.c) drives parsing of the INI file,
+ * One table of properties (config_table.c) drives parsing of the INI file,
  * environment overrides (AGGREGATOR_<SECTION>_<KEY>), --set overrides,
  * validation, `config show` (secrets redacted), `config describe` and the
  * generated reference docs/CONFIG.md (written by tests/tools/gen_config_doc.c).
@@ -13,74 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "base/log.h"
-
-/* Where a value came from, for `config show --origin`: the source that won
- * (defaults < file < environment < --set). */
-typedef enum { CONFIG_ORIGIN_DEFAULT, CONFIG_ORIGIN_FILE, CONFIG_ORIGIN_ENV, CONFIG_ORIGIN_SET } config_origin_kind_t;
-
-typedef struct config_origin {
-  config_origin_kind_t kind;
-  int line;         /* FILE: the line in config_t.source_file */
-  char env[160];    /* ENV: the variable's name */
-  char *value_file; /* given as key_file: the file the value was read from (owned), else NULL */
-} config_origin_t;
-
-/* A librdkafka property passed through from `[kafka] rdkafka.<name> = value`. */
-typedef struct config_kv {
-  char *name;  /* without the "rdkafka." prefix */
-  char *value;
-  bool from_file; /* read through rdkafka.<name>_file: a secret */
-  config_origin_t origin;
-} config_kv_t;
-
-typedef struct config {
-  char *kafka_brokers;
-  char *kafka_topics; /* comma list */
-  char *kafka_group;
-  char *kafka_dlq_topic;
-  config_kv_t *rdkafka;
-  size_t rdkafka_count;
-
-  char *store_uri; /* secret: may carry credentials */
-  char *store_database;
-  char *store_collection;
-  char *store_write_concern; /* "1", "majority", ... */
-  char *store_shard_key;     /* comma list of tenant, assignment, _id; "" for none (store_shard.h) */
-  int64_t store_connect_timeout_ms;
-
-  int64_t batch_max_commands;
-  int64_t batch_max_aggregates;
-  int64_t batch_linger_ms;
-  int64_t batch_max_pending_bytes;
-
-  int64_t retry_backoff_ms;
-  int64_t retry_backoff_max_ms;
-
-  int64_t cache_max_aggregates;
-  int64_t cache_max_bytes;
-
-  int64_t shutdown_timeout_ms;
-
-  int64_t limits_max_command_bytes;
-
-  int64_t replay_threads; /* 0 = one per CPU the process may use (cpus.h) */
-
-  char *metrics_listen; /* "host:port", "" for none */
-
-  log_level_t log_level;
-  log_format_t log_format;
-
-  char *source_file; /* the file loaded, or NULL; owned */
-  uint32_t from_file; /* bit i: config_props[i] was read through its _file key */
-  config_origin_t origins[32]; /* [i]: where config_props[i]'s value came from (config_table.c asserts the size) */
-
-  /* Set by config_load: one line per AGGREGATOR_ variable that names no
-   * section (so no key), for the caller to print. Not errors: a wrapper
-   * script may have variables of its own under the same prefix. */
-  char **warnings;
-  size_t warnings_count;
-} config_t;
+#include "config_values.h"
 
 /* config_load keeps this many error lines; it counts any beyond. */
 #define CONFIG_ERRORS_MAX 32
@@ -115,14 +48,7 @@ void config_destroy(config_t *cfg);
  * mongoc_log_set_handler(NULL, NULL)) before calling this. */
 bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nsets, config_error_t *err);
 
-/* Adds every secret of cfg to set (redact.h): store.uri's password and
- * credential options, librdkafka's sensitive properties, and every string
- * read through a _file key. `run` and `replay` add them to redact_global()
- * before any library sees the configuration, so that log lines are
- * scrubbed of them. */
-struct redact_set;
-void config_collect_secrets(const config_t *cfg, struct redact_set *set);
-
+/* Showing a configuration (config_show.c). */
 /* Prints the effective configuration as INI, secrets redacted (the URI
  * through redact_uri, every other secret as ***). */
 void config_show(const config_t *cfg, FILE *out);

@@ -1,6 +1,6 @@
 /* Presenting a configuration: `config show` (every value, secrets masked,
- * optionally where each came from), `config describe` (every key of the
- * table) and the secrets that log lines are scrubbed of. */
+ * optionally where each came from) and `config describe` (every key of the
+ * table). Which values are secrets is config_secrets.h's. */
 #include "config.h"
 
 #include <stddef.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "config_secrets.h"
 #include "config_table.h"
 #include "base/cpus.h"
 #include "base/redact.h"
@@ -18,32 +19,6 @@ static bool has_control(const char *s) {
   for (; *s; s++)
     if ((unsigned char)*s < 0x20 || *s == 0x7f) return true;
   return false;
-}
-
-/* A string read from a _file key is a secret (numbers and enums are not:
- * "100" would then be masked in every log line). */
-static bool prop_is_secret(const config_prop_t *p, const config_t *cfg) {
-  return (p->flags & CONFIG_SECRET) ||
-         (p->type == CONFIG_TYPE_STRING && (cfg->from_file & (UINT32_C(1) << (p - config_props))));
-}
-
-static bool prop_is_uri(const config_prop_t *p) { return !strcmp(p->type_name, "uri"); }
-
-static bool rdkafka_is_secret(const config_kv_t *kv) {
-  return kv->from_file || redact_rdkafka_property_is_secret(kv->name);
-}
-
-void config_collect_secrets(const config_t *cfg, redact_set_t *set) {
-  for (size_t i = 0; i < config_props_count; i++) {
-    const config_prop_t *p = &config_props[i];
-    if (!prop_is_secret(p, cfg)) continue;
-    const char *v = *(char *const *)((const char *)cfg + p->offset);
-    if (!v) continue;
-    if (prop_is_uri(p)) redact_set_add_uri(set, v);
-    if (!prop_is_uri(p) || (cfg->from_file & (UINT32_C(1) << i))) redact_set_add(set, v);
-  }
-  for (size_t i = 0; i < cfg->rdkafka_count; i++)
-    if (rdkafka_is_secret(&cfg->rdkafka[i])) redact_set_add(set, cfg->rdkafka[i].value);
 }
 
 void config_origin_format(const config_t *cfg, const config_origin_t *o, model_buf_t *out) {
@@ -100,9 +75,9 @@ static void show(const config_t *cfg, bool origins, FILE *out) {
       config_prop_format(p, cfg, &v);
       if (v.len) {
         model_buf_putc(&b, ' ');
-        if (!prop_is_secret(p, cfg))
+        if (!config_prop_is_secret(p, cfg))
           model_buf_append(&b, v.data, v.len);
-        else if (prop_is_uri(p))
+        else if (config_prop_is_uri(p))
           redact_uri(v.data, &b);
         else
           model_buf_puts(&b, REDACT_MASK);
@@ -121,7 +96,7 @@ static void show(const config_t *cfg, bool origins, FILE *out) {
       char key[300];
       snprintf(key, sizeof key, "rdkafka.%s", kv->name);
       if (show_value_file(key, kv->origin.value_file, &b)) continue;
-      if (rdkafka_is_secret(kv))
+      if (config_rdkafka_is_secret(kv))
         model_buf_printf(&b, "rdkafka.%s = %s\n", kv->name, REDACT_MASK);
       else if (has_control(kv->value)) /* e.g. a PEM read from a file: not representable in INI */
         model_buf_printf(&b, "# rdkafka.%s: multi-line value of %zu bytes not shown\n", kv->name, strlen(kv->value));

@@ -571,6 +571,28 @@ void config_prop_env_name(const config_prop_t *p, char *out, size_t out_size) {
     out[i] = out[i] == '.' ? '_' : (char)toupper((unsigned char)out[i]);
 }
 
+/* ---- "did you mean" ------------------------------------------------------ */
+
+size_t config_edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 200 || lb > 200) return SIZE_MAX;
+  size_t row[201];
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
 /* ---- librdkafka pass-through -------------------------------------------- */
 
 const char *config_rdkafka_reserved(const char *name) {

@@ -6,7 +6,10 @@
  * can never be invalid), whether SIGHUP applies it live, whether it is a
  * secret, and what it means. Parsing, `config show`, `config describe`,
  * docs/CONFIG.md and config_apply_live all walk this table; adding a key is
- * adding a row (plus its field in config_t). */
+ * adding a row (plus its field in config_t, config_values.h). It depends on
+ * no other file of config/: loading (config.c), the secrets
+ * (config_secrets.c), the suggestions (config_suggest.c) and showing
+ * (config_show.c) stand on it. */
 #ifndef CONFIG_TABLE_H
 #define CONFIG_TABLE_H
 
@@ -15,7 +18,7 @@
 #include <stdint.h>
 
 #include "buf.h"
-#include "config.h"
+#include "config_values.h"
 
 typedef enum {
   CONFIG_TYPE_STRING, /* char *, validated and normalised by the row's check */
@@ -85,7 +88,8 @@ void config_prop_free(const config_prop_t *p, config_t *cfg);
  * option it does not know. */
 bool config_uri_option_known(const char *name);
 
-/* Levenshtein distance, for "did you mean"; SIZE_MAX past 200 bytes. */
+/* Levenshtein distance, for "did you mean" (here and config_suggest.h);
+ * SIZE_MAX past 200 bytes. */
 size_t config_edit_distance(const char *a, const char *b);
 
 /* "AGGREGATOR_BATCH_MAX_COMMANDS" for batch.max_commands. */

@@ -1,5 +1,6 @@
-/* The recorders: what the pipeline calls to count, set and observe, writing
- * into the storage of the metrics table (metrics_table.h); the per-partition
+/* The recorders: the generic ones, which write into the storage of any
+ * family of the metrics table (metrics_table.h), and the named ones the
+ * pipeline calls, which say what its events count; the per-partition
  * series, whose labels are known only at run time; and the process-wide
  * readiness state the readiness inputs feed (readiness.h decides). */
 #include "metrics.h"
@@ -16,74 +17,32 @@
 #include "oom.h"
 #include "readiness.h"
 
-#define ADD(var, n) atomic_fetch_add_explicit(&(var), (n), memory_order_relaxed)
-#define SET(var, v) atomic_store_explicit(&(var), (v), memory_order_relaxed)
-
 static readiness_t g_readiness = READINESS_INIT;
 /* What the oldest-uncommitted age is read against (NULL: the process's
  * clocks); the same clock as readiness's. */
 static _Atomic(const clock_source_t *) g_clock;
 
-/* The i-th series of a row: its label combinations in order, the first
- * label outermost (metrics_table.h). */
-static _Atomic uint64_t *slot(metrics_row_t row, size_t i) { return &metrics_table[row].slots[i]; }
+/* ---- the generic recorders ---- */
 
-/* ---- counters and gauges ---- */
-
-void metrics_command(int type, metrics_cmd_result_t r, uint64_t n) {
-  if ((unsigned)r > METRICS_REJECTED) return;
-  /* The type label lists the command types, then "invalid". */
-  size_t t = type >= 0 && type < MODEL_CMD_TYPE_COUNT ? (size_t)type : MODEL_CMD_TYPE_COUNT;
-  size_t nresults = metrics_table[METRICS_ROW_COMMANDS].labels[1].count;
-  ADD(*slot(METRICS_ROW_COMMANDS, t * nresults + (size_t)r), n);
+/* The slot of a series of a family with slots; NULL for any other. */
+static _Atomic uint64_t *slot(metrics_row_t row, size_t series) {
+  if ((unsigned)row >= METRICS_ROW_COUNT) return NULL;
+  const metrics_def_t *m = &metrics_table[row];
+  return m->slots && series < m->nslots ? &m->slots[series] : NULL;
 }
 
-void metrics_reject(int code) {
-  /* The label lists the codes from the first rejection on, then "other". */
-  size_t i = code > 0 && code < MODEL_REJ_COUNT ? (size_t)code - 1 : MODEL_REJ_COUNT - 1;
-  ADD(*slot(METRICS_ROW_REJECTS, i), 1);
+void metrics_add(metrics_row_t row, size_t series, uint64_t n) {
+  _Atomic uint64_t *s = slot(row, series);
+  if (s && metrics_table[row].type == METRICS_COUNTER) atomic_fetch_add_explicit(s, n, memory_order_relaxed);
 }
 
-void metrics_store_write(metrics_write_result_t r, uint64_t n) {
-  if ((unsigned)r > METRICS_WRITE_ERROR) return;
-  ADD(*slot(METRICS_ROW_STORE_WRITES, r), n);
+void metrics_set(metrics_row_t row, size_t series, uint64_t v) {
+  _Atomic uint64_t *s = slot(row, series);
+  if (s && metrics_table[row].type == METRICS_GAUGE) atomic_store_explicit(s, v, memory_order_relaxed);
 }
 
-void metrics_store_write_bytes(uint64_t n) { ADD(*slot(METRICS_ROW_STORE_WRITE_BYTES, 0), n); }
-void metrics_store_too_large(uint64_t n) { ADD(*slot(METRICS_ROW_STORE_TOO_LARGE, 0), n); }
-
-void metrics_dead_letter(metrics_dead_letter_result_t r, uint64_t n) {
-  if ((unsigned)r > METRICS_DEAD_LETTER_ERROR) return;
-  ADD(*slot(METRICS_ROW_DEAD_LETTERS, r), n);
-}
-
-void metrics_store_retry(void) { ADD(*slot(METRICS_ROW_STORE_RETRIES, 0), 1); }
-
-void metrics_rebalance(metrics_rebalance_t e) {
-  if ((unsigned)e > METRICS_REBALANCE_LOST) return;
-  ADD(*slot(METRICS_ROW_REBALANCES, e), 1);
-}
-
-void metrics_set_dirty(uint64_t n) { SET(*slot(METRICS_ROW_DIRTY, 0), n); }
-void metrics_set_cached(uint64_t n, uint64_t bytes) {
-  SET(*slot(METRICS_ROW_CACHED, 0), n);
-  SET(*slot(METRICS_ROW_CACHED_BYTES, 0), bytes);
-}
-void metrics_set_pending_bytes(uint64_t n) { SET(*slot(METRICS_ROW_PENDING_BYTES, 0), n); }
-
-void metrics_set_bounds(uint64_t max_pending_bytes, uint64_t cache_max_aggregates, uint64_t cache_max_bytes) {
-  SET(*slot(METRICS_ROW_PENDING_BYTES_LIMIT, 0), max_pending_bytes);
-  SET(*slot(METRICS_ROW_CACHED_LIMIT, 0), cache_max_aggregates);
-  SET(*slot(METRICS_ROW_CACHED_BYTES_LIMIT, 0), cache_max_bytes);
-}
-
-void metrics_set_fetch_paused(bool paused) { SET(*slot(METRICS_ROW_FETCH_PAUSED, 0), paused ? 1 : 0); }
-void metrics_set_assigned_partitions(uint64_t n) { SET(*slot(METRICS_ROW_ASSIGNED_PARTITIONS, 0), n); }
-
-/* ---- histograms ---- */
-
-static void observe(metrics_row_t row, double v, uint64_t n) {
-  if (isnan(v)) return;
+void metrics_observe(metrics_row_t row, double v, uint64_t n) {
+  if ((unsigned)row >= METRICS_ROW_COUNT || !metrics_table[row].hist || isnan(v)) return;
   const metrics_def_t *m = &metrics_table[row];
   size_t b = 0;
   while (b < m->nbounds && v > m->bounds[b]) b++;
@@ -95,15 +54,56 @@ static void observe(metrics_row_t row, double v, uint64_t n) {
   pthread_mutex_unlock(&h->lock);
 }
 
-void metrics_flush(double seconds, uint64_t aggregates) {
-  observe(METRICS_ROW_FLUSH_SECONDS, seconds, 1);
-  observe(METRICS_ROW_FLUSH_AGGREGATES, (double)aggregates, 1);
+/* ---- what the pipeline's events count ---- */
+
+void metrics_command(int type, metrics_cmd_result_t r, uint64_t n) {
+  if ((unsigned)r > METRICS_REJECTED) return;
+  /* The type label lists the command types, then "invalid". */
+  size_t t = type >= 0 && type < MODEL_CMD_TYPE_COUNT ? (size_t)type : MODEL_CMD_TYPE_COUNT;
+  size_t nresults = metrics_table[METRICS_ROW_COMMANDS].labels[1].count;
+  metrics_add(METRICS_ROW_COMMANDS, t * nresults + (size_t)r, n);
 }
 
-void metrics_latency(double seconds, uint64_t commands) { observe(METRICS_ROW_DURABLE_LATENCY, seconds, commands); }
+void metrics_reject(int code) {
+  /* The label lists the codes from the first rejection on, then "other". */
+  size_t i = code > 0 && code < MODEL_REJ_COUNT ? (size_t)code - 1 : MODEL_REJ_COUNT - 1;
+  metrics_add(METRICS_ROW_REJECTS, i, 1);
+}
+
+void metrics_store_write(metrics_write_result_t r, uint64_t n) { metrics_add(METRICS_ROW_STORE_WRITES, r, n); }
+void metrics_store_write_bytes(uint64_t n) { metrics_add(METRICS_ROW_STORE_WRITE_BYTES, 0, n); }
+void metrics_store_too_large(uint64_t n) { metrics_add(METRICS_ROW_STORE_TOO_LARGE, 0, n); }
+void metrics_dead_letter(metrics_dead_letter_result_t r, uint64_t n) { metrics_add(METRICS_ROW_DEAD_LETTERS, r, n); }
+void metrics_store_retry(void) { metrics_add(METRICS_ROW_STORE_RETRIES, 0, 1); }
+void metrics_rebalance(metrics_rebalance_t e) { metrics_add(METRICS_ROW_REBALANCES, e, 1); }
+
+void metrics_set_dirty(uint64_t n) { metrics_set(METRICS_ROW_DIRTY, 0, n); }
+void metrics_set_cached(uint64_t n, uint64_t bytes) {
+  metrics_set(METRICS_ROW_CACHED, 0, n);
+  metrics_set(METRICS_ROW_CACHED_BYTES, 0, bytes);
+}
+void metrics_set_pending_bytes(uint64_t n) { metrics_set(METRICS_ROW_PENDING_BYTES, 0, n); }
+
+void metrics_set_bounds(uint64_t max_pending_bytes, uint64_t cache_max_aggregates, uint64_t cache_max_bytes) {
+  metrics_set(METRICS_ROW_PENDING_BYTES_LIMIT, 0, max_pending_bytes);
+  metrics_set(METRICS_ROW_CACHED_LIMIT, 0, cache_max_aggregates);
+  metrics_set(METRICS_ROW_CACHED_BYTES_LIMIT, 0, cache_max_bytes);
+}
+
+void metrics_set_fetch_paused(bool paused) { metrics_set(METRICS_ROW_FETCH_PAUSED, 0, paused ? 1 : 0); }
+void metrics_set_assigned_partitions(uint64_t n) { metrics_set(METRICS_ROW_ASSIGNED_PARTITIONS, 0, n); }
+
+void metrics_flush(double seconds, uint64_t aggregates) {
+  metrics_observe(METRICS_ROW_FLUSH_SECONDS, seconds, 1);
+  metrics_observe(METRICS_ROW_FLUSH_AGGREGATES, (double)aggregates, 1);
+}
+
+void metrics_latency(double seconds, uint64_t commands) {
+  metrics_observe(METRICS_ROW_DURABLE_LATENCY, seconds, commands);
+}
 
 void metrics_committable_latency(double seconds, uint64_t commands) {
-  observe(METRICS_ROW_COMMITTABLE_LATENCY, seconds, commands);
+  metrics_observe(METRICS_ROW_COMMITTABLE_LATENCY, seconds, commands);
 }
 
 /* ---- per-partition series ---- */
@@ -176,20 +176,18 @@ void metrics_clear_lag(const char *topic, int32_t partition) {
   pthread_mutex_unlock(&g_lag_lock);
 }
 
-typedef enum { PART_LAG, PART_COMMITTED_LAG, PART_OLDEST } part_value_t;
-
-static void part_each(part_value_t which, metrics_emit_fn emit, void *ctx) {
+void metrics_part_each(metrics_part_t which, metrics_emit_fn emit, void *ctx) {
   const clock_source_t *clock = atomic_load(&g_clock);
   int64_t now = clock ? clock_wall(clock) : clock_wall_ms();
   pthread_mutex_lock(&g_lag_lock);
   for (size_t i = 0; i < g_nlags; i++) {
     const part_entry_t *e = &g_lags[i];
     metrics_sample_t v;
-    if (which == PART_LAG && e->have_lag) {
+    if (which == METRICS_PART_LAG && e->have_lag) {
       v = (metrics_sample_t){.kind = METRICS_I64, .v.i = e->lag};
-    } else if (which == PART_COMMITTED_LAG && e->have_committed_lag) {
+    } else if (which == METRICS_PART_COMMITTED_LAG && e->have_committed_lag) {
       v = (metrics_sample_t){.kind = METRICS_I64, .v.i = e->committed_lag};
-    } else if (which == PART_OLDEST && e->have_oldest) {
+    } else if (which == METRICS_PART_OLDEST && e->have_oldest) {
       /* A producer's clock ahead of ours gives a timestamp in the future: age 0. */
       int64_t age = e->oldest_ms && now > e->oldest_ms ? now - e->oldest_ms : 0;
       v = (metrics_sample_t){.kind = METRICS_F64, .v.f = (double)age / 1e3};
@@ -203,10 +201,6 @@ static void part_each(part_value_t which, metrics_emit_fn emit, void *ctx) {
   }
   pthread_mutex_unlock(&g_lag_lock);
 }
-
-void metrics_lag_each(metrics_emit_fn emit, void *ctx) { part_each(PART_LAG, emit, ctx); }
-void metrics_committed_lag_each(metrics_emit_fn emit, void *ctx) { part_each(PART_COMMITTED_LAG, emit, ctx); }
-void metrics_oldest_uncommitted_each(metrics_emit_fn emit, void *ctx) { part_each(PART_OLDEST, emit, ctx); }
 
 void metrics_lag_release(void) {
   pthread_mutex_lock(&g_lag_lock);

@@ -2,8 +2,8 @@
  *
  * One process-wide registry: the pipeline threads record, the HTTP thread
  * (started by metrics_start) renders and decides. The metrics themselves,
- * their names, labels and meaning, are rows of the metrics table
- * (metrics_table.c; docs/METRICS.md lists them for operators). Recording
+ * their names, labels and meaning, are lines of the metrics table
+ * (metrics_table.h; docs/METRICS.md lists them for operators). Recording
  * never blocks on a scrape: counters and gauges are atomics; a histogram
  * or the per-partition table takes a short lock, once per flush or once a
  * second per partition, not per message.
@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "metrics_table.h"
 #include "base/clock.h"
 
 /* Starts the HTTP server on listen ("host:port"; host an IPv4/IPv6 literal,
@@ -35,7 +36,18 @@ void metrics_stop(void);
 /* The port the server is bound to; 0 when no server runs. */
 int metrics_port(void);
 
-typedef enum { METRICS_APPLIED, METRICS_STALE, METRICS_REJECTED } metrics_cmd_result_t;
+/* The generic recorders: any family by its row (metrics_table.h), series
+ * being the index of its fixed label values' combination, the first label
+ * outermost (for one label, the value's index in its enum). A series past
+ * the family's, or a family of another type or source, is ignored.
+ * metrics_add: adds n to a counter; metrics_set: sets a gauge to v;
+ * metrics_observe: counts n observations of v in a histogram (NaN is not
+ * observed). The named recorders below say what the pipeline's events
+ * mean and record through these. */
+void metrics_add(metrics_row_t row, size_t series, uint64_t n);
+void metrics_set(metrics_row_t row, size_t series, uint64_t v);
+void metrics_observe(metrics_row_t row, double v, uint64_t n);
+
 /* type="invalid": a rejected command whose type is unknown. */
 #define METRICS_TYPE_INVALID (-1)
 /* Adds n to aggregator_commands_total{type,result}. type is a
@@ -46,7 +58,6 @@ void metrics_command(int type, metrics_cmd_result_t r, uint64_t n);
  * MODEL_OK or a value out of range is counted as code="other". */
 void metrics_reject(int code);
 
-typedef enum { METRICS_WRITE_OK, METRICS_WRITE_CONFLICT, METRICS_WRITE_ERROR } metrics_write_result_t;
 /* Adds n to aggregator_store_writes_total{result} (n = documents). */
 void metrics_store_write(metrics_write_result_t r, uint64_t n);
 /* Adds n to aggregator_store_write_bytes_total: the BSON bytes of the
@@ -58,7 +69,6 @@ void metrics_store_write_bytes(uint64_t n);
  * what becomes of their changes). Each is also counted as a write error. */
 void metrics_store_too_large(uint64_t n);
 
-typedef enum { METRICS_DEAD_LETTER_OK, METRICS_DEAD_LETTER_ERROR } metrics_dead_letter_result_t;
 /* Adds n to aggregator_dead_letter_deliveries_total{result}: ok = a rejected
  * message acknowledged by the dead-letter topic; error = a delivery attempt
  * that failed (refused by the producer or reported failed), after which the
@@ -81,7 +91,6 @@ void metrics_committable_latency(double seconds, uint64_t commands);
  * attempted again after a backoff. */
 void metrics_store_retry(void);
 
-typedef enum { METRICS_REBALANCE_ASSIGNED, METRICS_REBALANCE_REVOKED, METRICS_REBALANCE_LOST } metrics_rebalance_t;
 /* Adds 1 to aggregator_rebalances_total{event}: partitions given to this
  * worker, taken back in an orderly way, or lost (the group moved on without
  * it, as after a missed session timeout). */
@@ -110,6 +119,12 @@ void metrics_set_lag(const char *topic, int32_t partition, int64_t lag);
 void metrics_set_committed_lag(const char *topic, int32_t partition, int64_t lag);
 void metrics_set_oldest_uncommitted(const char *topic, int32_t partition, int64_t wall_ms);
 void metrics_clear_lag(const char *topic, int32_t partition);
+/* For the renderer: calls emit for every assigned partition that reported
+ * the value which, under the partition table's lock (topic and partition
+ * its label values). */
+void metrics_part_each(metrics_part_t which, metrics_emit_fn emit, void *ctx);
+/* For the server's stop: frees the partition table. */
+void metrics_lag_release(void);
 
 /* Readiness inputs: ready = has an assignment AND dead-letter delivery is
  * not failing AND the store answered within the store window AND it has not

@@ -103,6 +103,7 @@ static void emit_series(void *ctx, const char *const *values, metrics_sample_t v
 void metrics_render(model_buf_t *out) {
   metrics_scrape_t scrape;
   metrics_proc_read(&scrape.proc);
+  scrape.ready = metrics_ready(NULL, 0);
   for (size_t r = 0; r < METRICS_ROW_COUNT; r++) {
     const metrics_def_t *m = &metrics_table[r];
     metrics_sample_t v;
@@ -111,6 +112,6 @@ void metrics_render(model_buf_t *out) {
     if (m->read) put_series(out, m, NULL, v);
     else if (m->slots) render_slots(out, m);
     else if (m->hist) render_hist(out, m);
-    else if (m->each) m->each(emit_series, &(emit_ctx_t){out, m});
+    else if (m->part) metrics_part_each(m->part, emit_series, &(emit_ctx_t){out, m});
   }
 }

@@ -7,7 +7,6 @@
 
 #include "http.h"
 #include "metrics.h"
-#include "metrics_table.h"
 
 /* Guards g_server: the main thread starts and stops, any thread asks the port. */
 static pthread_mutex_t g_server_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -1,17 +1,18 @@
-/* The metrics table (internal to metrics*.c and the docs generator).
+/* The metrics table.
  *
- * One row per metric family, in the order /metrics lists them: its name,
- * type, help text (what it means to an operator), labels with their values,
- * histogram buckets, and where its samples come from. The recorders
- * (metrics.c) write into the storage a row points to, the renderer
- * (metrics_render.c) and docs/METRICS.md (tests/tools/gen_metrics_doc.c)
- * walk the rows; adding a metric is adding a row, its storage and its
- * recorder.
+ * One line per metric family (METRICS_FAMILIES below), in the order
+ * /metrics lists them: its name, type, help text (what it means to an
+ * operator), labels, where its samples come from and their storage. The
+ * families' IDs and the label enums are what callers record by (metrics.h);
+ * the rows (metrics_def_t, built in metrics_table.c) are internal to
+ * metrics*.c and the docs generator: the recorders (metrics.c) write into
+ * the storage a row points to, the renderer (metrics_render.c) and
+ * docs/METRICS.md (tests/tools/gen_metrics_doc.c) walk the rows.
  *
  * Why fixed label values: every label set except the per-partition ones
- * (topic, partition) is known when the worker is built, so each series is one slot, rendered even
- * at zero: a series that appears only after its first event makes rate()
- * and alerts blind to the first increment.
+ * (topic, partition) is known when the worker is built, so each series is
+ * one slot, rendered even at zero: a series that appears only after its
+ * first event makes rate() and alerts blind to the first increment.
  *
  * Threads: counters and gauges are relaxed atomics, so the pipeline records
  * without a lock; a histogram has its own mutex (it changes once per flush,
@@ -29,41 +30,77 @@
 
 typedef enum { METRICS_COUNTER, METRICS_GAUGE, METRICS_HISTOGRAM } metrics_type_t;
 
-/* The rows, in table order: the recorders find their row by this index. */
-typedef enum {
-  METRICS_ROW_COMMANDS,
-  METRICS_ROW_REJECTS,
-  METRICS_ROW_STORE_WRITES,
-  METRICS_ROW_STORE_WRITE_BYTES,
-  METRICS_ROW_STORE_TOO_LARGE,
-  METRICS_ROW_DEAD_LETTERS,
-  METRICS_ROW_STORE_RETRIES,
-  METRICS_ROW_DIRTY,
-  METRICS_ROW_CACHED,
-  METRICS_ROW_CACHED_LIMIT,
-  METRICS_ROW_CACHED_BYTES,
-  METRICS_ROW_CACHED_BYTES_LIMIT,
-  METRICS_ROW_PENDING_BYTES,
-  METRICS_ROW_PENDING_BYTES_LIMIT,
-  METRICS_ROW_FETCH_PAUSED,
-  METRICS_ROW_READY,
-  METRICS_ROW_ASSIGNED_PARTITIONS,
-  METRICS_ROW_REBALANCES,
-  METRICS_ROW_BUILD_INFO,
-  METRICS_ROW_CONSUMER_LAG,
-  METRICS_ROW_COMMITTED_LAG,
-  METRICS_ROW_OLDEST_UNCOMMITTED_AGE,
-  METRICS_ROW_FLUSH_SECONDS,
-  METRICS_ROW_FLUSH_AGGREGATES,
-  METRICS_ROW_DURABLE_LATENCY,
-  METRICS_ROW_COMMITTABLE_LATENCY,
-  METRICS_ROW_PROCESS_CPU,
-  METRICS_ROW_PROCESS_START,
-  METRICS_ROW_PROCESS_VIRTUAL,
-  METRICS_ROW_PROCESS_RESIDENT,
-  METRICS_ROW_PROCESS_FDS,
-  METRICS_ROW_COUNT
-} metrics_row_t;
+/* Label values known when the worker is built, V(constant, value) in the
+ * order of their series: the enum a recorder takes and the values listed
+ * follow from the same list. */
+#define METRICS_CMD_RESULTS(V) V(METRICS_APPLIED, "applied") V(METRICS_STALE, "stale") V(METRICS_REJECTED, "rejected")
+#define METRICS_WRITE_RESULTS(V) \
+  V(METRICS_WRITE_OK, "ok") V(METRICS_WRITE_CONFLICT, "conflict") V(METRICS_WRITE_ERROR, "error")
+#define METRICS_DEAD_LETTER_RESULTS(V) V(METRICS_DEAD_LETTER_OK, "ok") V(METRICS_DEAD_LETTER_ERROR, "error")
+#define METRICS_REBALANCE_EVENTS(V) \
+  V(METRICS_REBALANCE_ASSIGNED, "assigned") V(METRICS_REBALANCE_REVOKED, "revoked") V(METRICS_REBALANCE_LOST, "lost")
+
+#define METRICS_ENUM_CONSTANT(c, value) c,
+typedef enum { METRICS_CMD_RESULTS(METRICS_ENUM_CONSTANT) } metrics_cmd_result_t;
+typedef enum { METRICS_WRITE_RESULTS(METRICS_ENUM_CONSTANT) } metrics_write_result_t;
+typedef enum { METRICS_DEAD_LETTER_RESULTS(METRICS_ENUM_CONSTANT) } metrics_dead_letter_result_t;
+typedef enum { METRICS_REBALANCE_EVENTS(METRICS_ENUM_CONSTANT) } metrics_rebalance_t;
+
+/* ---- the families -------------------------------------------------------
+ *
+ * X(ID, name, type, labels, source, arg, help), one line per family (a long
+ * line: the table is read row by row), in the order /metrics lists them. The row enum (METRICS_ROW_ID), the row of
+ * metrics_table[] and the storage follow from the line; the generic
+ * recorders (metrics.h: metrics_add, metrics_set, metrics_observe) record
+ * into any family by its ID, so adding a metric is adding its line.
+ *   type:   COUNTER, GAUGE or HISTOGRAM.
+ *   labels: NO_LABELS, LABELS1(L) or LABELS2(L1, L2), L naming a label of
+ *           metrics_table.c (LABEL_L, with COUNT_L values when fixed).
+ *   source: SLOTS (an atomic per combination of the fixed label values;
+ *           arg: which combinations are series, NULL for all), CONST (one
+ *           series always of the value arg), HIST (arg: the ascending bucket
+ *           bounds), READ (arg: reads the value when /metrics is scraped) or
+ *           EACH (arg: which per-partition value of the registry, whose
+ *           label values are known only at run time).
+ * The help texts are what an operator reads next to a graph: what the
+ * number counts, not how it is computed. */
+#define METRICS_FAMILIES(X)                                                                                         \
+  X(COMMANDS, "aggregator_commands_total", COUNTER, LABELS2(CMD_TYPE, CMD_RESULT), SLOTS, cmd_has_series, "Commands consumed, by type and result (applied changed an aggregate, stale lost to a newer stamp; a command rejected late, document_too_large once its stored document was loaded, counted applied when merged and counts rejected then).") \
+  X(REJECTS, "aggregator_rejects_total", COUNTER, LABELS1(REJECT_CODE), SLOTS, NULL, "Rejected commands sent to the dead-letter topic, by error code.") \
+  X(STORE_WRITES, "aggregator_store_writes_total", COUNTER, LABELS1(WRITE_RESULT), SLOTS, NULL, "Aggregate documents written to the store, by result (conflict: another writer got there first).") \
+  X(STORE_WRITE_BYTES, "aggregator_store_write_bytes_total", COUNTER, NO_LABELS, SLOTS, NULL, "BSON bytes of the documents and partial updates the store acknowledged (the size of what flushes ship).") \
+  X(STORE_TOO_LARGE, "aggregator_store_too_large_total", COUNTER, NO_LABELS, SLOTS, NULL, "Aggregate writes the store refused because the document would pass its 16 MiB limit, which the merge prevents by rejecting the command (document_too_large): a bug; the changes are kept and retried, their offsets uncommitted (docs/OPERATIONS.md).") \
+  X(DEAD_LETTERS, "aggregator_dead_letter_deliveries_total", COUNTER, LABELS1(DEAD_LETTER_RESULT), SLOTS, NULL, "Rejected commands acknowledged by the dead-letter topic (ok), and delivery attempts that failed and are retried (error); a reject's offset commits only once it is acknowledged.") \
+  X(STORE_RETRIES, "aggregator_store_retries_total", COUNTER, NO_LABELS, SLOTS, NULL, "Flushes the store failed (unreachable, timed out, refused items), attempted again after a backoff.") \
+  X(DIRTY, "aggregator_dirty_aggregates", GAUGE, NO_LABELS, SLOTS, NULL, "Aggregates changed in memory and not yet written.") \
+  X(CACHED, "aggregator_cached_aggregates", GAUGE, NO_LABELS, SLOTS, NULL, "Clean aggregates kept in memory (LRU cache).") \
+  X(CACHED_LIMIT, "aggregator_cached_aggregates_limit", GAUGE, NO_LABELS, SLOTS, NULL, "The configured cache.max_aggregates: the most clean aggregates the cache keeps.") \
+  X(CACHED_BYTES, "aggregator_cached_bytes", GAUGE, NO_LABELS, SLOTS, NULL, "Memory held by the clean aggregates kept in memory, measured as aggregator_pending_bytes is.") \
+  X(CACHED_BYTES_LIMIT, "aggregator_cached_bytes_limit", GAUGE, NO_LABELS, SLOTS, NULL, "The configured cache.max_bytes: the most memory the clean aggregates kept hold.") \
+  X(PENDING_BYTES, "aggregator_pending_bytes", GAUGE, NO_LABELS, SLOTS, NULL, "Memory held by unwritten changes; fetching pauses past batch.max_pending_bytes.") \
+  X(PENDING_BYTES_LIMIT, "aggregator_pending_bytes_limit", GAUGE, NO_LABELS, SLOTS, NULL, "The configured batch.max_pending_bytes: past it fetching pauses.") \
+  X(FETCH_PAUSED, "aggregator_fetch_paused", GAUGE, NO_LABELS, SLOTS, NULL, "1 while fetching is paused because unwritten changes reached batch.max_pending_bytes.") \
+  X(READY, "aggregator_ready", GAUGE, NO_LABELS, READ, read_ready, "1 when /readyz answers 200 (assigned partitions, dead-letter delivery working, store answering).") \
+  X(ASSIGNED_PARTITIONS, "aggregator_assigned_partitions", GAUGE, NO_LABELS, SLOTS, NULL, "Partitions this worker holds in its consumer group.") \
+  X(REBALANCES, "aggregator_rebalances_total", COUNTER, LABELS1(REBALANCE_EVENT), SLOTS, NULL, "Consumer group rebalances seen by this worker, by event (assigned: partitions given to it; revoked: taken back after it wrote and committed them; lost: taken without a hand-over).") \
+  X(BUILD_INFO, "aggregator_build_info", GAUGE, LABELS1(VERSION), CONST, 1, "Always 1; the labels tell the build.") \
+  X(CONSUMER_LAG, "aggregator_consumer_lag", GAUGE, LABELS2(TOPIC, PARTITION), EACH, LAG, "Messages between the consumer position and the high watermark.") \
+  X(COMMITTED_LAG, "aggregator_consumer_committed_lag", GAUGE, LABELS2(TOPIC, PARTITION), EACH, COMMITTED_LAG, "Messages between the group's committed offset and the high watermark (what an autoscaler reading the group's offsets sees).") \
+  X(OLDEST_UNCOMMITTED, "aggregator_oldest_uncommitted_age_seconds", GAUGE, LABELS2(TOPIC, PARTITION), EACH, OLDEST, "Age, from its Kafka timestamp, of the oldest command consumed and not yet committed; 0 when every command consumed is committed. The topic's retention runs against the same timestamp.") \
+  X(FLUSH_SECONDS, "aggregator_flush_duration_seconds", HISTOGRAM, NO_LABELS, HIST, flush_seconds_bounds, "Time to write one batch of aggregates to the store, retries included.") \
+  X(FLUSH_AGGREGATES, "aggregator_flush_aggregates", HISTOGRAM, NO_LABELS, HIST, flush_aggregates_bounds, "Aggregates written by one flush.") \
+  X(DURABLE_LATENCY, "aggregator_command_durable_latency_seconds", HISTOGRAM, NO_LABELS, HIST, latency_bounds, "Time from a command's Kafka timestamp (when it was produced) to its aggregate being durable in the store.") \
+  X(COMMITTABLE_LATENCY, "aggregator_command_committable_latency_seconds", HISTOGRAM, NO_LABELS, HIST, latency_bounds, "Time from a command's Kafka timestamp (when it was produced) to its offset becoming committable: it and every command read before it durable.") \
+  X(PROCESS_CPU, "process_cpu_seconds_total", COUNTER, NO_LABELS, READ, read_cpu, "Total user and system CPU time spent in seconds.") \
+  X(PROCESS_START, "process_start_time_seconds", GAUGE, NO_LABELS, READ, read_start, "Start time of the process since unix epoch in seconds.") \
+  X(PROCESS_VIRTUAL, "process_virtual_memory_bytes", GAUGE, NO_LABELS, READ, read_virtual, "Virtual memory size in bytes.") \
+  X(PROCESS_RESIDENT, "process_resident_memory_bytes", GAUGE, NO_LABELS, READ, read_resident, "Resident memory size in bytes.") \
+  X(PROCESS_FDS, "process_open_fds", GAUGE, NO_LABELS, READ, read_fds, "Number of open file descriptors.")
+
+
+/* The rows, in table order: a recorder names its family by this index. */
+#define METRICS_ROW_CONSTANT(id, ...) METRICS_ROW_##id,
+typedef enum { METRICS_FAMILIES(METRICS_ROW_CONSTANT) METRICS_ROW_COUNT } metrics_row_t;
 
 #define METRICS_MAX_LABELS 2
 #define METRICS_HIST_MAX_BOUNDS 40
@@ -97,6 +134,7 @@ typedef struct metrics_sample {
 /* What a scrape reads once for every row that needs it. */
 typedef struct metrics_scrape {
   metrics_proc_t proc;
+  bool ready; /* metrics_ready's decision */
 } metrics_scrape_t;
 
 /* Per bucket, not cumulative; the last is above every bound. Guarded by lock. */
@@ -106,6 +144,9 @@ typedef struct metrics_hist {
   uint64_t count;
   double sum;
 } metrics_hist_t;
+
+/* The values the registry keeps per assigned partition (metrics.h). */
+typedef enum { METRICS_PART_NONE, METRICS_PART_LAG, METRICS_PART_COMMITTED_LAG, METRICS_PART_OLDEST } metrics_part_t;
 
 /* Receives one series of a family whose label values are known only at run
  * time: one value per label of the row, in the row's order. */
@@ -117,7 +158,7 @@ typedef struct metrics_def {
   const char *help;
   size_t nlabels;
   metrics_label_t labels[METRICS_MAX_LABELS];
-  /* Where the samples come from: exactly one of slots, hist, read, each. */
+  /* Where the samples come from: exactly one of slots, hist, read, part. */
   _Atomic uint64_t *slots; /* one per combination of fixed label values, the first label outermost */
   size_t nslots;
   bool (*has_series)(const size_t *value_index); /* with slots; NULL: every combination is a series */
@@ -127,8 +168,9 @@ typedef struct metrics_def {
   /* A value taken at scrape time, for a family without labels; false: the
    * value cannot be had and the family is left out. */
   bool (*read)(const metrics_scrape_t *scrape, metrics_sample_t *out);
-  /* Calls emit for every series of a family with run-time label values. */
-  void (*each)(metrics_emit_fn emit, void *ctx);
+  /* A family with run-time label values: the registry's per-partition
+   * value it lists (metrics_part_each, metrics.h). */
+  metrics_part_t part;
 } metrics_def_t;
 
 extern const metrics_def_t metrics_table[METRICS_ROW_COUNT];
@@ -138,14 +180,5 @@ const char *metrics_label_value(const metrics_label_t *l, size_t i);
 /* The label values of slot k of m: value_index[l] for each label, the first
  * label outermost. */
 void metrics_slot_labels(const metrics_def_t *m, size_t k, size_t value_index[METRICS_MAX_LABELS]);
-
-/* The registry's per-partition series (metrics.c): the lag from the
- * position, the lag from the committed offset and the oldest uncommitted
- * command's age, each reported under the partition table's lock; release
- * frees the table. */
-void metrics_lag_each(metrics_emit_fn emit, void *ctx);
-void metrics_committed_lag_each(metrics_emit_fn emit, void *ctx);
-void metrics_oldest_uncommitted_each(metrics_emit_fn emit, void *ctx);
-void metrics_lag_release(void);
 
 #endif

@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch_cache.h"
-#include "batch_entry.h"
+#include "batch_entries.h"
 #include "batch_hold.h"
 #include "batch_latency.h"
 #include "batch_too_large.h"
@@ -19,9 +18,7 @@
 
 struct batch {
   batch_limits_t lim;
-  batch_cache_t cache;   /* every entry; the clean ones in its LRU */
-  batch_writeset_t ws;   /* the dirty entries, oldest change at the back */
-  size_t pending_bytes;  /* live aggregates of dirty or in-flight entries */
+  batch_entries_t ents;  /* every entry and its write-behind state (batch_entries.h) */
   size_t inflight_bytes; /* the snapshots in the job in flight */
   writer_job_t *job;     /* the job in flight (owned by whoever holds it; see writer.h), or NULL */
   bool owed;             /* the last flush left dirty entries behind: the next one is due at once */
@@ -41,8 +38,7 @@ struct batch {
 batch_t *batch_new(const batch_limits_t *limits) {
   batch_t *b = oom_calloc(1, sizeof *b);
   b->lim = *limits;
-  batch_cache_init(&b->cache);
-  batch_writeset_init(&b->ws);
+  batch_entries_init(&b->ents);
   b->first_pending_ms = INT64_MAX;
   return b;
 }
@@ -51,7 +47,7 @@ void batch_destroy(batch_t *b) {
   if (!b) return;
   batch_set_holder(b, NULL);
   free(b->recmd);
-  batch_cache_free(&b->cache);
+  batch_entries_free(&b->ents);
   batch_latency_seq_free(&b->events);
   batch_too_large_free(&b->too_large);
   free(b);
@@ -72,64 +68,25 @@ void batch_set_limits(batch_t *b, const batch_limits_t *limits) {
 
 /* --- entries ---------------------------------------------------------------------- */
 
-/* Keeps pending_bytes equal to the memory (batch_entry_memory) of every
- * dirty or in-flight entry: the bound is on the heap that unwritten changes
- * hold. */
-static void account(batch_t *b, batch_entry_t *e) {
-  size_t m = e->dirty || e->inflight ? batch_entry_memory(e) : 0;
-  b->pending_bytes = b->pending_bytes - e->mem + m;
-  e->mem = m;
-}
-
-/* Changes not in any snapshot, the oldest by command seq: out of the LRU,
- * into the write set. */
-static void mark_dirty(batch_t *b, batch_entry_t *e, uint64_t seq) {
-  if (e->dirty) return;
-  batch_cache_leave_lru(&b->cache, e);
-  batch_writeset_mark(&b->ws, e, seq);
-}
-
-/* Nothing unwritten any more: into the LRU. */
-static void mark_clean(batch_t *b, batch_entry_t *e) {
-  batch_writeset_unmark(&b->ws, e);
-  account(b, e);
-  batch_cache_keep(&b->cache, e);
-}
-
 static void evict(batch_t *b) {
-  batch_cache_evict(&b->cache, (size_t)(b->lim.cache_max_aggregates > 0 ? b->lim.cache_max_aggregates : 0),
+  batch_entries_evict(&b->ents, (size_t)(b->lim.cache_max_aggregates > 0 ? b->lim.cache_max_aggregates : 0),
                     (size_t)(b->lim.cache_max_bytes > 0 ? b->lim.cache_max_bytes : 0));
 }
 
 /* --- holds (batch_hold.h) ------------------------------------------------------------ */
 
-/* Its holds released: unless it is loaded, it can no longer be rebuilt. */
 static void drop_holds(void *ctx, batch_entry_t *e) {
   batch_t *b = ctx;
-  batch_holds_release(&e->holds, &b->holder);
-  e->holds.incomplete = !e->loaded;
-  if (e->dirty || e->inflight) account(b, e);
+  batch_entries_drop_holds(&b->ents, e, &b->holder);
 }
 
 void batch_set_holder(batch_t *b, const batch_holder_t *holder) {
-  if (b->holding) batch_cache_each_entry(&b->cache, drop_holds, b);
+  if (b->holding) batch_cache_each_entry(&b->ents.cache, drop_holds, b);
   b->holding = holder != NULL;
   if (holder) b->holder = *holder;
 }
 
-/* A command applied to the unloaded e: held, unless e cannot be rebuilt
- * anyway; one without an origin to hold makes it so. */
-static void hold(batch_t *b, batch_entry_t *e, const void *origin) {
-  if (!b->holding || !origin) {
-    if (b->holding) batch_holds_release(&e->holds, &b->holder);
-    e->holds.incomplete = true;
-    return;
-  }
-  if (e->holds.incomplete) return;
-  size_t bytes;
-  void *held = b->holder.hold(b->holder.ctx, origin, &bytes);
-  batch_holds_add(&e->holds, held, bytes);
-}
+static const batch_holder_t *holder_of(const batch_t *b) { return b->holding ? &b->holder : NULL; }
 
 /* Every change of e not in the store is held: an overlay that does not fit
  * its stored document can be rebuilt from it. */
@@ -141,30 +98,19 @@ static bool can_rebuild(const batch_t *b, const batch_entry_t *e) { return b->ho
  * returns whether any of them changed the document (then its next write
  * is whole; otherwise e holds nothing the store lacks). */
 static bool rebuild(batch_t *b, batch_entry_t *e, writer_item_t *it) {
-  model_aggregate_destroy(e->agg);
-  e->agg = it->agg;
+  batch_holds_t holds;
+  batch_entries_load(&b->ents, e, it->agg, it->rev, &holds);
   it->agg = NULL;
-  e->loaded = true;
-  e->rev = it->rev;
   if (!b->recmd) b->recmd = oom_malloc(sizeof *b->recmd);
   size_t applied, limit = sink_document_limit(e->agg);
-  size_t rejected = batch_holds_reapply(&e->holds, &b->holder, e->agg, limit, b->recmd, &applied);
+  size_t rejected = batch_holds_reapply(&holds, &b->holder, e->agg, limit, b->recmd, &applied);
   b->stats.too_large += rejected;
   b->stats.applied -= rejected < b->stats.applied ? rejected : b->stats.applied;
-  batch_holds_release(&e->holds, &b->holder);
+  batch_holds_release(&holds, &b->holder);
   if (applied) batch_writeset_whole(e);
   log_info("aggregate rebuilt from its stored document: the commands that did not fit are rejected", "id",
            LOG_STR, model_aggregate_key(e->agg, NULL), "rejected", LOG_INT, (int64_t)rejected);
   return applied > 0;
-}
-
-/* e holds nothing the store lacks (its load or its rebuild says so): clean,
- * and the commands it carried are durable now. */
-static void settle_clean(batch_t *b, batch_entry_t *e, int64_t wall_ms) {
-  batch_writeset_unmark(&b->ws, e);
-  batch_latency_observe(&e->arr_pend, wall_ms, metrics_latency);
-  batch_latency_observe(&e->arr_flight, wall_ms, metrics_latency);
-  mark_clean(b, e);
 }
 
 /* --- merging ---------------------------------------------------------------------- */
@@ -176,11 +122,11 @@ static void apply_stale(batch_t *b, batch_entry_t *e, int64_t event_ms, batch_no
   b->stats.stale++;
   if (e->dirty || e->inflight) {
     batch_latency_add(e->dirty ? &e->arr_pend : &e->arr_flight, event_ms, 1, &BATCH_LATENCY_PER_AGGREGATE);
-    account(b, e);
+    batch_entries_recount(&b->ents, e);
   } else {
     metrics_latency(batch_latency_waited_s(event_ms, now.wall_ms), 1);
   }
-  if (!e->dirty && !e->inflight && batch_entry_listed(e)) batch_cache_touch(&b->cache, e);
+  if (!e->dirty && !e->inflight && batch_entry_listed(e)) batch_cache_touch(&b->ents.cache, e);
 }
 
 model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, batch_now_t now,
@@ -191,7 +137,7 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
 model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, const void *origin, int64_t event_ms,
                                       batch_now_t now, model_reject_t *rej) {
   bool created;
-  batch_entry_t *e = batch_cache_get(&b->cache, cmd, &created);
+  batch_entry_t *e = batch_cache_get(&b->ents.cache, cmd, &created);
   size_t before = model_aggregate_student_count(e->agg), would_be, limit = sink_document_limit(e->agg);
   model_apply_result_t r = model_aggregate_apply_within(e->agg, cmd, limit, &would_be);
   if (r == MODEL_APPLY_TOO_LARGE) {
@@ -205,10 +151,8 @@ model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, co
   uint64_t seq = b->seq++;
   if (r == MODEL_APPLY_APPLIED) {
     batch_writeset_note(e, cmd, before);
-    if (!e->loaded) hold(b, e, origin);
-    mark_dirty(b, e, seq);
-    batch_latency_add(&e->arr_pend, event_ms, 1, &BATCH_LATENCY_PER_AGGREGATE);
-    account(b, e);
+    if (!e->loaded) batch_entries_hold(&b->ents, e, holder_of(b), origin);
+    batch_entries_change(&b->ents, e, seq, event_ms);
     b->stats.applied++;
   } else {
     apply_stale(b, e, event_ms, now);
@@ -221,24 +165,24 @@ model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, co
 /* --- the state of the flushes ------------------------------------------------------- */
 
 bool batch_flush_due(const batch_t *b, int64_t mono_ms) {
-  if (b->owed && b->ws.ndirty) return true;
+  if (b->owed && b->ents.ws.ndirty) return true;
   if (!b->commands_since_flush) return false;
-  return b->commands_since_flush >= b->lim.max_commands || (int64_t)b->ws.ndirty >= b->lim.max_aggregates ||
+  return b->commands_since_flush >= b->lim.max_commands || (int64_t)b->ents.ws.ndirty >= b->lim.max_aggregates ||
          mono_ms - b->first_pending_ms >= b->lim.linger_ms;
 }
 
 int64_t batch_deadline(const batch_t *b) {
-  if (b->owed && b->ws.ndirty) return 0;
+  if (b->owed && b->ents.ws.ndirty) return 0;
   return b->first_pending_ms == INT64_MAX ? INT64_MAX : b->first_pending_ms + b->lim.linger_ms;
 }
 
-bool batch_dirty(const batch_t *b) { return b->ws.ndirty > 0 || b->job; }
+bool batch_dirty(const batch_t *b) { return b->ents.ws.ndirty > 0 || b->job; }
 
 uint64_t batch_seq(const batch_t *b) { return b->seq; }
 
 uint64_t batch_durable_seq(const batch_t *b) {
   uint64_t s = b->seq;
-  const batch_entry_t *oldest = batch_writeset_oldest(&b->ws);
+  const batch_entry_t *oldest = batch_writeset_oldest(&b->ents.ws);
   if (oldest && oldest->pend_seq < s) s = oldest->pend_seq;
   if (b->job && b->flight_seq < s) s = b->flight_seq;
   return s;
@@ -261,19 +205,12 @@ static void snapshot(batch_t *b, writer_job_t *job, batch_entry_t *e) {
   writer_item_t *it = &job->items[job->nitems - 1];
   job->bytes += sizeof *it + batch_writeset_hand_over(e, it); /* the item, and the touched list it took over */
   job->bytes += model_aggregate_memory(snap);
-  e->inflight = true;
-  e->flight_seq = e->pend_seq;
-  assert(!e->arr_flight.n); /* one job at a time, and the last one's were settled */
-  batch_latency_free(&e->arr_flight);
-  e->arr_flight = e->arr_pend; /* its commands ride on the snapshot */
-  e->arr_pend = (batch_latency_t){0};
-  batch_writeset_unmark(&b->ws, e);
-  account(b, e); /* its touched list went to the job */
+  batch_entries_take_off(&b->ents, e);
 }
 
 writer_job_t *batch_flush_begin(batch_t *b, batch_now_t now) {
   assert(!b->job);
-  if (!b->ws.ndirty) {
+  if (!b->ents.ws.ndirty) {
     /* Nothing unwritten (every command since the last flush was stale, or
      * the flush that carried them landed): all of it is durable. */
     observe_committable(b, b->seq, now.wall_ms);
@@ -283,19 +220,19 @@ writer_job_t *batch_flush_begin(batch_t *b, batch_now_t now) {
     evict(b);
     return NULL;
   }
-  size_t cap = batch_flush_cap(b), n = b->ws.ndirty < cap ? b->ws.ndirty : cap;
+  size_t cap = batch_flush_cap(b), n = b->ents.ws.ndirty < cap ? b->ents.ws.ndirty : cap;
   /* With "flush finished", what scripts/bench measures a pass over the dirty list with. */
-  log_debug("flush begins", "aggregates", LOG_INT, (int64_t)n, "dirty", LOG_INT, (int64_t)b->ws.ndirty);
+  log_debug("flush begins", "aggregates", LOG_INT, (int64_t)n, "dirty", LOG_INT, (int64_t)b->ents.ws.ndirty);
   writer_job_t *job = writer_job_new(n);
   job->chunk = b->lim.max_aggregates > 0 ? (size_t)b->lim.max_aggregates : 1000;
   job->now_ms = now.wall_ms;
-  b->flight_seq = batch_writeset_oldest(&b->ws)->pend_seq;
-  while (job->nitems < n) snapshot(b, job, batch_writeset_oldest(&b->ws)); /* oldest first */
+  b->flight_seq = batch_writeset_oldest(&b->ents.ws)->pend_seq;
+  while (job->nitems < n) snapshot(b, job, batch_writeset_oldest(&b->ents.ws)); /* oldest first */
   job->commands = b->commands_since_flush;
   job->first_pending_ms = b->first_pending_ms;
   b->commands_since_flush = 0;
   b->first_pending_ms = INT64_MAX;
-  b->owed = b->ws.ndirty > 0; /* left behind by the cap: the next flush is due as soon as this one lands */
+  b->owed = b->ents.ws.ndirty > 0; /* left behind by the cap: the next flush is due as soon as this one lands */
   b->inflight_bytes = job->bytes;
   b->job = job;
   b->stats.flushes++;
@@ -317,49 +254,30 @@ static void adopt_base(batch_t *b, batch_entry_t *e, writer_item_t *it, int64_t 
     changed = rebuild(b, e, it);
   } else {
     changed = r == MODEL_APPLY_APPLIED;
-    if (b->holding) batch_holds_release(&e->holds, &b->holder);
-    e->holds.incomplete = false;
-    model_aggregate_destroy(e->agg);
-    e->agg = it->agg;
+    batch_holds_t holds;
+    batch_entries_load(&b->ents, e, it->agg, it->rev, &holds);
     it->agg = NULL;
-    e->loaded = true;
-    e->rev = it->rev;
+    batch_holds_release(&holds, holder_of(b));
   }
-  if (!changed) { /* whatever arrived since is in the store already */
-    batch_writeset_unmark(&b->ws, e);
-    batch_latency_observe(&e->arr_pend, wall_ms, metrics_latency);
-  }
+  if (!changed) batch_entries_in_store(&b->ents, e, wall_ms); /* whatever arrived since is in the store already */
   /* changed: it holds commands applied after the snapshot, so it is dirty
    * already (and the caller re-dirties it from flight_seq if the write failed). */
-}
-
-/* What the snapshot carried is not in the store: owed again, whole, with
- * its commands back in front of those that arrived since. */
-static void owe_again(batch_t *b, batch_entry_t *e) {
-  batch_writeset_whole(e);
-  batch_latency_prepend(&e->arr_pend, &e->arr_flight, &BATCH_LATENCY_PER_AGGREGATE);
-  batch_writeset_redirty_old(&b->ws, e);
-  account(b, e);
 }
 
 /* Settles one item of a finished job. */
 static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
   batch_entry_t *e = it->tag;
-  e->inflight = false;
   switch (it->result) {
-  case WRITER_ITEM_WRITTEN:
-  case WRITER_ITEM_UNCHANGED:
-    if (it->loaded)
-      adopt_base(b, e, it, wall_ms);
-    else
-      e->rev = it->rev;
-    batch_latency_observe(&e->arr_flight, wall_ms, metrics_latency);
-    if (e->dirty)
-      account(b, e);
-    else
-      mark_clean(b, e);
+  case SINK_ITEM_OK:
+    if (it->loaded) adopt_base(b, e, it, wall_ms);
+    batch_entries_landed(&b->ents, e, it->rev, wall_ms);
     return;
-  case WRITER_ITEM_TOO_LARGE:
+  case SINK_ITEM_TOO_LARGE:
+    if (it->sent) { /* refused by the store (batch_too_large.h): kept for retry */
+      batch_too_large_refused(&b->too_large, model_aggregate_key(e->agg, NULL), it->bytes,
+                              sink_document_limit(e->agg));
+      break;
+    }
     /* The overlay merged into the stored document would pass the limit:
      * rebuilt from the stored document and its holds, the commands that do
      * not fit rejected, and owed whole if the rest changes anything.
@@ -368,31 +286,29 @@ static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
     if (!can_rebuild(b, e))
       adopt_base(b, e, it, wall_ms);
     else if (!rebuild(b, e, it)) { /* nothing that fits changes the stored document: nothing to write */
-      settle_clean(b, e, wall_ms);
+      batch_entries_in_store(&b->ents, e, wall_ms);
+      batch_entries_landed(&b->ents, e, e->rev, wall_ms);
       return;
     }
-    owe_again(b, e);
+    batch_entries_owe_again(&b->ents, e);
     return;
-  case WRITER_ITEM_CONFLICT:
+  case SINK_ITEM_CONFLICT:
     /* Another writer got there first: reload with the next flush and merge
      * what we hold (a superset of the snapshot) into it. The store's state
-     * is unknown: the next write is whole. A loaded entry held none of its
-     * commands: it cannot be rebuilt until it is loaded again. */
-    if (e->loaded) e->holds.incomplete = true;
-    e->loaded = false;
-    owe_again(b, e);
+     * is unknown: the next write is whole. */
+    batch_entries_unload(&b->ents, e);
+    batch_entries_owe_again(&b->ents, e);
     return;
-  default: /* rejected (too large included) or no result (the store failed): kept for retry */
-    if (it->result == WRITER_ITEM_ERROR && it->error_code == SINK_CODE_TOO_LARGE)
-      batch_too_large_refused(&b->too_large, model_aggregate_key(e->agg, NULL), it->bytes,
-                              sink_document_limit(e->agg));
-    else if (it->result == WRITER_ITEM_ERROR)
-      log_error("store rejected an aggregate", "id", LOG_STR, model_aggregate_key(e->agg, NULL), "code", LOG_INT,
-                (int64_t)it->error_code);
-    if (it->loaded) adopt_base(b, e, it, wall_ms); /* the load landed: keep what it taught us */
-    owe_again(b, e);
-    return;
+  case SINK_ITEM_REJECTED:
+    log_error("store rejected an aggregate", "id", LOG_STR, model_aggregate_key(e->agg, NULL), "code", LOG_INT,
+              (int64_t)it->error_code);
+    break;
+  case SINK_ITEM_RETRY: /* no result (the store failed): kept for retry */
+    break;
   }
+  /* Rejected, refused as too large, or no result: kept for retry. */
+  if (it->loaded) adopt_base(b, e, it, wall_ms); /* the load landed: keep what it taught us */
+  batch_entries_owe_again(&b->ents, e);
 }
 
 static void count_job(batch_t *b, const writer_job_t *job) {
@@ -408,35 +324,35 @@ static void count_job(batch_t *b, const writer_job_t *job) {
   metrics_flush(job->seconds, job->written);
 }
 
-/* The job's result; kept is how many item errors are kept for retry. */
-static batch_status_t job_status(const writer_job_t *job, uint64_t kept, sink_error_t *err) {
-  batch_status_t result = BATCH_DONE;
-  if (job->status == SINK_FATAL)
-    result = BATCH_FATAL;
-  else if (job->status != SINK_OK || kept)
-    result = BATCH_RETRY;
-  else if (job->conflicts || job->too_large)
-    result = BATCH_PARTIAL;
+/* The flush's result: the job's, unless every item has one (SINK_OK) and
+ * some are owed again: kept for retry (kept: item errors) or due at once
+ * (conflicts, too large once loaded). */
+static sink_status_t job_status(const writer_job_t *job, uint64_t kept, sink_error_t *err) {
+  sink_status_t result = job->status;
+  if (result == SINK_OK && kept)
+    result = SINK_RETRY;
+  else if (result == SINK_OK && (job->conflicts || job->too_large))
+    result = SINK_PARTIAL;
   if (err) {
     *err = job->err;
-    if (result == BATCH_RETRY && job->status == SINK_OK)
+    if (result == SINK_RETRY && job->status == SINK_OK)
       snprintf(err->message, sizeof err->message, "the store rejected %llu aggregates; kept for retry",
                (unsigned long long)kept);
-    else if (result == BATCH_PARTIAL)
+    else if (result == SINK_PARTIAL)
       snprintf(err->message, sizeof err->message, "%llu conflicts, %llu merged documents past the limit; again",
                (unsigned long long)job->conflicts, (unsigned long long)job->too_large);
   }
   return result;
 }
 
-batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, sink_error_t *err) {
+sink_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, sink_error_t *err) {
   assert(job == b->job);
   for (size_t i = job->nitems; i-- > 0;) /* newest first: see batch_writeset_redirty_old */
     settle(b, &job->items[i], now.wall_ms);
   count_job(b, job);
-  batch_status_t result = job_status(job, job->errors, err);
+  sink_status_t result = job_status(job, job->errors, err);
   if (job->status == SINK_OK) batch_flushcap_observe(&b->cap, job->seconds, job->nitems);
-  if (result != BATCH_DONE) {
+  if (result != SINK_OK) {
     /* What the job covered is still owed; its commands stay in events until a flush lands them. */
     b->owed = true;
     b->commands_since_flush += job->commands;
@@ -450,12 +366,16 @@ batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, s
   return result;
 }
 
-size_t batch_pending_bytes(const batch_t *b) { return b->pending_bytes + b->inflight_bytes; }
-size_t batch_dirty_count(const batch_t *b) { return b->ws.ndirty; }
-size_t batch_cached_count(const batch_t *b) { return b->cache.nclean; }
-size_t batch_cached_bytes(const batch_t *b) { return b->cache.bytes; }
+size_t batch_pending_bytes(const batch_t *b) { return b->ents.pending_bytes + b->inflight_bytes; }
+size_t batch_dirty_count(const batch_t *b) { return b->ents.ws.ndirty; }
+size_t batch_cached_count(const batch_t *b) { return b->ents.cache.nclean; }
+size_t batch_cached_bytes(const batch_t *b) { return b->ents.cache.bytes; }
 const batch_stats_t *batch_stats(const batch_t *b) { return &b->stats; }
 
+bool batch_check(const batch_t *b, char *why, size_t why_len) {
+  return batch_entries_check(&b->ents, b->seq, why, why_len);
+}
+
 void batch_foreach(const batch_t *b, void (*fn)(void *ctx, const model_aggregate_t *agg, int64_t rev), void *ctx) {
-  batch_cache_foreach(&b->cache, fn, ctx);
+  batch_cache_foreach(&b->ents.cache, fn, ctx);
 }

@@ -1,6 +1,8 @@
 /* The denormalizer: merges commands into in-memory aggregates and hands the
  * changed ones to the write stage (writer.h) in flushes (docs/DOCUMENT.md and docs/GUARANTEES.md).
  * batch.c orchestrates the parts, each in its own file:
+ *  - batch_entries.h: the state of each entry (clean, dirty, in flight;
+ *    loaded or an overlay), its transitions and the invariants they keep;
  *  - batch_cache.h: the table of aggregates and the LRU of clean ones;
  *  - batch_writeset.h: the dirty list and what each entry changed since its
  *    last snapshot (partial writes);
@@ -25,19 +27,20 @@
  * aggregate: one contiguous block), into a writer_job_t, and those entries
  * are then *in flight*. Commands keep being merged into the live entries
  * meanwhile; an entry changed after its snapshot is dirty again and goes with
- * the next flush. batch_flush_end takes the finished job back:
- *  - written: the entry's rev becomes the written rev; an entry the job
+ * the next flush. batch_flush_end takes the finished job back, each item
+ * by the sink's result (sink.h) as the writer left it:
+ *  - OK (written, or already held by the store): the entry's rev becomes the written rev; an entry the job
  *    loaded takes the stored document as its base and merges into it what
  *    arrived since the snapshot;
- *  - conflict (another writer got there first): the entry becomes unloaded
+ *  - CONFLICT (another writer got there first): the entry becomes unloaded
  *    and dirty, so the next flush reloads it and merges it again;
- *  - too large (the job loaded the stored document, and the overlay merged
- *    into it would pass the store's limit): rebuilt (below), then dirty
- *    again and due at once (BATCH_PARTIAL, as conflicts), or clean if none
- *    of what it held changes the stored document;
- *  - no result (store down) or rejected, refused as too large included
- *    (batch_too_large.h): dirty again, retried after backoff.
- * BATCH_DONE means every item of the job landed.
+ *  - TOO_LARGE, not sent (the job loaded the stored document, and the
+ *    overlay merged into it would pass the store's limit): rebuilt (below),
+ *    then dirty again and due at once (SINK_PARTIAL, as conflicts), or
+ *    clean if none of what it held changes the stored document;
+ *  - RETRY (no result: store down), REJECTED, or TOO_LARGE refused by the
+ *    store (batch_too_large.h): dirty again, retried after backoff.
+ * The flush's result is SINK_OK when every item of the job landed.
  *
  * The store's size limit: a command that would make its aggregate's stored
  * document pass sink_document_limit (sink.h) is rejected (document_too_large),
@@ -131,12 +134,6 @@ typedef struct batch_limits {
 struct config;
 batch_limits_t batch_limits_from_config(const struct config *cfg);
 
-typedef enum {
-  BATCH_DONE = 0,    /* every item of the flush landed */
-  BATCH_RETRY = 1,   /* the store failed or rejected items: back off, then flush again */
-  BATCH_FATAL = 2,   /* retrying cannot help (configuration, auth, an undecodable stored document) */
-  BATCH_PARTIAL = 3  /* conflicts: reloaded and merged again by the next flush, due at once */
-} batch_status_t;
 typedef struct batch_stats {
   uint64_t applied, stale;            /* commands, cumulative */
   uint64_t writes_ok, conflicts, write_errors, loads, flushes;
@@ -209,9 +206,14 @@ size_t batch_flush_cap(const batch_t *b);
  * called while a job is in flight. Aborts when out of memory, as batch_apply. */
 writer_job_t *batch_flush_begin(batch_t *b, batch_now_t now);
 /* Takes a finished job back (and destroys it) at now (read after the job
- * came back: the latencies it observes end then); err (may be NULL) says why
- * when the result is not BATCH_DONE. */
-batch_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, sink_error_t *err);
+ * came back: the latencies it observes end then). Returns SINK_OK when
+ * every item of the flush landed; SINK_RETRY when the store failed or
+ * rejected items (back off, then flush again); SINK_FATAL when retrying
+ * cannot help (configuration, auth, an undecodable stored document);
+ * SINK_PARTIAL for conflicts or documents past the limit once loaded
+ * (reloaded or rebuilt, and merged again by the next flush, due at once).
+ * err (may be NULL) says why when the result is not SINK_OK. */
+sink_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, sink_error_t *err);
 
 size_t batch_pending_bytes(const batch_t *b); /* heap held by unwritten changes: dirty and in-flight
                                                  entries (aggregate, entry, touched list) plus the
@@ -220,6 +222,10 @@ size_t batch_dirty_count(const batch_t *b);
 size_t batch_cached_count(const batch_t *b); /* clean, loaded entries in the LRU */
 size_t batch_cached_bytes(const batch_t *b); /* their memory, as cache.max_bytes counts it */
 const batch_stats_t *batch_stats(const batch_t *b);
+
+/* Checks the invariants of every entry (batch_entries.h); false with why
+ * at the first broken. For tests: it walks everything. */
+bool batch_check(const batch_t *b, char *why, size_t why_len);
 
 /* Calls fn for every aggregate in memory (dirty or clean), in no order. */
 void batch_foreach(const batch_t *b, void (*fn)(void *ctx, const model_aggregate_t *agg, int64_t rev), void *ctx);

@@ -1,17 +1,17 @@
 /* An aggregate in the batch's memory: the record that the batch's modules
- * share (batch.c orchestrates them). Internal to the batch: nothing outside
- * worker/batch*.c includes it.
+ * share. Internal to the batch: nothing outside worker/pipeline/batch*.c
+ * includes it.
  *
- * Who owns which fields:
- *  - batch_cache.c: the table (hash_next, hash, key) and, for clean
- *    entries, the LRU (prev, next);
- *  - batch_writeset.c: the dirty list (prev, next while dirty), pend_seq,
- *    and what changed since the last snapshot (touched*);
- *  - batch.c: agg, rev, loaded, inflight, flight_seq, mem, the arrival
- *    times (batch_latency.h) of the commands the changes carry and, while
- *    unloaded, the holds of the commands applied (batch_hold.h).
- * An entry is in at most one list at a time: the dirty list while dirty,
- * the LRU while clean and loaded, none while only in flight. */
+ * Who changes which fields:
+ *  - batch_entries.c, the state machine of an entry: agg, rev, loaded,
+ *    dirty, inflight, pend_seq, flight_seq, mem, the arrival times
+ *    (batch_latency.h) and the holds (batch_hold.h), through its
+ *    transitions, and the lists through the two below; its header states
+ *    the states, the transitions and the invariants they keep;
+ *  - batch_cache.c: the table (hash_next, hash, key) and the LRU (prev,
+ *    next while clean);
+ *  - batch_writeset.c: the dirty list (prev, next while dirty) and what
+ *    changed since the last snapshot (touched*). */
 #ifndef BATCH_ENTRY_H
 #define BATCH_ENTRY_H
 

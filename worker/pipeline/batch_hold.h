@@ -4,7 +4,7 @@
  * An unloaded entry (batch.h) is an overlay: the merge held each command to
  * the store's limit against the overlay alone, not against the document
  * the store has. When the overlay merged into that document would pass the
- * limit (the writer's WRITER_ITEM_TOO_LARGE, or the merge of what came
+ * limit (the writer's SINK_ITEM_TOO_LARGE after a load, or the merge of what came
  * while the load was in flight), the batch takes the stored document as
  * the entry's base and applies the held commands to it again, in the order
  * they came; each that does not fit is rejected then (document_too_large),

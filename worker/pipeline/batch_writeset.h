@@ -6,7 +6,8 @@
  * change not in the store nor in flight): a new change has the greatest seq
  * so far and goes to the front, a snapshot that did not land gives back
  * changes older than any dirty one and goes to the back. So flushes take
- * the back first and the least pending seq is the back's: O(1).
+ * the back first and the least pending seq is the back's: O(1). Only
+ * batch_entries.c marks and unmarks (its invariant I4).
  *
  * What changed, for partial writes (sink.h): the ids of the students
  * touched (NUL-terminated, back to back, a student repeated only when other

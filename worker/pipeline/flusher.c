@@ -119,18 +119,18 @@ static bool end_flight(flusher_t *f, int64_t wait_ms, flusher_event_t *ev) {
   ev->items = job->nitems;
   batch_now_t back = batch_now(f->clock); /* the take may have waited: the flush's latencies end now */
   ev->status = batch_flush_end(f->batch, job, back, &ev->err);
-  if (ev->status == BATCH_DONE || ev->status == BATCH_PARTIAL) {
+  if (ev->status == SINK_OK || ev->status == SINK_PARTIAL) {
     metrics_store_answered();
     f->attempt = 0;
     f->retry_at = 0;
-    f->partial_rounds = ev->status == BATCH_PARTIAL ? f->partial_rounds + 1 : 0;
+    f->partial_rounds = ev->status == SINK_PARTIAL ? f->partial_rounds + 1 : 0;
     if (f->partial_rounds >= PARTIAL_ROUNDS) {
       ev->retry_in_ms = retry_backoff_ms(f->backoff_ms, f->backoff_max_ms, f->partial_rounds - PARTIAL_ROUNDS);
       f->retry_at = back.mono_ms + ev->retry_in_ms;
     }
   } else {
     metrics_store_failed();
-    if (ev->status == BATCH_RETRY) metrics_store_retry();
+    if (ev->status == SINK_RETRY) metrics_store_retry();
     ev->retry_in_ms = retry_backoff_ms(f->backoff_ms, f->backoff_max_ms, f->attempt++);
     f->retry_at = back.mono_ms + ev->retry_in_ms;
   }
@@ -166,7 +166,7 @@ flusher_event_t flusher_step(flusher_t *f, batch_now_t now, int64_t wait_ms, boo
   flusher_event_t ev;
   memset(&ev, 0, sizeof ev);
   if (batch_in_flight(f->batch)) {
-    if (!end_flight(f, wait_ms, &ev) || ev.status == BATCH_FATAL) return ev;
+    if (!end_flight(f, wait_ms, &ev) || ev.status == SINK_FATAL) return ev;
     wait_ms = 0; /* it waited already */
   }
   begin_flight(f, now, wait_ms, force, &ev);

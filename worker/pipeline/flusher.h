@@ -42,8 +42,8 @@ typedef struct flusher flusher_t;
 
 typedef struct flusher_event {
   bool finished;         /* a flush came back: status says how */
-  batch_status_t status; /* BATCH_DONE: everything it covered is durable */
-  sink_error_t err;     /* why, when status is not BATCH_DONE */
+  sink_status_t status;  /* batch_flush_end's: SINK_OK, everything it covered is durable */
+  sink_error_t err;      /* why, when status is not SINK_OK */
   unsigned attempt;      /* failures in a row so far (0 after a success) */
   int64_t retry_in_ms;   /* the backoff before the next attempt, after a failure */
   double seconds;        /* how long the finished flush took in the writer */

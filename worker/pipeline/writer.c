@@ -135,10 +135,10 @@ static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
   size_t would_be;
   model_apply_result_t r = model_aggregate_merge_within(stored, it->agg, sink_document_limit(stored), &would_be);
   if (r == MODEL_APPLY_TOO_LARGE) {
-    it->result = WRITER_ITEM_TOO_LARGE;
+    it->result = SINK_ITEM_TOO_LARGE;
     it->bytes = would_be;
   } else if (r == MODEL_APPLY_STALE) {
-    it->result = WRITER_ITEM_UNCHANGED;
+    it->result = SINK_ITEM_OK; /* the store holds it already: not sent */
   }
   model_aggregate_destroy(it->agg);
   it->agg = stored;
@@ -170,22 +170,22 @@ static sink_status_t load_items(const sink_t *sink, writer_job_t *job, writer_it
   return SINK_OK;
 }
 
-/* The sink's answer for one item of a bulk, into the item and the job's counts. */
+/* The sink's answer for one item of a bulk: the item keeps it as it is, and
+ * the job counts it. */
 static void record_result(writer_job_t *job, writer_item_t *it, const sink_write_item_t *si) {
+  it->result = si->result;
+  it->sent = true;
   switch (si->result) {
   case SINK_ITEM_OK:
     it->rev++;
-    it->result = WRITER_ITEM_WRITTEN;
     it->bytes = si->bytes;
     job->written++;
     job->bytes_written += si->bytes;
     break;
   case SINK_ITEM_CONFLICT:
-    it->result = WRITER_ITEM_CONFLICT;
     job->conflicts++;
     break;
-  default:
-    it->result = WRITER_ITEM_ERROR;
+  default: /* REJECTED, or TOO_LARGE refused by the store */
     it->error_code = si->error_code;
     it->bytes = si->bytes;
     job->errors++;
@@ -193,8 +193,8 @@ static void record_result(writer_job_t *job, writer_item_t *it, const sink_write
   }
 }
 
-void writer_execute(const sink_t *sink, writer_job_t *job) {
-  double t0 = clock_mono_s(); /* see writer_job_t.seconds */
+void writer_execute(const sink_t *sink, const clock_source_t *clock, writer_job_t *job) {
+  double t0 = clock_mono_seconds(clock); /* see writer_job_t.seconds */
   memset(&job->err, 0, sizeof job->err);
   job->status = SINK_OK;
   job->loads = job->written = job->unchanged = job->conflicts = job->errors = job->too_large = 0;
@@ -214,7 +214,7 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
     size_t k = 0;
     for (; next < job->nitems && k < chunk; next++) {
       writer_item_t *it = &job->items[next];
-      if (it->result != WRITER_ITEM_PENDING) continue; /* unchanged after its load */
+      if (it->result != SINK_ITEM_RETRY) continue; /* settled by its load */
       ents[k] = it;
       items[k++] = (sink_write_item_t){.agg = it->agg, .rev = it->rev};
     }
@@ -229,15 +229,16 @@ void writer_execute(const sink_t *sink, writer_job_t *job) {
     for (size_t i = 0; i < k; i++) record_result(job, ents[i], &items[i]);
   }
   for (size_t i = 0; i < job->nitems; i++) {
-    if (job->items[i].result == WRITER_ITEM_UNCHANGED) job->unchanged++;
-    if (job->items[i].result == WRITER_ITEM_TOO_LARGE) job->too_large++;
+    if (job->items[i].sent) continue;
+    if (job->items[i].result == SINK_ITEM_OK) job->unchanged++;
+    if (job->items[i].result == SINK_ITEM_TOO_LARGE) job->too_large++;
   }
   job->status = st;
   free(ents);
   free(keys);
   free(items);
   free(idx);
-  job->seconds = clock_mono_s() - t0;
+  job->seconds = clock_mono_seconds(clock) - t0;
 }
 
 /* --- the thread --------------------------------------------------------------- */
@@ -290,7 +291,7 @@ static void *writer_main(void *arg) {
       w->todo = NULL;
       w->running = job;
       pthread_mutex_unlock(&w->lock);
-      writer_execute(&w->sink, job);
+      writer_execute(&w->sink, w->clock, job);
       last_answer = clock_mono(w->clock);
       pthread_mutex_lock(&w->lock);
       w->running = NULL;

@@ -8,11 +8,13 @@
  *   1. loads, in one $in per bulk-size chunk, the stored documents of the
  *      items marked `load` (aggregates the batch only holds as an overlay of
  *      recent commands) and merges each snapshot into its stored document;
- *      an item whose stored document already holds everything is UNCHANGED
- *      and is not written, one whose merged document would pass the
- *      store's limit is TOO_LARGE and is not written either (the overlay's
- *      commands were checked against the overlay alone);
+ *      an item whose stored document already holds everything is OK and is
+ *      not written, one whose merged document would pass the store's limit
+ *      is TOO_LARGE and is not written either (the overlay's commands were
+ *      checked against the overlay alone);
  *   2. writes the rest conditionally on their rev in bulks of `chunk`.
+ * Every item's result is the sink's (sink_item_result_t), kept as the sink
+ * gave it; `sent` says whether a write call gave it or the load settled it.
  * It never retries and never resolves a conflict itself: a conflict, an
  * item error or a failed call comes back as a result, and the batch decides
  * (batch.h: a conflicting aggregate is reloaded and merged again in the next
@@ -31,8 +33,8 @@
  *  - the job's progress counters (done_loads, done_writes) are atomics: the
  *    writer stores, the consumer thread may load them while it is in flight.
  *  - the clock given to writer_new is shared: the writer thread reads it
- *    (idle pings), and so may the caller's; clock_system() and
- *    clock_manual_t are safe to read from both.
+ *    (idle pings, how long a job took), and so may the caller's;
+ *    clock_system() and clock_manual_t are safe to read from both.
  *  - metrics (metrics.h) are thread-safe; the writer records only the
  *    store's answers to idle pings there.
  * writer_execute runs a job on the calling thread instead (tests, and any
@@ -49,26 +51,23 @@
 #include "base/clock.h"
 #include "store/sink.h"
 
-typedef enum {
-  WRITER_ITEM_PENDING = 0, /* no result: the job stopped before it (see the job's status) */
-  WRITER_ITEM_WRITTEN,     /* written; rev is the new stored rev */
-  WRITER_ITEM_UNCHANGED,   /* loaded, and the stored document already held every slot: not written */
-  WRITER_ITEM_CONFLICT,    /* another writer got there first: reload and merge again */
-  WRITER_ITEM_ERROR,       /* rejected by the server for this item (error_code) */
-  /* loaded, but the snapshot merged into the stored document would pass
-   * sink_document_limit (sink.h): not merged and not sent; agg is the
-   * stored document as loaded, rev its rev, bytes the merged size. The
-   * batch decides which of the snapshot's commands fit (batch.h). */
-  WRITER_ITEM_TOO_LARGE
-} writer_item_result_t;
-
 typedef struct writer_item {
   model_aggregate_t *agg; /* owned by the job; after a load, the stored document merged with the snapshot */
   int64_t rev;            /* in: the stored rev the snapshot expects (ignored with load); out: see result */
   bool load;              /* in: read the stored document first */
   bool loaded;            /* out: the load happened; agg includes the stored document, and rev was its rev */
-  writer_item_result_t result;
-  uint32_t error_code; /* for WRITER_ITEM_ERROR */
+  /* out: SINK_ITEM_RETRY until a result comes (the job stopped before it:
+   * see the job's status). With `sent`, the result of the write call: OK
+   * (rev is the new stored rev), CONFLICT, TOO_LARGE, REJECTED
+   * (error_code). Without, the load settled it: OK when the stored
+   * document already held every slot (rev is the loaded rev), TOO_LARGE
+   * when the snapshot merged into it would pass sink_document_limit
+   * (sink.h): not merged, agg is the stored document as loaded, bytes the
+   * merged size, and the batch decides which of the snapshot's commands
+   * fit (batch.h). */
+  sink_item_result_t result;
+  bool sent;
+  uint32_t error_code; /* the store's code, for SINK_ITEM_REJECTED and SINK_ITEM_TOO_LARGE when sent */
   size_t bytes;        /* out: the document's BSON size when written, or when refused or found too large */
   void *tag;           /* the batch's; the writer never reads it */
   /* in: what changed since the document stored at rev, for a partial write
@@ -91,13 +90,18 @@ typedef struct writer_job {
   size_t chunk;   /* bulk size (batch.max_aggregates): keys per load, documents per write */
   int64_t now_ms; /* updatedAt of the documents written */
   /* out, filled by the writer */
-  sink_status_t status; /* SINK_OK: every item has a result */
+  sink_status_t status; /* SINK_OK: every item has a result; else SINK_RETRY or SINK_FATAL */
   sink_error_t err;
-  uint64_t loads, written, unchanged, conflicts, errors;
-  uint64_t too_large; /* items WRITER_ITEM_TOO_LARGE */
-  uint64_t bytes_written; /* BSON bytes of the documents written (the items WRITTEN) */
-  double seconds; /* how long the job took in the writer (the process's monotonic clock, at full
-                   * resolution: the flush cap divides it by the items, often below a millisecond) */
+  uint64_t loads;
+  uint64_t written;   /* items OK and sent */
+  uint64_t unchanged; /* items OK not sent: the load found them in the store */
+  uint64_t conflicts; /* items CONFLICT */
+  uint64_t errors;    /* items sent and refused: REJECTED, or TOO_LARGE by the store */
+  uint64_t too_large; /* items TOO_LARGE not sent: found by the merge after the load */
+  uint64_t bytes_written; /* BSON bytes of the documents written (the items OK and sent) */
+  double seconds; /* how long the job took in the writer (the writer's clock, clock_mono_seconds: at
+                   * full resolution, for the flush cap divides it by the items, often below a
+                   * millisecond) */
   /* progress while in flight, the only fields another thread may read then
    * (atomics: the writer stores, anyone loads): items loaded and written so far */
   atomic_size_t done_loads, done_writes;
@@ -113,8 +117,10 @@ void writer_job_destroy(writer_job_t *job);
 /* Appends an item (written whole: see writer_item_t); the job takes agg. */
 void writer_job_add(writer_job_t *job, model_aggregate_t *agg, int64_t rev, bool load, void *tag);
 
-/* Runs the job on the calling thread against sink (see the file comment). */
-void writer_execute(const sink_t *sink, writer_job_t *job);
+/* Runs the job on the calling thread against sink (see the file comment);
+ * clock (its monotonic side, at its finest resolution) measures
+ * job->seconds. */
+void writer_execute(const sink_t *sink, const clock_source_t *clock, writer_job_t *job);
 
 typedef struct writer writer_t;
 

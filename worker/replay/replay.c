@@ -5,17 +5,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pipeline/batch.h"
 #include "buf.h"
 #include "base/clock.h"
 #include "command.h"
 #include "base/cpus.h"
-#include "pipeline/flusher.h"
 #include "base/log.h"
 #include "oom.h"
 #include "replay_encode.h"
 #include "replay_file.h"
+#include "replay_merger.h"
 #include "replay_shards.h"
+#include "replay_store.h"
 #include "base/signals.h"
 #include "store/store.h"
 
@@ -26,101 +26,27 @@ typedef struct replay {
   bool file_mode; /* --input and --output: no broker, no store */
   bool to_store;  /* the sink is the store (no --output, not verify) */
   store_t *store;
-  batch_t *batch;        /* the merge into the store (to_store), else NULL */
-  flusher_t *flusher;    /* into the store: the writer thread owns the connection */
-  replay_merge_t merge;  /* the merge without a store (not to_store), on this thread */
-  replay_shards_t *shards; /* ... or on replay.threads threads, when more than one */
+  /* The merge (replay_merger.h): into the store (to_store), else the table
+   * on this thread, or the shards on replay.threads threads when more than one. */
+  replay_merger_t merger;
   size_t threads;          /* replay.threads resolved: the shards' and the output's */
   replay_rebuilt_t done; /* its aggregates once read, sorted by key */
-  model_command_t cmd;
   replay_file_t in, out, rejects;
   model_buf_t line; /* one rejects line */
-  /* Writing to the store, rejects lines wait here until the end, then go
-   * out in line order: a late reject (batch.h) comes when its aggregate's
-   * stored document is loaded, which depends on when flushes happen. */
+  /* With a merger whose rejects come out of order (the store's), rejects
+   * lines wait here until the end, then go out in line order: a late reject
+   * (batch.h) comes when its aggregate's stored document is loaded, which
+   * depends on when flushes happen. */
   model_buf_t late;            /* their text, back to back */
   struct reject_line *waiting; /* where each one is in `late` */
   size_t nwaiting, capwaiting;
   bool too_many_rejects; /* --max-rejects passed: the replay stops and fails */
 } replay_t;
 
-/* What batch_apply_from is given as a command's origin: its line (or
- * message) number and bytes. */
-typedef struct line_origin {
-  uint64_t line;
-  const char *data;
-  size_t len;
-} line_origin_t;
-
 typedef struct reject_line {
   uint64_t line;
   size_t off, len;
 } reject_line_t;
-
-/* --- the store: the batch's writer pipeline ---------------------------------------- */
-
-/* One step of the writer pipeline (flusher.h); false on a fatal store
- * error. A replay has no one to hand its work to, so it waits out a store
- * outage (with backoff) unless interrupted. */
-static bool store_step(flusher_t *f, int64_t wait_ms, bool force) {
-  flusher_event_t ev = flusher_step(f, batch_now(clock_system()), wait_ms, force);
-  if (!ev.finished || ev.status == BATCH_DONE || ev.status == BATCH_PARTIAL) return true;
-  if (ev.status == BATCH_FATAL) {
-    log_error("replay: store write failed", "error", LOG_STR, ev.err.message);
-    return false;
-  }
-  if (ev.attempt == 1 || ev.attempt % 10 == 0)
-    log_warn("replay: store write failed, retrying", "error", LOG_STR, ev.err.message, "retry_in_ms", LOG_INT,
-             ev.retry_in_ms);
-  return true;
-}
-
-/* After a merge: lets the writer start a flush that is due, and holds the
- * source back while the batch's memory (in-flight snapshots included) is
- * over its bound. */
-static bool store_keep_up(replay_t *r) {
-  if (!store_step(r->flusher, 0, false)) return false;
-  while (batch_pending_bytes(r->batch) > (size_t)r->cfg->batch_max_pending_bytes && batch_dirty(r->batch)) {
-    if (signals_stop_count() || !store_step(r->flusher, 100, true)) return false;
-  }
-  return true;
-}
-
-/* Writes everything held; false if interrupted or on a fatal error. */
-static bool store_drain(replay_t *r) {
-  while (batch_dirty(r->batch)) {
-    if (signals_stop_count() || !store_step(r->flusher, 1000, true)) return false;
-  }
-  return true;
-}
-
-/* The writer thread over the batch; NULL when it cannot start. */
-static flusher_t *store_flusher_new(replay_t *r) {
-  sink_t sink = store_sink(r->store); /* the writer thread's until flusher_destroy */
-  flusher_t *f = flusher_new(r->batch, &sink, 0, clock_system());
-  if (f) flusher_set_retry(f, r->cfg->retry_backoff_ms, r->cfg->retry_backoff_max_ms);
-  return f;
-}
-
-/* --- the merge ----------------------------------------------------------------------- */
-
-/* The batch, for the store: flushed by the configured limits. */
-static batch_t *merge_new(const replay_t *r) {
-  batch_limits_t limits = batch_limits_from_config(r->cfg);
-  return batch_new(&limits);
-}
-
-/* Into the store: the batch, flushed by the configured limits. Otherwise
- * the plain table (replay_merge.h), everything in memory until the end.
- * event_ms is when the command entered the system (0 = now), for the
- * batch's latencies. False when the command would make its aggregate's
- * document pass the store's limit: rej says so, and nothing changed. */
-static bool merge_apply(replay_t *r, const line_origin_t *origin, int64_t event_ms, model_reject_t *rej) {
-  if (!r->batch) return replay_merge_apply(&r->merge, &r->cmd, replay_merge_hash(&r->cmd), rej);
-  batch_now_t now = batch_now(clock_system());
-  return batch_apply_from(r->batch, &r->cmd, origin, event_ms > 0 ? event_ms : now.wall_ms, now, rej) !=
-         MODEL_APPLY_TOO_LARGE;
-}
 
 /* --- one command ---------------------------------------------------------------------- */
 
@@ -155,8 +81,10 @@ static bool write_waiting(replay_t *r) {
 }
 
 /* The rejected command at position `line` of the stream (from 1), in
- * stream order. */
-static bool reject_at(replay_t *r, uint64_t line, const model_reject_t *rej) {
+ * stream order unless the merger's come out of order (a replay_reject_fn,
+ * replay_merger.h). */
+static bool reject_at(void *ctx, uint64_t line, const model_reject_t *rej) {
+  replay_t *r = ctx;
   r->st->rejected++;
   if (r->o->limit_rejects && r->st->rejected > r->o->max_rejects) {
     if (!r->too_many_rejects)
@@ -177,84 +105,38 @@ static bool reject_at(replay_t *r, uint64_t line, const model_reject_t *rej) {
                    model_reject_code_name(rej->code));
   model_buf_json_string(&r->line, rej->detail, strlen(rej->detail));
   model_buf_puts(&r->line, "}\n");
-  if (r->flusher) {
+  if (!r->merger.in_order) {
     wait_line(r, line);
     return true;
   }
   return replay_file_write(&r->rejects, r->line.data, r->line.len);
 }
 
-/* --- holding lines for late rejects (batch_hold.h) ------------------------------------ */
-
-/* A line (or message) merged into an aggregate not yet loaded: its number
- * and its bytes, which follow the struct. */
-typedef struct held_line {
-  uint64_t line;
-  size_t len;
-} held_line_t;
-
-static void *hold_line(void *ctx, const void *origin, size_t *bytes) {
-  (void)ctx;
-  const line_origin_t *o = origin;
-  held_line_t *h = oom_malloc(sizeof *h + o->len);
-  *h = (held_line_t){o->line, o->len};
-  if (o->len) memcpy(h + 1, o->data, o->len);
-  *bytes = sizeof *h + o->len;
-  return h;
-}
-
-static bool decode_line(void *ctx, const void *held, model_command_t *cmd, model_reject_t *rej) {
-  const replay_t *r = ctx;
-  const held_line_t *h = held;
-  return model_command_decode(h->len ? (const char *)(h + 1) : "", h->len, (size_t)r->cfg->limits_max_command_bytes,
-                              cmd, rej);
-}
-
-static void reject_line(void *ctx, const void *held, const model_command_t *cmd, const model_reject_t *rej) {
-  (void)cmd;
-  replay_t *r = ctx;
-  if (!reject_at(r, ((const held_line_t *)held)->line, rej) && !r->too_many_rejects)
-    log_error("replay: a rejects line was lost");
-}
-
-static void release_line(void *ctx, void *held) {
-  (void)ctx;
-  free(held);
-}
-
-/* The threads' rejects (replay_shards.h), in stream order. */
-static bool shard_reject(void *ctx, uint64_t index, const model_reject_t *rej) { return reject_at(ctx, index, rej); }
-
-/* On this thread: the line number is the count read so far. */
-static bool reject(replay_t *r, const model_reject_t *rej) { return reject_at(r, r->st->read, rej); }
-
+/* Source -> merger: the line number is the count read so far. */
 static bool feed_message(void *ctx, const char *data, size_t len, int64_t event_ms) {
   replay_t *r = ctx;
-  if (r->too_many_rejects) return false; /* a late reject (reject_line) passed the limit */
+  if (r->too_many_rejects) return false; /* a late reject passed the limit */
   r->st->read++;
-  if (r->shards) return replay_shards_add(r->shards, data ? data : "", len);
-  model_reject_t rej;
-  if (!model_command_decode(data ? data : "", len, (size_t)r->cfg->limits_max_command_bytes, &r->cmd, &rej))
-    return reject(r, &rej);
-  line_origin_t origin = {r->st->read, data, len};
-  if (!merge_apply(r, &origin, event_ms, &rej)) return reject(r, &rej);
-  return !r->flusher || store_keep_up(r);
+  return replay_merger_apply(&r->merger, r->st->read, data, len, event_ms);
 }
 
-/* The threaded replay of a file: blocks of lines straight into the shards'
- * chunks, cut into lines on their threads. */
-static model_buf_t *feed_block(void *ctx) { return replay_shards_block(((replay_t *)ctx)->shards); }
+/* A merger that takes a file in blocks of lines (the shards': straight into
+ * their chunks, cut into lines on their threads). */
+static model_buf_t *feed_block(void *ctx) {
+  replay_t *r = ctx;
+  return r->merger.ops->block(r->merger.ctx);
+}
 
 static bool feed_block_done(void *ctx, size_t long_len, uint64_t *lines) {
   replay_t *r = ctx;
-  bool ok = replay_shards_block_done(r->shards, long_len, lines);
+  bool ok = r->merger.ops->block_done(r->merger.ctx, long_len, lines);
   r->st->read = *lines;
   return ok;
 }
 
 static bool feed_idle(void *ctx) {
   replay_t *r = ctx;
-  return store_step(r->flusher, 0, false);
+  return r->merger.ops->idle(r->merger.ctx);
 }
 
 /* --- files ----------------------------------------------------------------------------- */
@@ -313,13 +195,18 @@ static bool write_output(replay_t *r) {
 
 /* --- the replay ------------------------------------------------------------------------- */
 
-/* The merge without a store on more than one thread: its workers start;
- * 0, or the exit status. */
-static int merge_threads_start(replay_t *r) {
+/* The merger, chosen once: into the store, else in memory on one thread
+ * or on replay.threads threads. 0, or the exit status. */
+static int merger_start(replay_t *r) {
+  size_t max_bytes = (size_t)r->cfg->limits_max_command_bytes;
+  if (r->to_store) {
+    sink_t sink = store_sink(r->store); /* the writer thread's until the merger is destroyed */
+    return replay_store_merger(&r->merger, r->cfg, &sink, reject_at, r) ? 0 : 1;
+  }
   r->threads = merge_threads(r->cfg);
-  if (r->threads == 1) return 0;
-  r->shards = replay_shards_new(r->threads, (size_t)r->cfg->limits_max_command_bytes, shard_reject, r);
-  return r->shards ? 0 : 1;
+  if (r->threads > 1) return replay_shards_merger(&r->merger, r->threads, max_bytes, reject_at, r) ? 0 : 1;
+  r->merger = replay_merge_merger(max_bytes, reject_at, r);
+  return 0;
 }
 
 /* Everything the replay needs before it reads: 0, or the exit status. */
@@ -342,41 +229,32 @@ static int replay_open(replay_t *r) {
       return 2;
     }
   }
-  if (!r->to_store) return merge_threads_start(r);
-  r->batch = merge_new(r);
-  if (r->batch && r->store) r->flusher = store_flusher_new(r);
-  if (r->flusher) { /* only the store's documents can be loaded, and so not fit */
-    batch_holder_t holder = {hold_line, decode_line, reject_line, release_line, r};
-    batch_set_holder(r->batch, &holder);
-  }
-  return r->batch && (!r->to_store || r->flusher) ? 0 : 1;
+  return merger_start(r);
 }
 
 /* Source -> decode -> merge (-> the store, as it goes). */
 static bool replay_read(replay_t *r) {
   const replay_options_t *o = r->o;
-  replay_feed_t feed = {feed_message, r->flusher ? feed_idle : NULL, r, NULL};
+  replay_feed_t feed = {feed_message, r->merger.ops->idle ? feed_idle : NULL, r, NULL};
   if (!r->file_mode) feed.label = o->label ? o->label : "replay";
   if (!o->input) return replay_source_topics(r->cfg, o->from, o->until, &feed);
   if (!r->in.f && !replay_file_open(&r->in, o->input, "r")) return false;
   replay_block_feed_t blocks = {feed_block, feed_block_done};
   bool ok = replay_source_blocks(r->in.f, r->in.shown, (size_t)r->cfg->limits_max_command_bytes, &feed,
-                                 r->shards ? &blocks : NULL);
+                                 r->merger.ops->block ? &blocks : NULL);
   replay_file_close_input(&r->in);
   return ok;
 }
 
-/* The sink's end: the store written, or the aggregates gathered and the
- * output file written (verify takes them at close). */
+/* The merger's end (the store written, or the aggregates gathered), the
+ * rejects, then the output file written (verify takes the aggregates at
+ * close). Rejects lines that waited for the end go out even when the
+ * merger failed: on a stream, as those written as they came. */
 static bool replay_finish(replay_t *r) {
-  if (r->shards && !replay_shards_finish(r->shards, &r->done)) return false;
-  if (r->flusher) {
-    bool ok = store_drain(r);
-    return write_waiting(r) && replay_file_drain(&r->rejects) && ok;
-  }
-  if (!replay_file_drain(&r->rejects)) return false;
-  if (!r->shards) replay_merge_sorted(&r->merge, &r->done);
-  return r->o->rebuilt || write_output(r);
+  bool merged = replay_merger_finish(&r->merger, &r->done);
+  if (!merged && !r->nwaiting) return false;
+  bool rejects = write_waiting(r) && replay_file_drain(&r->rejects);
+  return merged && rejects && (!r->out.f || write_output(r));
 }
 
 /* Puts the outputs of a replay that got to the end into place; false when
@@ -391,29 +269,19 @@ static bool replay_commit(replay_t *r) {
 /* Releases everything, handing the aggregates to verify after a rebuild
  * that got to the end; the outputs not committed are removed. */
 static void replay_close(replay_t *r, bool done) {
-  flusher_destroy(r->flusher);
-  if (r->flusher) batch_set_holder(r->batch, NULL); /* its ctx, r, goes now */
-  if (r->batch) {
-    const batch_stats_t *bs = batch_stats(r->batch);
-    r->st->applied = bs->applied;
-    r->st->stale = bs->stale;
-    if (r->to_store) r->st->aggregates = bs->writes_ok;
-  } else {
-    replay_shards_stop(r->shards);
-    if (r->shards && r->o->input) r->st->read = replay_shards_messages(r->shards); /* lines in blocks */
-    r->st->applied = r->merge.applied;
-    r->st->stale = r->merge.stale;
-    if (r->shards) replay_shards_counts(r->shards, &r->st->applied, &r->st->stale);
-  }
+  replay_counts_t c = {.read = r->st->read, .aggregates = r->st->aggregates};
+  replay_merger_counts(&r->merger, &c);
+  r->st->read = c.read;
+  r->st->applied = c.applied;
+  r->st->stale = c.stale;
+  r->st->aggregates = c.aggregates;
   if (done && r->o->rebuilt) {
     r->st->aggregates = r->done.n;
     *r->o->rebuilt = r->done;
     r->done = (replay_rebuilt_t){0};
   }
   replay_rebuilt_free(&r->done);
-  replay_merge_free(&r->merge);
-  replay_shards_destroy(r->shards);
-  batch_destroy(r->batch);
+  replay_merger_destroy(&r->merger);
   store_destroy(r->store);
   replay_file_close_input(&r->in);
   replay_file_close(&r->rejects);
@@ -442,7 +310,7 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
     bool read = replay_read(r);
     /* Cut short, the threads still write the rejects of what was read, as
      * one thread has by then. */
-    if (!read && r->shards) replay_shards_drain(r->shards);
+    if (!read) replay_merger_drain(&r->merger);
     if (!(read && replay_finish(r) && !r->too_many_rejects && replay_commit(r))) rc = 1;
   }
   /* Said once, whatever failed on the way (a read cut short by EINTR). */

@@ -1,16 +1,19 @@
 /* `aggregator replay`: one pipeline for every mode.
  *
  *   source (replay_source.h: the lines of --input, or the configured topics
- *   from --from to --until) -> decode -> merge -> sink:
- *   - the configured store: merged through the same batch (batch.h), writer
- *     thread and conditional writer as `run` (flusher.h);
- *   - --output: merged into a plain table (replay_merge.h), which keeps none
- *     of the batch's write bookkeeping; JSON lines of the final documents
- *     (model_codec_to_json), sorted by _id bytewise, each with rev 1 and
- *     updatedAt = the time of the write (one clock reading for the whole
- *     output);
- *   - verify's rebuild: merged as for --output, the aggregates handed to
- *     the caller sorted by _id.
+ *   from --from to --until) -> merger.apply (decode, merge, rejects) ->
+ *   merger.finish -> output, where the merger (replay_merger.h), chosen
+ *   before anything is read, is
+ *   - into the configured store: the same batch (batch.h), writer thread
+ *     and conditional writer as `run` (flusher.h; replay_store.h), the
+ *     documents written as it goes;
+ *   - otherwise a plain table (replay_merge.h), which keeps none of the
+ *     batch's write bookkeeping, or the same on replay.threads threads
+ *     (replay_shards.h); then the output is
+ *     - --output: JSON lines of the final documents (model_codec_to_json),
+ *       sorted by _id bytewise, each with rev 1 and updatedAt = the time of
+ *       the write (one clock reading for the whole output);
+ *     - verify's rebuild: the aggregates handed to the caller sorted by _id.
  *
  * Threads: without a store, decode and merge run on replay.threads threads
  * (replay_shards.h; 1 keeps them on the calling thread) and --output is

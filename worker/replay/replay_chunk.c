@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keys.h"
 #include "oom.h"
 #include "replay_lines.h"
 
@@ -171,23 +172,22 @@ void replay_chunk_merge(replay_chunk_t *c, size_t s, replay_merge_t *m) {
   }
 }
 
+static int by_index(const void *a, const void *b, void *ctx) {
+  (void)ctx;
+  size_t x = ((const replay_chunk_reject_t *)a)->index, y = ((const replay_chunk_reject_t *)b)->index;
+  return (x > y) - (x < y);
+}
+
 bool replay_chunk_rejects(replay_chunk_t *c, bool (*fn)(void *ctx, uint64_t index, const model_reject_t *rej),
                           void *ctx) {
-  /* A merge of the sorted lists: the shards' and, last, the decode's. */
-  size_t pos[c->nshards + 1];
-  memset(pos, 0, sizeof pos);
-  for (;;) {
-    const replay_chunk_reject_t *next = NULL;
-    size_t from = 0;
-    for (size_t s = 0; s <= c->nshards; s++) {
-      const replay_chunk_rejects_t *l = s < c->nshards ? &c->merge_rejects[s] : &c->decode_rejects;
-      if (pos[s] < l->n && (!next || l->v[pos[s]].index < next->index)) {
-        next = &l->v[pos[s]];
-        from = s;
-      }
-    }
-    if (!next) return true;
-    pos[from]++;
-    if (!fn(ctx, c->first + next->index, &next->rej)) return false;
+  /* A merge of the lists in message order: the shards' and, last, the decode's. */
+  model_keys_run_t runs[c->nshards + 1];
+  for (size_t s = 0; s <= c->nshards; s++) {
+    const replay_chunk_rejects_t *l = s < c->nshards ? &c->merge_rejects[s] : &c->decode_rejects;
+    runs[s] = (model_keys_run_t){l->v, l->n, 0};
   }
+  for (const replay_chunk_reject_t *next;
+       (next = model_keys_merge_next(runs, c->nshards + 1, sizeof *next, by_index, NULL, NULL));)
+    if (!fn(ctx, c->first + next->index, &next->rej)) return false;
+  return true;
 }

@@ -6,6 +6,9 @@
  * batch's write bookkeeping (seqs, latencies, dirty lists, LRU), which only
  * a store needs.
  *
+ * replay_merge_merger is the table as a merger (replay_merger.h): decode
+ * and merge on the replay's thread, every reject in stream order.
+ *
  * Threads: a replay_merge_t is owned by one thread at a time: the replay's,
  * or one shard's (replay_shards.h); the rebuilt list it gathers into is the
  * caller's. */
@@ -19,6 +22,7 @@
 #include "aggregate.h"
 #include "aggset.h"
 #include "command.h"
+#include "replay_merger.h"
 
 typedef struct replay_merge {
   model_aggset_t set;
@@ -27,12 +31,6 @@ typedef struct replay_merge {
 } replay_merge_t;
 
 #define REPLAY_MERGE_INIT {MODEL_AGGSET_INIT, 0, 0}
-
-/* Every aggregate of a replay, sorted by key (model_keys_sort), owned. */
-typedef struct replay_rebuilt {
-  model_aggregate_t **aggs;
-  size_t n;
-} replay_rebuilt_t;
 
 /* The hash that routes and finds cmd's aggregate (model_aggset_hash). */
 static inline uint32_t replay_merge_hash(const model_command_t *cmd) {
@@ -53,6 +51,10 @@ void replay_merge_sorted(replay_merge_t *m, replay_rebuilt_t *out);
 void replay_rebuilt_join(replay_rebuilt_t *parts, size_t n, replay_rebuilt_t *out);
 
 void replay_merge_free(replay_merge_t *m);
+
+/* The table as a merger: commands of at most max_bytes (limits.max_command_bytes),
+ * rejects to reject(ctx, ...). */
+replay_merger_t replay_merge_merger(size_t max_bytes, replay_reject_fn reject, void *ctx);
 /* replay_rebuilt_free(NULL) and of an empty list are safe. */
 void replay_rebuilt_free(replay_rebuilt_t *r);
 

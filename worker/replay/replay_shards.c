@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "keys.h"
 #include "oom.h"
 #include "replay_chunk.h"
 
@@ -50,6 +51,7 @@ struct replay_shards {
   bool failed;          /* a reject callback returned false */
   replay_chunk_t *fill; /* the chunk being filled, NULL between chunks */
   uint64_t messages;    /* messages of the chunks retired */
+  bool blocks;          /* the source gives blocks of lines (replay_shards_block) */
   replay_shards_reject_fn reject;
   void *ctx;
 };
@@ -99,15 +101,7 @@ static bool worker_step(worker_t *w) {
 
 /* The first aggregate of p whose key is not below key (NULL: below none). */
 static size_t lower_bound(const replay_rebuilt_t *p, const char *key) {
-  size_t lo = 0, hi = key ? p->n : 0;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (strcmp(model_aggregate_key(p->aggs[mid], NULL), key) < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  return key ? model_keys_lower_bound(p->aggs, p->n, sizeof *p->aggs, model_keys_of_aggregate_ptr, NULL, key) : 0;
 }
 
 /* Range t of every shard's sorted aggregates, joined into w->range. The
@@ -251,6 +245,7 @@ bool replay_shards_add(replay_shards_t *s, const char *data, size_t len) {
 }
 
 model_buf_t *replay_shards_block(replay_shards_t *s) {
+  s->blocks = true;
   if (s->failed) return NULL;
   if (!s->fill) s->fill = acquire(s, true);
   return &s->fill->bytes;
@@ -367,4 +362,43 @@ void replay_shards_destroy(replay_shards_t *s) {
   pthread_cond_destroy(&s->work);
   pthread_mutex_destroy(&s->lock);
   free(s);
+}
+
+/* --- the shards as a merger (replay_merger.h) ------------------------------------------ */
+
+static bool shards_apply(void *ctx, uint64_t line, const char *data, size_t len, int64_t event_ms) {
+  (void)line; /* a chunk's messages get their positions when it is retired */
+  (void)event_ms;
+  return replay_shards_add(ctx, data ? data : "", len);
+}
+
+static model_buf_t *shards_block(void *ctx) { return replay_shards_block(ctx); }
+
+static bool shards_block_done(void *ctx, size_t long_len, uint64_t *lines) {
+  return replay_shards_block_done(ctx, long_len, lines);
+}
+
+static bool shards_finish(void *ctx, replay_rebuilt_t *out) { return replay_shards_finish(ctx, out); }
+
+static void shards_drain(void *ctx) { replay_shards_drain(ctx); }
+
+static void shards_counts(void *ctx, replay_counts_t *c) {
+  replay_shards_t *s = ctx;
+  replay_shards_stop(s);
+  if (s->blocks) c->read = s->messages; /* the lines the workers cut */
+  c->applied = c->stale = 0;
+  replay_shards_counts(s, &c->applied, &c->stale);
+}
+
+static void shards_destroy(void *ctx) { replay_shards_destroy(ctx); }
+
+static const replay_merger_ops_t shards_ops = {.apply = shards_apply, .block = shards_block,
+                                               .block_done = shards_block_done, .finish = shards_finish,
+                                               .drain = shards_drain, .counts = shards_counts,
+                                               .destroy = shards_destroy};
+
+bool replay_shards_merger(replay_merger_t *m, size_t nthreads, size_t max_bytes, replay_reject_fn reject, void *ctx) {
+  replay_shards_t *s = replay_shards_new(nthreads, max_bytes, reject, ctx);
+  *m = (replay_merger_t){s ? &shards_ops : NULL, s, true};
+  return s != NULL;
 }

@@ -42,7 +42,11 @@
  * shards, raised under the mutex; the feeding thread then sets the pivots
  * and the join flag under it, and every thread only reads every sorted
  * list while it joins its range into a list of its own, handed back by the
- * count of ranges joined. Every function here is the feeding thread's. */
+ * count of ranges joined. Every function here is the feeding thread's.
+ *
+ * replay_shards_merger is the shards as a merger (replay_merger.h): the
+ * replay's thread is the feeding thread, a file comes in blocks, and the
+ * rejects come in stream order. */
 #ifndef REPLAY_SHARDS_H
 #define REPLAY_SHARDS_H
 
@@ -53,6 +57,7 @@
 #include "buf.h"
 #include "command.h"
 #include "replay_merge.h"
+#include "replay_merger.h"
 
 enum { REPLAY_SHARDS_WINDOW = 4 };
 
@@ -111,5 +116,10 @@ void replay_shards_counts(const replay_shards_t *s, uint64_t *applied, uint64_t 
 
 /* Stops the workers (replay_shards_stop) and frees everything; NULL is safe. */
 void replay_shards_destroy(replay_shards_t *s);
+
+/* The shards as a merger, over replay_shards_new's arguments; false, with a
+ * message, when a thread cannot start. Its counts' `read` is the lines of
+ * the blocks retired when the source gave blocks. */
+bool replay_shards_merger(replay_merger_t *m, size_t nthreads, size_t max_bytes, replay_reject_fn reject, void *ctx);
 
 #endif

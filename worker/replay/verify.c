@@ -192,14 +192,16 @@ static size_t repair_results(const writer_job_t *job) {
     const writer_item_t *it = &job->items[k];
     entry_t *e = it->tag;
     switch (it->result) {
-    case WRITER_ITEM_WRITTEN:
-      e->repair = REPAIR_WRITTEN;
-      e->new_rev = it->rev;
+    case SINK_ITEM_OK:
+      e->repair = it->sent ? REPAIR_WRITTEN : REPAIR_UNCHANGED;
+      if (it->sent) e->new_rev = it->rev;
       break;
-    case WRITER_ITEM_UNCHANGED:
-      e->repair = REPAIR_UNCHANGED;
-      break;
-    case WRITER_ITEM_ERROR:
+    case SINK_ITEM_TOO_LARGE: /* refused by the store, or (not sent) found by the merge after the load */
+    case SINK_ITEM_REJECTED:
+      if (!it->sent) { /* load and merge again */
+        again++;
+        break;
+      }
       e->repair = REPAIR_FAILED;
       snprintf(e->error, sizeof e->error, "the store rejected the write (code %" PRIu32 ")", it->error_code);
       break;
@@ -222,7 +224,7 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, const clock_so
   outage_t outage = {.cfg = cfg, .clock = clock};
   while (todo && ok) {
     writer_job_t *job = repair_job(cfg, clock, c, todo);
-    writer_execute(sink, job);
+    writer_execute(sink, clock, job);
     todo = repair_results(job);
     if (job->status == SINK_FATAL) {
       log_error("verify: repair write failed", "error", LOG_STR, job->err.message);
@@ -377,7 +379,7 @@ static bool verify_compare(verify_t *v, const replay_rebuilt_t *rebuilt) {
 
 int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, verify_stats_t *stats) {
   const clock_source_t *clock = o->clock ? o->clock : clock_system();
-  int64_t t0 = clock_mono(clock);
+  double t0 = clock_mono_seconds(clock);
   memset(stats, 0, sizeof *stats);
   verify_t v = {.cfg = cfg, .o = o, .clock = clock, .st = stats, .out = MODEL_BUF_INIT, .report = report};
   /* A bad URI is a configuration error (mongoc connects lazily: only the
@@ -427,6 +429,6 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
   }
   replay_rebuilt_free(&rebuilt);
   store_destroy(v.store);
-  stats->seconds = (double)(clock_mono(clock) - t0) / 1000;
+  stats->seconds = clock_mono_seconds(clock) - t0;
   return rc;
 }

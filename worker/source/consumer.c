@@ -110,10 +110,10 @@ static bool flush_step(consumer_t *c, batch_now_t now, int64_t wait_ms, bool for
     log_debug("flush finished", "status", LOG_INT, (int64_t)ev.status, "aggregates", LOG_INT, (int64_t)ev.items,
               "ms", LOG_INT, (int64_t)(ev.seconds * 1000));
     landed = offsets_durable_to(c->offsets, batch_durable_seq(c->batch));
-    if (ev.status == BATCH_FATAL) {
+    if (ev.status == SINK_FATAL) {
       log_error("store error that retrying cannot fix", "error", LOG_STR, ev.err.message);
       c->fatal = true;
-    } else if (ev.status == BATCH_RETRY && (ev.attempt == 1 || ev.attempt % 10 == 0)) {
+    } else if (ev.status == SINK_RETRY && (ev.attempt == 1 || ev.attempt % 10 == 0)) {
       log_warn("store write failed, retrying", "error", LOG_STR, ev.err.message, "attempt", LOG_INT,
                (int64_t)ev.attempt, "retry_in_ms", LOG_INT, ev.retry_in_ms);
     }

@@ -4,12 +4,12 @@
  * in-memory store with a controllable latency behind it
  * (tests/unit/mem_store.h).
  *
- * Results follow fluent-bit's sink contract: SINK_OK (every item has a
- * result), SINK_RETRY (transient: network, election, write-concern timeout;
- * nothing can be assumed about which items landed, and retrying is safe
- * because every write is conditional on the revision last seen), SINK_FATAL
- * (configuration, authentication or a stored document that does not decode:
- * retrying cannot help).
+ * Results are one vocabulary from the store to the flusher: a sink call,
+ * the writer's job, the batch's flush and the flusher's event all say how
+ * they ended with sink_status_t, and every item of a write, from the store
+ * through the writer to the batch, with sink_item_result_t; nothing on the
+ * way translates one into another. A store's own error codes stay in its
+ * files: what the other side needs of them is in these values.
  *
  * A sink is called from one thread at a time: the writer's thread
  * (writer.h), which owns the connection behind ctx for as long as the
@@ -23,7 +23,16 @@
 
 #include "aggregate.h"
 
-typedef enum { SINK_OK = 0, SINK_RETRY = 1, SINK_FATAL = 2 } sink_status_t;
+/* How a call ended, as fluent-bit's sink contract says: SINK_OK (every item
+ * has a result), SINK_RETRY (transient: network, election, write-concern
+ * timeout; nothing can be assumed about which items landed, and retrying is
+ * safe because every write is conditional on the revision last seen),
+ * SINK_FATAL (configuration, authentication or a stored document that does
+ * not decode: retrying cannot help). SINK_PARTIAL is what a flush of the
+ * batch (batch_flush_end) adds: every item has a result and some are due
+ * again at once (conflicts, or documents past the limit once loaded); a sink
+ * call never returns it (its items say so). */
+typedef enum { SINK_OK = 0, SINK_RETRY = 1, SINK_FATAL = 2, SINK_PARTIAL = 3 } sink_status_t;
 
 typedef struct sink_error {
   uint32_t domain; /* the store client's error domain, 0 if none */
@@ -31,31 +40,28 @@ typedef struct sink_error {
   char message[256];
 } sink_error_t;
 
+/* How one item of a write ended. */
 typedef enum {
-  SINK_ITEM_PENDING = 0, /* no result (whole-batch RETRY/FATAL) */
-  SINK_ITEM_OK,          /* written; the stored rev is now rev + 1 */
-  SINK_ITEM_CONFLICT,    /* another writer got there first: reload and merge again */
-  SINK_ITEM_ERROR        /* refused for this item; see error_code */
+  SINK_ITEM_RETRY = 0, /* no result: the call (or the job) stopped before it; kept and sent again */
+  SINK_ITEM_OK,        /* the store holds it: written (the stored rev is now rev + 1) or, after a
+                        * load, already held (writer.h) */
+  SINK_ITEM_CONFLICT,  /* another writer got there first: reload and merge again */
+  SINK_ITEM_TOO_LARGE, /* the document would pass the store's limit: refused by the store before
+                        * sending (bytes says its size), or found by the writer's merge after a
+                        * load (writer.h) */
+  SINK_ITEM_REJECTED   /* refused by the store for this item; error_code says why */
 } sink_item_result_t;
 
-/* The document size limit of every supported store (MongoDB's
- * maxBsonObjectSize). A sink refuses, before sending anything, a document
- * whose write statement would pass it: SINK_ITEM_ERROR with
- * SINK_CODE_TOO_LARGE (MongoDB's own code, BSONObjectTooLarge) and the
- * document's size in bytes; the other items go on. */
-#define SINK_MAX_DOCUMENT_BYTES (16 * 1024 * 1024)
-#define SINK_CODE_TOO_LARGE 10334
-
-/* Bytes a write statement adds to its document besides the _id
- * (store_bulk.c says what they are): the document of an aggregate may hold
- * sink_document_limit of it, and the merge refuses a command that would
- * pass that (model_aggregate_apply_within), so that the store never has to. */
-#define SINK_STATEMENT_OVERHEAD 64
-static inline size_t sink_document_limit(const model_aggregate_t *agg) {
-  size_t key_len;
-  model_aggregate_key(agg, &key_len);
-  return SINK_MAX_DOCUMENT_BYTES - SINK_STATEMENT_OVERHEAD - key_len;
-}
+/* The store's answer to how large the document of agg may grow (as
+ * models/docsize.h measures it): every supported store has the same limit,
+ * which store_bulk.h states with what a write statement adds to the
+ * document. The merge refuses a command that would pass it
+ * (model_aggregate_apply_within) and the writer an overlay whose merge into
+ * its stored document would, so that the store never has to; a sink still
+ * refuses, before sending anything, a document whose write statement would
+ * pass it: SINK_ITEM_TOO_LARGE with the document's size in bytes; the
+ * other items go on. */
+size_t sink_document_limit(const model_aggregate_t *agg);
 
 typedef struct sink_write_item {
   const model_aggregate_t *agg; /* in: borrowed */
@@ -73,7 +79,8 @@ typedef struct sink_write_item {
   const size_t *students;
   size_t nstudents;
   sink_item_result_t result; /* out */
-  uint32_t error_code;       /* out, for SINK_ITEM_ERROR */
+  uint32_t error_code;       /* out, for SINK_ITEM_REJECTED and SINK_ITEM_TOO_LARGE: the store's own
+                              * code, for logs and reports only */
   size_t bytes;              /* out: the encoded size of what is sent, the document or a partial
                               * update's changes (the document's when refused as too large), 0 if
                               * never encoded */
@@ -90,7 +97,7 @@ typedef struct sink {
                         sink_error_t *err);
   /* Writes every item, conditional on its rev (keys distinct); updated_at_ms
    * goes into every document. On SINK_OK every item has a result; otherwise
-   * items are left SINK_ITEM_PENDING and err says why. */
+   * items are left SINK_ITEM_RETRY and err says why. */
   sink_status_t (*write)(void *ctx, sink_write_item_t *items, size_t nitems, int64_t updated_at_ms,
                          sink_error_t *err);
   /* A round trip to the store. */

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "keys.h"
 #include "base/log.h"
 #include "oom.h"
@@ -31,6 +32,7 @@
 #include "store_error.h"
 #include "store_find.h"
 #include "store_internal.h"
+#include "store_outcome.h"
 #include "store_profile.h"
 #include "base/store_shard.h"
 #include "base/value.h"
@@ -321,7 +323,7 @@ static sink_status_t write_command(store_t *store, sink_write_item_t *items, con
   mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(store->collection, &opts);
   size_t nops = 0;
   for (size_t i = 0; i < n; i++) {
-    items[idx[i]].result = SINK_ITEM_PENDING;
+    items[idx[i]].result = SINK_ITEM_RETRY;
     items[idx[i]].error_code = 0;
     if (store_bulk_add(bulk, &items[idx[i]], updated_at_ms, store->shard)) map[nops++] = idx[i];
   }
@@ -384,7 +386,7 @@ sink_item_result_t store_read_back_result(const sink_write_item_t *item, const m
                                            int64_t stored_rev, int64_t stored_updated_at_ms, int64_t updated_at_ms) {
   if (stored_rev == item->rev + 1 && stored_updated_at_ms == updated_at_ms && model_aggregate_equal(item->agg, stored))
     return SINK_ITEM_OK;
-  return SINK_ITEM_PENDING;
+  return SINK_ITEM_RETRY;
 }
 
 /* Reads the items back and marks SINK_ITEM_OK each whose stored document
@@ -397,7 +399,7 @@ static sink_status_t read_back(store_t *store, sink_write_item_t *items, size_t 
   model_keys_sort(idx, nitems, sizeof *idx, index_key, items);
   for (size_t i = 0; i < nitems; i++) {
     keys[i] = item_key(&items[i]);
-    items[i].result = SINK_ITEM_PENDING;
+    items[i].result = SINK_ITEM_RETRY;
     items[i].error_code = 0;
   }
   store_found_list_t stored = {0};
@@ -407,7 +409,7 @@ static sink_status_t read_back(store_t *store, sink_write_item_t *items, size_t 
     const char *key = model_aggregate_key(stored.v[i].agg, &len);
     size_t at = model_keys_find(idx, nitems, sizeof *idx, index_key, items, key);
     sink_write_item_t *item = at < nitems ? &items[idx[at]] : NULL;
-    if (item && item->result == SINK_ITEM_PENDING)
+    if (item && item->result == SINK_ITEM_RETRY)
       item->result = store_read_back_result(item, stored.v[i].agg, stored.v[i].rev, stored.v[i].updated_at_ms,
                                             updated_at_ms);
   }
@@ -439,7 +441,7 @@ static sink_status_t resolve_incomplete(store_t *store, sink_write_item_t *items
   sink_status_t st = read_back(store, items, nitems, updated_at_ms, err);
   bool incomplete;
   for (size_t i = 0; st == SINK_OK && i < nitems; i++)
-    if (items[i].result == SINK_ITEM_PENDING) st = write_bulk(store, items, &i, 1, updated_at_ms, &incomplete, err);
+    if (items[i].result == SINK_ITEM_RETRY) st = write_bulk(store, items, &i, 1, updated_at_ms, &incomplete, err);
   return st;
 }
 
@@ -459,7 +461,7 @@ sink_status_t store_write(store_t *store, sink_write_item_t *items, size_t nitem
   }
   if (st != SINK_OK) {
     for (size_t i = 0; i < nitems; i++) {
-      items[i].result = SINK_ITEM_PENDING;
+      items[i].result = SINK_ITEM_RETRY;
       items[i].error_code = 0;
     }
   }
@@ -482,3 +484,14 @@ static sink_status_t sink_write(void *ctx, sink_write_item_t *items, size_t n, i
 static sink_status_t sink_ping(void *ctx, sink_error_t *err) { return store_ping(ctx, err); }
 
 sink_t store_sink(store_t *store) { return (sink_t){sink_load, sink_write, sink_ping, store}; }
+
+/* --- a store as the configuration describes it ----------------------------- */
+
+store_t *store_open(const config_t *cfg, sink_error_t *err) {
+  store_t *store = store_new(cfg->store_uri, cfg->store_database, cfg->store_collection, cfg->store_write_concern, err);
+  if (store && !store_set_shard_key(store, cfg->store_shard_key, err)) {
+    store_destroy(store);
+    return NULL;
+  }
+  return store;
+}

@@ -74,7 +74,7 @@ typedef void (*store_unreadable_cb)(void *ctx, const char *key, const char *reas
 sink_status_t store_load_counts(store_t *store, const char *const *keys, size_t nkeys, store_found_counts_cb found,
                                  store_unreadable_cb unreadable, void *ctx, sink_error_t *err);
 
-/* A document whose write statement would pass SINK_MAX_DOCUMENT_BYTES is
+/* A document whose write statement would pass STORE_MAX_DOCUMENT_BYTES (store_bulk.h) is
  * refused before anything is sent (sink.h). Sent anyway, such a statement
  * fails the whole bulk on every server, each in its own way, so the limit
  * is checked here, the same for all. */
@@ -84,7 +84,7 @@ sink_status_t store_load_counts(store_t *store, const char *const *keys, size_t 
  * partial ones as update_one without upsert; keys must be distinct: a
  * duplicate would conflict with itself);
  * updated_at_ms goes into every document's updatedAt. On SINK_OK every item
- * has a result; otherwise items are left SINK_ITEM_PENDING and err says why. */
+ * has a result; otherwise items are left SINK_ITEM_RETRY and err says why. */
 sink_status_t store_write(store_t *store, sink_write_item_t *items, size_t nitems, int64_t updated_at_ms,
                            sink_error_t *err);
 

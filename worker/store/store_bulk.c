@@ -3,9 +3,10 @@
 #include "store_bulk.h"
 
 #include "codec.h"
+#include "store_error.h"
 #include "base/log.h"
 
-/* SINK_STATEMENT_OVERHEAD (sink.h): the bytes an update statement
+/* STORE_STATEMENT_OVERHEAD (store_bulk.h): the bytes an update statement
  * {q: {_id, rev}, u: <document>, upsert, multi} adds to its document,
  * besides the _id: the filter's framing and fields (28) and the
  * statement's (28), rounded up. A server may drop the
@@ -17,6 +18,11 @@
  * document that could be inserted can always be replaced. The merge holds
  * every command to the same bound, so a refusal here is a bug, the last
  * line of defence (batch_too_large.h). */
+size_t sink_document_limit(const model_aggregate_t *agg) {
+  size_t key_len;
+  model_aggregate_key(agg, &key_len);
+  return STORE_MAX_DOCUMENT_BYTES - STORE_STATEMENT_OVERHEAD - key_len;
+}
 
 /* The server's code for an item the driver refuses before sending it, so
  * that error_code always speaks the server's language. */
@@ -31,15 +37,15 @@
 static void no_validate(bson_t *opts) { BSON_APPEND_BOOL(opts, "validate", false); }
 
 /* Records the document's size in item; false, with the item refused as too
- * large (SINK_CODE_TOO_LARGE), when it could not be encoded or its
+ * large (SINK_ITEM_TOO_LARGE), when it could not be encoded or its
  * statement would pass the limit (store.h). Not logged here: this runs on
  * every attempt, and the caller (batch.c) logs once per aggregate and
  * decides what becomes of its changes. */
 static bool fits(sink_write_item_t *item, bool encoded, size_t doc_len) {
   item->bytes = doc_len;
   if (encoded && doc_len <= sink_document_limit(item->agg)) return true;
-  item->result = SINK_ITEM_ERROR;
-  item->error_code = SINK_CODE_TOO_LARGE;
+  item->result = SINK_ITEM_TOO_LARGE;
+  item->error_code = STORE_CODE_TOO_LARGE;
   return false;
 }
 
@@ -52,7 +58,7 @@ static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, sink_write_item_t *i
    * its: refused as a replacement would be. Encoding it costs CPU only and
    * is done only near the limit: the BSON of an aggregate is a few times its
    * content (each value's field name and type included), well under 16x. */
-  if (model_aggregate_memory(item->agg) > SINK_MAX_DOCUMENT_BYTES / 16) {
+  if (model_aggregate_memory(item->agg) > STORE_MAX_DOCUMENT_BYTES / 16) {
     bson_t whole = BSON_INITIALIZER;
     bool encoded = model_codec_to_bson(item->agg, item->rev + 1, updated_at_ms, &whole);
     size_t len = whole.len;
@@ -79,7 +85,7 @@ static bool bulk_add_partial(mongoc_bulk_operation_t *bulk, sink_write_item_t *i
   bson_destroy(&opts);
   if (!ok) {
     log_error("partial update refused by the driver", "key", LOG_STR, key, "error", LOG_STR, e.message);
-    item->result = SINK_ITEM_ERROR;
+    item->result = SINK_ITEM_REJECTED;
     item->error_code = STORE_CODE_BAD_VALUE;
   }
   bson_destroy(&filter);
@@ -116,7 +122,7 @@ bool store_bulk_add(mongoc_bulk_operation_t *bulk, sink_write_item_t *item, int6
   }
   if (!ok) {
     log_error("aggregate refused by the driver", "key", LOG_STR, key, "error", LOG_STR, e.message);
-    item->result = SINK_ITEM_ERROR;
+    item->result = SINK_ITEM_REJECTED;
     item->error_code = STORE_CODE_BAD_VALUE;
   }
   bson_destroy(&opts);

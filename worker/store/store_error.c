@@ -1,5 +1,5 @@
 /* The store's errors: filling a sink_error_t, and which failures are worth
- * retrying (store_error.h, store_internal.h). */
+ * retrying (store_error.h). */
 #include "store_error.h"
 
 #include <mongoc/mongoc.h>
@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "base/redact.h"
-#include "store_internal.h"
 
 /* Write-concern errors that retrying cannot fix: w names more nodes or a tag
  * than the replica set has. */

@@ -4,16 +4,22 @@
  * callers print err->message as it is. Each function accepts err == NULL
  * and then does nothing.
  *
- * The classification of failures (retry or fatal) is declared in
- * store_internal.h, where the unit tests drive it. Only the store's own
- * files include this header. */
+ * And how a failure is classified (retry or fatal), which the unit tests
+ * drive with hand-made errors and replies. Only the store's own files and
+ * its tests include this header. */
 #ifndef STORE_ERROR_H
 #define STORE_ERROR_H
 
 #include <bson/bson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sink.h"
+
+/* MongoDB's code for a document past its size limit (BSONObjectTooLarge):
+ * what the store gives a SINK_ITEM_TOO_LARGE item as its error_code, and
+ * what it reads as one in a server's write error. */
+#define STORE_CODE_TOO_LARGE 10334
 
 /* Fills err with domain, code and the formatted message. */
 void store_error_set(sink_error_t *err, uint32_t domain, uint32_t code, const char *fmt, ...)
@@ -24,5 +30,15 @@ void store_error_set_bson(sink_error_t *err, const char *what, const bson_error_
 
 /* Zeroes err: no error. */
 void store_error_clear(sink_error_t *err);
+
+/* True for server error codes after which the same request may succeed
+ * unchanged (elections, shutdowns, network trouble between servers,
+ * write-concern timeouts). */
+bool store_server_code_is_transient(int32_t code);
+
+/* Classifies a failed operation. error comes from mongoc with error API
+ * version 2 (server errors in MONGOC_ERROR_SERVER); reply is the server's
+ * reply or NULL. Returns SINK_RETRY or SINK_FATAL (never SINK_OK). */
+sink_status_t store_classify_error(const bson_error_t *error, const bson_t *reply);
 
 #endif

@@ -8,7 +8,6 @@
 #include "codec.h"
 #include "oom.h"
 #include "store_error.h"
-#include "store_internal.h"
 
 static store_found_doc_t *found_push(store_found_list_t *l) {
   if (l->n == l->cap) {

@@ -33,7 +33,7 @@ typedef struct store_found_list {
  * whatever the result. A stored document that does not decode is
  * SINK_FATAL with its _id in err, or with read_on (an audit, which reports
  * it and goes on) an entry with its _id and the reason; a failed find is
- * classified (store_internal.h). */
+ * classified (store_error.h). */
 sink_status_t store_find(mongoc_collection_t *collection, store_shard_t shard, size_t keys_per_find,
                          const char *const *keys, size_t nkeys, bool read_on, store_found_list_t *out,
                          sink_error_t *err);

@@ -1,11 +1,12 @@
 /* What a bulk write's reply says became of each item (store_bulk_outcome,
- * declared in store_internal.h). The reading holds for every supported
+ * store_outcome.h). The reading holds for every supported
  * server; where a server's replies differ from MongoDB's, the rule below
  * says how both read the same (store_profile.c names the servers). */
 #include <mongoc/mongoc.h>
 
+#include "store_outcome.h"
+
 #include "store_error.h"
-#include "store_internal.h"
 
 /* The server's code for a duplicate _id: the conflict of an insert, or of
  * an upsert whose filter matched nothing (store.h). */
@@ -13,7 +14,7 @@
 
 static void reset_pending(sink_write_item_t *items, const size_t *map, size_t nops) {
   for (size_t i = 0; i < nops; i++) {
-    items[map[i]].result = SINK_ITEM_PENDING;
+    items[map[i]].result = SINK_ITEM_RETRY;
     items[map[i]].error_code = 0;
   }
 }
@@ -90,7 +91,7 @@ static sink_status_t apply_write_errors(const bson_t *reply, sink_write_item_t *
     int32_t code;
     const char *msg;
     error_fields(&arr, &index, &code, &msg);
-    if (index < 0 || (uint64_t)index >= nops || items[map[index]].result != SINK_ITEM_PENDING) {
+    if (index < 0 || (uint64_t)index >= nops || items[map[index]].result != SINK_ITEM_RETRY) {
       store_error_set(err, MONGOC_ERROR_SERVER, (uint32_t)code, "bulk write: write error for an unknown index %lld",
                       (long long)index);
       *incomplete = true;
@@ -104,8 +105,11 @@ static sink_status_t apply_write_errors(const bson_t *reply, sink_write_item_t *
     sink_write_item_t *item = &items[map[index]];
     if (code == STORE_CODE_DUPLICATE_KEY) {
       item->result = SINK_ITEM_CONFLICT;
+    } else if (code == STORE_CODE_TOO_LARGE) {
+      item->result = SINK_ITEM_TOO_LARGE;
+      item->error_code = (uint32_t)code;
     } else {
-      item->result = SINK_ITEM_ERROR;
+      item->result = SINK_ITEM_REJECTED;
       item->error_code = (uint32_t)code;
     }
     (*nerrors)++;
@@ -127,14 +131,14 @@ static int64_t inserts_acknowledged(const bson_t *reply, const sink_write_item_t
   for (size_t i = 0; i < nops; i++) {
     if (items[map[i]].rev != 0) continue;
     inserts++;
-    if (items[map[i]].result != SINK_ITEM_PENDING) failed++;
+    if (items[map[i]].result != SINK_ITEM_RETRY) failed++;
   }
   int64_t n = reply_int32(reply, "nInserted");
   return failed > 0 && n == inserts ? inserts - failed : n;
 }
 
 static bool partial_pending(const sink_write_item_t *item) {
-  return item->partial && item->rev > 0 && item->result == SINK_ITEM_PENDING;
+  return item->partial && item->rev > 0 && item->result == SINK_ITEM_RETRY;
 }
 
 /* Every insert landed or failed, every replace-with-upsert either matched
@@ -203,6 +207,6 @@ sink_status_t store_bulk_outcome(bool executed, const bson_error_t *error, const
     return st;
   }
   for (size_t i = 0; i < nops; i++)
-    if (items[map[i]].result == SINK_ITEM_PENDING) items[map[i]].result = SINK_ITEM_OK;
+    if (items[map[i]].result == SINK_ITEM_RETRY) items[map[i]].result = SINK_ITEM_OK;
   return SINK_OK;
 }

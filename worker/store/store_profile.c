@@ -44,7 +44,7 @@
 
 #include "base/log.h"
 #include "store_error.h"
-#include "store_internal.h"
+#include "store_outcome.h"
 
 /* MongoDB answers a $in from its _id index: one find for a batch of keys is
  * the cheapest. 10,000 keys keep the filter far below the 16 MiB command

@@ -1,0 +1,193 @@
+/* The merge into the store: see replay_store.h. */
+#include "replay_store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/signals.h"
+#include "oom.h"
+#include "pipeline/batch.h"
+#include "pipeline/flusher.h"
+
+typedef struct store_merge {
+  const config_t *cfg;
+  batch_t *batch;
+  flusher_t *flusher; /* the writer thread owns the connection; NULL once stopped */
+  model_command_t cmd; /* the one being merged */
+  replay_reject_fn reject;
+  void *ctx;
+} store_merge_t;
+
+/* What batch_apply_from is given as a command's origin: its line (or
+ * message) number and bytes. */
+typedef struct line_origin {
+  uint64_t line;
+  const char *data;
+  size_t len;
+} line_origin_t;
+
+/* --- the batch's writer pipeline --------------------------------------------------------- */
+
+/* One step of the writer pipeline (flusher.h); false on a fatal store
+ * error. A replay has no one to hand its work to, so it waits out a store
+ * outage (with backoff) unless interrupted. */
+static bool store_step(flusher_t *f, int64_t wait_ms, bool force) {
+  flusher_event_t ev = flusher_step(f, batch_now(clock_system()), wait_ms, force);
+  if (!ev.finished || ev.status == SINK_OK || ev.status == SINK_PARTIAL) return true;
+  if (ev.status == SINK_FATAL) {
+    log_error("replay: store write failed", "error", LOG_STR, ev.err.message);
+    return false;
+  }
+  if (ev.attempt == 1 || ev.attempt % 10 == 0)
+    log_warn("replay: store write failed, retrying", "error", LOG_STR, ev.err.message, "retry_in_ms", LOG_INT,
+             ev.retry_in_ms);
+  return true;
+}
+
+/* After a merge: lets the writer start a flush that is due, and holds the
+ * source back while the batch's memory (in-flight snapshots included) is
+ * over its bound. */
+static bool store_keep_up(store_merge_t *r) {
+  if (!store_step(r->flusher, 0, false)) return false;
+  while (batch_pending_bytes(r->batch) > (size_t)r->cfg->batch_max_pending_bytes && batch_dirty(r->batch)) {
+    if (signals_stop_count() || !store_step(r->flusher, 100, true)) return false;
+  }
+  return true;
+}
+
+/* Writes everything held; false if interrupted or on a fatal error. */
+static bool store_drain(store_merge_t *r) {
+  while (batch_dirty(r->batch)) {
+    if (signals_stop_count() || !store_step(r->flusher, 1000, true)) return false;
+  }
+  return true;
+}
+
+/* The writer thread over the batch; NULL when it cannot start. */
+static flusher_t *store_flusher_new(store_merge_t *r, const sink_t *sink) {
+  flusher_t *f = flusher_new(r->batch, sink, 0, clock_system());
+  if (f) flusher_set_retry(f, r->cfg->retry_backoff_ms, r->cfg->retry_backoff_max_ms);
+  return f;
+}
+
+/* --- holding lines for late rejects (batch_hold.h) ------------------------------------ */
+
+/* A line (or message) merged into an aggregate not yet loaded: its number
+ * and its bytes, which follow the struct. */
+typedef struct held_line {
+  uint64_t line;
+  size_t len;
+} held_line_t;
+
+static void *hold_line(void *ctx, const void *origin, size_t *bytes) {
+  (void)ctx;
+  const line_origin_t *o = origin;
+  held_line_t *h = oom_malloc(sizeof *h + o->len);
+  *h = (held_line_t){o->line, o->len};
+  if (o->len) memcpy(h + 1, o->data, o->len);
+  *bytes = sizeof *h + o->len;
+  return h;
+}
+
+static bool decode_line(void *ctx, const void *held, model_command_t *cmd, model_reject_t *rej) {
+  const store_merge_t *r = ctx;
+  const held_line_t *h = held;
+  return model_command_decode(h->len ? (const char *)(h + 1) : "", h->len, (size_t)r->cfg->limits_max_command_bytes,
+                              cmd, rej);
+}
+
+/* A late reject: a false from the callback (--max-rejects passed) stops
+ * the replay at its next message. */
+static void reject_line(void *ctx, const void *held, const model_command_t *cmd, const model_reject_t *rej) {
+  (void)cmd;
+  store_merge_t *r = ctx;
+  (void)r->reject(r->ctx, ((const held_line_t *)held)->line, rej);
+}
+
+static void release_line(void *ctx, void *held) {
+  (void)ctx;
+  free(held);
+}
+
+/* Only the store's documents can be loaded, and so not fit: the batch
+ * holds lines once the writer runs, until it stops. */
+static void hold_lines(store_merge_t *r) {
+  batch_holder_t holder = {hold_line, decode_line, reject_line, release_line, r};
+  batch_set_holder(r->batch, &holder);
+}
+
+static void stop_holding(store_merge_t *r) { batch_set_holder(r->batch, NULL); /* its ctx, r, goes now */ }
+
+/* --- the merger ------------------------------------------------------------------------ */
+
+/* event_ms is when the command entered the system (0 = now), for the
+ * batch's latencies. */
+static bool store_apply(void *ctx, uint64_t line, const char *data, size_t len, int64_t event_ms) {
+  store_merge_t *r = ctx;
+  model_reject_t rej;
+  if (!model_command_decode(data ? data : "", len, (size_t)r->cfg->limits_max_command_bytes, &r->cmd, &rej))
+    return r->reject(r->ctx, line, &rej);
+  line_origin_t origin = {line, data, len};
+  batch_now_t now = batch_now(clock_system());
+  if (batch_apply_from(r->batch, &r->cmd, &origin, event_ms > 0 ? event_ms : now.wall_ms, now, &rej) ==
+      MODEL_APPLY_TOO_LARGE)
+    return r->reject(r->ctx, line, &rej);
+  return store_keep_up(r);
+}
+
+static bool store_idle(void *ctx) { return store_step(((store_merge_t *)ctx)->flusher, 0, false); }
+
+static bool store_finish(void *ctx, replay_rebuilt_t *out) {
+  (void)out; /* the documents are in the store */
+  return store_drain(ctx);
+}
+
+static void store_no_drain(void *ctx) { (void)ctx; } /* a late reject comes only while the writer runs */
+
+/* The writer thread stops first: its last results settle the counts. */
+static void store_stop(store_merge_t *r) {
+  if (!r->flusher) return;
+  flusher_destroy(r->flusher);
+  r->flusher = NULL;
+  stop_holding(r);
+}
+
+static void store_counts(void *ctx, replay_counts_t *c) {
+  store_merge_t *r = ctx;
+  store_stop(r);
+  const batch_stats_t *bs = batch_stats(r->batch);
+  c->applied = bs->applied;
+  c->stale = bs->stale;
+  c->aggregates = bs->writes_ok;
+}
+
+static void store_destroy(void *ctx) {
+  store_merge_t *r = ctx;
+  store_stop(r);
+  batch_destroy(r->batch);
+  free(r);
+}
+
+static const replay_merger_ops_t store_ops = {.apply = store_apply, .idle = store_idle, .finish = store_finish,
+                                              .drain = store_no_drain, .counts = store_counts,
+                                              .destroy = store_destroy};
+
+bool replay_store_merger(replay_merger_t *m, const config_t *cfg, const sink_t *sink, replay_reject_fn reject,
+                         void *ctx) {
+  *m = (replay_merger_t){0};
+  batch_limits_t limits = batch_limits_from_config(cfg);
+  batch_t *batch = batch_new(&limits);
+  if (!batch) return false;
+  store_merge_t *r = oom_calloc(1, sizeof *r);
+  *r = (store_merge_t){.cfg = cfg, .batch = batch, .reject = reject, .ctx = ctx};
+  r->flusher = store_flusher_new(r, sink);
+  if (!r->flusher) {
+    store_destroy(r);
+    return false;
+  }
+  hold_lines(r);
+  *m = (replay_merger_t){&store_ops, r, false};
+  return true;
+}
