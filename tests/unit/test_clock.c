@@ -1,8 +1,8 @@
 /* The manual clock (worker/base/clock.h) that tests drive instead of
  * sleeping: a clock_sleep on it ends once the clock has been advanced far
  * enough, however the advances are cut, and not before; a test sees the
- * code it drives look at the time (clock_manual_wait_read). The process's
- * clock sleeps out real time. */
+ * code it drives look at the time (clock_manual_advance_seen,
+ * clock_manual_wait_read). */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -88,22 +88,12 @@ START_TEST(a_watcher_sees_another_thread_read) {
 }
 END_TEST
 
-START_TEST(the_process_clock_sleeps_real_time) {
-  const clock_source_t *c = clock_system();
-  int64_t t0 = clock_mono(c);
-  clock_sleep(c, 2);
-  ck_assert_int_ge(clock_mono(c) - t0, 2);
-  clock_sleep(c, 0); /* returns at once */
-}
-END_TEST
-
 Suite *test_suite(void) {
   Suite *su = suite_create("clock");
   TCase *tc = tcase_create("clock");
   tcase_add_test(tc, a_sleep_ends_once_the_clock_has_moved_that_far);
   tcase_add_test(tc, one_advance_past_the_end_wakes_a_sleeper);
   tcase_add_test(tc, a_watcher_sees_another_thread_read);
-  tcase_add_test(tc, the_process_clock_sleeps_real_time);
   suite_add_tcase(su, tc);
   return su;
 }
