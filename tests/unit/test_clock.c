@@ -90,10 +90,12 @@ END_TEST
 
 Suite *test_suite(void) {
   Suite *su = suite_create("clock");
-  TCase *tc = tcase_create("clock");
-  tcase_add_test(tc, a_sleep_ends_once_the_clock_has_moved_that_far);
-  tcase_add_test(tc, one_advance_past_the_end_wakes_a_sleeper);
-  tcase_add_test(tc, a_watcher_sees_another_thread_read);
-  suite_add_tcase(su, tc);
+  TCase *sleeping = tcase_create("sleeping on a manual clock");
+  tcase_add_test(sleeping, a_sleep_ends_once_the_clock_has_moved_that_far);
+  tcase_add_test(sleeping, one_advance_past_the_end_wakes_a_sleeper);
+  suite_add_tcase(su, sleeping);
+  TCase *watching = tcase_create("watching the reads");
+  tcase_add_test(watching, a_watcher_sees_another_thread_read);
+  suite_add_tcase(su, watching);
   return su;
 }
