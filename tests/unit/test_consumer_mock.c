@@ -12,6 +12,13 @@
  *  - with the first write held in the store (the pipelined writer):
  *    consumption goes on and nothing is committed meanwhile; SIGTERM waits
  *    for the flush and commits everything.
+ * The worker runs on a manual clock (clock.h) that the tests move: where
+ * the worker waits out a duration (linger, backoffs, the commit interval,
+ * the dead-letter stall), a test advances the clock one tick at a time and
+ * waits until the worker has looked at it. Nothing sleeps; what the mock
+ * cluster does over its sockets is waited for as a condition (committed
+ * offsets, metrics), within a bound of real time that only fails a test
+ * that would otherwise hang.
  * Revocation during a flush is tested against the real broker
  * (tests/integration/test_worker_pipeline.py): librdkafka 2.0's mock group
  * coordinator fences the old member when a second one joins (cooperative:
@@ -26,10 +33,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../tools/cmdgen.h"
+#include "base/clock.h"
 #include "base/signals.h"
 #include "config/config.h"
 #include "source/consumer.h"
@@ -42,19 +49,29 @@
 
 #define PARTS 3
 #define API_OFFSET_COMMIT 8 /* Kafka protocol ApiKey of OffsetCommit */
+/* Broker 1 leads the commands' partitions and coordinates the groups;
+ * broker 2 leads the dead-letter topic, so that a test can take the
+ * dead-letter topic away alone. */
+#define BROKER_MAIN 1
+#define BROKER_DLQ 2
+/* How far the tests move the worker's clock at a time: one turn of its
+ * poll (consumer.c waits at most 100 ms for messages). */
+#define TICK_MS 100
 
 static rd_kafka_t *g_mock_rk;
 static rd_kafka_mock_cluster_t *g_mc;
 static char *g_bootstrap; /* a copy: the cluster's own string may move */
 static int g_seq;
+static clock_manual_t g_clock; /* the worker's: read by its threads, moved by the test's */
 
 static void mock_up(void) {
   char errstr[256];
+  clock_manual_init(&g_clock, 1000000, 1790000000000);
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   ck_assert(rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
   g_mock_rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
   ck_assert_msg(g_mock_rk, "%s", errstr);
-  g_mc = rd_kafka_mock_cluster_new(g_mock_rk, 1);
+  g_mc = rd_kafka_mock_cluster_new(g_mock_rk, 2);
   ck_assert_ptr_nonnull(g_mc);
   g_bootstrap = strdup(rd_kafka_mock_cluster_bootstraps(g_mc));
 }
@@ -111,6 +128,11 @@ static void scenario_setup(scenario_t *s, double invalid_rate) {
   snprintf(s->group, sizeof s->group, "group-%d", n);
   ck_assert_int_eq(rd_kafka_mock_topic_create(g_mc, s->topic, PARTS, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
   ck_assert_int_eq(rd_kafka_mock_topic_create(g_mc, s->dlq, 1, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
+  for (int part = 0; part < PARTS; part++)
+    ck_assert_int_eq(rd_kafka_mock_partition_set_leader(g_mc, s->topic, part, BROKER_MAIN),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+  ck_assert_int_eq(rd_kafka_mock_partition_set_leader(g_mc, s->dlq, 0, BROKER_DLQ), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ck_assert_int_eq(rd_kafka_mock_coordinator_set(g_mc, "group", s->group, BROKER_MAIN), RD_KAFKA_RESP_ERR_NO_ERROR);
 
   cmdgen_opts_t o;
   cmdgen_defaults(&o);
@@ -186,8 +208,18 @@ static bool caught_up(const scenario_t *s, const int64_t c[PARTS]) {
   return true;
 }
 
+/* Moves the worker's clock one tick on and waits until the worker has
+ * looked at the time (at most its poll's 100 ms when idle, at once when
+ * busy): the pace of every wait below. */
+static void worker_tick(void) { clock_manual_advance_seen(&g_clock, TICK_MS, 10000); }
+
+/* Real time, for the bounds alone. */
+static int64_t bound_in(int64_t ms) { return clock_mono_ms() + ms; }
+static bool bound_passed(int64_t bound) { return clock_mono_ms() > bound; }
+
 /* Stops the worker (SIGTERM, as an operator would) once the group has
- * committed everything, or after 90 s so that a bug fails instead of hanging. */
+ * committed everything, moving its clock meanwhile; after 180 s of real
+ * time it gives up so that a bug fails instead of hanging. */
 typedef struct watcher {
   const scenario_t *s;
   mem_store_t *mem;
@@ -203,15 +235,15 @@ typedef struct watcher {
 static void *watch(void *arg) {
   watcher_t *w = arg;
   rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, w->s->group);
-  time_t deadline = time(NULL) + 180; /* under TSan on a loaded machine too */
+  int64_t bound = bound_in(180000); /* under TSan on a loaded machine too */
   for (;;) {
     committed_with(rk, w->s, w->last);
     if (caught_up(w->s, w->last)) break;
-    if (time(NULL) > deadline) {
+    if (bound_passed(bound)) {
       w->timed_out = true;
       break;
     }
-    usleep(200 * 1000);
+    worker_tick();
   }
   rd_kafka_destroy(rk);
   kill(getpid(), SIGTERM);
@@ -219,7 +251,7 @@ static void *watch(void *arg) {
 }
 
 static config_t *worker_config(const scenario_t *s) {
-  char sets[8][128];
+  char sets[9][128];
   snprintf(sets[0], sizeof sets[0], "kafka.brokers=%s", g_bootstrap);
   snprintf(sets[1], sizeof sets[1], "kafka.topics=%s", s->topic);
   snprintf(sets[2], sizeof sets[2], "kafka.group=%s", s->group);
@@ -228,9 +260,11 @@ static config_t *worker_config(const scenario_t *s) {
   snprintf(sets[5], sizeof sets[5], "batch.linger_ms=20");
   snprintf(sets[6], sizeof sets[6], "retry.backoff_ms=10");
   snprintf(sets[7], sizeof sets[7], "log.level=warn");
-  char *argv[9];
-  int n = 8;
-  for (int i = 0; i < 8; i++) argv[i] = sets[i];
+  /* A broker that comes back is reconnected to within a tick or two. */
+  snprintf(sets[8], sizeof sets[8], "kafka.rdkafka.reconnect.backoff.max.ms=200");
+  char *argv[10];
+  int n = 9;
+  for (int i = 0; i < 9; i++) argv[i] = sets[i];
   char debug[128];
   if (getenv("MOCK_DEBUG")) { /* e.g. MOCK_DEBUG=cgrp: librdkafka's debug contexts, to stderr */
     snprintf(debug, sizeof debug, "kafka.rdkafka.debug=%s", getenv("MOCK_DEBUG"));
@@ -262,7 +296,7 @@ static run_result_t run_worker_with(const scenario_t *s, mem_store_t *mem, void 
   pthread_t t;
   if (controller) ck_assert_int_eq(pthread_create(&t, NULL, controller, w), 0);
   consumer_reload_t rl = {NULL, NULL, 0};
-  run_result_t r = {consumer_run(cfg, b, &sink, clock_system(), &rl), false, ""};
+  run_result_t r = {consumer_run(cfg, b, &sink, &g_clock.source, &rl), false, ""};
   if (controller) pthread_join(t, NULL);
   r.timed_out = w->timed_out;
   for (int p = 0, n = 0; p < PARTS; p++)
@@ -297,11 +331,13 @@ static uint64_t commands_seen(void) {
   return total;
 }
 
+/* Waits until the worker has taken in n commands, looking again after each
+ * of its turns; its clock stands still meanwhile. */
 static bool wait_commands(uint64_t n, int seconds) {
-  time_t deadline = time(NULL) + seconds;
+  int64_t bound = bound_in((int64_t)seconds * 1000);
   while (commands_seen() < n)
-    if (time(NULL) > deadline) return false;
-    else usleep(20 * 1000);
+    if (bound_passed(bound)) return false;
+    else clock_manual_wait_read(&g_clock, 1000);
   return true;
 }
 
@@ -545,22 +581,27 @@ static double metric_sample(const char *series) {
 #define DLQ_ERRORS "aggregator_dead_letter_deliveries_total{result=\"error\"}"
 #define DLQ_OK "aggregator_dead_letter_deliveries_total{result=\"ok\"}"
 
-/* While the dead-letter topic refuses the producer: not ready, with the
- * reason; then the watcher waits for everything to commit. */
+/* While the dead-letter topic refuses the producer, or its broker is down:
+ * not ready, with the reason, as the worker's clock moves on; then the
+ * broker comes back (if it was down) and the watcher waits for everything
+ * to commit. */
 static double g_dlq_errors_base;
 static bool g_dlq_expect_errors; /* false: a stall, no failed attempt */
+static bool g_dlq_broker_down;   /* BROKER_DLQ is down until the worker is failing */
 static void *watch_dead_letter_failing(void *arg) {
   watcher_t *w = arg;
   char reason[128] = "";
-  time_t deadline = time(NULL) + 60;
+  int64_t bound = bound_in(60000);
   bool seen = false;
-  while (!seen && time(NULL) <= deadline) {
+  while (!seen && !bound_passed(bound)) {
     seen = (!g_dlq_expect_errors || metric_sample(DLQ_ERRORS) > g_dlq_errors_base) &&
            !metrics_ready(reason, sizeof reason) &&
            !strcmp(reason, "dead-letter delivery failing");
-    if (!seen) usleep(20 * 1000);
+    if (!seen) worker_tick();
   }
   if (!seen) w->failed = "never not-ready with \"dead-letter delivery failing\" after a failed delivery";
+  if (g_dlq_broker_down && rd_kafka_mock_broker_set_up(g_mc, BROKER_DLQ) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    w->failed = "the dead-letter broker did not come back";
   return watch(w);
 }
 
@@ -574,6 +615,7 @@ START_TEST(dead_letter_failures_then_recovery) {
   ck_assert_uint_gt(f.s.invalid, 0);
   g_dlq_errors_base = metric_sample(DLQ_ERRORS);
   g_dlq_expect_errors = true;
+  g_dlq_broker_down = false;
   double ok_base = metric_sample(DLQ_OK);
   ck_assert(g_dlq_errors_base >= 0 && ok_base >= 0);
   rd_kafka_mock_push_request_errors(g_mc, 0 /* Produce */, 3, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
@@ -596,18 +638,18 @@ START_TEST(dead_letter_failures_then_recovery) {
 END_TEST
 
 /* The dead-letter topic acknowledges nothing for longer than
- * DEADLETTER_STALL_MS (its first produce answered after 7 s): failing (not
- * ready) meanwhile, although librdkafka reports no error; then delivered,
- * committed, and working again. */
+ * DEADLETTER_STALL_MS of the worker's clock (its broker is down, and
+ * librdkafka retries in silence): failing (not ready) meanwhile, although
+ * librdkafka reports no error; then the broker is back, and the rejects are
+ * delivered, committed, and the worker works again. */
 START_TEST(dead_letter_stall_is_failing) {
   fixture_t f;
   fixture_up(&f, 0.05);
   ck_assert_uint_gt(f.s.invalid, 0);
   g_dlq_errors_base = metric_sample(DLQ_ERRORS);
   g_dlq_expect_errors = false;
-  ck_assert_int_eq(rd_kafka_mock_broker_push_request_error_rtts(g_mc, 1, 0 /* Produce */, 1,
-                                                                RD_KAFKA_RESP_ERR_NO_ERROR, DEADLETTER_STALL_MS + 2000),
-                   RD_KAFKA_RESP_ERR_NO_ERROR);
+  g_dlq_broker_down = true;
+  ck_assert_int_eq(rd_kafka_mock_broker_set_down(g_mc, BROKER_DLQ), RD_KAFKA_RESP_ERR_NO_ERROR);
   metrics_set_assigned(false);
   run_result_t r = run_worker_with(&f.s, f.mem, watch_dead_letter_failing, &f.w);
   ck_assert_msg(!f.w.failed, "%s", f.w.failed);

@@ -66,7 +66,7 @@ int cli_config(const cli_options_t *o) {
   int rc_check = 0;
   if (!strcmp(o->action, "check") && o->connect) {
     char reached[2048];
-    if (config_connect_check(cfg, stderr, reached, sizeof reached))
+    if (config_connect_check(cfg, clock_system(), stderr, reached, sizeof reached))
       printf("configuration OK, reached %s\n", reached);
     else
       rc_check = 1;

@@ -40,7 +40,8 @@ static rd_kafka_t *client_new(const config_t *cfg, const char *servers, char *er
 }
 
 /* Each broker of kafka.brokers alone; returns how many answered. */
-static size_t check_brokers(const config_t *cfg, FILE *err_out, bool *all, model_buf_t *reached) {
+static size_t check_brokers(const config_t *cfg, const clock_source_t *clock, FILE *err_out, bool *all,
+                            model_buf_t *reached) {
   char *list = oom_strdup(cfg->kafka_brokers), *save = NULL;
   size_t n = 0, ok = 0;
   char *names[64];
@@ -58,7 +59,7 @@ static size_t check_brokers(const config_t *cfg, FILE *err_out, bool *all, model
   }
   /* All of them in turn, a short request each, until each answered or the
    * bound passed: one broker that never answers takes no time from another. */
-  int64_t start = clock_mono_ms();
+  int64_t start = clock_mono(clock);
   rd_kafka_resp_err_t last[64];
   bool done[64];
   int64_t bound = 30000;
@@ -67,11 +68,11 @@ static size_t check_brokers(const config_t *cfg, FILE *err_out, bool *all, model
     last[i] = RD_KAFKA_RESP_ERR__TIMED_OUT;
     if (clients[i]) bound = kafka_setup_timeout_ms(clients[i]); /* the same in every client */
   }
-  for (bool pending = true; pending && clock_mono_ms() < start + bound;) {
+  for (bool pending = true; pending && clock_mono(clock) < start + bound;) {
     pending = false;
     for (size_t i = 0; i < n; i++) {
       if (done[i]) continue;
-      int64_t step = start + bound - clock_mono_ms();
+      int64_t step = start + bound - clock_mono(clock);
       step = step > 200 ? 200 : step < 1 ? 1 : step;
       const rd_kafka_metadata_t *md = NULL;
       last[i] = rd_kafka_metadata(clients[i], 0, NULL, &md, (int)step);
@@ -105,7 +106,8 @@ static size_t check_brokers(const config_t *cfg, FILE *err_out, bool *all, model
 
 /* The topics that must exist: kafka.topics and kafka.dlq_topic. The change
  * topic (changes.topic), once configured, belongs here too. */
-static void check_topics(const config_t *cfg, FILE *err_out, bool *all, model_buf_t *reached) {
+static void check_topics(const config_t *cfg, const clock_source_t *clock, FILE *err_out, bool *all,
+                         model_buf_t *reached) {
   char errstr[512], line[1200];
   rd_kafka_t *rk = client_new(cfg, cfg->kafka_brokers, errstr, sizeof errstr);
   if (!rk) {
@@ -115,7 +117,7 @@ static void check_topics(const config_t *cfg, FILE *err_out, bool *all, model_bu
     return;
   }
   char why[1024];
-  if (kafka_check_topics(rk, cfg, true, NULL, NULL, why, sizeof why) == KAFKA_CHECK_OK) {
+  if (kafka_check_topics(rk, cfg, true, clock, NULL, NULL, why, sizeof why) == KAFKA_CHECK_OK) {
     model_buf_printf(reached, "; topics %s and dead-letter topic %s", cfg->kafka_topics, cfg->kafka_dlq_topic);
   } else {
     snprintf(line, sizeof line, "cannot reach the topics: %s", why);
@@ -125,7 +127,8 @@ static void check_topics(const config_t *cfg, FILE *err_out, bool *all, model_bu
   rd_kafka_destroy(rk);
 }
 
-static void check_store(const config_t *cfg, FILE *err_out, bool *all, model_buf_t *reached) {
+static void check_store(const config_t *cfg, const clock_source_t *clock, FILE *err_out, bool *all,
+                        model_buf_t *reached) {
   model_buf_t shown = MODEL_BUF_INIT;
   redact_uri(cfg->store_uri, &shown);
   char line[1024];
@@ -138,9 +141,9 @@ static void check_store(const config_t *cfg, FILE *err_out, bool *all, model_buf
   mongoc_log_set_handler(NULL, NULL);
   sink_status_t st = SINK_FATAL;
   if (store) {
-    int64_t deadline = clock_mono_ms() + cfg->store_connect_timeout_ms;
+    int64_t deadline = clock_mono(clock) + cfg->store_connect_timeout_ms;
     do st = store_ping(store, &err);
-    while (st == SINK_RETRY && clock_mono_ms() < deadline);
+    while (st == SINK_RETRY && clock_mono(clock) < deadline);
   }
   if (st == SINK_OK) {
     model_buf_printf(reached, "; store %s", shown.data);
@@ -154,17 +157,18 @@ static void check_store(const config_t *cfg, FILE *err_out, bool *all, model_buf
   model_buf_destroy(&shown);
 }
 
-bool config_connect_check(const config_t *cfg, FILE *err_out, char *reached, size_t reached_size) {
+bool config_connect_check(const config_t *cfg, const clock_source_t *clock, FILE *err_out, char *reached,
+                          size_t reached_size) {
   bool all = true;
   model_buf_t r = MODEL_BUF_INIT;
   model_buf_puts(&r, "Kafka brokers ");
-  if (check_brokers(cfg, err_out, &all, &r))
-    check_topics(cfg, err_out, &all, &r);
+  if (check_brokers(cfg, clock, err_out, &all, &r))
+    check_topics(cfg, clock, err_out, &all, &r);
   else {
     report(err_out, "cannot check the topics: no Kafka broker answered");
     all = false;
   }
-  check_store(cfg, err_out, &all, &r);
+  check_store(cfg, clock, err_out, &all, &r);
   snprintf(reached, reached_size, "%s", r.data);
   model_buf_destroy(&r);
   return all;

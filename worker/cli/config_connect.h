@@ -10,7 +10,8 @@
  * at once, so the wait is one bound, not one per broker.
  * The store: a ping, retried until store.connect_timeout_ms has passed
  * (the last attempt may end up to the store's server selection timeout,
- * 2 s unless store.uri says otherwise, after it).
+ * 2 s unless store.uri says otherwise, after it). The bounds are measured
+ * on the clock given; the requests' own timeouts are real waits.
  *
  * Above config.h, kafka.h and store.h; cli_config.c calls it. */
 #ifndef CONFIG_CONNECT_H
@@ -19,12 +20,14 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "base/clock.h"
 #include "config/config.h"
 
 /* Tries everything; writes one line per thing not reached to err_out
  * ("aggregator: cannot reach ...", scrubbed of the secrets in
  * redact_global()) and returns false, or returns true with reached (size
  * reached_size) naming what answered. */
-bool config_connect_check(const config_t *cfg, FILE *err_out, char *reached, size_t reached_size);
+bool config_connect_check(const config_t *cfg, const clock_source_t *clock, FILE *err_out, char *reached,
+                          size_t reached_size);
 
 #endif

@@ -147,7 +147,7 @@ static void begin_flight(flusher_t *f, batch_now_t now, int64_t wait_ms, bool fo
   int64_t mono = clock_mono(f->clock); /* the backoff is read afresh: the step may have waited for a flush */
   if (f->retry_at > mono) {
     if (wait_ms <= 0) return;
-    clock_sleep_ms(f->retry_at - mono < wait_ms ? f->retry_at - mono : wait_ms);
+    clock_sleep(f->clock, f->retry_at - mono < wait_ms ? f->retry_at - mono : wait_ms);
     if (f->retry_at > clock_mono(f->clock)) return;
   }
   writer_job_t *job = batch_flush_begin(f->batch, now);

@@ -360,7 +360,7 @@ static rd_kafka_t *consumer_new(const config_t *cfg) {
     log_error("replay: cannot create the consumer", "error", LOG_STR, errstr);
     return NULL;
   }
-  kafka_check_t chk = kafka_check_topics(rk, cfg, false, check_tick, NULL, errstr, sizeof errstr);
+  kafka_check_t chk = kafka_check_topics(rk, cfg, false, clock_system(), check_tick, NULL, errstr, sizeof errstr);
   if (chk != KAFKA_CHECK_OK) {
     if (chk != KAFKA_CHECK_STOPPED)
       log_error(errstr, "check", LOG_STR,

@@ -47,8 +47,9 @@ enum { VERIFY_REPAIR_ROUNDS = 50 };
  * to hand its work to, and must never wait without bound). */
 typedef struct outage {
   const config_t *cfg;
+  const clock_source_t *clock;
   unsigned attempt; /* failures in a row */
-  double since;     /* monotonic time of the first */
+  int64_t since;    /* monotonic ms of the first */
 } outage_t;
 
 /* The store's URI for a message: its password and secret options masked. */
@@ -58,9 +59,9 @@ static void shown_uri(const config_t *cfg, model_buf_t *out) { redact_uri(cfg->s
  * tenth), and sleeps out the backoff, cut to what is left of the timeout.
  * False when the timeout is reached (logged) or a stop signal came. */
 static bool outage_wait(outage_t *o, const char *what, const char *error) {
-  double now = clock_mono_s();
+  int64_t now = clock_mono(o->clock);
   if (o->attempt == 0) o->since = now;
-  int64_t waited_ms = (int64_t)((now - o->since) * 1000), left_ms = o->cfg->store_connect_timeout_ms - waited_ms;
+  int64_t waited_ms = now - o->since, left_ms = o->cfg->store_connect_timeout_ms - waited_ms;
   model_buf_t uri = MODEL_BUF_INIT;
   shown_uri(o->cfg, &uri);
   bool go_on = left_ms > 0 && !signals_stop_count();
@@ -73,14 +74,14 @@ static bool outage_wait(outage_t *o, const char *what, const char *error) {
   model_buf_destroy(&uri);
   if (!go_on) return false;
   int64_t ms = retry_backoff_ms(o->cfg->retry_backoff_ms, o->cfg->retry_backoff_max_ms, o->attempt++);
-  clock_sleep_ms(ms < left_ms ? ms : left_ms);
+  clock_sleep(o->clock, ms < left_ms ? ms : left_ms);
   return !signals_stop_count();
 }
 
 /* Before anything is read: one round trip to the store, waited for as
  * outage_wait says. */
-static bool connect_store(store_t *store, const config_t *cfg) {
-  outage_t o = {.cfg = cfg};
+static bool connect_store(store_t *store, const config_t *cfg, const clock_source_t *clock) {
+  outage_t o = {.cfg = cfg, .clock = clock};
   for (;;) {
     sink_error_t err;
     sink_status_t st = store_ping(store, &err);
@@ -172,10 +173,10 @@ static bool repairable(model_drift_kind_t k) { return k == MODEL_DRIFT_MISSING |
 
 /* One round's job: every repairable entry not yet done, merged into what
  * is stored at the time of the write. */
-static writer_job_t *repair_job(const config_t *cfg, const chunk_t *c, size_t todo) {
+static writer_job_t *repair_job(const config_t *cfg, const clock_source_t *clock, const chunk_t *c, size_t todo) {
   writer_job_t *job = writer_job_new(todo);
   job->chunk = (size_t)cfg->batch_max_aggregates;
-  job->now_ms = clock_wall_ms();
+  job->now_ms = clock_wall(clock);
   for (size_t i = 0; i < c->n; i++) {
     entry_t *e = &c->v[i];
     if (repairable(e->drift.kind) && e->repair == REPAIR_NONE)
@@ -215,15 +216,15 @@ static size_t repair_results(const writer_job_t *job) {
 /* Writes the chunk's missing and store_behind documents through the write
  * stage until each is written, found whole, or fails. False on a fatal store
  * error or an interruption (the entries not done are marked failed). */
-static bool repair_chunk(const sink_t *sink, const config_t *cfg, chunk_t *c) {
+static bool repair_chunk(const sink_t *sink, const config_t *cfg, const clock_source_t *clock, chunk_t *c) {
   size_t todo = 0;
   for (size_t i = 0; i < c->n; i++) todo += repairable(c->v[i].drift.kind);
   bool ok = true;
   unsigned conflict_rounds = 0;
-  outage_t outage = {.cfg = cfg};
+  outage_t outage = {.cfg = cfg, .clock = clock};
   while (todo && ok) {
-    writer_job_t *job = repair_job(cfg, c, todo);
-    writer_execute(sink, clock_system(), job);
+    writer_job_t *job = repair_job(cfg, clock, c, todo);
+    writer_execute(sink, clock, job);
     todo = repair_results(job);
     if (job->status == SINK_FATAL) {
       log_error("verify: repair write failed", "error", LOG_STR, job->err.message);
@@ -299,6 +300,7 @@ static void show_compared(progress_t *p, size_t done, size_t total, uint64_t dri
 typedef struct verify {
   const config_t *cfg;
   const verify_options_t *o;
+  const clock_source_t *clock; /* o->clock, or the process's */
   verify_stats_t *st;
   store_t *store;
   sink_t sink;
@@ -327,7 +329,7 @@ static bool verify_chunk(verify_t *v, const model_aggregate_t *const *rebuilt, s
     model_aggregate_destroy(c.v[i].stored);
     c.v[i].stored = NULL;
   }
-  if (ok && drifted && v->o->repair) ok = repair_chunk(&v->sink, v->cfg, &c);
+  if (ok && drifted && v->o->repair) ok = repair_chunk(&v->sink, v->cfg, v->clock, &c);
   for (size_t i = 0; i < n && drifted; i++) {
     entry_t *e = &c.v[i];
     if (e->drift.kind == MODEL_DRIFT_NONE) continue;
@@ -376,9 +378,10 @@ static bool verify_compare(verify_t *v, const replay_rebuilt_t *rebuilt) {
 }
 
 int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, verify_stats_t *stats) {
-  double t0 = clock_mono_s();
+  const clock_source_t *clock = o->clock ? o->clock : clock_system();
+  double t0 = clock_mono_seconds(clock);
   memset(stats, 0, sizeof *stats);
-  verify_t v = {.cfg = cfg, .o = o, .st = stats, .out = MODEL_BUF_INIT, .report = report};
+  verify_t v = {.cfg = cfg, .o = o, .clock = clock, .st = stats, .out = MODEL_BUF_INIT, .report = report};
   /* A bad URI is a configuration error (mongoc connects lazily: only the
    * URI and options are checked here). */
   sink_error_t serr;
@@ -391,10 +394,10 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
   /* Installed for the whole verify: the wait for the store, the rebuild
    * (replay.h) and the audit. */
   signals_install(SIGNALS_STOP);
-  srand((unsigned)clock_wall_ms()); /* the retry jitter (retry.h) */
+  srand((unsigned)clock_wall(clock)); /* the retry jitter (retry.h) */
   /* The store answers before anything is read: a rebuild can take minutes,
    * and is worth nothing without a store to compare it with. */
-  int rc = connect_store(v.store, cfg) ? 0 : 1;
+  int rc = connect_store(v.store, cfg, clock) ? 0 : 1;
   replay_rebuilt_t rebuilt = {0};
   if (rc == 0) {
     replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .rebuilt = &rebuilt,
@@ -426,6 +429,6 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
   }
   replay_rebuilt_free(&rebuilt);
   store_destroy(v.store);
-  stats->seconds = clock_mono_s() - t0;
+  stats->seconds = clock_mono_seconds(clock) - t0;
   return rc;
 }

@@ -408,7 +408,7 @@ static bool create_clients(consumer_t *c) {
    * it, rather than a worker that never gets a partition or never commits
    * its rejects. The wait for the brokers keeps /healthz alive and yields
    * to SIGTERM. */
-  kafka_check_t chk = kafka_check_topics(c->rk, c->cfg, true, check_tick, NULL, errstr, sizeof errstr);
+  kafka_check_t chk = kafka_check_topics(c->rk, c->cfg, true, c->clock, check_tick, NULL, errstr, sizeof errstr);
   if (chk == KAFKA_CHECK_STOPPED) {
     c->stopped_at_start = true;
     return false;
@@ -420,7 +420,7 @@ static bool create_clients(consumer_t *c) {
   }
   rd_kafka_poll_set_consumer(c->rk);
 
-  c->dlq = deadletter_new(c->cfg, c->offsets, errstr, sizeof errstr);
+  c->dlq = deadletter_new(c->cfg, c->offsets, c->clock, errstr, sizeof errstr);
   if (!c->dlq) {
     log_error("kafka producer", "error", LOG_STR, errstr);
     return false;
@@ -571,7 +571,7 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const clock_
   c->batch = batch;
   c->clock = clock;
   c->stop_deadline = INT64_MAX;
-  srand((unsigned)clock_wall_ms() ^ (unsigned)getpid()); /* the retry jitter's seed: any value differing per run */
+  srand((unsigned)clock_wall(clock) ^ (unsigned)getpid()); /* the retry jitter's seed: any value differing per run */
   signals_install(SIGNALS_STOP | SIGNALS_RELOAD | SIGNALS_IGNORE_PIPE);
   metrics_set_assigned(false);
   batch_holding_t how = {(size_t)cfg->limits_max_command_bytes, reject_late, c};

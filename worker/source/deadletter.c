@@ -29,6 +29,7 @@ typedef struct letter {
 
 struct deadletter {
   rd_kafka_t *producer;
+  const clock_source_t *clock; /* borrowed: measures the intervals of deadletter.h */
   char *topic;
   offsets_t *offsets;
   letter_t *retries, *retries_tail; /* FIFO: produced again in the order they failed */
@@ -115,7 +116,7 @@ static void set_working(deadletter_t *d, int64_t now) {
 
 /* One failed attempt (a refused produce or a failed delivery report). */
 static void note_failure(deadletter_t *d, rd_kafka_resp_err_t err) {
-  int64_t now = clock_mono_ms();
+  int64_t now = clock_mono(d->clock);
   metrics_dead_letter(METRICS_DEAD_LETTER_ERROR, 1);
   d->failures++;
   snprintf(d->cause, sizeof d->cause, "%s", rd_kafka_err2str(err));
@@ -139,7 +140,7 @@ static rd_kafka_resp_err_t produce(deadletter_t *d, const void *payload, size_t 
       d->producer, RD_KAFKA_V_TOPIC(d->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
       RD_KAFKA_V_VALUE((void *)payload, len), RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_HEADERS(headers),
       RD_KAFKA_V_OPAQUE(ref), RD_KAFKA_V_END);
-  if (!err && d->inflight++ == 0) d->progress_ms = clock_mono_ms();
+  if (!err && d->inflight++ == 0) d->progress_ms = clock_mono(d->clock);
   return err;
 }
 
@@ -147,7 +148,7 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
   (void)rk;
   deadletter_t *d = opaque;
   ref_t *ref = m->_private;
-  int64_t now = clock_mono_ms();
+  int64_t now = clock_mono(d->clock);
   if (d->inflight) d->inflight--;
   d->progress_ms = now;
   if (m->err) {
@@ -174,8 +175,10 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
   set_working(d, now);
 }
 
-deadletter_t *deadletter_new(const config_t *cfg, offsets_t *offsets, char *err, size_t errsz) {
+deadletter_t *deadletter_new(const config_t *cfg, offsets_t *offsets, const clock_source_t *clock, char *err,
+                             size_t errsz) {
   deadletter_t *d = oom_calloc(1, sizeof *d);
+  d->clock = clock;
   d->topic = oom_strdup(cfg->kafka_dlq_topic);
   d->offsets = offsets;
   const char *forced[] = {"acks", "all", "enable.idempotence", "true", NULL};
@@ -263,7 +266,7 @@ bool deadletter_reject(deadletter_t *d, offsets_part_t *p, const kafka_source_t 
 
 void deadletter_poll(deadletter_t *d, int timeout_ms) {
   rd_kafka_poll(d->producer, timeout_ms);
-  int64_t now = clock_mono_ms();
+  int64_t now = clock_mono(d->clock);
   if (d->retries && now >= d->retry_due_ms) produce_retries(d);
   /* No acknowledgement (nor failure) for a while with dead letters out:
    * librdkafka will only say so after message.timeout.ms. */

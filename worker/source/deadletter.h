@@ -16,7 +16,7 @@
  * acknowledgement at all for DEADLETTER_STALL_MS while dead letters are
  * outstanding (librdkafka reports a broker that does not answer only after
  * message.timeout.ms). These intervals are durations, on the monotonic
- * clock.
+ * clock the producer is given.
  *
  * A failed message is produced again no sooner than DEADLETTER_RETRY_MS
  * after its failure: a topic that does not exist fails a produce at once,
@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/clock.h"
 #include "command.h"
 #include "config/config.h"
 #include "kafka.h"
@@ -45,9 +46,12 @@
 typedef struct deadletter deadletter_t;
 
 /* The producer (acks=all, idempotent) for cfg's dead-letter topic; offsets
- * is borrowed and told of acknowledgements. NULL with err filled when
- * librdkafka refuses the configuration. deadletter_destroy(NULL) is safe. */
-deadletter_t *deadletter_new(const config_t *cfg, offsets_t *offsets, char *err, size_t errsz);
+ * is borrowed and told of acknowledgements, clock is borrowed and measures
+ * the intervals above (it must outlive the producer). NULL with err filled
+ * when librdkafka refuses the configuration. deadletter_destroy(NULL) is
+ * safe. */
+deadletter_t *deadletter_new(const config_t *cfg, offsets_t *offsets, const clock_source_t *clock, char *err,
+                             size_t errsz);
 void deadletter_destroy(deadletter_t *d);
 
 /* Produces src (consumed from partition p) with the reason. A produce the

@@ -228,11 +228,11 @@ static void append_named(char *out, size_t size, const char *key, const char *to
   if (len < size) snprintf(out + len, size - len, "%s%s '%s'", len ? ", " : "", key, topic);
 }
 
-kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, bool (*tick)(void *ctx), void *ctx,
-                                 char *err, size_t errsz) {
+kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, const clock_source_t *clock,
+                                 bool (*tick)(void *ctx), void *ctx, char *err, size_t errsz) {
   rd_kafka_topic_partition_list_t *topics = kafka_topic_list(cfg);
   if (dlq) rd_kafka_topic_partition_list_add(topics, cfg->kafka_dlq_topic, RD_KAFKA_PARTITION_UA);
-  int64_t timeout = kafka_setup_timeout_ms(rk), deadline = clock_mono_ms() + timeout;
+  int64_t timeout = kafka_setup_timeout_ms(rk), deadline = clock_mono(clock) + timeout;
   char missing[400] = "";
   int nmissing = 0;
   kafka_check_t rc = KAFKA_CHECK_OK;
@@ -247,12 +247,12 @@ kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, 
       break;
     }
     for (;;) {
-      int64_t step = deadline - clock_mono_ms();
+      int64_t step = deadline - clock_mono(clock);
       step = step > 1000 ? 1000 : step < 1 ? 1 : step;
       const rd_kafka_metadata_t *md = NULL;
       rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, (int)step);
       if (e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
-        if (clock_mono_ms() >= deadline) {
+        if (clock_mono(clock) >= deadline) {
           snprintf(err, errsz,
                    "no Kafka broker answered within %lld s to check that the topics exist (kafka.brokers %s: "
                    "unreachable, or refusing this client; see librdkafka's lines above): %s",

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/clock.h"
 #include "command.h"
 #include "config/config.h"
 
@@ -67,8 +68,8 @@ int64_t kafka_setup_timeout_ms(rd_kafka_t *rk);
  * Asks the cluster through rk (any of our clients) for each topic's
  * metadata. A broker that does not answer is waited for as long as
  * librdkafka waits for a connection to be set up (rk's
- * socket.connection.setup.timeout.ms, 30 s by default), in steps of at most
- * a second; between steps rk's callbacks are served (rd_kafka_poll: call
+ * socket.connection.setup.timeout.ms, 30 s by default, measured on clock),
+ * in steps of at most a second; between steps rk's callbacks are served (rd_kafka_poll: call
  * this before rd_kafka_poll_set_consumer) so that librdkafka's reasons are
  * logged, and tick (may be NULL) is called: returning false ends the wait
  * (KAFKA_CHECK_STOPPED: a SIGTERM during start-up). err gets
@@ -81,8 +82,8 @@ typedef enum {
   KAFKA_CHECK_FAILED,      /* the cluster answered with another error (e.g. not authorized) */
   KAFKA_CHECK_STOPPED,     /* tick asked to stop */
 } kafka_check_t;
-kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, bool (*tick)(void *ctx), void *ctx,
-                                 char *err, size_t errsz);
+kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, const clock_source_t *clock,
+                                 bool (*tick)(void *ctx), void *ctx, char *err, size_t errsz);
 
 /* A rejected message, as the dead-letter topic needs it: a consumed
  * message (kafka_source_of), or a copy of one held past its poll (a late
