@@ -541,6 +541,77 @@ static void apply_held(batch_t *b, test_holder_t *t, const model_command_t *c) {
   model_buf_destroy(&json);
 }
 
+/* What a late reject gives the report callback: the origin's pieces, one
+ * after the other, whether the command decoded again, and why. */
+typedef struct origin_seen {
+  char pieces[3][96];
+  bool decoded[3];
+  model_reject_code_t code[3];
+  int n;
+} origin_seen_t;
+
+static void os_reject(void *ctx, const batch_origin_t *o, const model_command_t *cmd, const model_reject_t *rej) {
+  origin_seen_t *seen = ctx;
+  ck_assert_int_lt(seen->n, 3);
+  char *out = seen->pieces[seen->n];
+  int at = snprintf(out, 96, "%.*s", (int)o->command.len, (const char *)o->command.p);
+  for (int i = 0; i < BATCH_ORIGIN_PARTS; i++) {
+    const char *p = o->from[i].p ? o->from[i].p : "";
+    at += snprintf(out + at, (size_t)(96 - at), "|%.*s", (int)o->from[i].len, p);
+  }
+  seen->decoded[seen->n] = cmd != NULL;
+  seen->code[seen->n++] = rej->code;
+}
+
+/* A hold is a copy of every piece of its command's origin, its bytes
+ * counted; applying the holds again decodes each command from that copy and
+ * gives the origin back, piece for piece, to the one report callback: with
+ * document_too_large and the command when it does not fit, with the
+ * decoder's reason and no command when it no longer decodes. */
+START_TEST(a_hold_gives_its_origin_back_to_the_late_reject) {
+  model_command_t c = roster("a1", "s1", "c1", 1, true);
+  model_buf_t json = MODEL_BUF_INIT;
+  command_json(&c, &json);
+  char topic[] = "topic-a", key[] = "key-a";
+  batch_origin_t o = {{json.data, json.len}, {{topic, 7}, {NULL, 0}, {key, 5}}};
+  batch_holds_t h = {0};
+  batch_holds_add(&h, &o);
+  ck_assert_uint_eq(h.n, 1);
+  ck_assert_uint_ge(h.bytes, json.len + 12);
+  ck_assert_uint_ge(batch_holds_memory(&h), h.bytes);
+  char want[96];
+  snprintf(want, sizeof want, "%s|topic-a||key-a", json.data);
+  memset(json.data, 'x', json.len); /* the hold is a copy */
+  memset(topic, 'x', 7);
+  memset(key, 'x', 5);
+
+  origin_seen_t seen = {0};
+  model_command_t *cmd = malloc(sizeof *cmd);
+  model_aggregate_t *agg = model_aggregate_new("t1", 2, "a1", 2);
+  batch_holding_t how = {TEST_MAX_COMMAND_BYTES, os_reject, &seen};
+  size_t applied;
+  ck_assert_uint_eq(batch_holds_reapply(&h, &how, agg, 0, cmd, &applied), 1); /* no room at all */
+  ck_assert_uint_eq(applied, 0);
+  how.max_command_bytes = 16; /* shorter than the command: it no longer decodes */
+  ck_assert_uint_eq(batch_holds_reapply(&h, &how, agg, SIZE_MAX, cmd, &applied), 1);
+  how.max_command_bytes = TEST_MAX_COMMAND_BYTES;
+  ck_assert_uint_eq(batch_holds_reapply(&h, &how, agg, SIZE_MAX, cmd, &applied), 0); /* it fits */
+  ck_assert_uint_eq(applied, 1);
+  ck_assert_uint_eq(model_aggregate_student_count(agg), 1);
+
+  ck_assert_int_eq(seen.n, 2);
+  ck_assert_str_eq(seen.pieces[0], want);
+  ck_assert(seen.decoded[0] && seen.code[0] == MODEL_REJ_DOCUMENT_TOO_LARGE);
+  ck_assert_str_eq(seen.pieces[1], want);
+  ck_assert(!seen.decoded[1] && seen.code[1] == MODEL_REJ_TOO_LARGE);
+  batch_holds_release(&h);
+  ck_assert(!h.n && !h.bytes && !h.v);
+  model_aggregate_destroy(agg);
+  free(cmd);
+  model_buf_destroy(&json);
+}
+END_TEST
+
 /* The stored document of t1/big with less room left than a student takes:
  * students s0, s1, ... with 4 KiB of feedback (s0's cut to a few bytes by
  * a second grade, h0), then students r0, r1, ... with only a roster slot
@@ -1010,6 +1081,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, flush_triggers);
   tcase_add_test(tc, a_command_past_the_document_limit_is_rejected);
   tcase_add_test(tc, a_refused_document_is_kept_for_retry);
+  tcase_add_test(tc, a_hold_gives_its_origin_back_to_the_late_reject);
   tcase_add_test(tc, an_overlay_past_the_limit_rejects_late_what_does_not_fit);
   tcase_add_test(tc, a_slot_grown_past_the_limit_by_an_overlay_is_rejected_late);
   tcase_add_test(tc, holds_are_released_when_the_load_lands);

@@ -53,8 +53,9 @@
  * flight, does not fit the stored document, the entry is *rebuilt*: the
  * stored document becomes its base, the held commands are decoded and
  * applied to it again in their order, each that does not fit is rejected
- * late through the caller's report callback (before batch_flush_end returns, while its seq is not durable:
- * the caller's commit cannot have passed it), and the entry is written
+ * late through the caller's report callback (before batch_flush_end
+ * returns, while its seq is not durable: the caller's commit cannot have
+ * passed it), and the entry is written
  * whole (not at all if nothing that fits changes the stored document). Holds are released as soon as the entry is loaded. An entry that
  * was loaded and then lost a write race held nothing: until it is loaded
  * again it cannot be rebuilt, and an overlay of it that does not fit is
