@@ -7,6 +7,7 @@
  *  - rejected commands reach the dead-letter topic with their headers, a
  *    late reject (a command that fits its aggregate's overlay but not the
  *    stored document loaded after it) too;
+ *  - `run` and `replay` into the store reject the same commands late;
  *  - a fatal store error stops the worker with nothing committed;
  *  - with the first write held in the store (the pipelined writer):
  *    consumption goes on and nothing is committed meanwhile; SIGTERM waits
@@ -36,12 +37,14 @@
 
 #include "../tools/cmdgen.h"
 #include "base/clock.h"
+#include "base/signals.h"
 #include "config/config.h"
 #include "source/consumer.h"
 #include "source/deadletter.h"
 #include "mem_store.h"
 #include "metrics/metrics.h"
 #include "model_fixtures.h"
+#include "replay/replay_store.h"
 #include "store/store.h"
 
 #define PARTS 3
@@ -686,6 +689,28 @@ static void first_dead_letter_code(const scenario_t *s, char *out, size_t size) 
   dead_letter_done(&d);
 }
 
+/* A fixture whose store holds t1/big full: no room for another student
+ * with a long feedback. Returns that document (the caller's). */
+static model_aggregate_t *full_up(fixture_t *f) {
+  fixture_up(f, 0);
+  model_aggregate_t *full = model_aggregate_new("t1", 2, "big", 3);
+  fx_fill_grades(full, "big", sink_document_limit(full));
+  mem_put(f->mem, full);
+  return full;
+}
+
+/* A grade of t1/big (version v) with MODEL_FEEDBACK_MAX bytes of feedback,
+ * the size of each student of fx_fill_grades. */
+static void long_grade(model_buf_t *b, const char *id, const char *student, int v) {
+  model_buf_printf(b,
+                   "{\"id\":\"%s\",\"type\":\"grade.updated\",\"tenant\":\"t1\",\"assignment\":\"big\","
+                   "\"ts\":\"2026-09-01T08:00:00Z\",\"student\":\"%s\",\"version\":%d,\"data\":{\"points\":1,"
+                   "\"feedback\":\"",
+                   id, student, v);
+  for (int i = 0; i < MODEL_FEEDBACK_MAX; i++) model_buf_putc(b, 'f');
+  model_buf_puts(b, "\"}}");
+}
+
 /* A restart's cold cache: the stored document of t1/big has no room for
  * another student with a long feedback, but that student's grade fits the
  * overlay the worker holds before its first flush loads the document. It
@@ -694,16 +719,9 @@ static void first_dead_letter_code(const scenario_t *s, char *out, size_t size) 
  * is not written, the other documents are, and the store refuses nothing. */
 START_TEST(a_late_reject_is_dead_lettered_and_committed) {
   fixture_t f;
-  fixture_up(&f, 0);
-  model_aggregate_t *full = model_aggregate_new("t1", 2, "big", 3);
-  fx_fill_grades(full, "big", sink_document_limit(full));
-  mem_put(f.mem, full);
+  model_aggregate_t *full = full_up(&f);
   model_buf_t cmd = MODEL_BUF_INIT;
-  model_buf_puts(&cmd, "{\"id\":\"late-reject-command-1\",\"type\":\"grade.updated\",\"tenant\":\"t1\","
-                       "\"assignment\":\"big\",\"ts\":\"2026-09-01T08:00:00Z\",\"student\":\"a-student-who-is-late\","
-                       "\"version\":1,\"data\":{\"points\":1,\"feedback\":\"");
-  for (int i = 0; i < MODEL_FEEDBACK_MAX; i++) model_buf_putc(&cmd, 'f');
-  model_buf_puts(&cmd, "\"}}");
+  long_grade(&cmd, "late-reject-command-1", "a-student-who-is-late", 1);
   produce_one(&f.s, "big", cmd.data);
   model_buf_destroy(&cmd);
   double refused0 = metric_sample("aggregator_store_too_large_total");
@@ -728,6 +746,118 @@ START_TEST(a_late_reject_is_dead_lettered_and_committed) {
 }
 END_TEST
 
+/* A late reject as "line code detail", the line being the command's place
+ * in the input (1 = first): `run`'s from its dead letter, `replay`'s from
+ * its rejects. */
+typedef struct late_list {
+  char v[8][320];
+  size_t n;
+} late_list_t;
+
+static void late_add(late_list_t *l, uint64_t line, const char *code, size_t code_len, const char *detail,
+                     size_t detail_len) {
+  ck_assert_uint_lt(l->n, 8);
+  snprintf(l->v[l->n++], sizeof l->v[0], "%llu %.*s %.*s", (unsigned long long)line, (int)code_len, code,
+           (int)detail_len, detail);
+}
+
+static bool replay_late(void *ctx, uint64_t line, const model_reject_t *rej) {
+  const char *code = model_reject_code_name(rej->code);
+  late_add(ctx, line, code, strlen(code), rej->detail, strlen(rej->detail));
+  return true;
+}
+
+static int by_text(const void *a, const void *b) { return strcmp(a, b); }
+
+/* The n dead letters of s: each is the produced command (cmds[k], at
+ * offset first + k of partition 0) byte for byte, its key and its source;
+ * listed as rejects of line k + 1. */
+static void read_late_dead_letters(const scenario_t *s, int64_t first, const model_buf_t *cmds, size_t ncmds,
+                                   size_t n, late_list_t *out) {
+  rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, "dlq-reader");
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(l, s->dlq, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  ck_assert_int_eq(rd_kafka_assign(rk, l), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_topic_partition_list_destroy(l);
+  for (int tries = 0; out->n < n && tries < 200; tries++) {
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+    if (!m) continue;
+    rd_kafka_headers_t *h;
+    const void *code, *detail, *topic, *part, *off;
+    size_t code_n, detail_n, topic_n, part_n, off_n;
+    ck_assert(!m->err && !rd_kafka_message_headers(m, &h));
+    ck_assert(!rd_kafka_header_get_last(h, "x-error-code", &code, &code_n) &&
+              !rd_kafka_header_get_last(h, "x-error-detail", &detail, &detail_n) &&
+              !rd_kafka_header_get_last(h, "x-source-topic", &topic, &topic_n) &&
+              !rd_kafka_header_get_last(h, "x-source-partition", &part, &part_n) &&
+              !rd_kafka_header_get_last(h, "x-source-offset", &off, &off_n));
+    char offset[24];
+    snprintf(offset, sizeof offset, "%.*s", (int)off_n, (const char *)off);
+    int64_t k = strtoll(offset, NULL, 10) - first;
+    ck_assert(k >= 0 && (size_t)k < ncmds);
+    ck_assert(m->len == cmds[k].len && !memcmp(m->payload, cmds[k].data, m->len)); /* byte for byte */
+    ck_assert(m->key_len == 3 && !memcmp(m->key, "big", 3));
+    ck_assert(topic_n == strlen(s->topic) && !memcmp(topic, s->topic, topic_n));
+    ck_assert(part_n == 1 && *(const char *)part == '0');
+    late_add(out, (uint64_t)k + 1, code, code_n, detail, detail_n);
+    rd_kafka_message_destroy(m);
+  }
+  ck_assert_uint_eq(out->n, n);
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+}
+
+/* `run` and `replay` into the store reject the same commands late, with
+ * the same reason, from the same input over the same stored document: both
+ * go through the batch's holds (pipeline/batch_hold.h), the one giving
+ * Kafka positions, the other line numbers. Two new students do not fit the
+ * full t1/big; a same-size change of a stored student between them does. */
+START_TEST(run_and_replay_reject_the_same_commands_late) {
+  fixture_t f;
+  model_aggregate_t *full = full_up(&f);
+  model_buf_t cmds[3] = {MODEL_BUF_INIT, MODEL_BUF_INIT, MODEL_BUF_INIT};
+  long_grade(&cmds[0], "late-1", "a-new-student", 1);
+  long_grade(&cmds[1], "h0", "s0", 2);
+  long_grade(&cmds[2], "late-2", "another-new-student", 1);
+  int64_t first = f.s.ends[0];
+  for (size_t k = 0; k < 3; k++) produce_one(&f.s, "big", cmds[k].data);
+
+  run_result_t r = run_worker(&f.s, f.mem, true);
+  assert_ran_to_the_end(&r);
+  assert_committed_to_the_end(&f.s);
+  late_list_t ran = {0}, replayed = {0};
+  read_late_dead_letters(&f.s, first, cmds, 3, 2, &ran);
+
+  signals_install(SIGNALS_STOP); /* as `replay` does: the SIGTERM that stopped the worker is not its */
+  config_t *cfg = config_new();
+  mem_store_t mem;
+  mem_init(&mem);
+  mem_put(&mem, full);
+  sink_t sink = mem_sink(&mem);
+  replay_merger_t m;
+  ck_assert(replay_store_merger(&m, cfg, &sink, replay_late, &replayed));
+  for (size_t k = 0; k < 3; k++) ck_assert(replay_merger_apply(&m, k + 1, cmds[k].data, cmds[k].len, 0));
+  replay_rebuilt_t docs = {0}; /* none: the documents are in the store */
+  ck_assert(replay_merger_finish(&m, &docs));
+  replay_counts_t counts = {0};
+  replay_merger_counts(&m, &counts);
+  replay_merger_destroy(&m);
+  ck_assert(model_aggregate_equal(mem_find(&mem, "t1/big")->agg, mem_find(f.mem, "t1/big")->agg));
+
+  qsort(ran.v, ran.n, sizeof ran.v[0], by_text);
+  qsort(replayed.v, replayed.n, sizeof replayed.v[0], by_text);
+  ck_assert_uint_eq(replayed.n, 2);
+  for (size_t i = 0; i < 2; i++) ck_assert_str_eq(ran.v[i], replayed.v[i]);
+  ck_assert(!strncmp(ran.v[0], "1 document_too_large ", 21) && !strncmp(ran.v[1], "3 document_too_large ", 21));
+
+  mem_free(&mem);
+  config_destroy(cfg);
+  for (size_t k = 0; k < 3; k++) model_buf_destroy(&cmds[k]);
+  model_aggregate_destroy(full);
+  fixture_down(&f);
+}
+END_TEST
+
 Suite *test_suite(void) {
   Suite *su = suite_create("consumer_mock");
   TCase *tc = tcase_create("mock cluster");
@@ -741,6 +871,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, dead_letter_failures_then_recovery);
   tcase_add_test(tc, dead_letter_stall_is_failing);
   tcase_add_test(tc, a_late_reject_is_dead_lettered_and_committed);
+  tcase_add_test(tc, run_and_replay_reject_the_same_commands_late);
   suite_add_tcase(su, tc);
   return su;
 }

@@ -29,7 +29,7 @@ struct batch {
   uint64_t flight_seq;          /* the least flight_seq of the job in flight */
   batch_flushcap_t cap;
   batch_too_large_t too_large; /* aggregates the store refused as too large, logged once each */
-  batch_holder_t holder;       /* how unloaded entries hold their commands, if holding */
+  batch_holding_t hold;        /* how unloaded entries hold their commands, if holding */
   bool holding;
   model_command_t *recmd;      /* scratch for the commands applied again (batch_hold.h); ~6 KiB, made on first use */
   batch_stats_t stats;
@@ -45,7 +45,6 @@ batch_t *batch_new(const batch_limits_t *limits) {
 
 void batch_destroy(batch_t *b) {
   if (!b) return;
-  batch_set_holder(b, NULL);
   free(b->recmd);
   batch_entries_free(&b->ents);
   batch_latency_seq_free(&b->events);
@@ -77,16 +76,14 @@ static void evict(batch_t *b) {
 
 static void drop_holds(void *ctx, batch_entry_t *e) {
   batch_t *b = ctx;
-  batch_entries_drop_holds(&b->ents, e, &b->holder);
+  batch_entries_drop_holds(&b->ents, e);
 }
 
-void batch_set_holder(batch_t *b, const batch_holder_t *holder) {
+void batch_set_holding(batch_t *b, const batch_holding_t *how) {
   if (b->holding) batch_cache_each_entry(&b->ents.cache, drop_holds, b);
-  b->holding = holder != NULL;
-  if (holder) b->holder = *holder;
+  b->holding = how != NULL;
+  if (how) b->hold = *how;
 }
-
-static const batch_holder_t *holder_of(const batch_t *b) { return b->holding ? &b->holder : NULL; }
 
 /* Every change of e not in the store is held: an overlay that does not fit
  * its stored document can be rebuilt from it. */
@@ -94,7 +91,7 @@ static bool can_rebuild(const batch_t *b, const batch_entry_t *e) { return b->ho
 
 /* The stored document (it->agg, loaded by the job) becomes e's base, and
  * the commands e holds are applied to it again, in their order: each that
- * does not fit is rejected now, through the holder. e is then loaded;
+ * does not fit is rejected now, through the report callback. e is then loaded;
  * returns whether any of them changed the document (then its next write
  * is whole; otherwise e holds nothing the store lacks). */
 static bool rebuild(batch_t *b, batch_entry_t *e, writer_item_t *it) {
@@ -103,10 +100,10 @@ static bool rebuild(batch_t *b, batch_entry_t *e, writer_item_t *it) {
   it->agg = NULL;
   if (!b->recmd) b->recmd = oom_malloc(sizeof *b->recmd);
   size_t applied, limit = sink_document_limit(e->agg);
-  size_t rejected = batch_holds_reapply(&holds, &b->holder, e->agg, limit, b->recmd, &applied);
+  size_t rejected = batch_holds_reapply(&holds, &b->hold, e->agg, limit, b->recmd, &applied);
   b->stats.too_large += rejected;
   b->stats.applied -= rejected < b->stats.applied ? rejected : b->stats.applied;
-  batch_holds_release(&holds, &b->holder);
+  batch_holds_release(&holds);
   if (applied) batch_writeset_whole(e);
   log_info("aggregate rebuilt from its stored document: the commands that did not fit are rejected", "id",
            LOG_STR, model_aggregate_key(e->agg, NULL), "rejected", LOG_INT, (int64_t)rejected);
@@ -134,8 +131,8 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
   return batch_apply_from(b, cmd, NULL, event_ms, now, rej);
 }
 
-model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, const void *origin, int64_t event_ms,
-                                      batch_now_t now, model_reject_t *rej) {
+model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, const batch_origin_t *origin,
+                                      int64_t event_ms, batch_now_t now, model_reject_t *rej) {
   bool created;
   batch_entry_t *e = batch_cache_get(&b->ents.cache, cmd, &created);
   size_t before = model_aggregate_student_count(e->agg), would_be, limit = sink_document_limit(e->agg);
@@ -151,7 +148,7 @@ model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, co
   uint64_t seq = b->seq++;
   if (r == MODEL_APPLY_APPLIED) {
     batch_writeset_note(e, cmd, before);
-    if (!e->loaded) batch_entries_hold(&b->ents, e, holder_of(b), origin);
+    if (!e->loaded) batch_entries_hold(&b->ents, e, b->holding, origin);
     batch_entries_change(&b->ents, e, seq, event_ms);
     b->stats.applied++;
   } else {
@@ -257,7 +254,7 @@ static void adopt_base(batch_t *b, batch_entry_t *e, writer_item_t *it, int64_t 
     batch_holds_t holds;
     batch_entries_load(&b->ents, e, it->agg, it->rev, &holds);
     it->agg = NULL;
-    batch_holds_release(&holds, holder_of(b));
+    batch_holds_release(&holds);
   }
   if (!changed) batch_entries_in_store(&b->ents, e, wall_ms); /* whatever arrived since is in the store already */
   /* changed: it holds commands applied after the snapshot, so it is dirty
@@ -374,6 +371,14 @@ const batch_stats_t *batch_stats(const batch_t *b) { return &b->stats; }
 
 bool batch_check(const batch_t *b, char *why, size_t why_len) {
   return batch_entries_check(&b->ents, b->seq, why, why_len);
+}
+
+static void count_held(void *ctx, batch_entry_t *e) { *(size_t *)ctx += e->holds.n; }
+
+size_t batch_held_count(const batch_t *b) {
+  size_t n = 0;
+  batch_cache_each_entry((batch_cache_t *)&b->ents.cache, count_held, &n);
+  return n;
 }
 
 void batch_foreach(const batch_t *b, void (*fn)(void *ctx, const model_aggregate_t *agg, int64_t rev), void *ctx) {

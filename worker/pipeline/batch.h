@@ -48,18 +48,19 @@
  * every change that fits, and its document never needs to be refused.
  * A loaded entry checks each command when it is applied. An unloaded one
  * can only check it against its overlay, so it also holds each command
- * applied to it (batch_hold.h, through the caller's holder: batch_apply_from)
+ * applied to it (batch_hold.h: its bytes and origin, given to batch_apply_from)
  * until the load lands. If the overlay, or what came while the load was in
  * flight, does not fit the stored document, the entry is *rebuilt*: the
- * stored document becomes its base, the held commands are applied to it
- * again in their order, each that does not fit is rejected late through
- * the holder (before batch_flush_end returns, while its seq is not durable:
- * the caller's commit cannot have passed it), and the entry is written
+ * stored document becomes its base, the held commands are decoded and
+ * applied to it again in their order, each that does not fit is rejected
+ * late through the caller's report callback (before batch_flush_end
+ * returns, while its seq is not durable: the caller's commit cannot have
+ * passed it), and the entry is written
  * whole (not at all if nothing that fits changes the stored document). Holds are released as soon as the entry is loaded. An entry that
  * was loaded and then lost a write race held nothing: until it is loaded
  * again it cannot be rebuilt, and an overlay of it that does not fit is
  * merged anyway, left to the store's refusal (batch_too_large.h); so is an
- * entry of a batch without a holder.
+ * entry of a batch that holds nothing.
  *
  * What is durable, for offsets: every command gets a sequence number (seq)
  * when applied, stale ones too. An entry remembers the seq of its oldest
@@ -158,23 +159,23 @@ void batch_set_limits(batch_t *b, const batch_limits_t *limits);
 model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, batch_now_t now,
                                  model_reject_t *rej);
 
-/* The same, for a caller that gave a holder (batch_set_holder): origin
- * (borrowed, for the call only; NULL = none) is what holder->hold copies
- * when the command goes into an unloaded aggregate, so that it can be
- * applied again, or rejected late, when the stored document arrives. A
+/* The same, for a caller that holds commands (batch_set_holding): origin
+ * (borrowed, for the call only; NULL = none) is what the batch copies when
+ * the command goes into an unloaded aggregate, so that it can be decoded
+ * and applied again, or rejected late, when the stored document arrives. A
  * command applied without one leaves its aggregate unable to rebuild: then
  * an overlay that does not fit its stored document is merged anyway, and
  * the store's refusal (batch_too_large.h) keeps it. */
-model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, const void *origin, int64_t event_ms,
-                                      batch_now_t now, model_reject_t *rej);
+model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, const batch_origin_t *origin,
+                                      int64_t event_ms, batch_now_t now, model_reject_t *rej);
 
-/* Sets how commands are held (batch_hold.h; copied), or none with NULL:
- * the holds made with the previous holder are released through it first
- * (their aggregates cannot rebuild any more). A late reject is made from
- * batch_flush_end, before it returns. The batch releases what it holds
- * through the holder at batch_destroy too: a holder whose ctx dies first
- * must be unset first. */
-void batch_set_holder(batch_t *b, const batch_holder_t *holder);
+/* Makes the batch hold the commands of unloaded aggregates (batch_hold.h;
+ * how is copied), or hold none with NULL: what it holds is released then
+ * (those aggregates cannot rebuild any more). A late reject is reported
+ * through how->reject from batch_flush_end, before it returns (so from
+ * flusher_step and flusher_destroy too): the callback's ctx must outlive
+ * the flusher, or holding be set to NULL first. */
+void batch_set_holding(batch_t *b, const batch_holding_t *how);
 
 /* True when a flush should begin: a limit is reached (commands, dirty
  * aggregates or linger since the first command not in any flush), or the
@@ -226,6 +227,10 @@ const batch_stats_t *batch_stats(const batch_t *b);
 /* Checks the invariants of every entry (batch_entries.h); false with why
  * at the first broken. For tests: it walks everything. */
 bool batch_check(const batch_t *b, char *why, size_t why_len);
+
+/* How many commands the batch holds (batch_hold.h), over every entry. For
+ * tests: it walks everything. */
+size_t batch_held_count(const batch_t *b);
 
 /* Calls fn for every aggregate in memory (dirty or clean), in no order. */
 void batch_foreach(const batch_t *b, void (*fn)(void *ctx, const model_aggregate_t *agg, int64_t rev), void *ctx);

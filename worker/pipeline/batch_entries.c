@@ -92,21 +92,19 @@ void batch_entries_unload(batch_entries_t *s, batch_entry_t *e) {
   e->loaded = false;
 }
 
-void batch_entries_hold(batch_entries_t *s, batch_entry_t *e, const batch_holder_t *holder, const void *origin) {
+void batch_entries_hold(batch_entries_t *s, batch_entry_t *e, bool holding, const batch_origin_t *origin) {
   (void)s;
-  if (!holder || !origin) {
-    if (holder) batch_holds_release(&e->holds, holder);
+  if (!holding || !origin) {
+    batch_holds_release(&e->holds);
     e->holds.incomplete = true;
     return;
   }
   if (e->holds.incomplete) return;
-  size_t bytes;
-  void *held = holder->hold(holder->ctx, origin, &bytes);
-  batch_holds_add(&e->holds, held, bytes);
+  batch_holds_add(&e->holds, origin);
 }
 
-void batch_entries_drop_holds(batch_entries_t *s, batch_entry_t *e, const batch_holder_t *holder) {
-  batch_holds_release(&e->holds, holder);
+void batch_entries_drop_holds(batch_entries_t *s, batch_entry_t *e) {
+  batch_holds_release(&e->holds);
   e->holds.incomplete = !e->loaded;
   batch_entries_recount(s, e);
 }

@@ -72,7 +72,7 @@ typedef struct batch_entries {
 } batch_entries_t;
 
 void batch_entries_init(batch_entries_t *s);
-/* Frees every entry; their holds must have been released. */
+/* Frees every entry, and what each holds. */
 void batch_entries_free(batch_entries_t *s);
 
 /* e's memory changed (its aggregate, arrival times or holds): counted
@@ -103,14 +103,13 @@ void batch_entries_load(batch_entries_t *s, batch_entry_t *e, model_aggregate_t 
  * until it is loaded again it cannot be rebuilt. */
 void batch_entries_unload(batch_entries_t *s, batch_entry_t *e);
 /* A command was applied to the OVERLAY e (before batch_entries_change):
- * holder (NULL: the batch holds nothing) copies origin so that the command
- * can be applied again, or rejected late, when the stored document
- * arrives; unless e cannot be rebuilt anyway. Without a holder or an
- * origin it can no longer be rebuilt, and what it held is released. */
-void batch_entries_hold(batch_entries_t *s, batch_entry_t *e, const batch_holder_t *holder, const void *origin);
-/* e's holds released through holder (the one they were made with): unless
- * it is loaded, it can no longer be rebuilt. */
-void batch_entries_drop_holds(batch_entries_t *s, batch_entry_t *e, const batch_holder_t *holder);
+ * with holding (the batch holds commands), a copy of origin is held so
+ * that the command can be applied again, or rejected late, when the stored
+ * document arrives; unless e cannot be rebuilt anyway. Without holding or
+ * an origin it can no longer be rebuilt, and what it held is released. */
+void batch_entries_hold(batch_entries_t *s, batch_entry_t *e, bool holding, const batch_origin_t *origin);
+/* e's holds released: unless it is loaded, it can no longer be rebuilt. */
+void batch_entries_drop_holds(batch_entries_t *s, batch_entry_t *e);
 /* Evicts the least recently used clean entries while more than keep are
  * kept or they hold more than keep_bytes. */
 void batch_entries_evict(batch_entries_t *s, size_t keep, size_t keep_bytes);

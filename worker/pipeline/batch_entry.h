@@ -89,10 +89,10 @@ static inline size_t batch_entry_memory(const batch_entry_t *e) {
          batch_latency_bytes(&e->arr_pend) + batch_latency_bytes(&e->arr_flight) + batch_holds_memory(&e->holds);
 }
 
-/* Frees e and everything it holds; it must be in no list, and its holds
- * released (batch_holds_release). */
+/* Frees e and everything it holds, its holds included; it must be in no
+ * list. */
 static inline void batch_entry_free(batch_entry_t *e) {
-  free(e->holds.v);
+  batch_holds_release(&e->holds);
   model_aggregate_destroy(e->agg);
   model_buf_destroy(&e->touched);
   batch_latency_free(&e->arr_pend);

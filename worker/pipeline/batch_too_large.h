@@ -5,7 +5,7 @@
  * was loaded, when the load lands (batch.h: rebuilt from its holds). So a
  * refusal means the merge's size and the store's disagree, or an overlay
  * that could not be rebuilt (an aggregate that lost a write race after it
- * was loaded, or a batch without a holder) passed it once merged.
+ * was loaded, or a batch that holds nothing) passed it once merged.
  *
  * The safe behaviour: the entry's changes are kept, owed and retried with
  * backoff like any rejected write, so that nothing is committed that is not

@@ -20,14 +20,6 @@ typedef struct store_merge {
   void *ctx;
 } store_merge_t;
 
-/* What batch_apply_from is given as a command's origin: its line (or
- * message) number and bytes. */
-typedef struct line_origin {
-  uint64_t line;
-  const char *data;
-  size_t len;
-} line_origin_t;
-
 /* --- the batch's writer pipeline --------------------------------------------------------- */
 
 /* One step of the writer pipeline (flusher.h); false on a fatal store
@@ -72,53 +64,29 @@ static flusher_t *store_flusher_new(store_merge_t *r, const sink_t *sink) {
   return f;
 }
 
-/* --- holding lines for late rejects (batch_hold.h) ------------------------------------ */
+/* --- late rejects (batch_hold.h) --------------------------------------------------------- */
 
-/* A line (or message) merged into an aggregate not yet loaded: its number
- * and its bytes, which follow the struct. */
-typedef struct held_line {
-  uint64_t line;
-  size_t len;
-} held_line_t;
-
-static void *hold_line(void *ctx, const void *origin, size_t *bytes) {
-  (void)ctx;
-  const line_origin_t *o = origin;
-  held_line_t *h = oom_malloc(sizeof *h + o->len);
-  *h = (held_line_t){o->line, o->len};
-  if (o->len) memcpy(h + 1, o->data, o->len);
-  *bytes = sizeof *h + o->len;
-  return h;
-}
-
-static bool decode_line(void *ctx, const void *held, model_command_t *cmd, model_reject_t *rej) {
-  const store_merge_t *r = ctx;
-  const held_line_t *h = held;
-  return model_command_decode(h->len ? (const char *)(h + 1) : "", h->len, (size_t)r->cfg->limits_max_command_bytes,
-                              cmd, rej);
-}
-
-/* A late reject: a false from the callback (--max-rejects passed) stops
- * the replay at its next message. */
-static void reject_line(void *ctx, const void *held, const model_command_t *cmd, const model_reject_t *rej) {
+/* The batch holds each command merged into an aggregate not yet loaded,
+ * with its line (or message) number as where it came from. A late reject:
+ * a false from the callback (--max-rejects passed) stops the replay at its
+ * next message. */
+static void reject_late(void *ctx, const batch_origin_t *origin, const model_command_t *cmd,
+                        const model_reject_t *rej) {
   (void)cmd;
   store_merge_t *r = ctx;
-  (void)r->reject(r->ctx, ((const held_line_t *)held)->line, rej);
-}
-
-static void release_line(void *ctx, void *held) {
-  (void)ctx;
-  free(held);
+  uint64_t line;
+  memcpy(&line, origin->from[0].p, sizeof line);
+  (void)r->reject(r->ctx, line, rej);
 }
 
 /* Only the store's documents can be loaded, and so not fit: the batch
  * holds lines once the writer runs, until it stops. */
 static void hold_lines(store_merge_t *r) {
-  batch_holder_t holder = {hold_line, decode_line, reject_line, release_line, r};
-  batch_set_holder(r->batch, &holder);
+  batch_holding_t how = {(size_t)r->cfg->limits_max_command_bytes, reject_late, r};
+  batch_set_holding(r->batch, &how);
 }
 
-static void stop_holding(store_merge_t *r) { batch_set_holder(r->batch, NULL); /* its ctx, r, goes now */ }
+static void stop_holding(store_merge_t *r) { batch_set_holding(r->batch, NULL); /* its ctx, r, goes now */ }
 
 /* --- the merger ------------------------------------------------------------------------ */
 
@@ -129,7 +97,7 @@ static bool store_apply(void *ctx, uint64_t line, const char *data, size_t len, 
   model_reject_t rej;
   if (!model_command_decode(data ? data : "", len, (size_t)r->cfg->limits_max_command_bytes, &r->cmd, &rej))
     return r->reject(r->ctx, line, &rej);
-  line_origin_t origin = {line, data, len};
+  batch_origin_t origin = {{data, len}, {{&line, sizeof line}}};
   batch_now_t now = batch_now(clock_system());
   if (batch_apply_from(r->batch, &r->cmd, &origin, event_ms > 0 ? event_ms : now.wall_ms, now, &rej) ==
       MODEL_APPLY_TOO_LARGE)

@@ -44,6 +44,7 @@ typedef struct consumer {
   const rd_kafka_topic_t *last_rkt;
   int32_t last_partition;
   offsets_part_t *last_part;
+  size_t last_topic_size; /* its topic's length with its NUL */
   deadletter_t *dlq;
   bool paused;
   bool fatal;
@@ -237,55 +238,41 @@ static void reject(consumer_t *c, offsets_part_t *p, const kafka_source_t *m, in
   if (!deadletter_reject(c->dlq, p, m, rej)) c->fatal = true;
 }
 
-/* --- holding messages for late rejects (batch_hold.h) --------------------------------- */
+/* --- late rejects (batch_hold.h) ------------------------------------------------------ */
 
-/* A consumed message held past its poll: what decoding it again and
- * dead-lettering it need, in one block (the topic, the payload and the key
- * follow the struct). */
-typedef struct held_message {
-  kafka_source_t src; /* points into the block */
-} held_message_t;
+/* Where a message came from, as the batch holds it beside the message's
+ * value: its position, then its topic (with its NUL) and its key, from
+ * which a late reject dead-letters it. */
+typedef struct held_position {
+  int64_t offset;
+  int32_t partition;
+} held_position_t;
 
-static void *hold_message(void *ctx, const void *origin, size_t *bytes) {
-  (void)ctx;
-  const rd_kafka_message_t *m = origin;
-  const char *topic = rd_kafka_topic_name(m->rkt);
-  size_t tlen = strlen(topic) + 1;
-  held_message_t *h = oom_malloc(sizeof *h + tlen + m->len + m->key_len);
-  char *p = (char *)(h + 1);
-  h->src = (kafka_source_t){p, m->partition, m->offset, m->len ? p + tlen : NULL,
-                            m->key_len ? p + tlen + m->len : NULL, m->len, m->key_len};
-  memcpy(p, topic, tlen);
-  if (m->len) memcpy(p + tlen, m->payload, m->len);
-  if (m->key_len) memcpy(p + tlen + m->len, m->key, m->key_len);
-  *bytes = sizeof *h + tlen + m->len + m->key_len;
-  return h;
-}
-
-static bool decode_held(void *ctx, const void *held, model_command_t *cmd, model_reject_t *rej) {
-  consumer_t *c = ctx;
-  const kafka_source_t *s = &((const held_message_t *)held)->src;
-  return model_command_decode(s->payload ? s->payload : "", s->len, (size_t)c->cfg->limits_max_command_bytes, cmd,
-                              rej);
+/* The origin of m, from the partition p (the last handled): *pos is its
+ * position's room. */
+static batch_origin_t origin_of(const consumer_t *c, const offsets_part_t *p, const rd_kafka_message_t *m,
+                                held_position_t *pos) {
+  *pos = (held_position_t){m->offset, m->partition};
+  return (batch_origin_t){{m->payload, m->len},
+                          {{pos, sizeof *pos}, {p->topic, c->last_topic_size}, {m->key, m->key_len}}};
 }
 
 /* A late reject: dead-lettered as any reject, unless its partition was
  * given up meanwhile (its offset was never committed: the next owner reads
  * it again and rejects it itself). */
-static void reject_held(void *ctx, const void *held, const model_command_t *cmd, const model_reject_t *rej) {
+static void reject_late(void *ctx, const batch_origin_t *o, const model_command_t *cmd, const model_reject_t *rej) {
   consumer_t *c = ctx;
-  const kafka_source_t *s = &((const held_message_t *)held)->src;
-  offsets_part_t *p = offsets_find(c->offsets, s->topic, s->partition);
+  held_position_t pos;
+  memcpy(&pos, o->from[0].p, sizeof pos);
+  const kafka_source_t s = {.topic = o->from[1].p, .partition = pos.partition, .offset = pos.offset,
+                            .payload = o->command.p, .len = o->command.len, .key = o->from[2].p,
+                            .key_len = o->from[2].len};
+  offsets_part_t *p = offsets_find(c->offsets, s.topic, s.partition);
   if (!p) {
-    log_debug("late reject of a partition given up: its next owner reads it again", "offset", LOG_INT, s->offset);
+    log_debug("late reject of a partition given up: its next owner reads it again", "offset", LOG_INT, s.offset);
     return;
   }
-  reject(c, p, s, cmd ? (int)cmd->type : METRICS_TYPE_INVALID, rej);
-}
-
-static void release_held(void *ctx, void *held) {
-  (void)ctx;
-  free(held);
+  reject(c, p, &s, cmd ? (int)cmd->type : METRICS_TYPE_INVALID, rej);
 }
 
 static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now) {
@@ -301,6 +288,7 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
     c->last_rkt = m->rkt;
     c->last_partition = m->partition;
     c->last_part = p;
+    c->last_topic_size = strlen(p->topic) + 1;
   }
   /* The Kafka timestamp, or now when the message has none: dates the
    * command for the oldest-uncommitted gauge and its latencies. */
@@ -314,7 +302,9 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
     reject(c, p, &src, METRICS_TYPE_INVALID, &rej);
     return;
   }
-  model_apply_result_t r = batch_apply_from(c->batch, &c->cmd, m, ts, now, &rej);
+  held_position_t pos;
+  batch_origin_t origin = origin_of(c, p, m, &pos);
+  model_apply_result_t r = batch_apply_from(c->batch, &c->cmd, &origin, ts, now, &rej);
   if (r == MODEL_APPLY_TOO_LARGE) {
     kafka_source_t src = kafka_source_of(m);
     reject(c, p, &src, c->cmd.type, &rej);
@@ -584,15 +574,15 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const clock_
   srand((unsigned)clock_wall(clock) ^ (unsigned)getpid()); /* the retry jitter's seed: any value differing per run */
   signals_install(SIGNALS_STOP | SIGNALS_RELOAD | SIGNALS_IGNORE_PIPE);
   metrics_set_assigned(false);
-  batch_holder_t holder = {hold_message, decode_held, reject_held, release_held, c};
-  batch_set_holder(batch, &holder);
+  batch_holding_t how = {(size_t)cfg->limits_max_command_bytes, reject_late, c};
+  batch_set_holding(batch, &how);
   int rc;
   if (start(c, sink, &rc)) {
     while (!signals_stop_count() && !c->fatal) turn(c, rl);
     if (!c->fatal) rc = stop(c);
   }
   finish(c);
-  batch_set_holder(batch, NULL); /* its ctx, c, goes now */
+  batch_set_holding(batch, NULL); /* its ctx, c, goes now */
   free(c);
   return rc;
 }
