@@ -835,7 +835,7 @@ START_TEST(run_and_replay_reject_the_same_commands_late) {
   mem_put(&mem, full);
   sink_t sink = mem_sink(&mem);
   replay_merger_t m;
-  ck_assert(replay_store_merger(&m, cfg, &sink, replay_late, &replayed));
+  ck_assert(replay_store_merger(&m, cfg, &sink, clock_system(), replay_late, &replayed));
   for (size_t k = 0; k < 3; k++) ck_assert(replay_merger_apply(&m, k + 1, cmds[k].data, cmds[k].len, 0));
   replay_rebuilt_t docs = {0}; /* none: the documents are in the store */
   ck_assert(replay_merger_finish(&m, &docs));

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "config/config.h"
 #include "replay/replay.h"
 #include "replay/replay_file.h"
@@ -244,6 +245,38 @@ START_TEST(a_rebuild_is_handed_over_sorted) {
 }
 END_TEST
 
+/* The replay's time and its documents' updatedAt are read on the clock it is
+ * given: a manual clock that never moves gives 0 seconds and its own date. */
+START_TEST(a_replay_runs_on_the_clock_it_is_given) {
+  char in[] = "/tmp/test_replay_XXXXXX";
+  int fd = mkstemp(in);
+  ck_assert_int_ge(fd, 0);
+  const char *text = "{\"id\":\"c1\",\"type\":\"roster.assigned\",\"tenant\":\"t\",\"assignment\":\"a\","
+                     "\"student\":\"s1\",\"version\":1,\"ts\":\"2026-09-01T08:00:00Z\"}\n";
+  ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  char out[sizeof in + 4];
+  snprintf(out, sizeof out, "%s.out", in);
+  clock_manual_t m;
+  clock_manual_init(&m, 5000, 1893456000123); /* 2030-01-01T00:00:00.123Z */
+  config_t *cfg = config_new();
+  replay_options_t o = {.input = in, .output = out, .label = "test", .clock = &m.source};
+  replay_stats_t st;
+  ck_assert_int_eq(replay_run(cfg, &o, &st), 0);
+  ck_assert_uint_eq(st.aggregates, 1);
+  ck_assert(st.seconds == 0.0);
+  char doc[512] = {0};
+  FILE *f = fopen(out, "r");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_gt(fread(doc, 1, sizeof doc - 1, f), 0);
+  fclose(f);
+  ck_assert_msg(strstr(doc, "\"updatedAt\":\"2030-01-01T00:00:00.123Z\""), "%s", doc);
+  config_destroy(cfg);
+  unlink(in);
+  unlink(out);
+}
+END_TEST
+
 Suite *test_suite(void) {
   Suite *s = suite_create("replay");
   TCase *tc = tcase_create("replay");
@@ -255,6 +288,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, an_output_that_cannot_be_written_fails_at_open);
   tcase_add_test(tc, a_lost_write_fails_the_commit);
   tcase_add_test(tc, a_rebuild_is_handed_over_sorted);
+  tcase_add_test(tc, a_replay_runs_on_the_clock_it_is_given);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -69,7 +69,7 @@ static void make(run_t *r, enum backend b) {
   if (b == STORE) {
     mem_init(&r->mem);
     sink_t sink = mem_sink(&r->mem);
-    ck_assert(replay_store_merger(&r->m, r->cfg, &sink, on_reject, &r->rejects));
+    ck_assert(replay_store_merger(&r->m, r->cfg, &sink, clock_system(), on_reject, &r->rejects));
   }
   ck_assert_ptr_nonnull(r->m.ops);
   r->in_order = r->m.in_order;

@@ -22,6 +22,7 @@
 typedef struct replay {
   const config_t *cfg;
   const replay_options_t *o;
+  const clock_source_t *clock; /* o->clock, or the process's */
   replay_stats_t *st;
   bool file_mode; /* --input and --output: no broker, no store */
   bool to_store;  /* the sink is the store (no --output, not verify) */
@@ -190,7 +191,7 @@ static bool write_output(replay_t *r) {
   r->st->aggregates = r->done.n;
   size_t n = r->done.n;
   r->done.n = 0; /* handed over: the encoding destroys them */
-  return replay_encode(r->done.aggs, n, clock_wall_ms(), r->threads, true, output_write, r);
+  return replay_encode(r->done.aggs, n, clock_wall(r->clock), r->threads, true, output_write, r);
 }
 
 /* --- the replay ------------------------------------------------------------------------- */
@@ -201,7 +202,7 @@ static int merger_start(replay_t *r) {
   size_t max_bytes = (size_t)r->cfg->limits_max_command_bytes;
   if (r->to_store) {
     sink_t sink = store_sink(r->store); /* the writer thread's until the merger is destroyed */
-    return replay_store_merger(&r->merger, r->cfg, &sink, reject_at, r) ? 0 : 1;
+    return replay_store_merger(&r->merger, r->cfg, &sink, r->clock, reject_at, r) ? 0 : 1;
   }
   r->threads = merge_threads(r->cfg);
   if (r->threads > 1) return replay_shards_merger(&r->merger, r->threads, max_bytes, reject_at, r) ? 0 : 1;
@@ -292,10 +293,12 @@ static void replay_close(replay_t *r, bool done) {
 }
 
 int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *stats) {
-  double t0 = clock_mono_s();
+  const clock_source_t *clock = o->clock ? o->clock : clock_system();
+  double t0 = clock_mono_seconds(clock);
   memset(stats, 0, sizeof *stats);
   replay_t *r = oom_calloc(1, sizeof *r); /* the line buffer, the files and the merge start empty: all zero */
   r->cfg = cfg;
+  r->clock = clock;
   r->o = o;
   r->st = stats;
   r->file_mode = o->input && o->output && !o->rebuilt;
@@ -303,7 +306,7 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
   /* verify's rebuild: the caller installed them, and waited for the store
    * under them already. */
   if (!o->rebuilt) signals_install(SIGNALS_STOP);
-  srand((unsigned)clock_wall_ms()); /* the retry jitter (retry.h) */
+  srand((unsigned)clock_wall(clock)); /* the retry jitter (retry.h) */
   name_files(r);
   int rc = replay_open(r);
   if (rc == 0) {
@@ -318,6 +321,6 @@ int replay_run(const config_t *cfg, const replay_options_t *o, replay_stats_t *s
     log_error("replay: interrupted", "signal", LOG_INT, (int64_t)signals_stop_signal());
   replay_close(r, rc == 0);
   free(r);
-  stats->seconds = clock_mono_s() - t0;
+  stats->seconds = clock_mono_seconds(clock) - t0;
   return rc;
 }

@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include "aggregate.h"
+#include "base/clock.h"
 #include "config/config.h"
 #include "replay_merge.h"
 #include "replay_source.h"
@@ -79,6 +80,9 @@ typedef struct replay_options {
    * replay stops and fails (exit 1, its outputs not written). */
   bool limit_rejects;
   uint64_t max_rejects;
+  /* The clock of the replay's time, its documents' updatedAt and the
+   * writer's flushes; NULL: the process's (clock_system). Borrowed. */
+  const clock_source_t *clock;
 } replay_options_t;
 
 /* Returns the exit status and fills *stats (also on failure, with what was

@@ -13,6 +13,7 @@
 
 typedef struct store_merge {
   const config_t *cfg;
+  const clock_source_t *clock; /* borrowed: the replay's */
   batch_t *batch;
   flusher_t *flusher; /* the writer thread owns the connection; NULL once stopped */
   model_command_t cmd; /* the one being merged */
@@ -25,8 +26,8 @@ typedef struct store_merge {
 /* One step of the writer pipeline (flusher.h); false on a fatal store
  * error. A replay has no one to hand its work to, so it waits out a store
  * outage (with backoff) unless interrupted. */
-static bool store_step(flusher_t *f, int64_t wait_ms, bool force) {
-  flusher_event_t ev = flusher_step(f, batch_now(clock_system()), wait_ms, force);
+static bool store_step(const store_merge_t *r, int64_t wait_ms, bool force) {
+  flusher_event_t ev = flusher_step(r->flusher, batch_now(r->clock), wait_ms, force);
   if (!ev.finished || ev.status == SINK_OK || ev.status == SINK_PARTIAL) return true;
   if (ev.status == SINK_FATAL) {
     log_error("replay: store write failed", "error", LOG_STR, ev.err.message);
@@ -42,9 +43,9 @@ static bool store_step(flusher_t *f, int64_t wait_ms, bool force) {
  * source back while the batch's memory (in-flight snapshots included) is
  * over its bound. */
 static bool store_keep_up(store_merge_t *r) {
-  if (!store_step(r->flusher, 0, false)) return false;
+  if (!store_step(r, 0, false)) return false;
   while (batch_pending_bytes(r->batch) > (size_t)r->cfg->batch_max_pending_bytes && batch_dirty(r->batch)) {
-    if (signals_stop_count() || !store_step(r->flusher, 100, true)) return false;
+    if (signals_stop_count() || !store_step(r, 100, true)) return false;
   }
   return true;
 }
@@ -52,14 +53,14 @@ static bool store_keep_up(store_merge_t *r) {
 /* Writes everything held; false if interrupted or on a fatal error. */
 static bool store_drain(store_merge_t *r) {
   while (batch_dirty(r->batch)) {
-    if (signals_stop_count() || !store_step(r->flusher, 1000, true)) return false;
+    if (signals_stop_count() || !store_step(r, 1000, true)) return false;
   }
   return true;
 }
 
 /* The writer thread over the batch; NULL when it cannot start. */
 static flusher_t *store_flusher_new(store_merge_t *r, const sink_t *sink) {
-  flusher_t *f = flusher_new(r->batch, sink, 0, clock_system());
+  flusher_t *f = flusher_new(r->batch, sink, 0, r->clock);
   if (f) flusher_set_retry(f, r->cfg->retry_backoff_ms, r->cfg->retry_backoff_max_ms);
   return f;
 }
@@ -98,14 +99,14 @@ static bool store_apply(void *ctx, uint64_t line, const char *data, size_t len, 
   if (!model_command_decode(data ? data : "", len, (size_t)r->cfg->limits_max_command_bytes, &r->cmd, &rej))
     return r->reject(r->ctx, line, &rej);
   batch_origin_t origin = {{data, len}, {{&line, sizeof line}}};
-  batch_now_t now = batch_now(clock_system());
+  batch_now_t now = batch_now(r->clock);
   if (batch_apply_from(r->batch, &r->cmd, &origin, event_ms > 0 ? event_ms : now.wall_ms, now, &rej) ==
       MODEL_APPLY_TOO_LARGE)
     return r->reject(r->ctx, line, &rej);
   return store_keep_up(r);
 }
 
-static bool store_idle(void *ctx) { return store_step(((store_merge_t *)ctx)->flusher, 0, false); }
+static bool store_idle(void *ctx) { return store_step(ctx, 0, false); }
 
 static bool store_finish(void *ctx, replay_rebuilt_t *out) {
   (void)out; /* the documents are in the store */
@@ -142,14 +143,14 @@ static const replay_merger_ops_t store_ops = {.apply = store_apply, .idle = stor
                                               .drain = store_no_drain, .counts = store_counts,
                                               .destroy = store_destroy};
 
-bool replay_store_merger(replay_merger_t *m, const config_t *cfg, const sink_t *sink, replay_reject_fn reject,
-                         void *ctx) {
+bool replay_store_merger(replay_merger_t *m, const config_t *cfg, const sink_t *sink, const clock_source_t *clock,
+                         replay_reject_fn reject, void *ctx) {
   *m = (replay_merger_t){0};
   batch_limits_t limits = batch_limits_from_config(cfg);
   batch_t *batch = batch_new(&limits);
   if (!batch) return false;
   store_merge_t *r = oom_calloc(1, sizeof *r);
-  *r = (store_merge_t){.cfg = cfg, .batch = batch, .reject = reject, .ctx = ctx};
+  *r = (store_merge_t){.cfg = cfg, .clock = clock, .batch = batch, .reject = reject, .ctx = ctx};
   r->flusher = store_flusher_new(r, sink);
   if (!r->flusher) {
     store_destroy(r);

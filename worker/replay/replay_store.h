@@ -20,14 +20,17 @@
 
 #include <stdbool.h>
 
+#include "base/clock.h"
 #include "config/config.h"
 #include "replay_merger.h"
 #include "store/sink.h"
 
 /* The batch over sink (the writer thread's until the merger is destroyed),
- * with cfg's batch limits, retry backoff and limits.max_command_bytes;
- * rejects to reject(ctx, ...). False when the writer cannot start. */
-bool replay_store_merger(replay_merger_t *m, const config_t *cfg, const sink_t *sink, replay_reject_fn reject,
-                         void *ctx);
+ * with cfg's batch limits, retry backoff and limits.max_command_bytes,
+ * timed on clock (borrowed; read by the writer thread too, so safe to read
+ * from two: clock.h); rejects to reject(ctx, ...). False when the writer
+ * cannot start. */
+bool replay_store_merger(replay_merger_t *m, const config_t *cfg, const sink_t *sink, const clock_source_t *clock,
+                         replay_reject_fn reject, void *ctx);
 
 #endif

@@ -401,7 +401,7 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
   replay_rebuilt_t rebuilt = {0};
   if (rc == 0) {
     replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .rebuilt = &rebuilt,
-                           .label = "verify"};
+                           .label = "verify", .clock = clock};
     rc = replay_run(cfg, &ro, &stats->rebuild);
   }
   if (rc == 0 && rebuilt.n == 0 && !signals_stop_count()) {
