@@ -73,6 +73,7 @@ static int cmp_line(const void *a, const void *b) {
 
 /* The rejects lines kept for the end, in line order. */
 static bool write_waiting(replay_t *r) {
+  if (!r->nwaiting) return true; /* and r->waiting may be NULL, which qsort must not be given */
   qsort(r->waiting, r->nwaiting, sizeof *r->waiting, cmp_line);
   bool ok = true;
   for (size_t i = 0; i < r->nwaiting && ok; i++)
