@@ -25,6 +25,7 @@
 #include "json_scan.h"
 #include "json_simd.h"
 #include "timestamp.h"
+#include "timestamp_parse.h"
 #include "zero.h"
 
 /* ------------------------------------------------------------------ names */
@@ -374,7 +375,7 @@ static inline __attribute__((always_inline)) bool check_ts(check_t *c, const cha
                                                            const model_json_value_t *v, bool required,
                                                            bool nullable, int64_t *ms) {
   if (v->type == MODEL_JSON_STRING && !v->escaped && may(c, MODEL_REJ_INVALID_TIMESTAMP) &&
-      model_timestamp_parse(c->buf + v->start, v->len, ms))
+      model_timestamp_parse_inline(c->buf + v->start, v->len, ms))
     return true;
   return check_ts_any(c, name, v, required, nullable, ms);
 }
@@ -530,6 +531,11 @@ static void check_points(check_t *c, const char *name, const model_json_value_t 
 static void check_version(check_t *c, const model_json_value_t *v, uint64_t *version) {
   if (!want(c, "version", v, MODEL_JSON_NUMBER, true, false)) return;
   const char *lit = c->buf + v->start;
+  if (v->len == 1 && lit[0] != '0') {
+    /* The common case, one digit 1..9 (the scan has checked the grammar). */
+    *version = (uint64_t)(lit[0] - '0');
+    return;
+  }
   char shown[64];
   if (v->frac_exp) {
     fault(c, MODEL_REJ_INVALID_VERSION, "version: %s is not an integer",
