@@ -3,6 +3,7 @@
  *   SCAN_NAME(x)  the name of this instance's functions (x##_sse2, ...)
  *   SCAN_STOP     the kernel (p, end, lo): first byte of [p, end) a string
  *                 scan stops at, in a buffer that starts at lo
+ *   SCAN_IDLEN    the id characters that start the 16 bytes at p (0..16)
  *   SCAN_ATTR     function attributes of the instance (a target, or nothing)
  * and with the helpers of json_scan.c in scope. Every instance does exactly
  * the same work, so the instances must agree byte for byte on every input.
@@ -374,8 +375,7 @@ SCAN_NAME(plain_object)(const plain_t *x, const unsigned char *p, const model_js
          * (tail16's near the end; the '}' at end[-1] is no id byte, so
          * the byte after them is in the text). */
         unsigned char pad[32];
-        size_t n = (size_t)__builtin_ctz(
-            ~model_json_id_mask16(__builtin_expect(p <= x->safe, 1) ? p : tail16(p, base, x->end, pad)));
+        size_t n = SCAN_IDLEN(__builtin_expect(p <= x->safe, 1) ? p : tail16(p, base, x->end, pad));
         ident = n > 0 && p[n] == '"';
         q = p + n;
       }
