@@ -400,14 +400,14 @@ static inline bool same_bytes_13_24(const char *a, const char *b, size_t n) {
   return ((x0 ^ y0) | (x1 ^ y1) | (x2 ^ y2)) == 0;
 }
 
-/* check_ts, inline for a string without escapes that parses while an
- * invalid timestamp could still be the report; anything else goes to
- * check_ts_any, which decides from the start (parsing is pure). */
+/* check_ts, inline for a string without escapes that parses (whatever
+ * fault another field has: parsing records none, and *cmd is unspecified
+ * on a reject); anything else goes to check_ts_any, which decides from the
+ * start (parsing is pure). */
 static inline __attribute__((always_inline)) bool check_ts(check_t *c, const char *name,
                                                            const model_json_value_t *v, bool required,
                                                            bool nullable, int64_t *ms) {
-  if (v->type == MODEL_JSON_STRING && !v->escaped && may(c, MODEL_REJ_INVALID_TIMESTAMP) &&
-      model_timestamp_parse_inline(c->buf + v->start, v->len, ms))
+  if (v->type == MODEL_JSON_STRING && !v->escaped && model_timestamp_parse_inline(c->buf + v->start, v->len, ms))
     return true;
   return check_ts_any(c, name, v, required, nullable, ms);
 }
