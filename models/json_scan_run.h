@@ -439,8 +439,11 @@ SCAN_ATTR static bool SCAN_NAME(scan)(const char *buf, size_t len, const model_j
                                       model_json_value_t *root_vals, model_json_value_t *sub_vals,
                                       model_json_result_t *res) {
   const unsigned char *base = (const unsigned char *)buf, *end = base + len;
-  const unsigned char *p = skip_ws(base, end), *last = end; /* last: the end of the text but whitespace */
-  while (last > p && (last[-1] == ' ' || last[-1] == '\n' || last[-1] == '\r' || last[-1] == '\t')) last--;
+  const unsigned char *p = base, *last = end; /* last: the end of the text but whitespace */
+  if (len < 2 || *p != '{' || last[-1] != '}') { /* whitespace around the text, or no object */
+    p = skip_ws(base, end);
+    while (last > p && (last[-1] == ' ' || last[-1] == '\n' || last[-1] == '\r' || last[-1] == '\t')) last--;
+  }
   if (last - p >= 2 && *p == '{' && last[-1] == '}' && schema->root_slots &&
       (schema->sub_index < 0 || schema->sub_slots)) {
     const plain_t x = {base, last, last - base >= 16 ? last - 16 : base, schema, sub_vals};
