@@ -207,7 +207,8 @@ __attribute__((target("avx2"))) static inline unsigned model_json_id_len16_avx2(
   __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
   /* a byte >= 0x80 shuffles to 0 as its own index */
   __m128i lo = _mm_shuffle_epi8(lo_class, v);
-  __m128i hi = _mm_shuffle_epi8(hi_class, _mm_and_si128(_mm_srli_epi16(v, 4), _mm_load_si128((const __m128i *)(const void *)k)));
+  __m128i nib = _mm_load_si128((const __m128i *)(const void *)k);
+  __m128i hi = _mm_shuffle_epi8(hi_class, _mm_and_si128(_mm_srli_epi16(v, 4), nib));
   unsigned other = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(lo, hi), _mm_setzero_si128()));
   return (unsigned)__builtin_ctz(other | 0x10000u);
 }

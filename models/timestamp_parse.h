@@ -46,7 +46,8 @@ static inline uint64_t model_timestamp_load8(const char *s) {
 
 /* model_timestamp_parse() for len 20..30; milli is len == 24, a constant
  * at each call. */
-static inline __attribute__((always_inline)) bool model_timestamp_parse_at(const char *s, size_t len, bool milli, int64_t *ms) {
+static inline __attribute__((always_inline)) bool model_timestamp_parse_at(const char *s, size_t len, bool milli,
+                                                                           int64_t *ms) {
   /* 01234567890123456789 0123
    * YYYY-MM-DDTHH:MM:SS[.F{1,9}]Z
    * The fixed part is checked as overlapping 8-byte words: XOR with a
@@ -69,8 +70,10 @@ static inline __attribute__((always_inline)) bool model_timestamp_parse_at(const
     memcpy(&t2, "00:00:00", 8);
     memcpy(&b2, "\x76\x76\x7f\x76\x76\x7f\x76\x76", 8);
   }
-  uint64_t a = model_timestamp_load8(s) ^ t0, b = model_timestamp_load8(s + 8) ^ t1, c = model_timestamp_load8(s + (milli ? 16 : 11)) ^ t2;
-  if (model_timestamp_over_limit(a, b0) | model_timestamp_over_limit(b, b1) | model_timestamp_over_limit(c, b2)) return false;
+  uint64_t a = model_timestamp_load8(s) ^ t0, b = model_timestamp_load8(s + 8) ^ t1;
+  uint64_t c = model_timestamp_load8(s + (milli ? 16 : 11)) ^ t2;
+  if (model_timestamp_over_limit(a, b0) | model_timestamp_over_limit(b, b1) | model_timestamp_over_limit(c, b2))
+    return false;
   unsigned millis = 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   /* The words now hold digit values (separators 0), first byte lowest:
@@ -101,7 +104,8 @@ static inline __attribute__((always_inline)) bool model_timestamp_parse_at(const
 #endif
   /* The month's range goes with the day's: model_timestamp_month_days is 0 for a number
    * that is no month. */
-  if (y < 1 || (dd > model_timestamp_month_days[mo] && !(mo == 2 && dd == 29 && model_timestamp_is_leap(y)))) return false;
+  if (y < 1 || (dd > model_timestamp_month_days[mo] && !(mo == 2 && dd == 29 && model_timestamp_is_leap(y))))
+    return false;
   if (!milli) {
     size_t i = 19;
     if (s[i] == '.') {
