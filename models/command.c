@@ -25,6 +25,7 @@
 #include "json_scan.h"
 #include "json_simd.h"
 #include "timestamp.h"
+#include "timestamp_parse.h"
 #include "zero.h"
 
 /* ------------------------------------------------------------------ names */
@@ -257,14 +258,38 @@ static __attribute__((noinline)) void check_id_any(check_t *c, const char *name,
   *out_len = (uint8_t)n;
 }
 
+/* out[0..n) = src[0..n) for 1 <= n <= 16, reading and writing only those
+ * bytes: two overlapping words of 8, 4, 2 or 1 bytes. */
+static inline void copy_1_16(char *out, const unsigned char *src, size_t n) {
+  if (n >= 8) {
+    uint64_t a, b;
+    memcpy(&a, src, 8);
+    memcpy(&b, src + n - 8, 8);
+    memcpy(out, &a, 8);
+    memcpy(out + n - 8, &b, 8);
+  } else if (n >= 4) {
+    uint32_t a, b;
+    memcpy(&a, src, 4);
+    memcpy(&b, src + n - 4, 4);
+    memcpy(out, &a, 4);
+    memcpy(out + n - 4, &b, 4);
+  } else {
+    unsigned char a = src[0], m = src[n / 2], b = src[n - 1];
+    out[0] = (char)a;
+    out[n / 2] = (char)m;
+    out[n - 1] = (char)b;
+  }
+}
+
 /* The common id, without a loop: a string without escapes of 1..16 bytes
  * whose bytes all are id characters (printable: all printable ASCII, for a
  * command id) is checked as one 16-byte block, unless the scan has checked
  * it (ident), and copied whole to out (bytes past the id are overwritten by
  * its NUL or ignored), its length to *out_len; an id that starts less than
  * 16 bytes before the end of the text (the last member of a line, in some
- * producers' key order) is read from a copy of the text's last 16 bytes,
- * zeros after them. False for anything else, which the caller's general
+ * producers' key order) is copied as two overlapping words when the scan
+ * has checked it, else read from a copy of the text's last 16 bytes, zeros
+ * after them. False for anything else, which the caller's general
  * check decides from the start. */
 static inline __attribute__((always_inline)) bool short_id(const check_t *c, const model_json_value_t *v,
                                                            bool printable, char *out, uint8_t *out_len) {
@@ -272,6 +297,14 @@ static inline __attribute__((always_inline)) bool short_id(const check_t *c, con
   const unsigned char *src = (const unsigned char *)c->buf + v->start;
   unsigned char pad[32];
   if (__builtin_expect(v->start >= c->pad_from, 0)) {
+    if (v->ident) {
+      /* checked by the scan: its 1..16 bytes copied as two overlapping
+       * words, which read nothing past it */
+      copy_1_16(out, src, v->len);
+      out[v->len] = '\0';
+      *out_len = (uint8_t)v->len;
+      return true;
+    }
     /* the text's last 16 bytes, zeros after them (or the id alone, in a
      * text shorter than that) */
     size_t len = (size_t)(c->end - c->buf);
@@ -367,14 +400,14 @@ static inline bool same_bytes_13_24(const char *a, const char *b, size_t n) {
   return ((x0 ^ y0) | (x1 ^ y1) | (x2 ^ y2)) == 0;
 }
 
-/* check_ts, inline for a string without escapes that parses while an
- * invalid timestamp could still be the report; anything else goes to
- * check_ts_any, which decides from the start (parsing is pure). */
+/* check_ts, inline for a string without escapes that parses (whatever
+ * fault another field has: parsing records none, and *cmd is unspecified
+ * on a reject); anything else goes to check_ts_any, which decides from the
+ * start (parsing is pure). */
 static inline __attribute__((always_inline)) bool check_ts(check_t *c, const char *name,
                                                            const model_json_value_t *v, bool required,
                                                            bool nullable, int64_t *ms) {
-  if (v->type == MODEL_JSON_STRING && !v->escaped && may(c, MODEL_REJ_INVALID_TIMESTAMP) &&
-      model_timestamp_parse(c->buf + v->start, v->len, ms))
+  if (v->type == MODEL_JSON_STRING && !v->escaped && model_timestamp_parse_inline(c->buf + v->start, v->len, ms))
     return true;
   return check_ts_any(c, name, v, required, nullable, ms);
 }
@@ -530,6 +563,11 @@ static void check_points(check_t *c, const char *name, const model_json_value_t 
 static void check_version(check_t *c, const model_json_value_t *v, uint64_t *version) {
   if (!want(c, "version", v, MODEL_JSON_NUMBER, true, false)) return;
   const char *lit = c->buf + v->start;
+  if (v->len == 1 && lit[0] != '0') {
+    /* The common case, one digit 1..9 (the scan has checked the grammar). */
+    *version = (uint64_t)(lit[0] - '0');
+    return;
+  }
   char shown[64];
   if (v->frac_exp) {
     fault(c, MODEL_REJ_INVALID_VERSION, "version: %s is not an integer",

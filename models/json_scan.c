@@ -615,27 +615,33 @@ static bool scan_full(scan_fn_t run, const char *buf, size_t len, const model_js
 /* The instances of the scan loop, one per string kernel. */
 #define SCAN_NAME(x) x##_scalar
 #define SCAN_STOP model_json_stop_scalar
+#define SCAN_IDLEN model_json_id_len16
 #define SCAN_ATTR
 #include "json_scan_run.h"
 #undef SCAN_NAME
 #undef SCAN_STOP
+#undef SCAN_IDLEN
 #undef SCAN_ATTR
 
 #ifdef MODEL_JSON_HAVE_SSE2
 #define SCAN_NAME(x) x##_sse2
 #define SCAN_STOP model_json_stop_sse2
+#define SCAN_IDLEN model_json_id_len16
 #define SCAN_ATTR
 #include "json_scan_run.h"
 #undef SCAN_NAME
 #undef SCAN_STOP
+#undef SCAN_IDLEN
 #undef SCAN_ATTR
 
 #define SCAN_NAME(x) x##_avx2
 #define SCAN_STOP model_json_stop_avx2
+#define SCAN_IDLEN model_json_id_len16_avx2
 #define SCAN_ATTR __attribute__((target("avx2")))
 #include "json_scan_run.h"
 #undef SCAN_NAME
 #undef SCAN_STOP
+#undef SCAN_IDLEN
 #undef SCAN_ATTR
 #endif
 

@@ -3,6 +3,7 @@
  *   SCAN_NAME(x)  the name of this instance's functions (x##_sse2, ...)
  *   SCAN_STOP     the kernel (p, end, lo): first byte of [p, end) a string
  *                 scan stops at, in a buffer that starts at lo
+ *   SCAN_IDLEN    the id characters that start the 16 bytes at p (0..16)
  *   SCAN_ATTR     function attributes of the instance (a target, or nothing)
  * and with the helpers of json_scan.c in scope. Every instance does exactly
  * the same work, so the instances must agree byte for byte on every input.
@@ -374,8 +375,7 @@ SCAN_NAME(plain_object)(const plain_t *x, const unsigned char *p, const model_js
          * (tail16's near the end; the '}' at end[-1] is no id byte, so
          * the byte after them is in the text). */
         unsigned char pad[32];
-        size_t n = (size_t)__builtin_ctz(
-            ~model_json_id_mask16(__builtin_expect(p <= x->safe, 1) ? p : tail16(p, base, x->end, pad)));
+        size_t n = SCAN_IDLEN(__builtin_expect(p <= x->safe, 1) ? p : tail16(p, base, x->end, pad));
         ident = n > 0 && p[n] == '"';
         q = p + n;
       }
@@ -439,8 +439,11 @@ SCAN_ATTR static bool SCAN_NAME(scan)(const char *buf, size_t len, const model_j
                                       model_json_value_t *root_vals, model_json_value_t *sub_vals,
                                       model_json_result_t *res) {
   const unsigned char *base = (const unsigned char *)buf, *end = base + len;
-  const unsigned char *p = skip_ws(base, end), *last = end; /* last: the end of the text but whitespace */
-  while (last > p && (last[-1] == ' ' || last[-1] == '\n' || last[-1] == '\r' || last[-1] == '\t')) last--;
+  const unsigned char *p = base, *last = end; /* last: the end of the text but whitespace */
+  if (len < 2 || *p != '{' || last[-1] != '}') { /* whitespace around the text, or no object */
+    p = skip_ws(base, end);
+    while (last > p && (last[-1] == ' ' || last[-1] == '\n' || last[-1] == '\r' || last[-1] == '\t')) last--;
+  }
   if (last - p >= 2 && *p == '{' && last[-1] == '}' && schema->root_slots &&
       (schema->sub_index < 0 || schema->sub_slots)) {
     const plain_t x = {base, last, last - base >= 16 ? last - 16 : base, schema, sub_vals};

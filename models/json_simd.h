@@ -184,6 +184,36 @@ static inline __attribute__((always_inline)) unsigned model_json_id_mask16(const
 #endif
 }
 
+/* The number of id characters that start the 16 bytes at p (0..16), from
+ * model_json_id_mask16: the scan's id check (json_scan_run.h). */
+static inline __attribute__((always_inline)) unsigned model_json_id_len16(const unsigned char *p) {
+  return (unsigned)__builtin_ctz(~model_json_id_mask16(p));
+}
+
+#ifdef MODEL_JSON_HAVE_SSE2
+/* model_json_id_len16 for the AVX2 scan, the same count with a byte shuffle
+ * (SSSE3, which AVX2 includes): a byte is an id character when the classes
+ * of its low nibble (lo_class) and of its high nibble (hi_class) meet.
+ * Classes, by high nibble: 2 '-' (bit 0), 3 digits (bit 1), 4 and 6 letters
+ * from low nibble 1 (bit 2), 5 letters to 'Z' and '_' (bit 3), 7 letters to
+ * 'z' (bit 4); no class for the others (bytes >= 0x80 included). */
+__attribute__((target("avx2"))) static inline unsigned model_json_id_len16_avx2(const unsigned char *p) {
+  static const unsigned char nibble[16] __attribute__((aligned(16))) = {15, 15, 15, 15, 15, 15, 15, 15,
+                                                                        15, 15, 15, 15, 15, 15, 15, 15};
+  const unsigned char *k = nibble;
+  __asm__("" : "+r"(k)); /* read where used, as model_json_splats */
+  const __m128i lo_class = _mm_setr_epi8(26, 30, 30, 30, 30, 30, 30, 30, 30, 30, 28, 4, 4, 5, 4, 12);
+  const __m128i hi_class = _mm_setr_epi8(0, 0, 1, 2, 4, 8, 4, 16, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+  /* a byte >= 0x80 shuffles to 0 as its own index */
+  __m128i lo = _mm_shuffle_epi8(lo_class, v);
+  __m128i nib = _mm_load_si128((const __m128i *)(const void *)k);
+  __m128i hi = _mm_shuffle_epi8(hi_class, _mm_and_si128(_mm_srli_epi16(v, 4), nib));
+  unsigned other = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(lo, hi), _mm_setzero_si128()));
+  return (unsigned)__builtin_ctz(other | 0x10000u);
+}
+#endif
+
 static inline __attribute__((always_inline)) unsigned model_json_printable_mask16(const unsigned char *p) {
 #ifdef MODEL_JSON_HAVE_SSE2
   __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);

@@ -917,6 +917,29 @@ START_TEST(test_id_bytes) {
 }
 END_TEST
 
+/* An id of every length 1..16 as the last field of the text, and a
+ * command id likewise: the copy of one that ends the text (no 16 bytes
+ * after its start) takes exactly its bytes, whatever its length. */
+START_TEST(test_id_last_lengths) {
+  static const char bytes[] = "aZ09-_bY18_-cX27";
+  char id[17];
+  for (size_t n = 1; n <= 16; n++) {
+    memcpy(id, bytes, n);
+    id[n] = '\0';
+    const char *late = mkcmd("{\"id\":\"c\",\"type\":\"roster.assigned\",\"tenant\":\"t\",\"assignment\":\"a\","
+                             "\"version\":1,\"ts\":\"2026-01-01T00:00:00Z\",\"student\":\"%s\"}", id);
+    expect("id, last", late, strlen(late), MAXB, OK, "");
+    ck_assert_str_eq(cmd.student, id);
+    ck_assert_uint_eq(cmd.student_len, n);
+    const char *cmd_late = mkcmd("{\"type\":\"roster.assigned\",\"tenant\":\"t\",\"assignment\":\"a\","
+                                 "\"student\":\"s\",\"version\":1,\"ts\":\"2026-01-01T00:00:00Z\",\"id\":\"%s\"}", id);
+    expect("command id, last", cmd_late, strlen(cmd_late), MAXB, OK, "");
+    ck_assert_str_eq(cmd.id, id);
+    ck_assert_uint_eq(cmd.id_len, n);
+  }
+}
+END_TEST
+
 /* The command id's rule (printable ASCII 0x21..0x7e) with every byte JSON
  * lets into a string unescaped, and a UTF-8 letter, at the ends and middle
  * of ids of lengths around the 16-byte blocks (every position of one
@@ -1062,6 +1085,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_big_objects);
   tcase_add_test(tc, test_names);
   tcase_add_test(tc, test_id_bytes);
+  tcase_add_test(tc, test_id_last_lengths);
   tcase_add_test(tc, test_cmd_id_bytes);
   tcase_add_test(tc, test_detail_escaping);
   tcase_add_test(tc, test_utf8_check);

@@ -12,6 +12,7 @@
 
 #include "../common/corpus.h"
 #include "../fuzz/scan_diff.h"
+#include "json_simd.h"
 
 #define MAXB (1u << 20)
 
@@ -282,6 +283,28 @@ START_TEST(test_ident) {
 }
 END_TEST
 
+/* The AVX2 scan's count of id characters (a byte shuffle) against the
+ * SSE2 and scalar one (model_json_id_len16) and the rule itself: every byte
+ * value at every position of 16 id bytes, and after every count of them. */
+START_TEST(test_id_len) {
+  static const char ids[] = "azAZ09-_mM5qQ-_z";
+  for (unsigned at = 0; at < 16; at++)
+    for (unsigned b = 0; b < 256; b++) {
+      unsigned char block[16];
+      memcpy(block, ids, 16);
+      block[at] = (unsigned char)b;
+      bool id = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') || b == '-' || b == '_';
+      unsigned want = id ? 16 : at;
+      ck_assert_uint_eq(model_json_id_len16(block), want);
+#ifdef MODEL_JSON_HAVE_SSE2
+      if (model_json_kernel_available(MODEL_JSON_KERNEL_AVX2))
+        ck_assert_msg(model_json_id_len16_avx2(block) == want, "byte 0x%02x at %u: %u, expected %u", b, at,
+                      model_json_id_len16_avx2(block), want);
+#endif
+    }
+}
+END_TEST
+
 Suite *test_suite(void) {
   Suite *s = suite_create("scan_kernels");
   TCase *tc = tcase_create("scan_kernels");
@@ -293,6 +316,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_plain_shapes);
   tcase_add_test(tc, test_shared_slots);
   tcase_add_test(tc, test_ident);
+  tcase_add_test(tc, test_id_len);
   suite_add_tcase(s, tc);
   return s;
 }
