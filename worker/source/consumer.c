@@ -44,7 +44,6 @@ typedef struct consumer {
   const rd_kafka_topic_t *last_rkt;
   int32_t last_partition;
   offsets_part_t *last_part;
-  size_t last_topic_size; /* its topic's length with its NUL */
   deadletter_t *dlq;
   bool paused;
   bool fatal;
@@ -248,13 +247,11 @@ typedef struct held_position {
   int32_t partition;
 } held_position_t;
 
-/* The origin of m, from the partition p (the last handled): *pos is its
- * position's room. */
-static batch_origin_t origin_of(const consumer_t *c, const offsets_part_t *p, const rd_kafka_message_t *m,
-                                held_position_t *pos) {
+/* The origin of m, from its partition p: *pos is its position's room. */
+static batch_origin_t origin_of(const offsets_part_t *p, const rd_kafka_message_t *m, held_position_t *pos) {
   *pos = (held_position_t){m->offset, m->partition};
   return (batch_origin_t){{m->payload, m->len},
-                          {{pos, sizeof *pos}, {p->topic, c->last_topic_size}, {m->key, m->key_len}}};
+                          {{pos, sizeof *pos}, {p->topic, p->topic_size}, {m->key, m->key_len}}};
 }
 
 /* A late reject: dead-lettered as any reject, unless its partition was
@@ -288,7 +285,6 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
     c->last_rkt = m->rkt;
     c->last_partition = m->partition;
     c->last_part = p;
-    c->last_topic_size = strlen(p->topic) + 1;
   }
   /* The Kafka timestamp, or now when the message has none: dates the
    * command for the oldest-uncommitted gauge and its latencies. */
@@ -303,7 +299,7 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
     return;
   }
   held_position_t pos;
-  batch_origin_t origin = origin_of(c, p, m, &pos);
+  batch_origin_t origin = origin_of(p, m, &pos);
   model_apply_result_t r = batch_apply_from(c->batch, &c->cmd, &origin, ts, now, &rej);
   if (r == MODEL_APPLY_TOO_LARGE) {
     kafka_source_t src = kafka_source_of(m);

@@ -49,7 +49,8 @@ struct offsets_checkpoint;
 struct offsets_mark;
 
 typedef struct offsets_part {
-  char *topic; /* owned */
+  char *topic;       /* owned */
+  size_t topic_size; /* strlen(topic) + 1 */
   int32_t partition;
   int64_t next;      /* offset after the last consumed message, -1 before the first */
   int64_t durable;   /* every valid command below this is durable, -1 none */
