@@ -583,6 +583,26 @@ static const origin_t *origin_of(const loader_t *L, const char *section, const c
   return &L->props[config_prop_find(section, key) - config_props];
 }
 
+/* `topic` (the value of section.key) must not be in `list` (the value of
+ * lsection.lkey, a comma list): the error blames whichever of the two was
+ * set last. */
+static void check_distinct_topic(loader_t *L, const char *section, const char *key, const char *topic,
+                                 const char *lsection, const char *lkey, const char *list, const char *both) {
+  size_t dl = strlen(topic);
+  for (const char *t = list; *t;) {
+    size_t n = strcspn(t, ",");
+    if (n == dl && !strncmp(t, topic, n)) {
+      const origin_t *od = origin_of(L, section, key), *ot = origin_of(L, lsection, lkey);
+      bool blame_topic = origin_rank(od) >= origin_rank(ot);
+      char name[64];
+      snprintf(name, sizeof name, "%s.%s", blame_topic ? section : lsection, blame_topic ? key : lkey);
+      fail(L, blame_topic ? od : ot, name, "'%s' is both %s", topic, both);
+      return;
+    }
+    t += n + (t[n] == ',');
+  }
+}
+
 static void check_cross(loader_t *L) {
   const config_t *c = L->cfg;
   if (c->retry_backoff_max_ms < c->retry_backoff_ms) {
@@ -594,18 +614,16 @@ static void check_cross(loader_t *L) {
       fail(L, omin, "retry.backoff_ms", "%lld is greater than retry.backoff_max_ms (%lld)",
            (long long)c->retry_backoff_ms, (long long)c->retry_backoff_max_ms);
   }
-  /* Consuming the dead-letter topic would feed every reject back in forever. */
-  size_t dl = strlen(c->kafka_dlq_topic);
-  for (const char *t = c->kafka_topics; *t;) {
-    size_t n = strcspn(t, ",");
-    if (n == dl && !strncmp(t, c->kafka_dlq_topic, n)) {
-      const origin_t *od = origin_of(L, "kafka", "dlq_topic"), *ot = origin_of(L, "kafka", "topics");
-      bool blame_dlq = origin_rank(od) >= origin_rank(ot);
-      fail(L, blame_dlq ? od : ot, blame_dlq ? "kafka.dlq_topic" : "kafka.topics",
-           "'%s' is both a command topic and the dead-letter topic", c->kafka_dlq_topic);
-      break;
-    }
-    t += n + (t[n] == ',');
+  /* Consuming the dead-letter topic would feed every reject back in forever,
+   * and consuming the change topic would merge events as commands (each a
+   * reject); announcing on the dead-letter topic would mix two streams. */
+  check_distinct_topic(L, "kafka", "dlq_topic", c->kafka_dlq_topic, "kafka", "topics", c->kafka_topics,
+                       "a command topic and the dead-letter topic");
+  if (*c->changes_topic) {
+    check_distinct_topic(L, "changes", "topic", c->changes_topic, "kafka", "topics", c->kafka_topics,
+                         "a command topic and the change topic");
+    check_distinct_topic(L, "changes", "topic", c->changes_topic, "kafka", "dlq_topic", c->kafka_dlq_topic,
+                         "the dead-letter topic and the change topic");
   }
 }
 

@@ -101,6 +101,11 @@ static char *check_topic(const char *v, bool secret, char *why, size_t n) {
   return dup_or_die(v, strlen(v));
 }
 
+/* The change topic: a topic name, or empty for no change events. */
+static char *check_topic_or_empty(const char *v, bool secret, char *why, size_t n) {
+  return *v ? check_topic(v, secret, why, n) : dup_or_die("", 0);
+}
+
 static char *check_nonempty(const char *v, bool secret, char *why, size_t n) {
   (void)secret;
   if (!*v) {
@@ -282,6 +287,7 @@ static char *check_listen(const char *v, bool secret, char *why, size_t n) {
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const log_formats[] = {"json", "text", NULL};
+static const char *const booleans[] = {"false", "true", NULL};
 
 #define OFF(field) offsetof(config_t, field)
 #define STR(sec, key, tname, def, check, range, flags, field, doc) \
@@ -304,6 +310,7 @@ const config_section_t config_sections[] = {
     {"metrics", "The HTTP endpoint for /metrics, /healthz and /readyz."},
     {"log", "Logging on stderr."},
     {"shutdown", "How long SIGTERM or SIGINT may take."},
+    {"changes", "Change events: every write of an aggregate announced on a topic (docs/CHANGES.md)."},
 };
 const size_t config_sections_count = sizeof config_sections / sizeof config_sections[0];
 
@@ -373,6 +380,14 @@ const config_prop_t config_props[] = {
         "How long a stop (SIGTERM, SIGINT) may spend writing what is held and committing it, a flush or load "
         "in progress included; then the worker exits 1, and what is not durable stays uncommitted for the next "
         "owner to read again. Keep it below the orchestrator's grace period (docker/k8s: 60 s)."),
+    STR("changes", "topic", "string", "", check_topic_or_empty, "a topic name, not in kafka.topics; or empty", 0,
+        changes_topic,
+        "Topic that announces every write of an aggregate (`run`, `replay` into the store, `verify --repair`), "
+        "keyed by `_id` with an `x-rev` header; empty announces nothing. Offsets commit only once the events "
+        "of the writes before them are acknowledged. It must exist at start."),
+    ENUM("changes", "include_document", "true", booleans, 0, changes_include_document,
+         "Whether each change event carries the stored document after the write (true), or only its `_id`, "
+         "`rev`, `updatedAt` and the slots it changed (false)."),
 };
 const size_t config_props_count = sizeof config_props / sizeof config_props[0];
 _Static_assert(sizeof config_props / sizeof config_props[0] <= 32, "config_t.from_file has a bit per key");

@@ -66,6 +66,9 @@ typedef struct config {
 
   char *metrics_listen; /* "host:port", "" for none */
 
+  char *changes_topic;          /* "" for no change events */
+  int changes_include_document; /* an enum field: 0 false, 1 true */
+
   log_level_t log_level;
   log_format_t log_format;
 
