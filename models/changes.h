@@ -36,7 +36,9 @@ void model_changes_free(model_changes_t *c);
 void model_changes_clear(model_changes_t *c);
 /* Records mask for the student id[0..len) (a valid student id: no NUL).
  * The same id as the last record ORs mask into it: a burst of commands on
- * one student adds nothing. A mask of 0 records nothing. */
+ * one student adds nothing. A mask of 0 records nothing. When the buffer is
+ * full, add normalizes c before growing it, so that repeats never hold
+ * much more than one record per student. */
 void model_changes_add(model_changes_t *c, const char *id, size_t len, uint8_t mask);
 /* Records the slot cmd's type writes: the header for the assignment types,
  * else its student's member, submission or grade slot. */
