@@ -188,10 +188,10 @@ static void assert_parsed(int64_t rev, bool doc) {
   ck_assert(bson_iter_init_find(&it, b, "changed") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr));
   ck_assert(bson_iter_next(&arr) && !strcmp(bson_iter_utf8(&arr, NULL), "students.s1.grade"));
   ck_assert(!bson_iter_next(&arr));
-  ck_assert(bson_iter_init_find(&it, b, "document") == doc);
+  bool has_doc = bson_iter_init_find(&it, b, "document") && BSON_ITER_HOLDS_DOCUMENT(&it);
   bson_destroy(b);
+  ck_assert(has_doc == doc);
   if (!doc) return;
-  ck_assert(BSON_ITER_HOLDS_DOCUMENT(&it));
   model_buf_t line = MODEL_BUF_INIT;
   model_codec_to_json(agg, rev, AT_8H, &line);
   ck_assert(line.len > 1 && line.data[line.len - 1] == '\n');
