@@ -123,7 +123,8 @@ static void plan_loaded(writer_item_t *it, const model_aggregate_t *stored) {
  * limit: then the stored document is the item's aggregate as it was loaded
  * and the item is TOO_LARGE (the batch re-applies the snapshot's commands
  * that fit, writer.h). */
-static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
+static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev, int64_t updated_at_ms) {
+  (void)updated_at_ms;
   load_ctx_t *lc = ctx;
   size_t at = model_keys_find(lc->items, lc->n, sizeof *lc->items, item_key, NULL, model_aggregate_key(stored, NULL));
   writer_item_t *it = at < lc->n ? lc->items[at] : NULL;
