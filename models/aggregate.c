@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "changes.h"
 #include "docsize.h"
 #include "oom.h"
 #include "record.h"
@@ -127,6 +128,20 @@ static bool record_offer(model_aggregate_t *a, const uint8_t *rec, size_t len) {
   return changed;
 }
 
+/* Does src's section of `slot` replace dst's in a merge: present in src,
+ * and absent in dst or with a greater stamp? (Records of one student,
+ * flags df and sf, sections at dpos and spos.) The rule of the merge and of
+ * model_aggregate_wins. */
+static bool section_wins(const uint8_t *dr, uint8_t df, const size_t *dpos, const uint8_t *sr, uint8_t sf,
+                         const size_t *spos, int slot) {
+  uint8_t present = (uint8_t)(MODEL_REC_F_MEMBER << slot);
+  if (!(sf & present)) return false;
+  if (!(df & present)) return true;
+  model_stamp_t st;
+  model_rec_get_stamp(sr + spos[slot], &st);
+  return model_rec_stamp_greater(st.version, st.id, dr + dpos[slot]);
+}
+
 /* The record of one student present in both: per slot, the section with
  * the greater stamp. Sets *src_won if any of src's sections replaced or
  * added to dst's. */
@@ -139,17 +154,7 @@ static size_t merge_record(const uint8_t *dr, size_t dlen, const uint8_t *sr, si
   memcpy(out, dr, flags_off);
   size_t n = flags_off + 1;
   for (int slot = MODEL_REC_MEMBER; slot <= MODEL_REC_GRADE; slot++) {
-    uint8_t present = (uint8_t)(MODEL_REC_F_MEMBER << slot);
-    bool use_src = false;
-    if (sf & present) {
-      if (!(df & present)) {
-        use_src = true;
-      } else {
-        model_stamp_t st;
-        model_rec_get_stamp(sr + spos[slot], &st);
-        use_src = model_rec_stamp_greater(st.version, st.id, dr + dpos[slot]);
-      }
-    }
+    bool use_src = section_wins(dr, df, dpos, sr, sf, spos, slot);
     const uint8_t *from = use_src ? sr : dr;
     const size_t *pos = use_src ? spos : dpos;
     f |= (uint8_t)((use_src ? sf : df) & model_rec_slot_bits[slot]);
@@ -409,6 +414,62 @@ model_apply_result_t model_aggregate_merge_within(model_aggregate_t *dst, const 
   copy->t = t;
   model_aggregate_destroy(copy);
   return changed ? MODEL_APPLY_APPLIED : MODEL_APPLY_STALE;
+}
+
+/* The slots of a student record of src that a merge would put into dst,
+ * whose record of the same student is dr (NULL when dst lacks it), as a
+ * MODEL_SLOT_* mask. */
+static uint8_t record_wins(const uint8_t *dr, size_t dlen, const uint8_t *sr, size_t slen) {
+  size_t id_len = strlen((const char *)sr), dpos[4], spos[4];
+  size_t flags_off = model_rec_sections(sr, id_len, slen, spos);
+  uint8_t sf = sr[flags_off];
+  if (!dr) return sf & (MODEL_REC_F_MEMBER | MODEL_REC_F_SUB | MODEL_REC_F_GRADE);
+  model_rec_sections(dr, id_len, dlen, dpos);
+  uint8_t df = dr[flags_off], mask = 0;
+  for (int slot = MODEL_REC_MEMBER; slot <= MODEL_REC_GRADE; slot++)
+    if (section_wins(dr, df, dpos, sr, sf, spos, slot)) mask |= (uint8_t)(MODEL_REC_F_MEMBER << slot);
+  return mask;
+}
+
+_Static_assert(MODEL_SLOT_MEMBER == MODEL_REC_F_MEMBER << MODEL_REC_MEMBER &&
+                   MODEL_SLOT_SUBMISSION == MODEL_REC_F_MEMBER << MODEL_REC_SUB &&
+                   MODEL_SLOT_GRADE == MODEL_REC_F_MEMBER << MODEL_REC_GRADE,
+               "a slot's mask bit is its record's presence flag");
+
+/* As the merge: the header by its stamp, then overlay's students either
+ * looked up one by one in stored (a small overlay over a large stored
+ * aggregate) or walked beside stored's in order. */
+void model_aggregate_wins(const model_aggregate_t *stored, const model_aggregate_t *overlay, model_changes_t *out) {
+  assert(model_table_key_len(&stored->t) == model_table_key_len(&overlay->t) &&
+         !memcmp(model_table_key(&stored->t), model_table_key(&overlay->t), model_table_key_len(&overlay->t)));
+  size_t hl, ol;
+  const uint8_t *h = model_table_header(&overlay->t, &ol), *cur = model_table_header(&stored->t, &hl);
+  if (h[0] & MODEL_REC_H_PRESENT) {
+    model_stamp_t st;
+    model_rec_get_stamp(h + 1, &st);
+    if (!(cur[0] & MODEL_REC_H_PRESENT) || model_rec_stamp_greater(st.version, st.id, cur + 1)) out->header = true;
+  }
+  bool lookup = model_table_count(&overlay->t) * 16 < model_table_count(&stored->t);
+  model_table_cursor_t ks, ko;
+  model_table_cursor_init(&ks, &stored->t);
+  model_table_cursor_init(&ko, &overlay->t);
+  size_t sl = 0, len;
+  const uint8_t *sr = lookup ? NULL : model_table_cursor_next(&ks, &sl), *rec;
+  while ((rec = model_table_cursor_next(&ko, &len)) != NULL) {
+    const char *id = (const char *)rec;
+    size_t id_len = strlen(id);
+    const uint8_t *dr = NULL;
+    size_t dl = 0;
+    if (lookup) {
+      model_table_pos_t at;
+      if (model_table_find(&stored->t, id, id_len, &at)) dr = at.rec, dl = at.rec_len;
+    } else {
+      while (sr && strcmp((const char *)sr, id) < 0) sr = model_table_cursor_next(&ks, &sl);
+      if (sr && !strcmp((const char *)sr, id)) dr = sr, dl = sl;
+    }
+    model_changes_add(out, id, id_len, record_wins(dr, dl, rec, len));
+  }
+  model_changes_normalize(out);
 }
 
 /* Do a and b have the same header record? */
