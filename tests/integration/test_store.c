@@ -106,7 +106,8 @@ typedef struct found {
   int64_t rev[MAX_FOUND];
 } found_t;
 
-static void on_found(void *ctx, model_aggregate_t *agg, int64_t rev) {
+static void on_found(void *ctx, model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms) {
+  (void)updated_at_ms;
   found_t *f = ctx;
   ck_assert_uint_lt(f->n, MAX_FOUND);
   f->agg[f->n] = agg;
@@ -551,7 +552,8 @@ typedef struct count {
   int n, bad;
 } count_t;
 
-static void on_count(void *ctx, model_aggregate_t *agg, int64_t rev) {
+static void on_count(void *ctx, model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms) {
+  (void)updated_at_ms;
   count_t *c = ctx;
   c->n++;
   if (rev != 2 || model_aggregate_student_count(agg) != 2) c->bad++;

@@ -168,7 +168,8 @@ static size_t check_seen(const seen_t *s, const char *name, const char *fields) 
   return count;
 }
 
-static void on_found(void *ctx, model_aggregate_t *agg, int64_t rev) {
+static void on_found(void *ctx, model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms) {
+  (void)updated_at_ms;
   size_t *n = ctx;
   ck_assert_int_eq(rev, 3);
   model_aggregate_destroy(agg);

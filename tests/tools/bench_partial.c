@@ -84,7 +84,8 @@ static void change(model_aggregate_t *agg, size_t i, uint64_t version) {
   model_aggregate_apply(agg, &cmd);
 }
 
-static void on_found(void *ctx, model_aggregate_t *agg, int64_t rev) {
+static void on_found(void *ctx, model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms) {
+  (void)updated_at_ms;
   (void)rev;
   *(model_aggregate_t **)ctx = agg;
 }

@@ -46,7 +46,8 @@ static int die(const char *what, const char *msg) {
   return 1;
 }
 
-static void count_found(void *ctx, model_aggregate_t *agg, int64_t rev) {
+static void count_found(void *ctx, model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms) {
+  (void)updated_at_ms;
   (void)rev;
   (*(size_t *)ctx)++;
   model_aggregate_destroy(agg);

@@ -33,6 +33,7 @@
 typedef struct doc {
   model_aggregate_t *agg;
   int64_t rev;
+  int64_t updated_at_ms; /* the updatedAt of its last write (mem_put: 0) */
 } doc_t;
 
 typedef struct mem_store {
@@ -135,7 +136,7 @@ static inline sink_status_t mem_load(void *ctx, const char *const *keys, size_t 
     s->load_keys += (int)n;
     for (size_t i = 0; i < n; i++) {
       doc_t *d = mem_find(s, keys[i]);
-      if (d) found(cb_ctx, model_aggregate_clone(d->agg), d->rev);
+      if (d) found(cb_ctx, model_aggregate_clone(d->agg), d->rev, d->updated_at_ms);
     }
   }
   mem_unlock(s);
@@ -144,7 +145,6 @@ static inline sink_status_t mem_load(void *ctx, const char *const *keys, size_t 
 
 static inline sink_status_t mem_write(void *ctx, sink_write_item_t *items, size_t n, int64_t now, sink_error_t *err) {
   mem_store_t *s = ctx;
-  (void)now;
   mem_lock(s);
   mem_gate(s, &s->hold);
   mem_take_time(s);
@@ -191,6 +191,7 @@ static inline sink_status_t mem_write(void *ctx, sink_write_item_t *items, size_
         model_aggregate_put_header(d->agg, &hv);
       }
       d->rev = items[i].rev + 1;
+      d->updated_at_ms = now;
       items[i].result = SINK_ITEM_OK;
       continue;
     }
@@ -203,6 +204,7 @@ static inline sink_status_t mem_write(void *ctx, sink_write_item_t *items, size_
     }
     d->agg = model_aggregate_clone(items[i].agg);
     d->rev = items[i].rev + 1;
+    d->updated_at_ms = now;
     items[i].result = SINK_ITEM_OK;
   }
   mem_unlock(s);
@@ -238,6 +240,7 @@ static inline void mem_put(mem_store_t *s, const model_aggregate_t *agg) {
     strcpy(s->keys[s->n], key);
     d = &s->docs[s->n++];
     d->rev = 0;
+    d->updated_at_ms = 0;
     d->agg = model_aggregate_clone(agg);
     if (!d->agg) abort();
   } else {

@@ -536,7 +536,7 @@ static void apply_held(batch_t *b, test_holder_t *t, const model_command_t *c) {
   ck_assert_msg(model_command_decode(json.data, json.len, TEST_MAX_COMMAND_BYTES, cmd, &rej), "%s", rej.detail);
   int index = t->next++;
   batch_origin_t o = {{json.data, json.len}, {{&index, sizeof index}}};
-  ck_assert_int_eq(batch_apply_from(b, cmd, &o, 0, mem_at(0), &rej), MODEL_APPLY_APPLIED);
+  ck_assert_int_eq(batch_apply_from(b, cmd, &o, false, 0, mem_at(0), &rej), MODEL_APPLY_APPLIED);
   free(cmd);
   model_buf_destroy(&json);
 }

@@ -104,8 +104,8 @@ START_TEST(what_does_not_land_is_owed_oldest_first) {
   apply(&f, "a", "s2");
   ck_assert_uint_lt(a->flight_seq, a->pend_seq);
   CHECKED(&f);
-  batch_entries_owe_again(&f.s, b); /* newest first, as batch_flush_end settles */
-  batch_entries_owe_again(&f.s, a);
+  batch_entries_owe_again(&f.s, b, NULL); /* newest first, as batch_flush_end settles */
+  batch_entries_owe_again(&f.s, a, NULL);
   CHECKED(&f);
   ck_assert_ptr_eq(batch_writeset_oldest(&f.s.ws), a);
   ck_assert_uint_eq(a->pend_seq, 0);
@@ -145,7 +145,7 @@ START_TEST(only_an_overlay_holds_commands) {
   ck_assert(!holds.n && !holds.bytes && !holds.v);
   ck_assert(e->loaded && !e->holds.n && !e->holds.incomplete);
   batch_entries_unload(&f.s, e); /* a conflict */
-  batch_entries_owe_again(&f.s, e);
+  batch_entries_owe_again(&f.s, e, NULL);
   ck_assert(!e->loaded && e->holds.incomplete);
   CHECKED(&f);
   batch_origin_t cmd2 = origin_of("cmd2");

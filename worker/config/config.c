@@ -28,6 +28,7 @@
 #include <mongoc/mongoc.h>
 
 #include "buf.h"
+#include "config_files.h"
 #include "config_secrets.h"
 #include "config_suggest.h"
 #include "config_table.h"
@@ -629,59 +630,19 @@ static void check_cross(loader_t *L) {
 
 /* ---- files that values name ---------------------------------------------- */
 
-/* librdkafka's properties that name a file (librdkafka 2.0.2's
- * CONFIGURATION.md): a missing one fails the client at start, or at the
- * first TLS handshake, long after `config check` said OK. */
-static const struct {
-  const char *name;
-  bool dir_ok; /* a directory is a valid value */
-} rdkafka_file_props[] = {
-    {"ssl.ca.location", true},        {"ssl.certificate.location", false}, {"ssl.key.location", false},
-    {"ssl.keystore.location", false}, {"ssl.crl.location", false},         {"ssl.engine.location", false},
-    {"sasl.kerberos.keytab", false},
-};
-
-/* The libmongoc URI options that name a file (compared case-insensitively:
- * libmongoc lower-cases them). */
-static const char *const uri_file_options[] = {
-    "tlsCAFile", "tlsCertificateKeyFile", "tlsCRLFile", "sslCertificateAuthorityFile", "sslClientCertificateKeyFile",
-};
-
-/* Whether path opens for reading and is a regular file (or, with dir_ok, a
- * directory); why says what is wrong. Opened non-blocking, and anything
- * else refused: a FIFO without a writer would hang the load, or the TLS
- * library that reads it. */
-static bool file_readable(const char *path, bool dir_ok, char *why, size_t why_size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    snprintf(why, why_size, "%s", strerror(errno));
-    return false;
-  }
-  struct stat st = {0};
-  bool ok = fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || (dir_ok && S_ISDIR(st.st_mode)));
-  if (!ok) snprintf(why, why_size, "%s", S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
-  close(fd);
-  return ok;
-}
-
 static void check_rdkafka_files(loader_t *L) {
   for (size_t i = 0; i < L->cfg->rdkafka_count; i++) {
     const config_kv_t *kv = &L->cfg->rdkafka[i];
-    for (size_t k = 0; k < sizeof rdkafka_file_props / sizeof rdkafka_file_props[0]; k++) {
-      if (strcmp(kv->name, rdkafka_file_props[k].name)) continue;
-      /* "probe": librdkafka looks in the system's usual places. */
-      if (!strcmp(kv->name, "ssl.ca.location") && !strcmp(kv->value, "probe")) break;
-      char why[300], name[300];
-      if (file_readable(kv->value, rdkafka_file_props[k].dir_ok, why, sizeof why)) break;
-      snprintf(name, sizeof name, "kafka.rdkafka.%s%s", kv->name, L->rk[i].from_file ? "_file" : "");
-      /* A path is not a secret, but a value read through _file is. */
-      if (kv->from_file)
-        fail(L, &L->rk[i], name, "the file named in %s cannot be read: %s", L->rk[i].path ? L->rk[i].path : "it",
-             why);
-      else
-        fail(L, &L->rk[i], name, "cannot read %s: %s", kv->value, why);
-      break;
-    }
+    bool dir_ok;
+    char why[300], name[300];
+    if (!config_rdkafka_names_file(kv->name, kv->value, &dir_ok) || config_file_readable(kv->value, dir_ok, why, sizeof why))
+      continue;
+    snprintf(name, sizeof name, "kafka.rdkafka.%s%s", kv->name, L->rk[i].from_file ? "_file" : "");
+    /* A path is not a secret, but a value read through _file is. */
+    if (kv->from_file)
+      fail(L, &L->rk[i], name, "the file named in %s cannot be read: %s", L->rk[i].path ? L->rk[i].path : "it", why);
+    else
+      fail(L, &L->rk[i], name, "cannot read %s: %s", kv->value, why);
   }
 }
 
@@ -694,15 +655,12 @@ static void check_uri_files(loader_t *L) {
   bson_iter_t it;
   if (opts && bson_iter_init(&it, opts)) {
     while (bson_iter_next(&it)) {
-      const char *key = bson_iter_key(&it);
-      for (size_t k = 0; k < sizeof uri_file_options / sizeof uri_file_options[0]; k++) {
-        if (strcasecmp(key, uri_file_options[k]) || !BSON_ITER_HOLDS_UTF8(&it)) continue;
-        const char *path = bson_iter_utf8(&it, NULL);
-        char why[300];
-        if (!file_readable(path, false, why, sizeof why))
-          fail(L, o, o->from_file ? "store.uri_file" : "store.uri", "%s: cannot read %s: %s", uri_file_options[k], path,
-               why);
-      }
+      const char *option = config_uri_option_names_file(bson_iter_key(&it));
+      if (!option || !BSON_ITER_HOLDS_UTF8(&it)) continue;
+      const char *path = bson_iter_utf8(&it, NULL);
+      char why[300];
+      if (!config_file_readable(path, false, why, sizeof why))
+        fail(L, o, o->from_file ? "store.uri_file" : "store.uri", "%s: cannot read %s: %s", option, path, why);
     }
   }
   mongoc_uri_destroy(uri);

@@ -31,6 +31,9 @@ struct batch {
   batch_too_large_t too_large; /* aggregates the store refused as too large, logged once each */
   batch_holding_t hold;        /* how unloaded entries hold their commands, if holding */
   bool holding;
+  batch_announce_cb announcer; /* announces what the store holds, if set (batch.h "Announcing") */
+  void *announcer_ctx;
+  uint32_t epoch;              /* of announcements: batch_next_epoch */
   model_command_t *recmd;      /* scratch for the commands applied again (batch_hold.h); ~6 KiB, made on first use */
   batch_stats_t stats;
 };
@@ -58,6 +61,13 @@ batch_limits_t batch_limits_from_config(const config_t *cfg) {
 }
 
 static void evict(batch_t *b);
+
+void batch_set_announcer(batch_t *b, batch_announce_cb fn, void *ctx) {
+  b->announcer = fn;
+  b->announcer_ctx = ctx;
+}
+
+void batch_next_epoch(batch_t *b) { b->epoch++; }
 
 /* Lower cache bounds take effect at once, not at the next flush. */
 void batch_set_limits(batch_t *b, const batch_limits_t *limits) {
@@ -100,7 +110,13 @@ static bool rebuild(batch_t *b, batch_entry_t *e, writer_item_t *it) {
   it->agg = NULL;
   if (!b->recmd) b->recmd = oom_malloc(sizeof *b->recmd);
   size_t applied, limit = sink_document_limit(e->agg);
+  model_aggregate_t *stored = b->announcer ? model_aggregate_clone(e->agg) : NULL; /* what the next write changes */
   size_t rejected = batch_holds_reapply(&holds, &b->hold, e->agg, limit, b->recmd, &applied);
+  if (stored) {
+    model_changes_clear(&e->changes);
+    model_aggregate_wins(stored, e->agg, &e->changes);
+    model_aggregate_destroy(stored);
+  }
   b->stats.too_large += rejected;
   b->stats.applied -= rejected < b->stats.applied ? rejected : b->stats.applied;
   batch_holds_release(&holds);
@@ -128,11 +144,11 @@ static void apply_stale(batch_t *b, batch_entry_t *e, int64_t event_ms, batch_no
 
 model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t event_ms, batch_now_t now,
                                  model_reject_t *rej) {
-  return batch_apply_from(b, cmd, NULL, event_ms, now, rej);
+  return batch_apply_from(b, cmd, NULL, false, event_ms, now, rej);
 }
 
 model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, const batch_origin_t *origin,
-                                      int64_t event_ms, batch_now_t now, model_reject_t *rej) {
+                                      bool announce, int64_t event_ms, batch_now_t now, model_reject_t *rej) {
   bool created;
   batch_entry_t *e = batch_cache_get(&b->ents.cache, cmd, &created);
   size_t before = model_aggregate_student_count(e->agg), would_be, limit = sink_document_limit(e->agg);
@@ -146,11 +162,20 @@ model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, co
   }
   batch_latency_seq_add(&b->events, b->seq, event_ms);
   uint64_t seq = b->seq++;
+  bool due = announce && b->announcer && e->announced_epoch != b->epoch;
+  if (due) e->announce = true;
   if (r == MODEL_APPLY_APPLIED) {
     batch_writeset_note(e, cmd, before);
     if (!e->loaded) batch_entries_hold(&b->ents, e, b->holding, origin);
     batch_entries_change(&b->ents, e, seq, event_ms);
     b->stats.applied++;
+  } else if (due && !e->dirty && !e->inflight) {
+    /* Due for an announcement at the stored rev, which may be newer than
+     * this clean entry (batch.h "Announcing"): loaded again by the next
+     * flush, its commands durable with it. */
+    b->stats.stale++;
+    batch_entries_unload(&b->ents, e);
+    batch_entries_change(&b->ents, e, seq, event_ms);
   } else {
     apply_stale(b, e, event_ms, now);
   }
@@ -200,7 +225,7 @@ static void snapshot(batch_t *b, writer_job_t *job, batch_entry_t *e) {
   model_aggregate_t *snap = model_aggregate_clone(e->agg);
   writer_job_add(job, snap, e->rev, !e->loaded, e);
   writer_item_t *it = &job->items[job->nitems - 1];
-  job->bytes += sizeof *it + batch_writeset_hand_over(e, it); /* the item, and the touched list it took over */
+  job->bytes += sizeof *it + batch_writeset_hand_over(e, it); /* the item, and the changes it took over */
   job->bytes += model_aggregate_memory(snap);
   batch_entries_take_off(&b->ents, e);
 }
@@ -261,11 +286,27 @@ static void adopt_base(batch_t *b, batch_entry_t *e, writer_item_t *it, int64_t 
    * already (and the caller re-dirties it from flight_seq if the write failed). */
 }
 
+/* The store holds agg at rev: announced if it was written (changed says
+ * what changed) or e is due for an announcement (batch.h "Announcing"). */
+static void announce(batch_t *b, batch_entry_t *e, const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms,
+                     model_changes_t *changed, bool sent) {
+  if (!b->announcer || (!sent && !e->announce)) return;
+  if (sent)
+    model_changes_normalize(changed);
+  else
+    model_changes_clear(changed);
+  batch_written_t w = {agg, rev, updated_at_ms, changed, sent};
+  b->announcer(b->announcer_ctx, &w);
+  e->announce = false;
+  e->announced_epoch = b->epoch;
+}
+
 /* Settles one item of a finished job. */
 static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
   batch_entry_t *e = it->tag;
   switch (it->result) {
   case SINK_ITEM_OK:
+    announce(b, e, it->agg, it->rev, it->updated_at_ms, &it->changes, it->sent);
     if (it->loaded) adopt_base(b, e, it, wall_ms);
     batch_entries_landed(&b->ents, e, it->rev, wall_ms);
     return;
@@ -283,18 +324,19 @@ static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
     if (!can_rebuild(b, e))
       adopt_base(b, e, it, wall_ms);
     else if (!rebuild(b, e, it)) { /* nothing that fits changes the stored document: nothing to write */
+      announce(b, e, e->agg, e->rev, it->updated_at_ms, &it->changes, false);
       batch_entries_in_store(&b->ents, e, wall_ms);
       batch_entries_landed(&b->ents, e, e->rev, wall_ms);
       return;
     }
-    batch_entries_owe_again(&b->ents, e);
+    batch_entries_owe_again(&b->ents, e, NULL); /* what it changes was taken from the stored document */
     return;
   case SINK_ITEM_CONFLICT:
     /* Another writer got there first: reload with the next flush and merge
      * what we hold (a superset of the snapshot) into it. The store's state
      * is unknown: the next write is whole. */
     batch_entries_unload(&b->ents, e);
-    batch_entries_owe_again(&b->ents, e);
+    batch_entries_owe_again(&b->ents, e, NULL); /* what it changes is taken from the next load */
     return;
   case SINK_ITEM_REJECTED:
     log_error("store rejected an aggregate", "id", LOG_STR, model_aggregate_key(e->agg, NULL), "code", LOG_INT,
@@ -305,7 +347,7 @@ static void settle(batch_t *b, writer_item_t *it, int64_t wall_ms) {
   }
   /* Rejected, refused as too large, or no result: kept for retry. */
   if (it->loaded) adopt_base(b, e, it, wall_ms); /* the load landed: keep what it taught us */
-  batch_entries_owe_again(&b->ents, e);
+  batch_entries_owe_again(&b->ents, e, it);
 }
 
 static void count_job(batch_t *b, const writer_job_t *job) {

@@ -76,6 +76,24 @@
  * bound. With flushes of a few aggregates the second is later by the older
  * changes of other aggregates still being written.
  *
+ * Announcing (change events, docs/CHANGES.md): with an announcer set,
+ * batch_flush_end reports each item of the flush that the store now holds
+ * and that is to be announced: every write that landed, and every
+ * aggregate marked for announcement (batch_apply_from's announce) whose
+ * write landed or whose load found the store holding everything already.
+ * A report carries the document as stored, its rev and updatedAt, and the
+ * slots the write changed (none for an announcement without a write:
+ * batch_writeset.h says how they are known exactly). Reports come before
+ * batch_flush_end returns, so before the flush's commands count as durable
+ * (batch_durable_seq): a caller that holds its commits until the
+ * announcements of a flush are acknowledged never commits past a write it
+ * has not announced. A command marked `announce` (one read again after a
+ * crash may have lost the announcement of a write it caused) makes its
+ * aggregate due for one announcement per epoch (batch_next_epoch), at the
+ * stored rev, whether or not it changes anything: a clean aggregate in
+ * memory may be older than the store (another worker wrote it since), so
+ * it becomes an overlay and the next flush loads it.
+ *
  * The flush cap (batch_flushcap.h): a flush carries at most what the writer
  * lands in about batch.linger_ms, so that a slow store does not make each
  * flush as long as the last (a convoy); what a flush leaves is owed and goes
@@ -106,6 +124,7 @@
 #include "batch_flushcap.h"
 #include "batch_hold.h"
 #include "base/clock.h"
+#include "changes.h"
 #include "store/sink.h"
 #include "writer.h"
 
@@ -167,7 +186,7 @@ model_apply_result_t batch_apply(batch_t *b, const model_command_t *cmd, int64_t
  * an overlay that does not fit its stored document is merged anyway, and
  * the store's refusal (batch_too_large.h) keeps it. */
 model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, const batch_origin_t *origin,
-                                      int64_t event_ms, batch_now_t now, model_reject_t *rej);
+                                      bool announce, int64_t event_ms, batch_now_t now, model_reject_t *rej);
 
 /* Makes the batch hold the commands of unloaded aggregates (batch_hold.h;
  * how is copied), or hold none with NULL: what it holds is released then
@@ -176,6 +195,23 @@ model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, co
  * flusher_step and flusher_destroy too): the callback's ctx must outlive
  * the flusher, or holding be set to NULL first. */
 void batch_set_holding(batch_t *b, const batch_holding_t *how);
+
+/* What an announcement reports (see "Announcing" above); every pointer is
+ * borrowed for the call. */
+typedef struct batch_written {
+  const model_aggregate_t *agg;   /* the document as stored */
+  int64_t rev, updated_at_ms;     /* its stored rev and updatedAt */
+  const model_changes_t *changed; /* normalized; empty when not sent */
+  bool sent;                      /* false: announced without a write (the store held it) */
+} batch_written_t;
+typedef void (*batch_announce_cb)(void *ctx, const batch_written_t *w);
+
+/* Makes the batch announce through fn (ctx must outlive the batch's
+ * flushes), or announce nothing with NULL. */
+void batch_set_announcer(batch_t *b, batch_announce_cb fn, void *ctx);
+/* A new epoch (the consumer: partitions were assigned): an aggregate that
+ * a command marked `announce` touches is announced once more. */
+void batch_next_epoch(batch_t *b);
 
 /* True when a flush should begin: a limit is reached (commands, dirty
  * aggregates or linger since the first command not in any flush), or the
@@ -217,7 +253,7 @@ writer_job_t *batch_flush_begin(batch_t *b, batch_now_t now);
 sink_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, sink_error_t *err);
 
 size_t batch_pending_bytes(const batch_t *b); /* heap held by unwritten changes: dirty and in-flight
-                                                 entries (aggregate, entry, touched list) plus the
+                                                 entries (aggregate, entry, changes) plus the
                                                  snapshots in flight (aggregate, job item, list) */
 size_t batch_dirty_count(const batch_t *b);
 size_t batch_cached_count(const batch_t *b); /* clean, loaded entries in the LRU */

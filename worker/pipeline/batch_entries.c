@@ -49,7 +49,7 @@ void batch_entries_take_off(batch_entries_t *s, batch_entry_t *e) {
   e->arr_flight = e->arr_pend; /* its commands ride on the snapshot */
   e->arr_pend = (batch_latency_t){0};
   batch_writeset_unmark(&s->ws, e);
-  account(s, e); /* its touched list went to the job */
+  account(s, e); /* its changes went to the job */
 }
 
 void batch_entries_landed(batch_entries_t *s, batch_entry_t *e, int64_t rev, int64_t wall_ms) {
@@ -62,9 +62,12 @@ void batch_entries_landed(batch_entries_t *s, batch_entry_t *e, int64_t rev, int
     clean(s, e);
 }
 
-void batch_entries_owe_again(batch_entries_t *s, batch_entry_t *e) {
+void batch_entries_owe_again(batch_entries_t *s, batch_entry_t *e, writer_item_t *it) {
   e->inflight = false;
-  batch_writeset_whole(e);
+  if (it)
+    batch_writeset_give_back(e, it);
+  else
+    batch_writeset_whole(e);
   batch_latency_prepend(&e->arr_pend, &e->arr_flight, &BATCH_LATENCY_PER_AGGREGATE);
   batch_writeset_redirty_old(&s->ws, e);
   account(s, e);

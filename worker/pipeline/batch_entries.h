@@ -82,7 +82,7 @@ void batch_entries_recount(batch_entries_t *s, batch_entry_t *e);
  * e (what it changed is recorded already: batch_writeset_note, holds):
  * dirty, out of the LRU, its arrival time with the pending changes. */
 void batch_entries_change(batch_entries_t *s, batch_entry_t *e, uint64_t seq, int64_t event_ms);
-/* The dirty e went into a snapshot (its touched list handed over,
+/* The dirty e went into a snapshot (its changes handed over,
  * batch_writeset_hand_over): in flight, its arrival times with it. */
 void batch_entries_take_off(batch_entries_t *s, batch_entry_t *e);
 /* The snapshot of e landed at wall_ms, the stored revision now rev: its
@@ -90,8 +90,9 @@ void batch_entries_take_off(batch_entries_t *s, batch_entry_t *e);
 void batch_entries_landed(batch_entries_t *s, batch_entry_t *e, int64_t rev, int64_t wall_ms);
 /* The snapshot of e did not land: what it carried is owed again, whole,
  * its commands back in front of those that came since, from its
- * flight_seq on (batch_writeset_redirty_old: call newest first). */
-void batch_entries_owe_again(batch_entries_t *s, batch_entry_t *e);
+ * flight_seq on (batch_writeset_redirty_old: call newest first), and what
+ * it changed (it, its item, may be NULL) back with what e changed since. */
+void batch_entries_owe_again(batch_entries_t *s, batch_entry_t *e, writer_item_t *it);
 /* What e holds that no snapshot took is in the store already (its load
  * says so) at wall_ms: not dirty any more, those commands durable. */
 void batch_entries_in_store(batch_entries_t *s, batch_entry_t *e, int64_t wall_ms);

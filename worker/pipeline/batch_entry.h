@@ -11,7 +11,8 @@
  *  - batch_cache.c: the table (hash_next, hash, key) and the LRU (prev,
  *    next while clean);
  *  - batch_writeset.c: the dirty list (prev, next while dirty) and what
- *    changed since the last snapshot (touched*). */
+ *    changed since the last snapshot (changes, touched_whole);
+ *  - batch.c: announce, announced_epoch. */
 #ifndef BATCH_ENTRY_H
 #define BATCH_ENTRY_H
 
@@ -23,7 +24,7 @@
 #include "aggregate.h"
 #include "batch_hold.h"
 #include "batch_latency.h"
-#include "buf.h"
+#include "changes.h"
 
 typedef struct batch_entry {
   struct batch_entry *hash_next;
@@ -45,11 +46,16 @@ typedef struct batch_entry {
   bool loaded;
   bool dirty;    /* changes not in any snapshot: in the dirty list */
   bool inflight; /* a snapshot of it is in the job in flight */
-  /* What changed since the last snapshot, for partial writes (sink.h):
-   * batch_writeset.h says what is kept and why. */
-  model_buf_t touched;
-  uint32_t ntouched, touched_last; /* ids; offset of the last one */
-  bool touched_header, touched_whole;
+  /* What changed since the last snapshot, for partial writes (sink.h) and
+   * change events: batch_writeset.h says what is kept and why. */
+  model_changes_t changes;
+  bool touched_whole; /* the next snapshot cannot be a partial write */
+  /* Change events (batch.h "Announcing"): the next write that lands, or
+   * the load that finds the store holding everything, is announced even
+   * if it writes nothing; announced_epoch is the batch's epoch when it was
+   * last announced. */
+  bool announce;
+  uint32_t announced_epoch;
   /* The commands of the changes not in any snapshot, and of the snapshot in
    * flight (and those stale against it). */
   batch_latency_t arr_pend, arr_flight;
@@ -81,11 +87,11 @@ static inline void batch_entry_list_push_back(batch_entry_t *s, batch_entry_t *e
 }
 
 /* The memory e holds: its aggregate, the entry itself (its key included),
- * its touched list, its arrival times and its holds. One measure for both
+ * its changes, its arrival times and its holds. One measure for both
  * bounds (batch.max_pending_bytes, cache.max_bytes): with many small
  * aggregates the bookkeeping outweighs the aggregates (docs/BENCHMARKS.md). */
 static inline size_t batch_entry_memory(const batch_entry_t *e) {
-  return model_aggregate_memory(e->agg) + sizeof *e + (size_t)e->key_len + 1 + e->touched.cap +
+  return model_aggregate_memory(e->agg) + sizeof *e + (size_t)e->key_len + 1 + model_changes_memory(&e->changes) +
          batch_latency_bytes(&e->arr_pend) + batch_latency_bytes(&e->arr_flight) + batch_holds_memory(&e->holds);
 }
 
@@ -94,7 +100,7 @@ static inline size_t batch_entry_memory(const batch_entry_t *e) {
 static inline void batch_entry_free(batch_entry_t *e) {
   batch_holds_release(&e->holds);
   model_aggregate_destroy(e->agg);
-  model_buf_destroy(&e->touched);
+  model_changes_free(&e->changes);
   batch_latency_free(&e->arr_pend);
   batch_latency_free(&e->arr_flight);
   free(e);

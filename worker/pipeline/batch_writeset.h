@@ -1,6 +1,7 @@
 /* The batch's write set: which entries hold changes that no snapshot has
  * taken yet, oldest change first, and what each changed since its last
- * snapshot, so that the next write of an aggregate can be partial.
+ * snapshot, so that the next write of an aggregate can be partial and its
+ * change event can say which slots it changed.
  *
  * The dirty list is kept sorted by pend_seq (the seq of the entry's oldest
  * change not in the store nor in flight): a new change has the greatest seq
@@ -9,14 +10,19 @@
  * the back first and the least pending seq is the back's: O(1). Only
  * batch_entries.c marks and unmarks (its invariant I4).
  *
- * What changed, for partial writes (sink.h): the ids of the students
- * touched (NUL-terminated, back to back, a student repeated only when other
- * students came between), whether the header was, or `whole` when that
- * cannot be said cheaply (a new student: for an overlay, one the stored
- * document lacks, checked when it arrives; more than BATCH_TOUCHED_MAX ids;
- * a snapshot that did not land). Only a student's id is kept, not a copy of
- * the state last written: a dirty entry costs at most BATCH_TOUCHED_MAX ids
- * more, a clean one nothing.
+ * What changed (model_changes_t): the slots the commands applied since the
+ * last snapshot wrote, each student once per run of commands on it (a
+ * burst on one student adds nothing). A snapshot takes them; one that does
+ * not land gives them back. Past BATCH_TOUCHED_MAX records, and each time
+ * their number doubles after that, they are normalized (one record per
+ * student): a dirty entry holds at most about two records per student it
+ * changed, a clean one none. Commands applied to an overlay may turn out
+ * stale against the stored document: when the stored document arrives,
+ * what changed is taken again from the merge (model_aggregate_wins).
+ * `touched_whole` says the next write cannot be partial (a new student of
+ * a loaded entry: a $set would append it out of id order; for an overlay,
+ * a student the stored document lacks, checked when it arrives; a snapshot
+ * that did not land).
  *
  * Threads: part of the batch, owned by the batch's thread. */
 #ifndef BATCH_WRITESET_H
@@ -29,8 +35,7 @@
 #include "command.h"
 #include "writer.h"
 
-/* Past this many ids since the last snapshot the entry is written whole:
- * bounds the memory per dirty entry and the index lookups. */
+/* Past this many records the changes of an entry are normalized. */
 #define BATCH_TOUCHED_MAX 256
 
 typedef struct batch_writeset {
@@ -60,12 +65,17 @@ static inline batch_entry_t *batch_writeset_oldest(const batch_writeset_t *w) {
 void batch_writeset_note(batch_entry_t *e, const model_command_t *cmd, size_t before);
 /* The next snapshot of e cannot be a partial write. */
 void batch_writeset_whole(batch_entry_t *e);
-/* The overlay e (unloaded) meets its stored document: what it recorded can
- * be a partial write only if stored has every one of its students. */
+/* The overlay e (unloaded) meets stored, the stored document with
+ * everything a snapshot carried merged in: what e changed since is what
+ * its overlay wins over stored, and it can be a partial write only if
+ * stored has every one of those students. */
 void batch_writeset_check_overlay(batch_entry_t *e, const model_aggregate_t *stored);
 /* A snapshot of e goes into it: it takes what e recorded (a partial write
  * when e is loaded and stored), and e starts recording afresh. Returns the
  * heap the item took over. */
 size_t batch_writeset_hand_over(batch_entry_t *e, writer_item_t *it);
+/* The snapshot it of e did not land: what it changed is owed again, with
+ * what e changed since, and the next write is whole. */
+void batch_writeset_give_back(batch_entry_t *e, writer_item_t *it);
 
 #endif

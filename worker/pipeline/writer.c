@@ -26,7 +26,7 @@ void writer_job_destroy(writer_job_t *job) {
   if (!job) return;
   for (size_t i = 0; i < job->nitems; i++) {
     model_aggregate_destroy(job->items[i].agg);
-    free(job->items[i].touched);
+    model_changes_free(&job->items[i].changes);
   }
   free(job->items);
   free(job);
@@ -47,18 +47,21 @@ static int cmp_size(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-/* Makes si a partial write of it when that is possible and pays: the item's
- * touched ids (from the batch, or plan_loaded) become indexes of its
- * aggregate (sorted, distinct) in idx, which has room for it->ntouched.
+/* Makes si a partial write of it when that is possible and pays: the
+ * students of the item's changes (from the batch, or from its load) become
+ * indexes of its aggregate (sorted, distinct) in idx, which has room for
+ * it->changes.n.
  * Whole otherwise: new documents, anything the batch could not follow
  * (whole), an id the aggregate lacks (cannot happen: students are never
  * removed), or when half the students or more changed (their $set would be
  * about the document). */
 static void plan_partial(const writer_item_t *it, sink_write_item_t *si, size_t *idx) {
   if (it->whole || (it->load && !it->loaded) || it->rev <= 0) return;
-  size_t n = 0;
-  for (const char *p = it->touched, *end = it->touched + it->touched_len; p && p < end; p += strlen(p) + 1) {
-    if (n == it->ntouched || !model_aggregate_find_student(it->agg, p, strlen(p), &idx[n])) return;
+  size_t n = 0, pos = 0, len;
+  const char *id;
+  uint8_t mask;
+  while (model_changes_next(&it->changes, &pos, &id, &len, &mask)) {
+    if (n == it->changes.n || !model_aggregate_find_student(it->agg, id, len, &idx[n])) return;
     n++;
   }
   qsort(idx, n, sizeof *idx, cmp_size);
@@ -67,7 +70,7 @@ static void plan_partial(const writer_item_t *it, sink_write_item_t *si, size_t 
     if (u == 0 || idx[u - 1] != idx[i]) idx[u++] = idx[i];
   if (u * 2 >= model_aggregate_student_count(it->agg) && u > 0) return;
   si->partial = true;
-  si->header = it->header_touched;
+  si->header = it->changes.header;
   si->students = idx;
   si->nstudents = u;
 }
@@ -87,34 +90,21 @@ static const char *item_key(const void *elem, void *ctx) {
 
 /* Before an overlay (the commands the batch saw since the aggregate entered
  * memory: its snapshot of an unloaded entry) is merged into the stored
- * document it loaded, at rev > 0: the merge can change only the overlay's
- * students and, if the overlay has one, the header, so those are what a
- * partial write sets. Whole instead when the overlay has a student the
- * document lacks (a $set would append it out of id order) or half of the
- * document's students (after a conflict the batch hands over everything it
- * holds as the overlay). */
-static void plan_loaded(writer_item_t *it, const model_aggregate_t *stored) {
-  size_t n = model_aggregate_student_count(it->agg);
-  if (n * 2 >= model_aggregate_student_count(stored) && n > 0) return;
-  model_buf_t ids = MODEL_BUF_INIT;
-  for (size_t i = 0; i < n; i++) {
-    model_student_view_t v;
-    model_aggregate_student(it->agg, i, &v);
-    size_t at;
-    if (!model_aggregate_find_student(stored, v.student, v.student_len, &at)) {
-      model_buf_destroy(&ids);
-      return;
-    }
-    model_buf_append(&ids, v.student, v.student_len);
-    model_buf_putc(&ids, '\0');
-  }
-  model_header_view_t h;
-  model_aggregate_header(it->agg, &h);
-  free(it->touched);
-  it->touched = ids.data;
-  it->touched_len = ids.len;
-  it->ntouched = n;
-  it->header_touched = h.present;
+ * document it loaded: what the merge changes are the slots the overlay wins
+ * (the item's changes from now on), and a partial write at rev > 0 sets
+ * their students and, if it wins, the header. Whole instead when one of
+ * them is a student the document lacks (a $set would append it out of id
+ * order) or half of the document's students. */
+static void plan_loaded(writer_item_t *it, const model_aggregate_t *stored, int64_t rev) {
+  model_changes_clear(&it->changes);
+  model_aggregate_wins(stored, it->agg, &it->changes);
+  it->whole = true;
+  size_t n = it->changes.n, pos = 0, len, at;
+  const char *id;
+  uint8_t mask;
+  if (rev <= 0 || (n * 2 >= model_aggregate_student_count(stored) && n > 0)) return;
+  while (model_changes_next(&it->changes, &pos, &id, &len, &mask))
+    if (!model_aggregate_find_student(stored, id, len, &at)) return;
   it->whole = false;
 }
 
@@ -123,7 +113,7 @@ static void plan_loaded(writer_item_t *it, const model_aggregate_t *stored) {
  * limit: then the stored document is the item's aggregate as it was loaded
  * and the item is TOO_LARGE (the batch re-applies the snapshot's commands
  * that fit, writer.h). */
-static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
+static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev, int64_t updated_at_ms) {
   load_ctx_t *lc = ctx;
   size_t at = model_keys_find(lc->items, lc->n, sizeof *lc->items, item_key, NULL, model_aggregate_key(stored, NULL));
   writer_item_t *it = at < lc->n ? lc->items[at] : NULL;
@@ -131,7 +121,7 @@ static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
     model_aggregate_destroy(stored);
     return;
   }
-  if (rev > 0) plan_loaded(it, stored); /* against the document unmerged; moot if too large */
+  plan_loaded(it, stored, rev); /* against the document unmerged; moot if too large */
   size_t would_be;
   model_apply_result_t r = model_aggregate_merge_within(stored, it->agg, sink_document_limit(stored), &would_be);
   if (r == MODEL_APPLY_TOO_LARGE) {
@@ -143,7 +133,21 @@ static void on_found(void *ctx, model_aggregate_t *stored, int64_t rev) {
   model_aggregate_destroy(it->agg);
   it->agg = stored;
   it->rev = rev;
+  it->updated_at_ms = updated_at_ms;
   it->loaded = true;
+}
+
+/* The load found no stored document: an insert, which changes every slot
+ * the snapshot holds. */
+static void plan_insert(writer_item_t *it) {
+  size_t tl, al;
+  const char *t = model_aggregate_tenant(it->agg, &tl), *a = model_aggregate_assignment(it->agg, &al);
+  model_aggregate_t *none = model_aggregate_new(t, tl, a, al);
+  model_changes_clear(&it->changes);
+  model_aggregate_wins(none, it->agg, &it->changes);
+  model_aggregate_destroy(none);
+  it->loaded = true;
+  it->rev = 0;
 }
 
 static sink_status_t load_items(const sink_t *sink, writer_job_t *job, writer_item_t **scratch,
@@ -161,10 +165,7 @@ static sink_status_t load_items(const sink_t *sink, writer_job_t *job, writer_it
     if (st != SINK_OK) return st; /* all or nothing (sink.h): no callback was made */
     atomic_fetch_add_explicit(&job->done_loads, k, memory_order_relaxed);
     for (size_t i = 0; i < k; i++) {
-      if (!lc.items[i]->loaded) { /* not stored yet: an insert */
-        lc.items[i]->loaded = true;
-        lc.items[i]->rev = 0;
-      }
+      if (!lc.items[i]->loaded) plan_insert(lc.items[i]);
     }
   }
   return SINK_OK;
@@ -178,6 +179,7 @@ static void record_result(writer_job_t *job, writer_item_t *it, const sink_write
   switch (si->result) {
   case SINK_ITEM_OK:
     it->rev++;
+    it->updated_at_ms = job->now_ms;
     it->bytes = si->bytes;
     job->written++;
     job->bytes_written += si->bytes;
@@ -220,9 +222,9 @@ void writer_execute(const sink_t *sink, const clock_source_t *clock, writer_job_
     }
     if (!k) break;
     size_t nidx = 0;
-    for (size_t i = 0; i < k; i++) nidx += ents[i]->ntouched;
+    for (size_t i = 0; i < k; i++) nidx += ents[i]->changes.n;
     idx = oom_realloc(idx, (nidx ? nidx : 1) * sizeof *idx);
-    for (size_t i = 0, off = 0; i < k; off += ents[i]->ntouched, i++) plan_partial(ents[i], &items[i], idx + off);
+    for (size_t i = 0, off = 0; i < k; off += ents[i]->changes.n, i++) plan_partial(ents[i], &items[i], idx + off);
     st = sink->write(sink->ctx, items, k, job->now_ms, &job->err);
     if (st != SINK_OK) break;
     atomic_fetch_add_explicit(&job->done_writes, k, memory_order_relaxed);

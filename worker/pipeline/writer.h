@@ -49,6 +49,7 @@
 
 #include "aggregate.h"
 #include "base/clock.h"
+#include "changes.h"
 #include "store/sink.h"
 
 typedef struct writer_item {
@@ -70,18 +71,22 @@ typedef struct writer_item {
   uint32_t error_code; /* the store's code, for SINK_ITEM_REJECTED and SINK_ITEM_TOO_LARGE when sent */
   size_t bytes;        /* out: the document's BSON size when written, or when refused or found too large */
   void *tag;           /* the batch's; the writer never reads it */
-  /* in: what changed since the document stored at rev, for a partial write
-   * (sink.h). writer_job_add sets whole; a caller that knows better
-   * (batch.c) clears it and says which students and whether the header
-   * changed: touched holds ntouched NUL-terminated student ids back to back
-   * (duplicates allowed), owned by the job. Items at rev 0 are written
-   * whole; for an item with load the writer decides after the load (a cache
-   * miss whose overlay only changes students the stored document has is
-   * written partially too). */
+  /* in: whether the write must replace the whole document; writer_job_add
+   * sets it, and a caller that knows what changed since the document
+   * stored at rev (batch.c) clears it for a partial write (sink.h). Items
+   * at rev 0 are written whole; for an item with load the writer decides
+   * after the load (a cache miss whose overlay only changes students the
+   * stored document has is written partially too). */
   bool whole;
-  bool header_touched;
-  char *touched;
-  size_t touched_len, ntouched;
+  /* in/out: the slots this write changes in the document stored at rev
+   * (models/changes.h), owned by the job: the caller's record for an item
+   * without load, and what the snapshot wins over the stored document
+   * (model_aggregate_wins) once a load came back. The change event lists
+   * them; a partial write sets their students and, if it changed, the
+   * header. */
+  model_changes_t changes;
+  int64_t updated_at_ms; /* out: the document's updatedAt once OK: the job's now_ms when sent, as
+                          * stored when the load settled it */
 } writer_item_t;
 
 typedef struct writer_job {

@@ -100,7 +100,7 @@ static bool store_apply(void *ctx, uint64_t line, const char *data, size_t len, 
     return r->reject(r->ctx, line, &rej);
   batch_origin_t origin = {{data, len}, {{&line, sizeof line}}};
   batch_now_t now = batch_now(r->clock);
-  if (batch_apply_from(r->batch, &r->cmd, &origin, event_ms > 0 ? event_ms : now.wall_ms, now, &rej) ==
+  if (batch_apply_from(r->batch, &r->cmd, &origin, false, event_ms > 0 ? event_ms : now.wall_ms, now, &rej) ==
       MODEL_APPLY_TOO_LARGE)
     return r->reject(r->ctx, line, &rej);
   return store_keep_up(r);

@@ -300,7 +300,7 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
   }
   held_position_t pos;
   batch_origin_t origin = origin_of(p, m, &pos);
-  model_apply_result_t r = batch_apply_from(c->batch, &c->cmd, &origin, ts, now, &rej);
+  model_apply_result_t r = batch_apply_from(c->batch, &c->cmd, &origin, false, ts, now, &rej);
   if (r == MODEL_APPLY_TOO_LARGE) {
     kafka_source_t src = kafka_source_of(m);
     reject(c, p, &src, c->cmd.type, &rej);

@@ -86,8 +86,9 @@ typedef struct sink_write_item {
                               * never encoded */
 } sink_write_item_t;
 
-/* Called once per stored document found by a load; takes ownership of agg. */
-typedef void (*sink_found_cb)(void *ctx, model_aggregate_t *agg, int64_t rev);
+/* Called once per stored document found by a load, with its rev and its
+ * updatedAt (wall ms; 0 if it has none); takes ownership of agg. */
+typedef void (*sink_found_cb)(void *ctx, model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms);
 
 typedef struct sink {
   /* Loads the documents whose keys are given; keys not found get no

@@ -293,7 +293,7 @@ static sink_status_t load_and_hand_over(store_t *store, const char *const *keys,
       else if (found_counts)
         found_counts(ctx, list.v[i].agg, list.v[i].rev, &list.v[i].counts);
       else
-        found(ctx, list.v[i].agg, list.v[i].rev);
+        found(ctx, list.v[i].agg, list.v[i].rev, list.v[i].updated_at_ms);
       list.v[i].agg = NULL; /* the callback owns it */
     }
   }
