@@ -3,9 +3,9 @@
  * One compact JSON object, keys in a fixed order:
  *   {"_id":..,"tenant":..,"assignment":..,"rev":7,"updatedAt":"2026-09-01T08:00:00.000Z",
  *    "changed":["header","students.s1.member",..],"document":{..}}
- * Strings are quoted by the document's own writer (model_buf_json_quote),
- * so that "_id", "tenant" and "assignment" read exactly as in the document;
- * the document is model_codec_to_json's line without its newline. As in
+ * The first fields are the document's own (model_codec_json_key_fields),
+ * student ids are quoted by the document's writer (model_buf_json_quote),
+ * and the document is model_codec_to_json's line without its newline. As in
  * codec_json.c, each group of fields reserves an upper bound of its size
  * once and is then written with plain copies. */
 #include <string.h>
@@ -38,17 +38,8 @@ static char *put_slot_path(char *p, const char *id, size_t len, const char *slot
 
 void model_change_event_json(const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms,
                              const model_changes_t *changed, bool include_document, model_buf_t *out) {
-  size_t klen, tlen, alen;
-  const char *key = model_aggregate_key(agg, &klen);
-  const char *tenant = model_aggregate_tenant(agg, &tlen);
-  const char *assignment = model_aggregate_assignment(agg, &alen);
-  char *p = model_buf_space(out, EVENT_FIXED_MAX + MODEL_BUF_JSON_STRING_MAX(klen + tlen + alen));
-  PUT_LIT(p, "{\"_id\":");
-  p = model_buf_json_quote(p, key, klen);
-  PUT_LIT(p, ",\"tenant\":");
-  p = model_buf_json_quote(p, tenant, tlen);
-  PUT_LIT(p, ",\"assignment\":");
-  p = model_buf_json_quote(p, assignment, alen);
+  model_codec_json_key_fields(agg, out);
+  char *p = model_buf_space(out, EVENT_FIXED_MAX);
   PUT_LIT(p, ",\"rev\":");
   p += model_numfmt_i64(p, rev);
   PUT_LIT(p, ",\"updatedAt\":\"");
@@ -64,7 +55,9 @@ void model_change_event_json(const model_aggregate_t *agg, int64_t rev, int64_t 
     uint8_t bit;
     uint8_t len;
     const char *name;
-  } slots[] = {{MODEL_SLOT_MEMBER, 6, "member"}, {MODEL_SLOT_SUBMISSION, 10, "submission"}, {MODEL_SLOT_GRADE, 5, "grade"}};
+  } slots[] = {{MODEL_SLOT_MEMBER, 6, "member"},
+                {MODEL_SLOT_SUBMISSION, 10, "submission"},
+                {MODEL_SLOT_GRADE, 5, "grade"}};
   size_t pos = 0, len;
   const char *id;
   uint8_t mask;

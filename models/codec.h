@@ -51,6 +51,11 @@ bool model_codec_stored_counts(const bson_t *doc, model_counts_t *out);
 /* Appends the JSON form as one line, '\n' included. */
 void model_codec_to_json(const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms, model_buf_t *out);
 
+/* Appends the JSON form's opening, `{"_id":..,"tenant":..,"assignment":..`
+ * (no closing brace), as model_codec_to_json writes it: the change event
+ * (changes.h) opens with the same fields. */
+void model_codec_json_key_fields(const model_aggregate_t *agg, model_buf_t *out);
+
 /* Appends a double as the shortest JSON number that reads back as the same
  * value ("95.5", "100", "0.1"). */
 void model_codec_json_double(model_buf_t *out, double v);

@@ -152,7 +152,7 @@ static void put_student(model_buf_t *b, const model_student_view_t *s, bool firs
   model_buf_commit(b, p);
 }
 
-void model_codec_to_json(const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms, model_buf_t *out) {
+void model_codec_json_key_fields(const model_aggregate_t *agg, model_buf_t *out) {
   size_t klen, tlen, alen;
   const char *key = model_aggregate_key(agg, &klen);
   const char *tenant = model_aggregate_tenant(agg, &tlen);
@@ -165,6 +165,10 @@ void model_codec_to_json(const model_aggregate_t *agg, int64_t rev, int64_t upda
   PUT_LIT(p, ",\"assignment\":");
   p = put_str(p, assignment, alen);
   model_buf_commit(out, p);
+}
+
+void model_codec_to_json(const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms, model_buf_t *out) {
+  model_codec_json_key_fields(agg, out);
   put_header(out, agg);
   model_buf_append(out, ",\"students\":{", 13);
   size_t n = model_aggregate_student_count(agg);
@@ -175,7 +179,7 @@ void model_codec_to_json(const model_aggregate_t *agg, int64_t rev, int64_t upda
     put_student(out, &s, i == 0);
     model_counts_add(&c, &s);
   }
-  p = model_buf_space(out, GROUP_FIXED_MAX);
+  char *p = model_buf_space(out, GROUP_FIXED_MAX);
   PUT_LIT(p, "},\"counts\":{\"assigned\":");
   p += model_numfmt_i64(p, c.assigned);
   PUT_LIT(p, ",\"submitted\":");
