@@ -49,6 +49,7 @@ START_TEST(scopes_from_librdkafka) {
       {KAFKA_SCOPE_CONSUMER, KAFKA_RUN_CONSUMER, true},     {KAFKA_SCOPE_CONSUMER, KAFKA_REPLAY_CONSUMER, true},
       {KAFKA_SCOPE_CONSUMER, KAFKA_DLQ_PRODUCER, false},    {KAFKA_SCOPE_PRODUCER, KAFKA_DLQ_PRODUCER, true},
       {KAFKA_SCOPE_PRODUCER, KAFKA_RUN_CONSUMER, false},    {KAFKA_SCOPE_PRODUCER, KAFKA_REPLAY_CONSUMER, false},
+      {KAFKA_SCOPE_PRODUCER, KAFKA_CHANGE_PRODUCER, true},  {KAFKA_SCOPE_CONSUMER, KAFKA_CHANGE_PRODUCER, false},
   };
   for (size_t i = 0; i < sizeof applies / sizeof applies[0]; i++)
     ck_assert_msg(kafka_scope_applies(applies[i].scope, applies[i].client) == applies[i].applies,

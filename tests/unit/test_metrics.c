@@ -161,6 +161,9 @@ START_TEST(test_exposition_golden) {
   metrics_store_too_large(2);
   metrics_dead_letter(METRICS_DEAD_LETTER_OK, 11);
   metrics_dead_letter(METRICS_DEAD_LETTER_ERROR, 4);
+  metrics_change_event(METRICS_CHANGE_EVENT_OK, 13);
+  metrics_change_event(METRICS_CHANGE_EVENT_ERROR, 2);
+  metrics_set_change_events_pending(4, &g_clock.source, clock_mono(&g_clock.source) - 2500);
   metrics_set_dirty(12);
   metrics_set_cached(345, 883200);
   metrics_set_pending_bytes(67890);
@@ -347,6 +350,38 @@ START_TEST(test_dead_letter_counters) {
   metrics_dead_letter((metrics_dead_letter_result_t)7, 100); /* out of range: ignored */
   ck_assert_double_eq(value("aggregator_dead_letter_deliveries_total{result=\"ok\"}"), ok + 3);
   ck_assert_double_eq(value("aggregator_dead_letter_deliveries_total{result=\"error\"}"), error + 2);
+}
+END_TEST
+
+START_TEST(test_change_event_counters) {
+  double ok = value("aggregator_change_events_total{result=\"ok\"}");
+  double error = value("aggregator_change_events_total{result=\"error\"}");
+  ck_assert(!isnan(ok) && !isnan(error)); /* rendered at zero too */
+  metrics_change_event(METRICS_CHANGE_EVENT_OK, 3);
+  metrics_change_event(METRICS_CHANGE_EVENT_ERROR, 1);
+  metrics_change_event(METRICS_CHANGE_EVENT_ERROR, 1);
+  metrics_change_event((metrics_change_event_result_t)7, 100); /* out of range: ignored */
+  ck_assert_double_eq(value("aggregator_change_events_total{result=\"ok\"}"), ok + 3);
+  ck_assert_double_eq(value("aggregator_change_events_total{result=\"error\"}"), error + 2);
+}
+END_TEST
+
+/* The oldest pending change event's age is read against the producer's
+ * clock when scraped: it grows while nothing is reported, is 0 with none
+ * pending, and a time ahead of the clock reads 0. */
+START_TEST(test_change_events_pending) {
+  clock_manual_t producer;
+  clock_manual_init(&producer, 5000, 0);
+  metrics_set_change_events_pending(2, &producer.source, 4000);
+  ck_assert_double_eq(value("aggregator_change_events_pending"), 2);
+  ck_assert_double_eq(value("aggregator_change_events_oldest_pending_seconds"), 1);
+  clock_manual_advance(&producer, 1250);
+  ck_assert_double_eq(value("aggregator_change_events_oldest_pending_seconds"), 2.25);
+  metrics_set_change_events_pending(1, &producer.source, 7000);
+  ck_assert_double_eq(value("aggregator_change_events_oldest_pending_seconds"), 0);
+  metrics_set_change_events_pending(0, &producer.source, 1);
+  ck_assert_double_eq(value("aggregator_change_events_pending"), 0);
+  ck_assert_double_eq(value("aggregator_change_events_oldest_pending_seconds"), 0);
 }
 END_TEST
 
@@ -616,6 +651,13 @@ START_TEST(test_readiness_transitions) {
   metrics_set_dead_letter_failing(false);
   ck_assert(metrics_ready(NULL, 0));
 
+  metrics_set_changes_failing(true); /* SPEC.md 5: not ready while writes cannot be announced */
+  ck_assert(!metrics_ready(reason, sizeof reason));
+  ck_assert_str_eq(reason, "change-event delivery failing");
+  ck_assert_double_eq(value("aggregator_ready"), 0);
+  metrics_set_changes_failing(false);
+  ck_assert(metrics_ready(NULL, 0));
+
   metrics_set_assigned(false); /* rebalance took every partition */
   ck_assert(!metrics_ready(reason, sizeof reason));
   ck_assert_str_eq(reason, "no partition assignment");
@@ -766,6 +808,8 @@ START_TEST(test_label_enums) {
   METRICS_WRITE_RESULTS(CHECK_VALUE)
   lab = &metrics_table[METRICS_ROW_DEAD_LETTERS].labels[0];
   METRICS_DEAD_LETTER_RESULTS(CHECK_VALUE)
+  lab = &metrics_table[METRICS_ROW_CHANGE_EVENTS].labels[0];
+  METRICS_CHANGE_EVENT_RESULTS(CHECK_VALUE)
   lab = &metrics_table[METRICS_ROW_REBALANCES].labels[0];
   METRICS_REBALANCE_EVENTS(CHECK_VALUE)
 #undef CHECK_VALUE
@@ -1049,6 +1093,8 @@ Suite *test_suite(void) {
   tcase_add_test(tc, test_command_counters);
   tcase_add_test(tc, test_reject_counters);
   tcase_add_test(tc, test_dead_letter_counters);
+  tcase_add_test(tc, test_change_event_counters);
+  tcase_add_test(tc, test_change_events_pending);
   tcase_add_test(tc, test_store_write_counters);
   tcase_add_test(tc, test_gauges);
   tcase_add_test(tc, test_consumer_lag);

@@ -21,6 +21,10 @@ static readiness_t g_readiness = READINESS_INIT;
 /* What the oldest-uncommitted age is read against (NULL: the process's
  * clocks); the same clock as readiness's. */
 static _Atomic(const clock_source_t *) g_clock;
+/* The oldest pending change event: when it was produced, on the clock of
+ * the producer that reports it (NULL: none pending). */
+static _Atomic(const clock_source_t *) g_change_clock;
+static _Atomic int64_t g_change_oldest_ms;
 
 /* ---- the generic recorders ---- */
 
@@ -74,6 +78,9 @@ void metrics_store_write(metrics_write_result_t r, uint64_t n) { metrics_add(MET
 void metrics_store_write_bytes(uint64_t n) { metrics_add(METRICS_ROW_STORE_WRITE_BYTES, 0, n); }
 void metrics_store_too_large(uint64_t n) { metrics_add(METRICS_ROW_STORE_TOO_LARGE, 0, n); }
 void metrics_dead_letter(metrics_dead_letter_result_t r, uint64_t n) { metrics_add(METRICS_ROW_DEAD_LETTERS, r, n); }
+void metrics_change_event(metrics_change_event_result_t r, uint64_t n) {
+  metrics_add(METRICS_ROW_CHANGE_EVENTS, r, n);
+}
 void metrics_store_retry(void) { metrics_add(METRICS_ROW_STORE_RETRIES, 0, 1); }
 void metrics_rebalance(metrics_rebalance_t e) { metrics_add(METRICS_ROW_REBALANCES, e, 1); }
 
@@ -92,6 +99,19 @@ void metrics_set_bounds(uint64_t max_pending_bytes, uint64_t cache_max_aggregate
 
 void metrics_set_fetch_paused(bool paused) { metrics_set(METRICS_ROW_FETCH_PAUSED, 0, paused ? 1 : 0); }
 void metrics_set_assigned_partitions(uint64_t n) { metrics_set(METRICS_ROW_ASSIGNED_PARTITIONS, 0, n); }
+
+void metrics_set_change_events_pending(uint64_t n, const clock_source_t *clock, int64_t oldest_mono_ms) {
+  metrics_set(METRICS_ROW_CHANGE_EVENTS_PENDING, 0, n);
+  atomic_store(&g_change_oldest_ms, oldest_mono_ms);
+  atomic_store(&g_change_clock, n ? clock : NULL);
+}
+
+double metrics_change_events_oldest_seconds(void) {
+  const clock_source_t *clock = atomic_load(&g_change_clock);
+  if (!clock) return 0;
+  int64_t age = clock_mono(clock) - atomic_load(&g_change_oldest_ms);
+  return age > 0 ? (double)age / 1e3 : 0;
+}
 
 void metrics_flush(double seconds, uint64_t aggregates) {
   metrics_observe(METRICS_ROW_FLUSH_SECONDS, seconds, 1);
@@ -215,6 +235,7 @@ void metrics_lag_release(void) {
 
 void metrics_set_assigned(bool has_assignment) { readiness_set_assigned(&g_readiness, has_assignment); }
 void metrics_set_dead_letter_failing(bool failing) { readiness_set_dead_letter_failing(&g_readiness, failing); }
+void metrics_set_changes_failing(bool failing) { readiness_set_changes_failing(&g_readiness, failing); }
 void metrics_store_answered(void) { readiness_store_answered(&g_readiness); }
 void metrics_store_failed(void) { readiness_store_failed(&g_readiness); }
 void metrics_heartbeat(void) { readiness_heartbeat(&g_readiness); }

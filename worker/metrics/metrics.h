@@ -75,6 +75,21 @@ void metrics_store_too_large(uint64_t n);
  * message is produced again. */
 void metrics_dead_letter(metrics_dead_letter_result_t r, uint64_t n);
 
+/* Adds n to aggregator_change_events_total{result}: ok = a change event
+ * acknowledged by the change topic; error = a delivery attempt that failed
+ * (refused by the producer or reported failed), after which the event is
+ * produced again. */
+void metrics_change_event(metrics_change_event_result_t r, uint64_t n);
+/* aggregator_change_events_pending = n, events produced and not
+ * acknowledged; the oldest of them was produced at oldest_mono_ms on
+ * clock's monotonic clock. aggregator_change_events_oldest_pending_seconds
+ * reads its age against that clock when /metrics is scraped, so it keeps
+ * growing while nothing is acknowledged (0 when n is 0). clock must outlive
+ * its use here: the producer records n = 0 when it goes. */
+void metrics_set_change_events_pending(uint64_t n, const clock_source_t *clock, int64_t oldest_mono_ms);
+/* For the renderer: the age in seconds of the oldest pending change event. */
+double metrics_change_events_oldest_seconds(void);
+
 /* One flush took `seconds` and wrote `aggregates` documents. */
 void metrics_flush(double seconds, uint64_t aggregates);
 /* `commands` commands became durable `seconds` after their Kafka message
@@ -126,11 +141,12 @@ void metrics_part_each(metrics_part_t which, metrics_emit_fn emit, void *ctx);
 /* For the server's stop: frees the partition table. */
 void metrics_lag_release(void);
 
-/* Readiness inputs: ready = has an assignment AND dead-letter delivery is
- * not failing AND the store answered within the store window AND it has not
- * failed since that answer (readiness.h). */
+/* Readiness inputs: ready = has an assignment AND neither dead-letter nor
+ * change-event delivery is failing AND the store answered within the store
+ * window AND it has not failed since that answer (readiness.h). */
 void metrics_set_assigned(bool has_assignment);
 void metrics_set_dead_letter_failing(bool failing); /* deadletter.h decides */
+void metrics_set_changes_failing(bool failing);     /* changes.h decides */
 void metrics_store_answered(void); /* any successful reply from the store */
 void metrics_store_failed(void);   /* the store could not be reached */
 /* Liveness input: call from the main loop at least every few seconds. */

@@ -18,6 +18,7 @@
 static const char *const cmd_results[] = {METRICS_CMD_RESULTS(VALUE_STRING)};
 static const char *const write_results[] = {METRICS_WRITE_RESULTS(VALUE_STRING)};
 static const char *const dead_letter_results[] = {METRICS_DEAD_LETTER_RESULTS(VALUE_STRING)};
+static const char *const change_event_results[] = {METRICS_CHANGE_EVENT_RESULTS(VALUE_STRING)};
 static const char *const rebalance_events[] = {METRICS_REBALANCE_EVENTS(VALUE_STRING)};
 static const char *const versions[] = {AGG_VERSION};
 
@@ -47,6 +48,8 @@ static bool cmd_has_series(const size_t *v) { return v[0] < MODEL_CMD_TYPE_COUNT
 #define COUNT_WRITE_RESULT NB(write_results)
 #define LABEL_DEAD_LETTER_RESULT FIXED("result", dead_letter_results)
 #define COUNT_DEAD_LETTER_RESULT NB(dead_letter_results)
+#define LABEL_CHANGE_EVENT_RESULT FIXED("result", change_event_results)
+#define COUNT_CHANGE_EVENT_RESULT NB(change_event_results)
 #define LABEL_REBALANCE_EVENT FIXED("event", rebalance_events)
 #define COUNT_REBALANCE_EVENT NB(rebalance_events)
 #define LABEL_VERSION {.name = "version", .count = 1, .values = versions, .doc = "the worker's version"}
@@ -92,6 +95,11 @@ METRICS_FAMILIES(STORAGE)
 
 static bool read_ready(const metrics_scrape_t *s, metrics_sample_t *out) {
   *out = (metrics_sample_t){.kind = METRICS_U64, .v.u = s->ready ? 1 : 0};
+  return true;
+}
+
+static bool read_change_oldest(const metrics_scrape_t *s, metrics_sample_t *out) {
+  *out = (metrics_sample_t){.kind = METRICS_F64, .v.f = s->change_oldest_s};
   return true;
 }
 

@@ -37,6 +37,7 @@ typedef enum { METRICS_COUNTER, METRICS_GAUGE, METRICS_HISTOGRAM } metrics_type_
 #define METRICS_WRITE_RESULTS(V) \
   V(METRICS_WRITE_OK, "ok") V(METRICS_WRITE_CONFLICT, "conflict") V(METRICS_WRITE_ERROR, "error")
 #define METRICS_DEAD_LETTER_RESULTS(V) V(METRICS_DEAD_LETTER_OK, "ok") V(METRICS_DEAD_LETTER_ERROR, "error")
+#define METRICS_CHANGE_EVENT_RESULTS(V) V(METRICS_CHANGE_EVENT_OK, "ok") V(METRICS_CHANGE_EVENT_ERROR, "error")
 #define METRICS_REBALANCE_EVENTS(V) \
   V(METRICS_REBALANCE_ASSIGNED, "assigned") V(METRICS_REBALANCE_REVOKED, "revoked") V(METRICS_REBALANCE_LOST, "lost")
 
@@ -44,6 +45,7 @@ typedef enum { METRICS_COUNTER, METRICS_GAUGE, METRICS_HISTOGRAM } metrics_type_
 typedef enum { METRICS_CMD_RESULTS(METRICS_ENUM_CONSTANT) } metrics_cmd_result_t;
 typedef enum { METRICS_WRITE_RESULTS(METRICS_ENUM_CONSTANT) } metrics_write_result_t;
 typedef enum { METRICS_DEAD_LETTER_RESULTS(METRICS_ENUM_CONSTANT) } metrics_dead_letter_result_t;
+typedef enum { METRICS_CHANGE_EVENT_RESULTS(METRICS_ENUM_CONSTANT) } metrics_change_event_result_t;
 typedef enum { METRICS_REBALANCE_EVENTS(METRICS_ENUM_CONSTANT) } metrics_rebalance_t;
 
 /* ---- the families -------------------------------------------------------
@@ -71,6 +73,9 @@ typedef enum { METRICS_REBALANCE_EVENTS(METRICS_ENUM_CONSTANT) } metrics_rebalan
   X(STORE_WRITE_BYTES, "aggregator_store_write_bytes_total", COUNTER, NO_LABELS, SLOTS, NULL, "BSON bytes of the documents and partial updates the store acknowledged (the size of what flushes ship).") \
   X(STORE_TOO_LARGE, "aggregator_store_too_large_total", COUNTER, NO_LABELS, SLOTS, NULL, "Aggregate writes the store refused because the document would pass its 16 MiB limit, which the merge prevents by rejecting the command (document_too_large): a bug; the changes are kept and retried, their offsets uncommitted (docs/OPERATIONS.md).") \
   X(DEAD_LETTERS, "aggregator_dead_letter_deliveries_total", COUNTER, LABELS1(DEAD_LETTER_RESULT), SLOTS, NULL, "Rejected commands acknowledged by the dead-letter topic (ok), and delivery attempts that failed and are retried (error); a reject's offset commits only once it is acknowledged.") \
+  X(CHANGE_EVENTS, "aggregator_change_events_total", COUNTER, LABELS1(CHANGE_EVENT_RESULT), SLOTS, NULL, "Change events acknowledged by the change topic (ok), and delivery attempts that failed and are retried (error); the offsets of a write's commands commit only once its event is acknowledged.") \
+  X(CHANGE_EVENTS_PENDING, "aggregator_change_events_pending", GAUGE, NO_LABELS, SLOTS, NULL, "Change events produced and not yet acknowledged by the change topic.") \
+  X(CHANGE_EVENTS_OLDEST, "aggregator_change_events_oldest_pending_seconds", GAUGE, NO_LABELS, READ, read_change_oldest, "Age of the oldest write whose change event is not yet acknowledged (the oldest unannounced write); 0 when every event is acknowledged.") \
   X(STORE_RETRIES, "aggregator_store_retries_total", COUNTER, NO_LABELS, SLOTS, NULL, "Flushes the store failed (unreachable, timed out, refused items), attempted again after a backoff.") \
   X(DIRTY, "aggregator_dirty_aggregates", GAUGE, NO_LABELS, SLOTS, NULL, "Aggregates changed in memory and not yet written.") \
   X(CACHED, "aggregator_cached_aggregates", GAUGE, NO_LABELS, SLOTS, NULL, "Clean aggregates kept in memory (LRU cache).") \
@@ -80,7 +85,7 @@ typedef enum { METRICS_REBALANCE_EVENTS(METRICS_ENUM_CONSTANT) } metrics_rebalan
   X(PENDING_BYTES, "aggregator_pending_bytes", GAUGE, NO_LABELS, SLOTS, NULL, "Memory held by unwritten changes; fetching pauses past batch.max_pending_bytes.") \
   X(PENDING_BYTES_LIMIT, "aggregator_pending_bytes_limit", GAUGE, NO_LABELS, SLOTS, NULL, "The configured batch.max_pending_bytes: past it fetching pauses.") \
   X(FETCH_PAUSED, "aggregator_fetch_paused", GAUGE, NO_LABELS, SLOTS, NULL, "1 while fetching is paused because unwritten changes reached batch.max_pending_bytes.") \
-  X(READY, "aggregator_ready", GAUGE, NO_LABELS, READ, read_ready, "1 when /readyz answers 200 (assigned partitions, dead-letter delivery working, store answering).") \
+  X(READY, "aggregator_ready", GAUGE, NO_LABELS, READ, read_ready, "1 when /readyz answers 200 (assigned partitions, dead-letter and change-event delivery working, store answering).") \
   X(ASSIGNED_PARTITIONS, "aggregator_assigned_partitions", GAUGE, NO_LABELS, SLOTS, NULL, "Partitions this worker holds in its consumer group.") \
   X(REBALANCES, "aggregator_rebalances_total", COUNTER, LABELS1(REBALANCE_EVENT), SLOTS, NULL, "Consumer group rebalances seen by this worker, by event (assigned: partitions given to it; revoked: taken back after it wrote and committed them; lost: taken without a hand-over).") \
   X(BUILD_INFO, "aggregator_build_info", GAUGE, LABELS1(VERSION), CONST, 1, "Always 1; the labels tell the build.") \
@@ -134,7 +139,8 @@ typedef struct metrics_sample {
 /* What a scrape reads once for every row that needs it. */
 typedef struct metrics_scrape {
   metrics_proc_t proc;
-  bool ready; /* metrics_ready's decision */
+  bool ready;              /* metrics_ready's decision */
+  double change_oldest_s;  /* age of the oldest unacknowledged change event, 0 when none */
 } metrics_scrape_t;
 
 /* Per bucket, not cumulative; the last is above every bound. Guarded by lock. */

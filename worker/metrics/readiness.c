@@ -16,6 +16,7 @@ void readiness_init(readiness_t *r, const clock_source_t *clock) {
   atomic_init(&r->assigned, false);
   atomic_init(&r->store_failed, false);
   atomic_init(&r->dead_letter_failing, false);
+  atomic_init(&r->changes_failing, false);
   atomic_init(&r->store_answer_ms, READINESS_NEVER);
   atomic_init(&r->heartbeat_ms, READINESS_NEVER);
   atomic_init(&r->store_window_ms, READINESS_STORE_WINDOW_MS);
@@ -32,6 +33,8 @@ void readiness_set_windows_ms(readiness_t *r, int64_t store_ms, int64_t heartbea
 void readiness_set_assigned(readiness_t *r, bool has_assignment) { SET(r->assigned, has_assignment); }
 
 void readiness_set_dead_letter_failing(readiness_t *r, bool failing) { SET(r->dead_letter_failing, failing); }
+
+void readiness_set_changes_failing(readiness_t *r, bool failing) { SET(r->changes_failing, failing); }
 
 void readiness_store_answered(readiness_t *r) {
   SET(r->store_failed, false);
@@ -56,6 +59,7 @@ bool readiness_ready(readiness_t *r, char *reason, size_t reasonsz) {
   if (reason && reasonsz) reason[0] = '\0';
   if (!GET(r->assigned)) return why(reason, reasonsz, "no partition assignment", -1);
   if (GET(r->dead_letter_failing)) return why(reason, reasonsz, "dead-letter delivery failing", -1);
+  if (GET(r->changes_failing)) return why(reason, reasonsz, "change-event delivery failing", -1);
   int64_t answered = GET(r->store_answer_ms);
   if (answered == READINESS_NEVER) return why(reason, reasonsz, "store has not answered yet", -1);
   if (GET(r->store_failed)) return why(reason, reasonsz, "store unreachable", -1);

@@ -1,8 +1,8 @@
 /* The readiness and liveness policy behind /readyz, /healthz and the
  * aggregator_ready gauge.
  *
- * Ready: the worker holds a partition assignment, dead-letter delivery is
- * not failing, and the store answered within the store window and has not
+ * Ready: the worker holds a partition assignment, neither dead-letter nor
+ * change-event delivery is failing, and the store answered within the store window and has not
  * failed since. A worker that is not ready is taken out of rotation, not
  * restarted. Healthy: the main loop beat within the heartbeat window; a
  * worker that is not healthy is stuck and is restarted.
@@ -37,7 +37,7 @@
 
 typedef struct readiness {
   _Atomic(const clock_source_t *) clock; /* NULL: the process's clocks */
-  atomic_bool assigned, store_failed, dead_letter_failing;
+  atomic_bool assigned, store_failed, dead_letter_failing, changes_failing;
   _Atomic int64_t store_answer_ms; /* monotonic; READINESS_NEVER until the store answers */
   _Atomic int64_t heartbeat_ms;    /* monotonic; READINESS_NEVER until the first beat */
   _Atomic int64_t store_window_ms, heartbeat_window_ms;
@@ -46,7 +46,7 @@ typedef struct readiness {
 /* Nothing assigned, nothing answered, no beat yet, default windows, the
  * process's clocks. */
 #define READINESS_INIT                                                                                 \
-  {NULL, false, false, false, READINESS_NEVER, READINESS_NEVER, READINESS_STORE_WINDOW_MS, \
+  {NULL, false, false, false, false, READINESS_NEVER, READINESS_NEVER, READINESS_STORE_WINDOW_MS, \
    READINESS_HEARTBEAT_WINDOW_MS}
 
 /* Resets r to READINESS_INIT reading clock (NULL: the process's clocks). */
@@ -60,6 +60,8 @@ void readiness_set_windows_ms(readiness_t *r, int64_t store_ms, int64_t heartbea
 void readiness_set_assigned(readiness_t *r, bool has_assignment);
 /* deadletter.h decides when delivery counts as failing. */
 void readiness_set_dead_letter_failing(readiness_t *r, bool failing);
+/* changes.h decides when change-event delivery counts as failing. */
+void readiness_set_changes_failing(readiness_t *r, bool failing);
 /* Any successful reply from the store; clears a failure. */
 void readiness_store_answered(readiness_t *r);
 /* The store could not be reached; not ready until it answers again. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "delivery.h"
 #include "kafka.h"
 #include "base/log.h"
 #include "metrics/metrics.h"
@@ -34,17 +35,8 @@ struct deadletter {
   offsets_t *offsets;
   letter_t *retries, *retries_tail; /* FIFO: produced again in the order they failed */
   size_t nretries;
-  uint64_t bytes;       /* of every dead letter not yet acknowledged */
-  size_t inflight;      /* produced, delivery report not yet served */
-  int64_t progress_ms;  /* last delivery report, or when inflight left 0 */
-  int64_t retry_due_ms; /* retries wait for this */
-
-  /* The failing state (deadletter.h) and its rate-limited log. */
-  bool failing, warned;
-  bool ever_warned; /* last_warn_ms holds a time */
-  int64_t failing_since_ms, last_warn_ms;
-  uint64_t failures; /* failed attempts since the last warning */
-  char cause[160];   /* the latest failure, for the log */
+  uint64_t bytes;      /* of every dead letter not yet acknowledged */
+  delivery_t delivery; /* in flight, retries due, the failing state (deadletter.h) */
 };
 
 static void ref_free(ref_t *r) {
@@ -79,59 +71,21 @@ static void keep(deadletter_t *d, letter_t *l) {
 
 /* ---- the failing state ------------------------------------------------------ */
 
-static size_t pending_count(const deadletter_t *d) { return d->inflight + d->nretries; }
+static void count_error(void) { metrics_dead_letter(METRICS_DEAD_LETTER_ERROR, 1); }
 
-static void warn_failing(deadletter_t *d, int64_t now, bool first) {
-  log_warn(first ? "dead-letter delivery failing: rejects wait, their offsets stay uncommitted, not ready"
-                 : "dead-letter delivery still failing",
-           "topic", LOG_STR, d->topic, "error", LOG_STR, d->cause, "pending", LOG_INT, (int64_t)pending_count(d),
-           "failed_attempts", LOG_INT, (int64_t)d->failures, "failing_for_ms", LOG_INT, now - d->failing_since_ms);
-  d->last_warn_ms = now;
-  d->ever_warned = true;
-  d->failures = 0;
-  d->warned = true;
-}
+/* Its lines, readiness input, counter and intervals (delivery.h). */
+static const delivery_policy_t policy = {"dead-letter", "rejects wait, their offsets stay uncommitted",
+                                         "the dead-letter topic", metrics_set_dead_letter_failing, count_error,
+                                         DEADLETTER_WARN_INTERVAL_MS, DEADLETTER_STALL_MS, DEADLETTER_RETRY_MS};
 
-static void set_failing(deadletter_t *d, int64_t now) {
-  if (d->failing) return;
-  d->failing = true;
-  d->failing_since_ms = now;
-  metrics_set_dead_letter_failing(true);
-  /* At once, unless a warning went out within the interval (a topic that
-   * flaps must not flood the log). */
-  if (!d->ever_warned || now - d->last_warn_ms >= DEADLETTER_WARN_INTERVAL_MS) warn_failing(d, now, true);
-}
-
-static void set_working(deadletter_t *d, int64_t now) {
-  if (!d->failing) return;
-  d->failing = false;
-  /* Logged before /readyz can say ready again: whoever sees it ready finds
-   * the line that says why. */
-  if (d->warned)
-    log_info("dead-letter delivery works again", "topic", LOG_STR, d->topic, "failed_for_ms", LOG_INT,
-             now - d->failing_since_ms, "pending", LOG_INT, (int64_t)pending_count(d));
-  d->warned = false;
-  metrics_set_dead_letter_failing(false);
-}
+static size_t pending_count(const deadletter_t *d) { return d->delivery.inflight + d->nretries; }
 
 /* One failed attempt (a refused produce or a failed delivery report). */
 static void note_failure(deadletter_t *d, rd_kafka_resp_err_t err) {
-  int64_t now = clock_mono(d->clock);
-  metrics_dead_letter(METRICS_DEAD_LETTER_ERROR, 1);
-  d->failures++;
-  snprintf(d->cause, sizeof d->cause, "%s", rd_kafka_err2str(err));
-  d->retry_due_ms = now + DEADLETTER_RETRY_MS;
-  set_failing(d, now);
+  delivery_failed(&d->delivery, clock_mono(d->clock), err, pending_count(d));
 }
 
 /* ---- producing ------------------------------------------------------------- */
-
-/* Errors after which this message can never be produced: the worker stops
- * (the reject's offset stays uncommitted) rather than retry forever. */
-static bool permanent(rd_kafka_resp_err_t err) {
-  return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE || err == RD_KAFKA_RESP_ERR__INVALID_ARG ||
-         err == RD_KAFKA_RESP_ERR__FATAL;
-}
 
 /* One produce; headers are librdkafka's on success, still the caller's on failure. */
 static rd_kafka_resp_err_t produce(deadletter_t *d, const void *payload, size_t len, const void *key, size_t key_len,
@@ -140,7 +94,7 @@ static rd_kafka_resp_err_t produce(deadletter_t *d, const void *payload, size_t 
       d->producer, RD_KAFKA_V_TOPIC(d->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
       RD_KAFKA_V_VALUE((void *)payload, len), RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_HEADERS(headers),
       RD_KAFKA_V_OPAQUE(ref), RD_KAFKA_V_END);
-  if (!err && d->inflight++ == 0) d->progress_ms = clock_mono(d->clock);
+  if (!err) delivery_produced(&d->delivery, clock_mono(d->clock));
   return err;
 }
 
@@ -149,8 +103,7 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
   deadletter_t *d = opaque;
   ref_t *ref = m->_private;
   int64_t now = clock_mono(d->clock);
-  if (d->inflight) d->inflight--;
-  d->progress_ms = now;
+  delivery_reported(&d->delivery, now);
   if (m->err) {
     /* Kept, produced again by deadletter_poll; the source offset stays
      * uncommitted until it is acknowledged. */
@@ -172,7 +125,7 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
   d->bytes -= m->len < d->bytes ? m->len : d->bytes;
   offsets_reject_done(d->offsets, ref->topic, ref->partition, ref->offset);
   ref_free(ref);
-  set_working(d, now);
+  delivery_acked(&d->delivery, now, pending_count(d));
 }
 
 deadletter_t *deadletter_new(const config_t *cfg, offsets_t *offsets, const clock_source_t *clock, char *err,
@@ -181,20 +134,13 @@ deadletter_t *deadletter_new(const config_t *cfg, offsets_t *offsets, const cloc
   d->clock = clock;
   d->topic = oom_strdup(cfg->kafka_dlq_topic);
   d->offsets = offsets;
-  const char *forced[] = {"acks", "all", "enable.idempotence", "true", NULL};
-  rd_kafka_conf_t *conf = kafka_conf_new(cfg, KAFKA_DLQ_PRODUCER, forced, err, errsz);
-  if (conf) {
-    rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
-    rd_kafka_conf_set_opaque(conf, d);
-    d->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errsz); /* takes conf on success only */
-    if (!d->producer) rd_kafka_conf_destroy(conf);
-  }
+  d->producer = kafka_producer_new(cfg, KAFKA_DLQ_PRODUCER, dr_cb, d, err, errsz);
   if (!d->producer) {
     free(d->topic);
     free(d);
     return NULL;
   }
-  metrics_set_dead_letter_failing(false);
+  delivery_init(&d->delivery, &policy, d->topic);
   return d;
 }
 
@@ -242,7 +188,7 @@ bool deadletter_reject(deadletter_t *d, offsets_part_t *p, const kafka_source_t 
       rd_kafka_poll(d->producer, 100);
       continue;
     }
-    if (permanent(err)) {
+    if (delivery_permanent(err)) {
       log_error("dead-letter produce failed for good", "topic", LOG_STR, d->topic, "error", LOG_STR,
                 rd_kafka_err2str(err), "source_offset", LOG_INT, src->offset);
       rd_kafka_headers_destroy(h);
@@ -267,19 +213,12 @@ bool deadletter_reject(deadletter_t *d, offsets_part_t *p, const kafka_source_t 
 void deadletter_poll(deadletter_t *d, int timeout_ms) {
   rd_kafka_poll(d->producer, timeout_ms);
   int64_t now = clock_mono(d->clock);
-  if (d->retries && now >= d->retry_due_ms) produce_retries(d);
-  /* No acknowledgement (nor failure) for a while with dead letters out:
-   * librdkafka will only say so after message.timeout.ms. */
-  if (d->inflight && now - d->progress_ms >= DEADLETTER_STALL_MS && !d->failing) {
-    snprintf(d->cause, sizeof d->cause, "no acknowledgement from the dead-letter topic for %lld ms",
-             (long long)(now - d->progress_ms));
-    set_failing(d, now);
-  }
-  if (d->failing && now - d->last_warn_ms >= DEADLETTER_WARN_INTERVAL_MS) warn_failing(d, now, !d->warned);
+  if (d->retries && now >= d->delivery.retry_due_ms) produce_retries(d);
+  delivery_check(&d->delivery, now, pending_count(d));
 }
 
 bool deadletter_pending(const deadletter_t *d) { return d->retries || offsets_rejects_pending(d->offsets); }
 
 uint64_t deadletter_bytes(const deadletter_t *d) { return d->bytes; }
 
-bool deadletter_failing(const deadletter_t *d) { return d->failing; }
+bool deadletter_failing(const deadletter_t *d) { return d->delivery.failing; }

@@ -60,6 +60,14 @@ const kafka_default_t kafka_defaults[] = {
      * second rather than wait silently for librdkafka's half a minute. */
     {KAFKA_DLQ_PRODUCER, "topic.metadata.propagation.max.ms", "1000",
      "a dead-letter topic deleted while running fails deliveries within a second (it is checked at start)"},
+    /* The change-event producer, as the dead-letter one: the worker produces
+     * an undelivered event again itself, and a change topic deleted while
+     * running fails loudly within a second (it is checked at start). */
+    {KAFKA_CHANGE_PRODUCER, "message.timeout.ms", "60000",
+     "an undelivered change event is produced again by the worker; the offsets of its writes stay uncommitted "
+     "meanwhile"},
+    {KAFKA_CHANGE_PRODUCER, "topic.metadata.propagation.max.ms", "1000",
+     "a change topic deleted while running fails deliveries within a second (it is checked at start)"},
     /* A replay is bound by fetching: the queue stays far ahead of the
      * merge so that the fetcher never idles between refills. The replay's
      * partitions forward to the one consumer queue too, so both thresholds
@@ -135,7 +143,7 @@ kafka_scope_t kafka_property_scope(const char *name) {
 }
 
 bool kafka_scope_applies(kafka_scope_t scope, kafka_client_t client) {
-  bool producer = client == KAFKA_DLQ_PRODUCER;
+  bool producer = client == KAFKA_DLQ_PRODUCER || client == KAFKA_CHANGE_PRODUCER;
   return scope == KAFKA_SCOPE_ANY || (scope == KAFKA_SCOPE_PRODUCER) == producer;
 }
 
@@ -145,6 +153,7 @@ const char *kafka_client_name(kafka_client_t client) {
   switch (client) {
     case KAFKA_RUN_CONSUMER: return "`run` consumer";
     case KAFKA_DLQ_PRODUCER: return "dead-letter producer";
+    case KAFKA_CHANGE_PRODUCER: return "change-event producer";
     default: return "`replay` consumer";
   }
 }
@@ -196,6 +205,18 @@ rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, cons
     return NULL;
   }
   return conf;
+}
+
+rd_kafka_t *kafka_producer_new(const config_t *cfg, kafka_client_t client, kafka_dr_fn *dr, void *opaque,
+                               char *errstr, size_t errsz) {
+  const char *forced[] = {"acks", "all", "enable.idempotence", "true", NULL};
+  rd_kafka_conf_t *conf = kafka_conf_new(cfg, client, forced, errstr, errsz);
+  if (!conf) return NULL;
+  rd_kafka_conf_set_dr_msg_cb(conf, dr);
+  rd_kafka_conf_set_opaque(conf, opaque);
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, errsz); /* takes conf on success only */
+  if (!rk) rd_kafka_conf_destroy(conf);
+  return rk;
 }
 
 rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg) {

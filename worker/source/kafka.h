@@ -1,6 +1,7 @@
 /* librdkafka plumbing shared by the live consumer and the replay: client
  * configuration from our config (brokers plus every kafka.rdkafka.* key
- * passed through to the clients that use it) and the dead-letter producer.
+ * passed through to the clients that use it), the producers' set-up (the
+ * dead-letter and change-event producers) and the dead-letter headers.
  *
  * Above config.h and log.h (it reads the configuration and logs); nothing
  * below it includes this header. */
@@ -16,7 +17,7 @@
 #include "config/config.h"
 
 /* The librdkafka clients the worker creates. */
-typedef enum { KAFKA_RUN_CONSUMER, KAFKA_DLQ_PRODUCER, KAFKA_REPLAY_CONSUMER } kafka_client_t;
+typedef enum { KAFKA_RUN_CONSUMER, KAFKA_DLQ_PRODUCER, KAFKA_REPLAY_CONSUMER, KAFKA_CHANGE_PRODUCER } kafka_client_t;
 
 /* Where our defaults differ from librdkafka's, and why: one table that
  * configures the clients (kafka_conf_new) and writes the reference
@@ -49,6 +50,16 @@ bool kafka_scope_applies(kafka_scope_t scope, kafka_client_t client);
  * refuses a property. */
 rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, const char *const *forced,
                                 char *errstr, size_t errsz);
+/* A producer of the worker (KAFKA_DLQ_PRODUCER, KAFKA_CHANGE_PRODUCER):
+ * kafka_conf_new's configuration with acks=all and enable.idempotence=true
+ * forced (the worker commits past a message only once every in-sync
+ * replica holds it, and a retry inside librdkafka neither duplicates nor
+ * reorders it), whose delivery reports go to dr with opaque (the
+ * rd_kafka_t's opaque). NULL with errstr filled when librdkafka refuses the
+ * configuration. The caller destroys it (rd_kafka_destroy). */
+typedef void kafka_dr_fn(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque);
+rd_kafka_t *kafka_producer_new(const config_t *cfg, kafka_client_t client, kafka_dr_fn *dr, void *opaque,
+                               char *errstr, size_t errsz);
 /* Sets one property or fills errstr ("name: librdkafka's message"). */
 bool kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *errstr, size_t errsz);
 
