@@ -1,4 +1,4 @@
-/* The change-event producer (worker/source/changes.h) against librdkafka's
+/* The change-event producer (worker/source/changes_producer.h) against librdkafka's
  * mock cluster:
  *  - events arrive on the change topic byte for byte, keyed by _id, with
  *    the header x-rev, and are counted;
@@ -30,7 +30,7 @@
 #include "base/log.h"
 #include "config/config.h"
 #include "metrics/metrics.h"
-#include "source/changes.h"
+#include "source/changes_producer.h"
 
 #define API_PRODUCE 0 /* Kafka protocol ApiKey of Produce */
 #define OK_EVENTS "aggregator_change_events_total{result=\"ok\"}"

@@ -146,7 +146,7 @@ void metrics_lag_release(void);
  * window AND it has not failed since that answer (readiness.h). */
 void metrics_set_assigned(bool has_assignment);
 void metrics_set_dead_letter_failing(bool failing); /* deadletter.h decides */
-void metrics_set_changes_failing(bool failing);     /* changes.h decides */
+void metrics_set_changes_failing(bool failing);     /* changes_producer.h decides */
 void metrics_store_answered(void); /* any successful reply from the store */
 void metrics_store_failed(void);   /* the store could not be reached */
 /* Liveness input: call from the main loop at least every few seconds. */

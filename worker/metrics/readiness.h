@@ -60,7 +60,7 @@ void readiness_set_windows_ms(readiness_t *r, int64_t store_ms, int64_t heartbea
 void readiness_set_assigned(readiness_t *r, bool has_assignment);
 /* deadletter.h decides when delivery counts as failing. */
 void readiness_set_dead_letter_failing(readiness_t *r, bool failing);
-/* changes.h decides when change-event delivery counts as failing. */
+/* changes_producer.h decides when change-event delivery counts as failing. */
 void readiness_set_changes_failing(readiness_t *r, bool failing);
 /* Any successful reply from the store; clears a failure. */
 void readiness_store_answered(readiness_t *r);

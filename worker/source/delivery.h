@@ -1,5 +1,5 @@
 /* The failing state of a producer whose acknowledgements hold offsets back
- * (the dead-letter and change-event producers: deadletter.h and changes.h
+ * (the dead-letter and change-event producers: deadletter.h and changes_producer.h
  * say what it means for each): one policy, so that operators read the same
  * signs from both.
  *

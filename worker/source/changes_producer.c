@@ -1,4 +1,4 @@
-#include "changes.h"
+#include "changes_producer.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -39,13 +39,13 @@ typedef struct event {
 
 struct changes {
   rd_kafka_t *producer;
-  const clock_source_t *clock; /* borrowed: measures the intervals of changes.h */
+  const clock_source_t *clock; /* borrowed: measures the intervals of changes_producer.h */
   char *topic;
   event_t *oldest, *newest; /* every pending event */
   size_t npending;
   uint64_t bytes;                 /* of every pending event */
   event_t *retries, *retries_tail; /* FIFO: produced again in the order they failed */
-  delivery_t delivery;             /* in flight, retries due, the failing state (changes.h) */
+  delivery_t delivery;             /* in flight, retries due, the failing state (changes_producer.h) */
   bool broken;                     /* an event can never be delivered: changes_produce answers false */
   bool closing;                    /* changes_destroy: delivery reports are dropped */
 
