@@ -20,10 +20,11 @@ static bool check_tick(void *ctx) {
 int preflight_changes(const config_t *cfg, const char *command) {
   if (!*cfg->changes_topic) return 0;
   signals_install(SIGNALS_STOP);
-  /* A producer's settings (TLS, SASL, ACL identity): the events are
-   * produced with them. The client asks for metadata only. */
+  /* The change-event producer's settings (TLS, SASL, the principal whose
+   * ACLs count): the events are produced with them. This client asks for
+   * metadata only. */
   char errstr[512];
-  rd_kafka_conf_t *conf = kafka_conf_new(cfg, KAFKA_DLQ_PRODUCER, NULL, errstr, sizeof errstr);
+  rd_kafka_conf_t *conf = kafka_conf_new(cfg, KAFKA_CHANGE_PRODUCER, NULL, errstr, sizeof errstr);
   rd_kafka_t *rk = conf ? rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr) : NULL;
   if (!rk) {
     if (conf) rd_kafka_conf_destroy(conf); /* rd_kafka_new takes it on success only */
