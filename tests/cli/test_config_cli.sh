@@ -86,6 +86,26 @@ run 2 config check --set kafka.rdkafka.security.protocol=SASL_PLAINTEXT --set ka
 grep -q "^aggregator: kafka.rdkafka: the \`run\` consumer: librdkafka: .*sasl.kerberos" "$T/err" \
   || fail "GSSAPI without a keytab: $(cat "$T/err")"
 
+# A change topic is neither a command topic nor the dead-letter topic (the
+# worker would read its own events as commands, or mix them with rejects):
+# exit 2, naming the key where it was set; run refuses it the same way.
+printf '[kafka]\ntopics = a,b\ndlq_topic = d\n[changes]\ntopic = b\n' >"$T/changes.ini"
+run 2 config check -c "$T/changes.ini"
+stderr_is "aggregator: $T/changes.ini:5: changes.topic: 'b' is both a command topic and the change topic"
+cp "$T/err" "$T/check.err"
+run 2 run -c "$T/changes.ini"
+cmp -s "$T/err" "$T/check.err" || fail "run: stderr differs from config check's: $(cat "$T/err")"
+printf '[kafka]\ntopics = a\ndlq_topic = d\n\n[changes]\ninclude_document = false\ntopic = d\n' >"$T/changes-dlq.ini"
+run 2 config check -c "$T/changes-dlq.ini"
+stderr_is "aggregator: $T/changes-dlq.ini:7: changes.topic: 'd' is both the dead-letter topic and the change topic"
+# The key set last (by precedence) is the one named.
+run 2 config check -c "$T/changes-dlq.ini" --set kafka.dlq_topic=e --set kafka.topics=a,d
+stderr_is "aggregator: --set kafka.topics: 'd' is both a command topic and the change topic"
+AGGREGATOR_CHANGES_TOPIC=assignment-commands run 2 config check
+stderr_is "aggregator: environment AGGREGATOR_CHANGES_TOPIC: changes.topic: 'assignment-commands' is both a command topic and the change topic"
+run 0 config check -c "$T/changes-dlq.ini" --set changes.topic=announced
+stdout_has "configuration OK"
+
 printf '[bacth]\n' >"$T/section.ini"
 run 2 config check -c "$T/section.ini"
 stderr_is "aggregator: $T/section.ini:1: [bacth]: unknown section (did you mean [batch]?)"
@@ -177,7 +197,7 @@ run 0 config describe
 for key in kafka.brokers kafka.topics kafka.group kafka.dlq_topic store.uri store.database store.collection \
   store.write_concern batch.max_commands batch.max_aggregates batch.linger_ms batch.max_pending_bytes \
   retry.backoff_ms retry.backoff_max_ms cache.max_aggregates limits.max_command_bytes replay.threads metrics.listen \
-  log.level log.format kafka.rdkafka.; do
+  log.level log.format changes.topic changes.include_document kafka.rdkafka.; do
   grep -qF "  $key" "$T/out" || fail "describe lacks $key"
 done
 stdout_has "      integer, 0..60000; live; env AGGREGATOR_BATCH_LINGER_MS"

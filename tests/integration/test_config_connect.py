@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`config check --connect` against the local stack: with the broker, the
 scenario's topics and FerretDB up it exits 0 with "configuration OK, reached
-..." naming them; with a broker address and a store address where nothing
+..." naming them (the change topic too, when changes.topic is set); a change
+topic that does not exist is one line naming it, exit 1; with a broker address and a store address where nothing
 listens, and a topic that does not exist, it exits 1 with one line for each
 thing it could not reach, within its bounds (the broker's connection
 set-up timeout, store.connect_timeout_ms); plain `config check` stays
@@ -39,12 +40,25 @@ def scenario(s):
     assert err == "", err
     h.log(f"all reachable: exit 0 in {secs:.1f}s")
 
+    # 1b. With a change topic: reached and named too.
+    changes = s.create_topic("changes", 1)
+    rc, out, err, _ = attempt(live + ["--connect", "--set", f"changes.topic={changes}"])
+    assert rc == 0 and err == "", f"exit {rc}: {err}"
+    assert f"topics {s.topic} and dead-letter topic {s.dlq}; change topic {changes}; store mongodb://" in out, out
+
     # 2. A topic that does not exist: exit 1, one line naming it.
     rc, out, err, _ = attempt(common + ["--connect", "--set", f"kafka.topics={s.topic}-missing",
                                         "--set", f"kafka.brokers={h.BROKERS}", "--set", f"store.uri={h.MONGO}"])
     lines = err.splitlines()
     assert rc == 1 and out == "", f"exit {rc}: {out} {err}"
     assert len(lines) == 1 and f"kafka.topics '{s.topic}-missing'" in lines[0] and "does not exist" in lines[0], err
+    #    So is a change topic that does not exist.
+    rc, out, err, _ = attempt(live + ["--connect", "--set", f"changes.topic={changes}-missing"])
+    lines = err.splitlines()
+    assert rc == 1 and out == "", f"exit {rc}: {out} {err}"
+    assert len(lines) == 1 and f"changes.topic '{changes}-missing'" in lines[0] and "does not exist" in lines[0] \
+        and "kafka.topics" not in lines[0], err
+    assert not h.topic_exists(f"{changes}-missing"), "config check --connect created the change topic"
 
     # 3. A broker and a store where nothing listens, beside the live broker:
     #    each named on its own line, within the bounds.

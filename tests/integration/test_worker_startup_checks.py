@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """Start-up checks (docs/GUARANTEES.md) against the real broker: `run` refuses
-to start when a configured topic or the dead-letter topic does not exist
-(exit 1, one error line naming it, and the topic is not created by the
-attempt); `replay` from topics checks the configured topics only; brokers
-that cannot be reached are a different error, reported once the client's
-connection set-up timeout has passed; with every topic present, `run`
-starts and gets its partitions."""
+to start when a configured topic, the dead-letter topic or the change topic
+(changes.topic) does not exist (exit 1, one error line naming it, and the
+topic is not created by the attempt); `replay` from topics checks the
+configured topics, and the change topic too when it writes to the store (from
+the topics or from --input), as `verify --repair` does; a replay or verify
+that writes nothing to the store does not ask for the change topic, and
+`replay --input F --output O` contacts no broker at all; brokers that cannot
+be reached are a different error, reported once the client's connection
+set-up timeout has passed; with every topic present, `run` starts and gets
+its partitions."""
 import json
+import signal
 import subprocess
 import time
 
@@ -69,13 +74,45 @@ def scenario(s):
     rc, err, _ = attempt(["replay", *s.settings("g-unused", [("kafka.dlq_topic", missing_dlq)]), "--output", out])
     assert rc == 0, f"replay with a missing dead-letter topic: exit {rc}\n{err[-3000:]}"
 
+    # 3b. The change topic is missing: every command that announces writes
+    #     refuses to start, naming it; those that write no document go on.
+    missing_changes = s.topic + "-changes-missing"
+    commands = s.generate("--seed", "5", "--count", "200", "--assignments", "5", "--students", "5")
+    no_changes = [("changes.topic", missing_changes)]
+    for what, cmd in (("run", ["run"]),
+                      ("replay from the topics into the store", ["replay"]),
+                      ("replay --input into the store", ["replay", "--input", commands]),
+                      ("verify --repair", ["verify", "--repair", "--allow-empty"]),
+                      ("verify --repair --input", ["verify", "--repair", "--input", commands])):
+        rc, err, secs = attempt([cmd[0], *s.settings("g-startup", no_changes), *cmd[1:]])
+        errors = error_lines(err)
+        assert rc == 1, f"{what} with a missing change topic: exit {rc}\n{err[-3000:]}"
+        assert len(errors) == 1 and f"changes.topic '{missing_changes}'" in errors[0] \
+            and "does not exist" in errors[0], f"{what}: not one line naming the change topic: {errors}\n{err[-3000:]}"
+        assert "worker started" not in err and "summary" not in err, f"{what}: {err[-3000:]}"
+        h.log(f"{what}, missing change topic: exit 1 in {secs:.1f}s")
+    assert not s.stored(), "a command that refused to start wrote documents"
+    assert not h.topic_exists(missing_changes), "a start-up check created the change topic"
+    #     A replay to a file and a verify without --repair announce nothing.
+    rc, err, _ = attempt(["replay", *s.settings("g-unused", no_changes), "--output", out])
+    assert rc == 0, f"replay --output with a missing change topic: exit {rc}\n{err[-3000:]}"
+    rc, err, _ = attempt(["verify", *s.settings("g-unused", no_changes), "--allow-empty"])
+    assert rc == 0, f"verify with a missing change topic: exit {rc}\n{err[-3000:]}"
+    #     replay --input F --output O contacts nothing, whatever the configuration names.
+    nowhere = [("kafka.brokers", f"127.0.0.1:{h.free_port()}"), ("changes.topic", missing_changes),
+               ("store.uri", f"mongodb://127.0.0.1:{h.free_port()}")]
+    rc, err, secs = attempt(["replay", *s.settings("g-unused", nowhere), "--input", commands, "--output", out])
+    assert rc == 0 and secs < 10, f"replay --input --output: exit {rc} in {secs:.1f}s\n{err[-3000:]}"
+
     # 4. Brokers that cannot be reached: a different error, after the
     #    connection set-up timeout (shortened here), naming no topic.
     port = h.free_port()  # nothing listens there
     timeout_args = [("kafka.brokers", f"127.0.0.1:{port}"),
                     ("kafka.rdkafka.socket.connection.setup.timeout.ms", "3000")]
-    for cmd in (["run"], ["replay", "--output", out]):
-        rc, err, secs = attempt([cmd[0], *s.settings("g-startup", timeout_args), *cmd[1:]])
+    for cmd in (["run"], ["replay", "--output", out], ["replay", "--input", commands]):
+        # replay --input into the store asks the brokers only for the change topic.
+        extra = [("changes.topic", missing_changes)] if "--input" in cmd else []
+        rc, err, secs = attempt([cmd[0], *s.settings("g-startup", timeout_args + extra), *cmd[1:]])
         errors = error_lines(err)
         assert rc == 1, f"{cmd[0]} with unreachable brokers: exit {rc}\n{err[-3000:]}"
         assert len(errors) == 1 and "no Kafka broker answered within 3 s" in errors[0] \
@@ -83,11 +120,29 @@ def scenario(s):
         assert secs >= 2.5, f"{cmd[0]} gave up on the brokers after {secs:.1f}s, before the timeout"
         h.log(f"{cmd[0]}, unreachable brokers: exit 1 in {secs:.1f}s")
 
-    # 5. With every topic present the worker starts and is assigned partitions;
+    #    SIGINT during that wait: the replay says so and exits 130 at once.
+    errf = open(s.path("interrupted.err"), "w+")
+    p = subprocess.Popen([h.AGGREGATOR, "replay", *s.settings("g-startup", [
+        ("kafka.brokers", f"127.0.0.1:{port}"), ("changes.topic", missing_changes)]), "--input", commands],
+        stderr=errf)
+    s.procs.append(p)
+    h.wait_until(lambda: '"component":"rdkafka"' in open(errf.name).read() or p.poll() is not None, 60,
+                 "the replay never tried the broker")
+    p.send_signal(signal.SIGINT)
+    assert p.wait(60) == 130, f"exit {p.returncode}\n{open(errf.name).read()[-3000:]}"
+    err = open(errf.name).read()
+    assert error_lines(err) == ["replay: interrupted"], err[-3000:]
+
+    # 5. With every topic present (the change topic too) a replay into the
+    #    store and a repair go through, and the worker starts and is assigned partitions;
     #    a consumer-only and a producer-only property reach only their clients
     #    (docs/CONFIG.md): neither client warns about the other's.
-    w = s.start_worker("g-startup", [("kafka.rdkafka.auto.offset.reset", "earliest"),
-                                     ("kafka.rdkafka.linger.ms", "10")])
+    changes = [("changes.topic", s.create_topic("changes", 1))]
+    for cmd in (["replay", "--input", commands], ["verify", "--repair", "--input", commands]):
+        rc, err, _ = attempt([cmd[0], *s.settings("g-unused", changes), *cmd[1:]])
+        assert rc == 0, f"{' '.join(cmd[:2])} with the change topic present: exit {rc}\n{err[-3000:]}"
+    w = s.start_worker("g-startup", changes + [("kafka.rdkafka.auto.offset.reset", "earliest"),
+                                               ("kafka.rdkafka.linger.ms", "10")])
     h.wait_until(lambda: s.holdings(w) or w.poll() is not None, 120,
                  lambda: f"worker never assigned:\n{s.worker_log(w)[-3000:]}")
     assert w.poll() is None, f"worker exited {w.returncode}:\n{s.worker_log(w)[-3000:]}"

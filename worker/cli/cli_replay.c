@@ -3,8 +3,10 @@
  * With both --input and --output the replay is the file replay: no broker,
  * no store, no config file needed, although -c and --set are honoured
  * (limits.max_command_bytes, log.format). Otherwise the topics and/or the
- * store are involved. Every line on stderr but a usage error's is a log
- * line (log.h), the summary included (summary.h).
+ * store are involved; into the store, with changes.topic set, the brokers
+ * are asked first whether the change topic exists (preflight.h). Every
+ * line on stderr but a usage error's is a log line (log.h), the summary
+ * included (summary.h).
  *
  * Usage errors (exit 2, one plain `aggregator:` line, as every command's):
  * --rejects without --input (rejects of topics go to the dead-letter
@@ -18,6 +20,7 @@
 #include "cli.h"
 #include "config/config.h"
 #include "base/log.h"
+#include "preflight.h"
 #include "replay/replay.h"
 #include "base/summary.h"
 
@@ -70,6 +73,11 @@ int cli_replay(const cli_options_t *o) {
     return 2;
   }
   log_setup(cfg->log_level, cfg->log_format);
+  /* Into the store, every write is announced: the change topic first. */
+  if (!o->output && (rc = preflight_changes(cfg, "replay")) != 0) {
+    config_destroy(cfg);
+    return rc;
+  }
   replay_options_t ro = {.from = o->from,
                          .until = o->until,
                          .input = o->input,

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "config/config.h"
 #include "base/log.h"
+#include "preflight.h"
 #include "replay/replay.h"
 #include "base/summary.h"
 #include "replay/verify.h"
@@ -58,6 +59,11 @@ int cli_verify(const cli_options_t *o) {
     return 2;
   }
   log_setup(cfg->log_level, cfg->log_format);
+  /* A repair's writes are announced: the change topic first. */
+  if (o->repair && (rc = preflight_changes(cfg, "verify")) != 0) {
+    config_destroy(cfg);
+    return rc;
+  }
   verify_options_t vo = {
       .from = o->from, .until = o->until, .input = o->input, .repair = o->repair, .allow_empty = o->allow_empty};
   verify_stats_t st;

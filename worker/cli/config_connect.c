@@ -104,8 +104,8 @@ static size_t check_brokers(const config_t *cfg, const clock_source_t *clock, FI
   return ok;
 }
 
-/* The topics that must exist: kafka.topics and kafka.dlq_topic. The change
- * topic (changes.topic), once configured, belongs here too. */
+/* The topics that must exist: kafka.topics, kafka.dlq_topic and, when set,
+ * changes.topic (what `run` checks at start). */
 static void check_topics(const config_t *cfg, const clock_source_t *clock, FILE *err_out, bool *all,
                          model_buf_t *reached) {
   char errstr[512], line[1200];
@@ -119,6 +119,7 @@ static void check_topics(const config_t *cfg, const clock_source_t *clock, FILE 
   char why[1024];
   if (kafka_check_topics(rk, cfg, true, clock, NULL, NULL, why, sizeof why) == KAFKA_CHECK_OK) {
     model_buf_printf(reached, "; topics %s and dead-letter topic %s", cfg->kafka_topics, cfg->kafka_dlq_topic);
+    if (*cfg->changes_topic) model_buf_printf(reached, "; change topic %s", cfg->changes_topic);
   } else {
     snprintf(line, sizeof line, "cannot reach the topics: %s", why);
     report(err_out, line);

@@ -2,8 +2,8 @@
  * within a bound, and says what it could not reach.
  *
  * Kafka: every broker of kafka.brokers on its own (a metadata request to
- * that broker alone), then, through all of them, the command topics and the
- * dead-letter topic (kafka_check_topics). The bound is librdkafka's
+ * that broker alone), then, through all of them, the command topics, the
+ * dead-letter topic and the change topic when set (kafka_check_topics). The bound is librdkafka's
  * socket.connection.setup.timeout.ms (30 s by default, set with
  * kafka.rdkafka.socket.connection.setup.timeout.ms), the same bound `run`
  * waits at start for a broker to confirm its topics. The brokers are tried

@@ -380,14 +380,16 @@ const config_prop_t config_props[] = {
         "How long a stop (SIGTERM, SIGINT) may spend writing what is held and committing it, a flush or load "
         "in progress included; then the worker exits 1, and what is not durable stays uncommitted for the next "
         "owner to read again. Keep it below the orchestrator's grace period (docker/k8s: 60 s)."),
-    STR("changes", "topic", "string", "", check_topic_or_empty, "a topic name, not in kafka.topics; or empty", 0,
-        changes_topic,
-        "Topic that announces every write of an aggregate (`run`, `replay` into the store, `verify --repair`), "
-        "keyed by `_id` with an `x-rev` header; empty announces nothing. Offsets commit only once the events "
-        "of the writes before them are acknowledged. It must exist at start."),
+    STR("changes", "topic", "string", "", check_topic_or_empty,
+        "a topic name, neither in kafka.topics nor kafka.dlq_topic; or empty", 0, changes_topic,
+        "Topic on which every write of an aggregate is announced once the store acknowledged it (`run`, "
+        "`replay` into the store, `verify --repair`): one event per write, keyed by `_id`, with an `x-rev` "
+        "header; empty announces nothing. Offsets commit only once the events of the writes before them are "
+        "acknowledged. The topic must exist: those commands check at start and exit 1 naming it."),
     ENUM("changes", "include_document", "true", booleans, 0, changes_include_document,
-         "Whether each change event carries the stored document after the write (true), or only its `_id`, "
-         "`rev`, `updatedAt` and the slots it changed (false)."),
+         "Whether each change event carries the stored document after the write (true), or only `_id`, "
+         "`tenant`, `assignment`, `rev`, `updatedAt` and the slots it changed (false: small events, whose "
+         "readers read the document from the store when they need it)."),
 };
 const size_t config_props_count = sizeof config_props / sizeof config_props[0];
 _Static_assert(sizeof config_props / sizeof config_props[0] <= 32, "config_t.from_file has a bit per key");

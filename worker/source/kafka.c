@@ -251,8 +251,22 @@ static void append_named(char *out, size_t size, const char *key, const char *to
 
 kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, const clock_source_t *clock,
                                  bool (*tick)(void *ctx), void *ctx, char *err, size_t errsz) {
-  rd_kafka_topic_partition_list_t *topics = kafka_topic_list(cfg);
-  if (dlq) rd_kafka_topic_partition_list_add(topics, cfg->kafka_dlq_topic, RD_KAFKA_PARTITION_UA);
+  unsigned which = KAFKA_CHECK_COMMANDS | (dlq ? KAFKA_CHECK_DLQ | KAFKA_CHECK_CHANGES : 0u);
+  return kafka_check_topic_set(rk, cfg, which, clock, tick, ctx, err, errsz);
+}
+
+kafka_check_t kafka_check_topic_set(rd_kafka_t *rk, const config_t *cfg, unsigned which, const clock_source_t *clock,
+                                    bool (*tick)(void *ctx), void *ctx, char *err, size_t errsz) {
+  /* Each topic with the key that names it: the list's opaque. */
+  rd_kafka_topic_partition_list_t *topics =
+      which & KAFKA_CHECK_COMMANDS ? kafka_topic_list(cfg) : rd_kafka_topic_partition_list_new(2);
+  for (int i = 0; i < topics->cnt; i++) topics->elems[i].opaque = (void *)"kafka.topics";
+  if (which & KAFKA_CHECK_DLQ)
+    rd_kafka_topic_partition_list_add(topics, cfg->kafka_dlq_topic, RD_KAFKA_PARTITION_UA)->opaque =
+        (void *)"kafka.dlq_topic";
+  if ((which & KAFKA_CHECK_CHANGES) && *cfg->changes_topic)
+    rd_kafka_topic_partition_list_add(topics, cfg->changes_topic, RD_KAFKA_PARTITION_UA)->opaque =
+        (void *)"changes.topic";
   int64_t timeout = kafka_setup_timeout_ms(rk), deadline = clock_mono(clock) + timeout;
   char missing[400] = "";
   int nmissing = 0;
@@ -260,7 +274,7 @@ kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, 
   err[0] = '\0';
   for (int i = 0; i < topics->cnt && rc == KAFKA_CHECK_OK; i++) {
     const char *name = topics->elems[i].topic;
-    const char *key = dlq && i == topics->cnt - 1 ? "kafka.dlq_topic" : "kafka.topics";
+    const char *key = topics->elems[i].opaque;
     rd_kafka_topic_t *t = rd_kafka_topic_new(rk, name, NULL);
     if (!t) {
       snprintf(err, errsz, "%s '%s': %s", key, name, rd_kafka_err2str(rd_kafka_last_error()));

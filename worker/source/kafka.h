@@ -70,11 +70,14 @@ rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg);
  * (librdkafka's default, 30 s, when unset or not positive). */
 int64_t kafka_setup_timeout_ms(rd_kafka_t *rk);
 
-/* The start-up check: do the configured topics (and,
- * with `dlq`, kafka.dlq_topic) exist? Topics are never auto-created (every
- * client is configured with allow.auto.create.topics=false), so a topic
- * missing at start would otherwise only show as a consumer that never gets
- * a partition, or rejects whose offsets never commit.
+/* The start-up check: do the topics a command reads and writes exist?
+ * `which` ORs KAFKA_CHECK_COMMANDS (kafka.topics), KAFKA_CHECK_DLQ
+ * (kafka.dlq_topic) and KAFKA_CHECK_CHANGES (changes.topic, when it is set:
+ * empty announces nothing, so there is nothing to check). Topics are never
+ * auto-created (every client is configured with
+ * allow.auto.create.topics=false), so a topic missing at start would
+ * otherwise only show as a consumer that never gets a partition, or
+ * rejects or writes whose offsets never commit.
  *
  * Asks the cluster through rk (any of our clients) for each topic's
  * metadata. A broker that does not answer is waited for as long as
@@ -93,6 +96,11 @@ typedef enum {
   KAFKA_CHECK_FAILED,      /* the cluster answered with another error (e.g. not authorized) */
   KAFKA_CHECK_STOPPED,     /* tick asked to stop */
 } kafka_check_t;
+enum { KAFKA_CHECK_COMMANDS = 1u, KAFKA_CHECK_DLQ = 2u, KAFKA_CHECK_CHANGES = 4u };
+kafka_check_t kafka_check_topic_set(rd_kafka_t *rk, const config_t *cfg, unsigned which, const clock_source_t *clock,
+                                    bool (*tick)(void *ctx), void *ctx, char *err, size_t errsz);
+/* The command topics and, with `dlq`, every topic `run` writes: the
+ * dead-letter topic and the change topic (when set). */
 kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, const clock_source_t *clock,
                                  bool (*tick)(void *ctx), void *ctx, char *err, size_t errsz);
 
