@@ -361,10 +361,12 @@ class Scenario:
             args += ["--set", f"{k}={v}"]
         return args
 
-    def start_worker(self, group, extra=()):
+    def start_worker(self, group, extra=(), env=None):
+        """A worker of group with settings extra; env: variables added to its environment."""
         n = len(self.workers)
         logf = open(self.path(f"worker-{n}.log"), "w")
-        p = subprocess.Popen([AGGREGATOR, "run", *self.settings(group, extra)], stdout=logf, stderr=logf)
+        p = subprocess.Popen([AGGREGATOR, "run", *self.settings(group, extra)], stdout=logf, stderr=logf,
+                             env={**os.environ, **(env or {})})
         p.logpath = logf.name
         self.workers.append(p)
         return p
@@ -493,6 +495,43 @@ class Scenario:
             subprocess.run([tool("kafka_tool"), "delete-topic", BROKERS, t], capture_output=True)
         subprocess.run([tool("kafka_tool"), "delete-topic", BROKERS, self.dlq], capture_output=True)
         subprocess.run([tool("store_tool"), "drop", MONGO, self.db], capture_output=True)
+
+
+def change_events(s, topic):
+    """The change events of topic (docs/CHANGES.md), each checked for its form: keyed by its _id, with an
+    x-rev header equal to its rev, and `changed` a list of slot paths. Returns them parsed, in topic order."""
+    events = []
+    for m in s.topic_messages(topic):
+        e = json.loads(bytes.fromhex(m["value_hex"]))
+        assert m["key"] == e["_id"], (m["key"], e["_id"])
+        assert m["headers"].get("x-rev") == str(e["rev"]), (m["headers"], e["rev"])
+        assert e["_id"] == f'{e["tenant"]}/{e["assignment"]}', e["_id"]
+        for path in e["changed"]:
+            assert path == "header" or re.fullmatch(r"students\.[^.]+\.(member|submission|grade)", path), path
+        events.append(e)
+    return events
+
+
+def assert_fold_equals_store(events, stored):
+    """A reader that keeps the greatest rev per _id of the change events holds exactly the stored
+    documents: every document, at its rev, byte for byte in the JSON form (updatedAt included)."""
+    latest = {}
+    for e in events:
+        if e["_id"] not in latest or e["rev"] > latest[e["_id"]]["rev"]:
+            latest[e["_id"]] = e
+    missing = sorted(set(stored) - set(latest))
+    extra = sorted(set(latest) - set(stored))
+    behind = sorted(k for k in stored if k in latest and latest[k]["rev"] != stored[k]["rev"])
+    differ = sorted(k for k in stored if k in latest and k not in behind and latest[k]["document"] != stored[k])
+    if missing or extra or behind or differ:
+        msg = [f"the folded change topic is not the store: {len(missing)} never announced, {len(extra)} not stored, "
+               f"{len(behind)} at another rev, {len(differ)} with another document"]
+        for k in behind[:3]:
+            msg.append(f"{k}: announced rev {latest[k]['rev']}, stored rev {stored[k]['rev']}")
+        for k in differ[:2]:
+            msg.append(f"announced {json.dumps(latest[k]['document'], sort_keys=True)}")
+            msg.append(f"stored    {json.dumps(stored[k], sort_keys=True)}")
+        raise AssertionError("\n".join(msg + missing[:5] + extra[:5]))
 
 
 def normalize(doc):

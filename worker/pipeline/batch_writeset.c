@@ -37,8 +37,6 @@ void batch_writeset_whole(batch_entry_t *e) { e->touched_whole = true; }
 void batch_writeset_note(batch_entry_t *e, const model_command_t *cmd, size_t before) {
   if (e->loaded && model_aggregate_student_count(e->agg) != before) e->touched_whole = true;
   model_changes_add_command(&e->changes, cmd);
-  uint32_t n = e->changes.n;
-  if (n >= BATCH_TOUCHED_MAX && !(n & (n - 1))) model_changes_normalize(&e->changes);
 }
 
 void batch_writeset_check_overlay(batch_entry_t *e, const model_aggregate_t *stored) {

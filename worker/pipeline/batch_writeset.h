@@ -13,10 +13,9 @@
  * What changed (model_changes_t): the slots the commands applied since the
  * last snapshot wrote, each student once per run of commands on it (a
  * burst on one student adds nothing). A snapshot takes them; one that does
- * not land gives them back. Past BATCH_TOUCHED_MAX records, and each time
- * their number doubles after that, they are normalized (one record per
- * student): a dirty entry holds at most about two records per student it
- * changed, a clean one none. Commands applied to an overlay may turn out
+ * not land gives them back. A full buffer is normalized (one record per
+ * student) before it grows (changes.h): a dirty entry holds about a record
+ * per student it changed, a clean one none. Commands applied to an overlay may turn out
  * stale against the stored document: when the stored document arrives,
  * what changed is taken again from the merge (model_aggregate_wins).
  * `touched_whole` says the next write cannot be partial (a new student of
@@ -34,9 +33,6 @@
 #include "batch_entry.h"
 #include "command.h"
 #include "writer.h"
-
-/* Past this many records the changes of an entry are normalized. */
-#define BATCH_TOUCHED_MAX 256
 
 typedef struct batch_writeset {
   batch_entry_t dirty; /* sentinel; dirty.next is the newest change, dirty.prev the oldest */

@@ -10,6 +10,8 @@
 #include "oom.h"
 #include "pipeline/batch.h"
 #include "pipeline/flusher.h"
+#include "source/announcer.h"
+#include "source/changes_producer.h"
 
 typedef struct store_merge {
   const config_t *cfg;
@@ -19,6 +21,10 @@ typedef struct store_merge {
   model_command_t cmd; /* the one being merged */
   replay_reject_fn reject;
   void *ctx;
+  /* Change events (changes.topic set): every write is announced, and the
+   * replay ends once each event is acknowledged. */
+  changes_t *changes;
+  announcer_t announcer;
 } store_merge_t;
 
 /* --- the batch's writer pipeline --------------------------------------------------------- */
@@ -39,21 +45,44 @@ static bool store_step(const store_merge_t *r, int64_t wait_ms, bool force) {
   return true;
 }
 
+/* Serves the change events' acknowledgements (waiting up to timeout_ms);
+ * false once an event can never be delivered. */
+static bool store_announced(store_merge_t *r, int timeout_ms) {
+  if (!r->changes) return true;
+  changes_poll(r->changes, timeout_ms);
+  if (r->announcer.failed) log_error("replay: a change event cannot be delivered");
+  return !r->announcer.failed;
+}
+
+/* The memory batch.max_pending_bytes bounds: unwritten changes (in-flight
+ * snapshots included) and unacknowledged change events. */
+static uint64_t store_pending(const store_merge_t *r) {
+  return batch_pending_bytes(r->batch) + (r->changes ? changes_bytes(r->changes) : 0);
+}
+
 /* After a merge: lets the writer start a flush that is due, and holds the
- * source back while the batch's memory (in-flight snapshots included) is
- * over its bound. */
+ * source back while what it holds is over its bound. */
 static bool store_keep_up(store_merge_t *r) {
-  if (!store_step(r, 0, false)) return false;
-  while (batch_pending_bytes(r->batch) > (size_t)r->cfg->batch_max_pending_bytes && batch_dirty(r->batch)) {
-    if (signals_stop_count() || !store_step(r, 100, true)) return false;
+  if (!store_step(r, 0, false) || !store_announced(r, 0)) return false;
+  while (store_pending(r) > (uint64_t)r->cfg->batch_max_pending_bytes) {
+    if (signals_stop_count()) return false;
+    if (batch_dirty(r->batch)) {
+      if (!store_step(r, 100, true)) return false;
+    } else if (!r->changes || !changes_pending(r->changes) || !store_announced(r, 100)) {
+      break;
+    }
   }
   return true;
 }
 
-/* Writes everything held; false if interrupted or on a fatal error. */
+/* Writes everything held and waits for its change events; false if
+ * interrupted or on a fatal error. */
 static bool store_drain(store_merge_t *r) {
   while (batch_dirty(r->batch)) {
-    if (signals_stop_count() || !store_step(r, 1000, true)) return false;
+    if (signals_stop_count() || !store_step(r, 1000, true) || !store_announced(r, 0)) return false;
+  }
+  while (r->changes && changes_pending(r->changes)) {
+    if (signals_stop_count() || !store_announced(r, 100)) return false;
   }
   return true;
 }
@@ -106,7 +135,7 @@ static bool store_apply(void *ctx, uint64_t line, const char *data, size_t len, 
   return store_keep_up(r);
 }
 
-static bool store_idle(void *ctx) { return store_step(ctx, 0, false); }
+static bool store_idle(void *ctx) { return store_step(ctx, 0, false) && store_announced(ctx, 0); }
 
 static bool store_finish(void *ctx, replay_rebuilt_t *out) {
   (void)out; /* the documents are in the store */
@@ -135,6 +164,11 @@ static void store_counts(void *ctx, replay_counts_t *c) {
 static void store_destroy(void *ctx) {
   store_merge_t *r = ctx;
   store_stop(r);
+  if (r->changes) {
+    batch_set_announcer(r->batch, NULL, NULL);
+    announcer_free(&r->announcer);
+    changes_destroy(r->changes);
+  }
   batch_destroy(r->batch);
   free(r);
 }
@@ -151,6 +185,17 @@ bool replay_store_merger(replay_merger_t *m, const config_t *cfg, const sink_t *
   if (!batch) return false;
   store_merge_t *r = oom_calloc(1, sizeof *r);
   *r = (store_merge_t){.cfg = cfg, .clock = clock, .batch = batch, .reject = reject, .ctx = ctx};
+  if (*cfg->changes_topic) {
+    char err[512];
+    r->changes = changes_new(cfg, clock, err, sizeof err);
+    if (!r->changes) {
+      log_error("replay: kafka producer of change events", "error", LOG_STR, err);
+      store_destroy(r);
+      return false;
+    }
+    announcer_init(&r->announcer, r->changes, cfg);
+    batch_set_announcer(batch, announcer_announce, &r->announcer);
+  }
   r->flusher = store_flusher_new(r, sink);
   if (!r->flusher) {
     store_destroy(r);

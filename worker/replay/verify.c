@@ -32,6 +32,8 @@
 #include "store/sink.h"
 #include "store/store.h"
 #include "pipeline/writer.h"
+#include "source/announcer.h"
+#include "source/changes_producer.h"
 
 /* Repairs that keep conflicting are given up after this many rounds of
  * conflicts: each conflict is another writer's progress, so reaching it
@@ -185,16 +187,21 @@ static writer_job_t *repair_job(const config_t *cfg, const clock_source_t *clock
   return job;
 }
 
-/* Records the job's results in its entries; returns how many go again. */
-static size_t repair_results(const writer_job_t *job) {
+/* Records the job's results in its entries, and announces each repair
+ * written (ann, when change events are on); returns how many go again. */
+static size_t repair_results(writer_job_t *job, announcer_t *ann) {
   size_t again = 0;
   for (size_t k = 0; k < job->nitems; k++) {
-    const writer_item_t *it = &job->items[k];
+    writer_item_t *it = &job->items[k];
     entry_t *e = it->tag;
     switch (it->result) {
     case SINK_ITEM_OK:
       e->repair = it->sent ? REPAIR_WRITTEN : REPAIR_UNCHANGED;
       if (it->sent) e->new_rev = it->rev;
+      if (it->sent && ann) {
+        model_changes_normalize(&it->changes);
+        announcer_announce(ann, &(batch_written_t){it->agg, it->rev, it->updated_at_ms, &it->changes, true});
+      }
       break;
     case SINK_ITEM_TOO_LARGE: /* refused by the store, or (not sent) found by the merge after the load */
     case SINK_ITEM_REJECTED:
@@ -216,7 +223,8 @@ static size_t repair_results(const writer_job_t *job) {
 /* Writes the chunk's missing and store_behind documents through the write
  * stage until each is written, found whole, or fails. False on a fatal store
  * error or an interruption (the entries not done are marked failed). */
-static bool repair_chunk(const sink_t *sink, const config_t *cfg, const clock_source_t *clock, chunk_t *c) {
+static bool repair_chunk(const sink_t *sink, const config_t *cfg, const clock_source_t *clock, announcer_t *ann,
+                         chunk_t *c) {
   size_t todo = 0;
   for (size_t i = 0; i < c->n; i++) todo += repairable(c->v[i].drift.kind);
   bool ok = true;
@@ -225,7 +233,7 @@ static bool repair_chunk(const sink_t *sink, const config_t *cfg, const clock_so
   while (todo && ok) {
     writer_job_t *job = repair_job(cfg, clock, c, todo);
     writer_execute(sink, clock, job);
-    todo = repair_results(job);
+    todo = repair_results(job, ann);
     if (job->status == SINK_FATAL) {
       log_error("verify: repair write failed", "error", LOG_STR, job->err.message);
       ok = false;
@@ -308,6 +316,8 @@ typedef struct verify {
   const char **keys;
   model_buf_t out; /* the chunk's report lines */
   FILE *report;
+  changes_t *changes;  /* with --repair and changes.topic: the repairs' change events */
+  announcer_t announcer;
 } verify_t;
 
 /* Compares (and repairs) the chunk of rebuilt documents rebuilt[0..n)
@@ -329,7 +339,8 @@ static bool verify_chunk(verify_t *v, const model_aggregate_t *const *rebuilt, s
     model_aggregate_destroy(c.v[i].stored);
     c.v[i].stored = NULL;
   }
-  if (ok && drifted && v->o->repair) ok = repair_chunk(&v->sink, v->cfg, v->clock, &c);
+  if (ok && drifted && v->o->repair)
+    ok = repair_chunk(&v->sink, v->cfg, v->clock, v->changes ? &v->announcer : NULL, &c);
   for (size_t i = 0; i < n && drifted; i++) {
     entry_t *e = &c.v[i];
     if (e->drift.kind == MODEL_DRIFT_NONE) continue;
@@ -377,6 +388,40 @@ static bool verify_compare(verify_t *v, const replay_rebuilt_t *rebuilt) {
   return ok;
 }
 
+/* Repairs are writes: with changes.topic set, each is announced (docs/CHANGES.md). */
+static bool announce_repairs(verify_t *v) {
+  if (!v->o->repair || !*v->cfg->changes_topic) return true;
+  char err[512];
+  v->changes = changes_new(v->cfg, v->clock, err, sizeof err);
+  if (!v->changes) {
+    log_error("verify: kafka producer of change events", "error", LOG_STR, err);
+    return false;
+  }
+  announcer_init(&v->announcer, v->changes, v->cfg);
+  return true;
+}
+
+/* Waits for the repairs' change events to be acknowledged, as long as the
+ * store may take to answer (store.connect_timeout_ms: a verify never waits
+ * without bound); false if they are not by then, or cannot be delivered. */
+static bool repairs_announced(verify_t *v) {
+  if (!v->changes) return true;
+  int64_t deadline = clock_mono(v->clock) + v->cfg->store_connect_timeout_ms;
+  while (changes_pending(v->changes) && !v->announcer.failed && !signals_stop_count() &&
+         clock_mono(v->clock) < deadline)
+    changes_poll(v->changes, 100);
+  if (!changes_pending(v->changes)) return true;
+  log_error("verify: the change events of the repairs were not acknowledged within store.connect_timeout_ms",
+            "topic", LOG_STR, v->cfg->changes_topic, "timeout_ms", LOG_INT, v->cfg->store_connect_timeout_ms);
+  return false;
+}
+
+static void stop_announcing(verify_t *v) {
+  if (!v->changes) return;
+  announcer_free(&v->announcer);
+  changes_destroy(v->changes);
+}
+
 int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, verify_stats_t *stats) {
   const clock_source_t *clock = o->clock ? o->clock : clock_system();
   double t0 = clock_mono_seconds(clock);
@@ -397,7 +442,7 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
   srand((unsigned)clock_wall(clock)); /* the retry jitter (retry.h) */
   /* The store answers before anything is read: a rebuild can take minutes,
    * and is worth nothing without a store to compare it with. */
-  int rc = connect_store(v.store, cfg, clock) ? 0 : 1;
+  int rc = connect_store(v.store, cfg, clock) && announce_repairs(&v) ? 0 : 1;
   replay_rebuilt_t rebuilt = {0};
   if (rc == 0) {
     replay_options_t ro = {.from = o->from, .until = o->until, .input = o->input, .rebuilt = &rebuilt,
@@ -417,7 +462,7 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
   }
   bool through = false; /* every document compared */
   if (rc == 0) {
-    through = verify_compare(&v, &rebuilt);
+    through = verify_compare(&v, &rebuilt) && repairs_announced(&v);
     /* A repair that did not land is a failure of what was asked for. */
     rc = !through || stats->failed ? 1 : stats->drifted ? 3 : 0;
   }
@@ -428,6 +473,7 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
     rc = 128 + signals_stop_signal();
   }
   replay_rebuilt_free(&rebuilt);
+  stop_announcing(&v);
   store_destroy(v.store);
   stats->seconds = clock_mono_seconds(clock) - t0;
   return rc;

@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "announcer.h"
+#include "changes_producer.h"
 #include "deadletter.h"
 #include "pipeline/flusher.h"
 #include "kafka.h"
@@ -45,6 +47,10 @@ typedef struct consumer {
   int32_t last_partition;
   offsets_part_t *last_part;
   deadletter_t *dlq;
+  /* Change events (changes.topic set): the producer, and the batch's
+   * announcer over it; commits wait for their acknowledgements. */
+  changes_t *changes;
+  announcer_t announcer;
   bool paused;
   bool fatal;
   bool stopped_at_start; /* SIGTERM while waiting for the brokers at start */
@@ -93,23 +99,47 @@ static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_t
 
 /* --- flushing ------------------------------------------------------------------- */
 
+/* Unwritten changes, unacknowledged dead letters and change events: the
+ * memory that batch.max_pending_bytes bounds. */
+static uint64_t pending_bytes(const consumer_t *c) {
+  return batch_pending_bytes(c->batch) + deadletter_bytes(c->dlq) + (c->changes ? changes_bytes(c->changes) : 0);
+}
+
 static void update_gauges(consumer_t *c) {
   metrics_set_dirty(batch_dirty_count(c->batch));
   metrics_set_cached(batch_cached_count(c->batch), batch_cached_bytes(c->batch));
-  metrics_set_pending_bytes(batch_pending_bytes(c->batch) + deadletter_bytes(c->dlq));
+  metrics_set_pending_bytes(pending_bytes(c));
+}
+
+/* Every command below this seq is durable and, with change events, every
+ * write up to it is announced and acknowledged (changes_producer.h). */
+static uint64_t durable_seq(const consumer_t *c) {
+  uint64_t durable = batch_durable_seq(c->batch);
+  return c->changes ? changes_acked_seq(c->changes, durable) : durable;
+}
+
+/* Nothing unwritten and nothing unannounced: everything consumed is durable. */
+static bool all_durable(const consumer_t *c) {
+  return !batch_dirty(c->batch) && !(c->changes && changes_pending(c->changes));
 }
 
 /* One step of the flusher, and what it means for offsets (offsets.h): a
  * flush that begins checkpoints what has been consumed so far; one that
  * comes back moves each partition's durable offset to the newest checkpoint
- * the batch's durable seq has passed. Returns true when one moved. */
+ * the batch's durable seq has passed, and with change events its
+ * announcements (made while it ended) are a ticket that holds that move
+ * back until they are acknowledged. Returns true when one moved. */
 static bool flush_step(consumer_t *c, batch_now_t now, int64_t wait_ms, bool force) {
   flusher_event_t ev = flusher_step(c->flusher, now, wait_ms, force);
   bool landed = false;
   if (ev.finished) {
     log_debug("flush finished", "status", LOG_INT, (int64_t)ev.status, "aggregates", LOG_INT, (int64_t)ev.items,
               "ms", LOG_INT, (int64_t)(ev.seconds * 1000));
-    landed = offsets_durable_to(c->offsets, batch_durable_seq(c->batch));
+    if (c->changes) {
+      changes_ticket(c->changes, batch_durable_seq(c->batch));
+      if (c->announcer.failed) c->fatal = true;
+    }
+    landed = offsets_durable_to(c->offsets, durable_seq(c));
     if (ev.status == SINK_FATAL) {
       log_error("store error that retrying cannot fix", "error", LOG_STR, ev.err.message);
       c->fatal = true;
@@ -119,15 +149,27 @@ static bool flush_step(consumer_t *c, batch_now_t now, int64_t wait_ms, bool for
     }
   }
   if (ev.started) offsets_checkpoint(c->offsets, batch_seq(c->batch));
-  /* Nothing unwritten (nothing dirty, nothing in flight): every valid command
-   * consumed so far, stale ones included, is durable. */
-  if (!batch_dirty(c->batch)) offsets_all_durable(c->offsets);
+  /* Nothing unwritten (nothing dirty, nothing in flight) and nothing
+   * unannounced: every valid command consumed so far, stale ones
+   * included, is durable. */
+  if (all_durable(c)) offsets_all_durable(c->offsets);
   if (ev.finished || ev.started) update_gauges(c);
   return landed;
 }
 
+/* Serves the change events' acknowledgements: true when they let a
+ * partition's durable offset move. */
+static bool announced(consumer_t *c, int timeout_ms) {
+  if (!c->changes) return false;
+  changes_poll(c->changes, timeout_ms);
+  bool moved = offsets_durable_to(c->offsets, durable_seq(c));
+  if (all_durable(c)) offsets_all_durable(c->offsets);
+  return moved;
+}
+
 /* Waits for the flush in flight, writes everything held and waits for the
- * dead-letter acks, within deadline (monotonic ms). */
+ * acknowledgements of the change events and the dead letters, within
+ * deadline (monotonic ms). True when everything is durable and announced. */
 static bool drain(consumer_t *c, int64_t deadline) {
   while (!c->fatal && batch_dirty(c->batch)) {
     batch_now_t now = batch_now(c->clock);
@@ -135,9 +177,12 @@ static bool drain(consumer_t *c, int64_t deadline) {
     if (left <= 0 || signals_stop_count() > 1) break;
     flush_step(c, now, left, true);
   }
-  if (!batch_dirty(c->batch)) offsets_all_durable(c->offsets);
+  while (c->changes && changes_pending(c->changes) && clock_mono(c->clock) < deadline && signals_stop_count() <= 1)
+    announced(c, 100);
+  announced(c, 0);
+  if (all_durable(c)) offsets_all_durable(c->offsets);
   while (c->dlq && deadletter_pending(c->dlq) && clock_mono(c->clock) < deadline) deadletter_poll(c->dlq, 100);
-  return !batch_dirty(c->batch);
+  return all_durable(c);
 }
 
 /* --- rebalance -------------------------------------------------------------------- */
@@ -193,6 +238,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
   c->last_rkt = NULL; /* offsets changes below */
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     for (int i = 0; i < parts->cnt; i++) offsets_add(c->offsets, parts->elems[i].topic, parts->elems[i].partition);
+    batch_next_epoch(c->batch); /* their commands read again are announced again (batch.h "Announcing") */
     apply_assignment(rk, coop, true, parts);
     if (c->paused) rd_kafka_pause_partitions(rk, parts);
     metrics_rebalance(METRICS_REBALANCE_ASSIGNED);
@@ -272,6 +318,21 @@ static void reject_late(void *ctx, const batch_origin_t *o, const model_command_
   reject(c, p, &s, cmd ? (int)cmd->type : METRICS_TYPE_INVALID, rej);
 }
 
+/* Whether m may have been read before by a worker that crashed between a
+ * write and its change event: it lies below the end its partition p had
+ * when the first message since the assignment came. The high watermark of
+ * that fetch is known locally; if it is not, every message of the
+ * assignment counts (each aggregate is then announced once more: harmless). */
+static bool read_again(consumer_t *c, offsets_part_t *p, const rd_kafka_message_t *m) {
+  if (p->reread_end < 0) {
+    int64_t lo, hi;
+    bool known = rd_kafka_get_watermark_offsets(c->rk, p->topic, p->partition, &lo, &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                 hi >= 0;
+    p->reread_end = known ? hi : INT64_MAX;
+  }
+  return m->offset < p->reread_end;
+}
+
 static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now) {
   if (m->err) {
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
@@ -300,7 +361,8 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
   }
   held_position_t pos;
   batch_origin_t origin = origin_of(p, m, &pos);
-  model_apply_result_t r = batch_apply_from(c->batch, &c->cmd, &origin, false, ts, now, &rej);
+  bool again = c->changes && read_again(c, p, m);
+  model_apply_result_t r = batch_apply_from(c->batch, &c->cmd, &origin, again, ts, now, &rej);
   if (r == MODEL_APPLY_TOO_LARGE) {
     kafka_source_t src = kafka_source_of(m);
     reject(c, p, &src, c->cmd.type, &rej);
@@ -330,7 +392,7 @@ static void set_paused(consumer_t *c, bool pause) {
   c->paused = pause;
   metrics_set_fetch_paused(pause);
   log_info(pause ? "fetching paused: unwritten changes at the memory bound" : "fetching resumed", "pending_bytes",
-           LOG_INT, (int64_t)(batch_pending_bytes(c->batch) + deadletter_bytes(c->dlq)));
+           LOG_INT, (int64_t)pending_bytes(c));
 }
 
 /* The configured bounds as gauges, at the start and after each reload. */
@@ -421,6 +483,15 @@ static bool create_clients(consumer_t *c) {
     log_error("kafka producer", "error", LOG_STR, errstr);
     return false;
   }
+  if (*c->cfg->changes_topic) {
+    c->changes = changes_new(c->cfg, c->clock, errstr, sizeof errstr);
+    if (!c->changes) {
+      log_error("kafka producer of change events", "error", LOG_STR, errstr);
+      return false;
+    }
+    announcer_init(&c->announcer, c->changes, c->cfg);
+    batch_set_announcer(c->batch, announcer_announce, &c->announcer);
+  }
   rd_kafka_topic_partition_list_t *topics = kafka_topic_list(c->cfg);
   rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, topics);
   rd_kafka_topic_partition_list_destroy(topics);
@@ -434,6 +505,11 @@ static bool create_clients(consumer_t *c) {
 static void destroy_clients(consumer_t *c) {
   if (c->rk) rd_kafka_destroy(c->rk);
   deadletter_destroy(c->dlq);
+  if (c->changes) {
+    batch_set_announcer(c->batch, NULL, NULL);
+    announcer_free(&c->announcer);
+  }
+  changes_destroy(c->changes);
   for (size_t i = 0; c->offsets && i < offsets_count(c->offsets); i++)
     metrics_clear_lag(offsets_at(c->offsets, i)->topic, offsets_at(c->offsets, i)->partition);
   offsets_destroy(c->offsets);
@@ -504,13 +580,14 @@ static void turn(consumer_t *c, const consumer_reload_t *rl) {
   deadletter_poll(c->dlq, 0);
 
   bool landed = flush_step(c, burst, 0, false);
+  landed |= announced(c, 0);
   if (landed || (!batch_dirty(c->batch) && now - c->last_commit >= 1000)) {
     commit(c, NULL, false);
     c->last_commit = now;
   }
 
   /* In-flight snapshots count: they are memory held for unwritten changes. */
-  uint64_t pending = batch_pending_bytes(c->batch) + deadletter_bytes(c->dlq);
+  uint64_t pending = pending_bytes(c);
   if (!c->paused && pending > (uint64_t)c->cfg->batch_max_pending_bytes) set_paused(c, true);
   else if (c->paused && pending <= (uint64_t)c->cfg->batch_max_pending_bytes / 2) set_paused(c, false);
 

@@ -58,7 +58,8 @@ void offsets_add(offsets_t *o, const char *topic, int32_t partition) {
   }
   char *t = oom_strdup(topic);
   o->parts[o->n++] = (offsets_part_t){.topic = t, .topic_size = strlen(t) + 1, .partition = partition,
-                                      .next = -1, .durable = -1, .committed = -1, .first = -1};
+                                      .next = -1, .durable = -1, .committed = -1, .first = -1,
+                                      .reread_end = -1};
 }
 
 void offsets_remove(offsets_t *o, const char *topic, int32_t partition) {

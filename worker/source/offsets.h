@@ -58,6 +58,11 @@ typedef struct offsets_part {
   size_t cp_head, cp_len, cp_cap;
   int64_t committed; /* last offset the group confirmed, -1 none */
   int64_t first;     /* the first offset consumed since the assignment, -1 none */
+  /* The end of the partition when its first message since the assignment
+   * came (-1 before): a message below it may have been read before, by a
+   * worker that crashed between a write and its change event
+   * (docs/CHANGES.md), so its aggregate is announced again. */
+  int64_t reread_end;
   struct offsets_mark *marks; /* a ring, oldest first */
   size_t mk_head, mk_len, mk_cap;
   offsets_reject_t *rejects; /* awaiting the dead-letter ack, a ring in offset order */

@@ -1,0 +1,29 @@
+#include "announcer.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include "base/log.h"
+
+void announcer_init(announcer_t *a, changes_t *changes, const config_t *cfg) {
+  *a = (announcer_t){.changes = changes, .include_document = cfg->changes_include_document != 0,
+                     .value = MODEL_BUF_INIT};
+  const char *fault = getenv("AGG_FAULT_KILL_AFTER_WRITE");
+  if (fault && *fault) {
+    a->kill_at = strtoll(fault, NULL, 10);
+    log_warn("fault point armed: the process kills itself before announcing a write", "write", LOG_INT, a->kill_at);
+  }
+}
+
+void announcer_free(announcer_t *a) { model_buf_destroy(&a->value); }
+
+void announcer_announce(void *ctx, const batch_written_t *w) {
+  announcer_t *a = ctx;
+  if (w->sent && a->kill_at && ++a->written == a->kill_at) raise(SIGKILL);
+  model_buf_clear(&a->value);
+  model_change_event_json(w->agg, w->rev, w->updated_at_ms, w->changed, a->include_document, &a->value);
+  size_t key_len;
+  const char *key = model_aggregate_key(w->agg, &key_len);
+  if (!changes_produce(a->changes, key, key_len, w->rev, a->value.data, a->value.len)) a->failed = true;
+  a->events++;
+}
