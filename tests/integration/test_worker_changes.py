@@ -8,8 +8,13 @@ every event is well formed (keyed by its _id, x-rev its rev, `changed` slot path
  2. kill -9 between a write and its event, twice (AGG_FAULT_KILL_AFTER_WRITE, announcer.h): the store holds
     writes the topic never announced; the restarted worker announces them again, at their stored rev;
  3. two consumer groups merging the same stream into the same store (their writes conflict), both
-    announcing on the topic: each write announced at the rev it finally wrote.
+    announcing on the topic: each write announced at the rev it finally wrote;
+ 4. `replay --input` into the store, then `verify --repair` of a grade lost behind the worker's back: each
+    write announced, the repair once, at its new rev, naming the slot it wrote back.
 Every wait is on a condition."""
+import json
+import subprocess
+
 import harness as h
 
 
@@ -57,11 +62,12 @@ def clean_run(s):
 def killed_between_write_and_event(s):
     changes = fresh(s, "kill")
     expected, _ = s.expected(stream(s, 32, 4000))
-    s.produce(s.path("commands.jsonl"))
-    # Small flushes: each process of the backlog writes in many of them, so that each kill comes with
-    # writes left to do.
+    # Small flushes, so that each process writes in several; each kill comes with a part of the stream
+    # produced that the store lacks (a backlog is read faster than it is written: a process writes each
+    # of the 40 aggregates about once).
     extra = [("changes.topic", changes), ("batch.max_aggregates", "25"), ("batch.max_commands", "200")]
-    for n in (30, 55):
+    for part, n in zip(s.split(s.path("commands.jsonl"), 0.5), (30, 10)):
+        s.produce(part)
         w = s.start_worker("g2", extra, env={"AGG_FAULT_KILL_AFTER_WRITE": str(n)})
         assert w.wait(180) == -9, f"the fault point did not kill the worker (exit {w.returncode}):\n" \
                                   f"{s.worker_log(w)[-2000:]}"
@@ -97,10 +103,40 @@ def two_groups(s):
     h.log(f"two groups: {conflicts} conflicts")
 
 
+def replay_and_repair(s):
+    """`replay --input` into the store and `verify --repair` announce their writes on the change topic too."""
+    changes = fresh(s, "replay")
+    stream(s, 34, 2000)
+    settings = s.settings("unused", [("changes.topic", changes), ("log.level", "warn")])
+    r = subprocess.run([h.AGGREGATOR, "replay", *settings, "--input", s.path("commands.jsonl")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    stored = s.stored()
+    events = h.change_events(s, changes)
+    h.assert_fold_equals_store(events, stored)
+    assert all(e["changed"] for e in events), "a replay announces writes only, each with what it changed"
+    # A grade lost behind the worker's back: the repair writes it back at the next rev and announces that.
+    k, sid = next((k, sid) for k, d in sorted(stored.items()) for sid, v in sorted(d["students"].items())
+                  if "grade" in v)
+    h.run([h.tool("store_tool"), "update", h.MONGO, s.db, h.COLLECTION, k,
+           json.dumps({"$unset": {f"students.{sid}.grade": ""}})])
+    r = subprocess.run([h.AGGREGATOR, "verify", *settings, "--input", s.path("commands.jsonl"), "--repair"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 3, f"verify --repair exited {r.returncode}: {r.stderr[-3000:]}"
+    report = [json.loads(l) for l in r.stdout.splitlines()]
+    assert [(l["_id"], l["repair"]) for l in report] == [(k, "written")], report
+    repaired = s.stored()
+    after = h.change_events(s, changes)
+    assert len(after) == len(events) + 1, "the repair is announced once"
+    assert after[-1]["rev"] == repaired[k]["rev"] == stored[k]["rev"] + 1, after[-1]
+    assert after[-1]["changed"] == [f"students.{sid}.grade"], after[-1]["changed"]
+    h.assert_fold_equals_store(after, repaired)
+
+
 def scenario(s):
     s.base_db, s.base_topic = s.db, s.topic
     try:
-        for run in (clean_run, killed_between_write_and_event, two_groups):
+        for run in (clean_run, killed_between_write_and_event, two_groups, replay_and_repair):
             run(s)
             h.run([h.tool("store_tool"), "drop", h.MONGO, s.db])
     finally:
