@@ -106,7 +106,7 @@ def two_groups(s):
 def replay_and_repair(s):
     """`replay --input` into the store and `verify --repair` announce their writes on the change topic too."""
     changes = fresh(s, "replay")
-    stream(s, 34, 2000)
+    stream(s, 34, 4000)
     settings = s.settings("unused", [("changes.topic", changes), ("log.level", "warn")])
     r = subprocess.run([h.AGGREGATOR, "replay", *settings, "--input", s.path("commands.jsonl")],
                        capture_output=True, text=True, timeout=300)

@@ -30,6 +30,8 @@
 #include "base/log.h"
 #include "config/config.h"
 #include "metrics/metrics.h"
+#include "model_fixtures.h"
+#include "source/announcer.h"
 #include "source/changes_producer.h"
 
 #define API_PRODUCE 0 /* Kafka protocol ApiKey of Produce */
@@ -420,6 +422,44 @@ START_TEST(an_event_too_large_is_refused) {
 }
 END_TEST
 
+/* The announcer (announcer.h) turns a write into its event; a document
+ * larger than the producer can carry (message.max.bytes: 100,000 here) is
+ * announced without it, as with changes.include_document = false, instead
+ * of never; a small one with it. */
+START_TEST(a_document_past_the_producer_limit_is_announced_without_it) {
+  fixture_t f;
+  fixture_up(&f);
+  announcer_t a;
+  announcer_init(&a, f.c, f.cfg);
+  model_aggregate_t *big = model_aggregate_new("t", 1, "big", 3), *small = model_aggregate_new("t", 1, "s", 1);
+  fx_fill_grades(big, "big", 150000); /* students with 4 KiB of feedback each: past 100,000 bytes */
+  model_command_t c;
+  fx_roster(&c, "t", "s", "s1", 1, "c1", true);
+  model_aggregate_apply(small, &c);
+  model_changes_t none = MODEL_CHANGES_INIT;
+  announcer_announce(&a, &(batch_written_t){big, 3, 1790000000000, &none, true});
+  announcer_announce(&a, &(batch_written_t){small, 1, 1790000000000, &none, true});
+  ck_assert(!a.failed);
+  ck_assert_uint_eq(a.events, 2);
+  ck_assert_uint_eq(a.documents_left_out, 1);
+  poll_until_delivered(f.c);
+  read_back_t r;
+  read_topic(&r, f.topic, 2);
+  model_buf_t want = MODEL_BUF_INIT;
+  model_change_event_json(big, 3, 1790000000000, &none, false, &want);
+  assert_event(r.m[0], "t/big", "3", want.data, want.len);
+  model_buf_clear(&want);
+  model_change_event_json(small, 1, 1790000000000, &none, true, &want);
+  assert_event(r.m[1], "t/s", "1", want.data, want.len);
+  read_done(&r);
+  model_buf_destroy(&want);
+  model_aggregate_destroy(big);
+  model_aggregate_destroy(small);
+  announcer_free(&a);
+  fixture_down(&f);
+}
+END_TEST
+
 /* destroy(NULL) is safe; destroying with events pending drops them and
  * clears the gauges and the readiness input. */
 START_TEST(destroy_drops_what_is_pending) {
@@ -445,6 +485,7 @@ Suite *test_suite(void) {
                                 failed_deliveries_are_retried_and_hold_tickets,
                                 a_stall_is_failing_and_ages,
                                 an_event_too_large_is_refused,
+                                a_document_past_the_producer_limit_is_announced_without_it,
                                 destroy_drops_what_is_pending};
   Suite *s = suite_create("changes_producer");
   TCase *tc = tcase_create("mock");

@@ -4,8 +4,11 @@
  * without the document as changes.include_document says) produced by a
  * changes_t (changes_producer.h), keyed by the document's _id with its rev.
  *
- * A produce that can never succeed sets `failed`: the caller stops rather
- * than commit past a write it cannot announce.
+ * An event whose document the producer cannot carry (larger than its
+ * message.max.bytes) is announced without it, as with
+ * changes.include_document = false, and logged: a reader reads that
+ * document from the store. A produce that can never succeed sets `failed`:
+ * the caller stops rather than commit past a write it cannot announce.
  *
  * Fault point, for tests only: with AGG_FAULT_KILL_AFTER_WRITE=N in the
  * environment when announcer_init runs, the process kills itself (SIGKILL)
@@ -31,6 +34,7 @@ typedef struct announcer {
   bool include_document;
   bool failed;        /* a produce that can never succeed */
   uint64_t events;    /* produced */
+  uint64_t documents_left_out; /* events announced without their document: too large for the producer */
   int64_t kill_at;    /* the fault point's N, 0 when unset */
   int64_t written;    /* written aggregates announced, for the fault point */
   model_buf_t value;  /* scratch for the event's value */

@@ -41,6 +41,7 @@ struct changes {
   rd_kafka_t *producer;
   const clock_source_t *clock; /* borrowed: measures the intervals of changes_producer.h */
   char *topic;
+  size_t max_message; /* the producer's message.max.bytes */
   event_t *oldest, *newest; /* every pending event */
   size_t npending;
   uint64_t bytes;                 /* of every pending event */
@@ -230,6 +231,11 @@ changes_t *changes_new(const config_t *cfg, const clock_source_t *clock, char *e
   }
   c->clock = clock;
   c->topic = oom_strdup(cfg->changes_topic);
+  char v[32];
+  size_t vsize = sizeof v;
+  c->max_message = rd_kafka_conf_get(rd_kafka_conf(c->producer), "message.max.bytes", v, &vsize) == RD_KAFKA_CONF_OK
+                       ? (size_t)strtoull(v, NULL, 10)
+                       : 1000000;
   delivery_init(&c->delivery, &policy, c->topic);
   report_pending(c);
   return c;
@@ -315,6 +321,14 @@ void changes_poll(changes_t *c, int timeout_ms) {
 }
 
 bool changes_pending(const changes_t *c) { return c->npending > 0; }
+
+/* librdkafka refuses a message whose value, key and headers, with the
+ * record's framing, pass message.max.bytes: what the framing and the x-rev
+ * header take is kept out, with room to spare. */
+size_t changes_max_value(const changes_t *c, size_t key_len) {
+  size_t overhead = key_len + 256;
+  return c->max_message > overhead ? c->max_message - overhead : 0;
+}
 
 uint64_t changes_bytes(const changes_t *c) { return c->bytes; }
 

@@ -97,6 +97,10 @@ uint64_t changes_acked_seq(const changes_t *c, uint64_t durable);
  * failed once its retry is due, and updates the failing state (log,
  * metrics, readiness). */
 void changes_poll(changes_t *c, int timeout_ms);
+/* The largest value an event with a key of key_len bytes can have: one
+ * larger is refused for good (the producer's message.max.bytes,
+ * kafka.rdkafka.message.max.bytes). */
+size_t changes_max_value(const changes_t *c, size_t key_len);
 /* True while an event produced is not acknowledged. */
 bool changes_pending(const changes_t *c);
 /* Bytes (keys and values) of the events not acknowledged: part of the
