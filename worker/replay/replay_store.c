@@ -50,8 +50,7 @@ static bool store_step(const store_merge_t *r, int64_t wait_ms, bool force) {
 static bool store_announced(store_merge_t *r, int timeout_ms) {
   if (!r->changes) return true;
   changes_poll(r->changes, timeout_ms);
-  if (r->announcer.failed) log_error("replay: a change event cannot be delivered");
-  return !r->announcer.failed;
+  return !r->announcer.failed && !changes_broken(r->changes); /* logged by the producer */
 }
 
 /* The memory batch.max_pending_bytes bounds: unwritten changes (in-flight

@@ -407,7 +407,7 @@ static bool announce_repairs(verify_t *v) {
 static bool repairs_announced(verify_t *v) {
   if (!v->changes) return true;
   int64_t deadline = clock_mono(v->clock) + v->cfg->store_connect_timeout_ms;
-  while (changes_pending(v->changes) && !v->announcer.failed && !signals_stop_count() &&
+  while (changes_pending(v->changes) && !v->announcer.failed && !changes_broken(v->changes) && !signals_stop_count() &&
          clock_mono(v->clock) < deadline)
     changes_poll(v->changes, 100);
   if (!changes_pending(v->changes)) return true;

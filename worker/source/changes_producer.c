@@ -333,3 +333,5 @@ size_t changes_max_value(const changes_t *c, size_t key_len) {
 uint64_t changes_bytes(const changes_t *c) { return c->bytes; }
 
 bool changes_failing(const changes_t *c) { return c->delivery.failing; }
+
+bool changes_broken(const changes_t *c) { return c->broken; }

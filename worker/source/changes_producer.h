@@ -108,5 +108,7 @@ bool changes_pending(const changes_t *c);
 uint64_t changes_bytes(const changes_t *c);
 /* True while delivery is failing (see above). */
 bool changes_failing(const changes_t *c);
+/* True once an event can never be delivered (see above): the caller stops. */
+bool changes_broken(const changes_t *c);
 
 #endif

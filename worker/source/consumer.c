@@ -162,6 +162,7 @@ static bool flush_step(consumer_t *c, batch_now_t now, int64_t wait_ms, bool for
 static bool announced(consumer_t *c, int timeout_ms) {
   if (!c->changes) return false;
   changes_poll(c->changes, timeout_ms);
+  if (changes_broken(c->changes)) c->fatal = true; /* logged by the producer */
   bool moved = offsets_durable_to(c->offsets, durable_seq(c));
   if (all_durable(c)) offsets_all_durable(c->offsets);
   return moved;
@@ -177,7 +178,8 @@ static bool drain(consumer_t *c, int64_t deadline) {
     if (left <= 0 || signals_stop_count() > 1) break;
     flush_step(c, now, left, true);
   }
-  while (c->changes && changes_pending(c->changes) && clock_mono(c->clock) < deadline && signals_stop_count() <= 1)
+  while (c->changes && changes_pending(c->changes) && !c->fatal && clock_mono(c->clock) < deadline &&
+         signals_stop_count() <= 1)
     announced(c, 100);
   announced(c, 0);
   if (all_durable(c)) offsets_all_durable(c->offsets);
