@@ -116,7 +116,7 @@ void config_show_origin(const config_t *cfg, FILE *out) { show(cfg, true, out); 
 const char config_rdkafka_doc[] =
     "Any librdkafka property (e.g. `rdkafka.security.protocol = SASL_SSL`), passed to the clients that use it: "
     "a consumer property (C in librdkafka's CONFIGURATION.md) to the `run` and `replay` consumers, a producer "
-    "property (P) to the dead-letter producer, any other to all of them; validated by librdkafka when the "
+    "property (P) to the dead-letter and change-event producers, any other to all of them; validated by librdkafka when the "
     "configuration is loaded. "
     "bootstrap.servers, group.id, enable.auto.commit, enable.auto.offset.store and allow.auto.create.topics "
     "(topics are never auto-created) are set by the worker and refused here. socket.connection.setup.timeout.ms "
