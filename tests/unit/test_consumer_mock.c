@@ -11,7 +11,12 @@
  *  - a fatal store error stops the worker with nothing committed;
  *  - with the first write held in the store (the pipelined writer):
  *    consumption goes on and nothing is committed meanwhile; SIGTERM waits
- *    for the flush and commits everything.
+ *    for the flush and commits everything;
+ *  - change events (docs/CHANGES.md): one per write, and the fold of the
+ *    change topic is the store; while the change topic is down the writes
+ *    land but nothing commits and the worker is not ready; commands read
+ *    again announce their aggregates' stored revs without writing, and a
+ *    command past the partition's end at assignment does not.
  * The worker runs on a manual clock (clock.h) that the tests move: where
  * the worker waits out a duration (linger, backoffs, the commit interval,
  * the dead-letter stall), a test advances the clock one tick at a time and
@@ -38,6 +43,7 @@
 #include "../tools/cmdgen.h"
 #include "base/clock.h"
 #include "base/signals.h"
+#include "codec.h"
 #include "config/config.h"
 #include "source/consumer.h"
 #include "source/deadletter.h"
@@ -50,10 +56,12 @@
 #define PARTS 3
 #define API_OFFSET_COMMIT 8 /* Kafka protocol ApiKey of OffsetCommit */
 /* Broker 1 leads the commands' partitions and coordinates the groups;
- * broker 2 leads the dead-letter topic, so that a test can take the
- * dead-letter topic away alone. */
+ * broker 2 leads the dead-letter topic and the change topic, so that a test
+ * can take them away alone (a test that takes one away produces nothing to
+ * the other). */
 #define BROKER_MAIN 1
 #define BROKER_DLQ 2
+#define BROKER_CHANGES BROKER_DLQ
 /* How far the tests move the worker's clock at a time: one turn of its
  * poll (consumer.c waits at most 100 ms for messages). */
 #define TICK_MS 100
@@ -82,10 +90,12 @@ static void mock_down(void) {
   rd_kafka_destroy(g_mock_rk);
 }
 
-static rd_kafka_t *client(rd_kafka_type_t type, const char *group) {
+/* A client of the mock cluster, with one more property (key NULL: none). */
+static rd_kafka_t *client_set(rd_kafka_type_t type, const char *group, const char *key, const char *value) {
   char errstr[256];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   ck_assert(rd_kafka_conf_set(conf, "bootstrap.servers", g_bootstrap, errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
+  if (key) ck_assert_msg(rd_kafka_conf_set(conf, key, value, errstr, sizeof errstr) == RD_KAFKA_CONF_OK, "%s", errstr);
   if (group) { /* a reader only: it must never commit for the group it inspects */
     ck_assert(rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
     ck_assert(rd_kafka_conf_set(conf, "enable.auto.commit", "false", errstr, sizeof errstr) == RD_KAFKA_CONF_OK);
@@ -95,15 +105,23 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *group) {
   return rk;
 }
 
+static rd_kafka_t *client(rd_kafka_type_t type, const char *group) { return client_set(type, group, NULL, NULL); }
+
 /* --- a scenario: a generated stream in a fresh topic ------------------------ */
 
 typedef struct scenario {
   char topic[64], dlq[72], group[64];
+  char changes[80]; /* the change topic, "" for none (scenario_announce) */
+  char set[96];     /* one more setting for the worker, "" for none */
   int64_t ends[PARTS];
   size_t valid, invalid;
   model_aggregate_t *expected[64];
   size_t nexpected;
 } scenario_t;
+
+/* scenario_setup produces one message per batch, so that a fetch with a
+ * small max.partition.fetch.bytes holds a few (fixture_up_spread). */
+static bool g_one_per_batch;
 
 static model_aggregate_t **expected_slot(scenario_t *s, const model_command_t *c) {
   for (size_t i = 0; i < s->nexpected; i++) {
@@ -147,7 +165,7 @@ static void scenario_setup(scenario_t *s, double invalid_rate) {
   cmdgen_t g;
   ck_assert(cmdgen_build(&g, &o));
 
-  rd_kafka_t *p = client(RD_KAFKA_PRODUCER, NULL);
+  rd_kafka_t *p = client_set(RD_KAFKA_PRODUCER, NULL, g_one_per_batch ? "batch.num.messages" : NULL, "1");
   model_buf_t b = MODEL_BUF_INIT;
   model_command_t *cmd = malloc(sizeof *cmd);
   ck_assert_ptr_nonnull(cmd);
@@ -179,6 +197,15 @@ static void scenario_setup(scenario_t *s, double invalid_rate) {
   free(cmd);
   model_buf_destroy(&b);
   cmdgen_destroy(&g);
+}
+
+/* Gives the scenario a change topic (one partition, led by BROKER_CHANGES),
+ * which the worker then announces on. */
+static void scenario_announce(scenario_t *s) {
+  snprintf(s->changes, sizeof s->changes, "%s-changes", s->topic);
+  ck_assert_int_eq(rd_kafka_mock_topic_create(g_mc, s->changes, 1, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ck_assert_int_eq(rd_kafka_mock_partition_set_leader(g_mc, s->changes, 0, BROKER_CHANGES),
+                   RD_KAFKA_RESP_ERR_NO_ERROR);
 }
 
 static void scenario_teardown(scenario_t *s) {
@@ -230,6 +257,7 @@ typedef struct watcher {
   uint64_t consumed_while_held;
   int held_after;
   int64_t committed_while_held[PARTS];
+  char reason_at_end[128]; /* /readyz's reason when the group had committed everything ("" = ready) */
 } watcher_t;
 
 static void *watch(void *arg) {
@@ -246,12 +274,13 @@ static void *watch(void *arg) {
     worker_tick();
   }
   rd_kafka_destroy(rk);
+  metrics_ready(w->reason_at_end, sizeof w->reason_at_end);
   kill(getpid(), SIGTERM);
   return NULL;
 }
 
 static config_t *worker_config(const scenario_t *s) {
-  char sets[9][128];
+  char sets[11][128];
   snprintf(sets[0], sizeof sets[0], "kafka.brokers=%s", g_bootstrap);
   snprintf(sets[1], sizeof sets[1], "kafka.topics=%s", s->topic);
   snprintf(sets[2], sizeof sets[2], "kafka.group=%s", s->group);
@@ -262,9 +291,17 @@ static config_t *worker_config(const scenario_t *s) {
   snprintf(sets[7], sizeof sets[7], "log.level=warn");
   /* A broker that comes back is reconnected to within a tick or two. */
   snprintf(sets[8], sizeof sets[8], "kafka.rdkafka.reconnect.backoff.max.ms=200");
-  char *argv[10];
+  char *argv[12];
   int n = 9;
   for (int i = 0; i < 9; i++) argv[i] = sets[i];
+  if (*s->changes) {
+    snprintf(sets[9], sizeof sets[9], "changes.topic=%s", s->changes);
+    argv[n++] = sets[9];
+  }
+  if (*s->set) {
+    snprintf(sets[10], sizeof sets[10], "%s", s->set);
+    argv[n++] = sets[10];
+  }
   char debug[128];
   if (getenv("MOCK_DEBUG")) { /* e.g. MOCK_DEBUG=cgrp: librdkafka's debug contexts, to stderr */
     snprintf(debug, sizeof debug, "kafka.rdkafka.debug=%s", getenv("MOCK_DEBUG"));
@@ -450,6 +487,16 @@ static void fixture_up(fixture_t *f, double invalid_rate) {
   ck_assert_ptr_nonnull(f->mem);
   mem_init(f->mem);
   memset(&f->w, 0, sizeof f->w);
+}
+
+/* A fixture whose worker reads a few messages per fetch: its reading
+ * spreads over many flushes, so that commands come to aggregates it has
+ * already written (and announced) in the same assignment. */
+static void fixture_up_spread(fixture_t *f, double invalid_rate) {
+  g_one_per_batch = true;
+  fixture_up(f, invalid_rate);
+  g_one_per_batch = false;
+  snprintf(f->s.set, sizeof f->s.set, "kafka.rdkafka.max.partition.fetch.bytes=1024");
 }
 
 static void fixture_down(fixture_t *f) {
@@ -858,6 +905,324 @@ START_TEST(run_and_replay_reject_the_same_commands_late) {
 }
 END_TEST
 
+/* --- change events ------------------------------------------------------------ */
+
+/* One message of the change topic, as a reader sees it. */
+typedef struct change_event {
+  char id[140];   /* its key, which the value's _id repeats */
+  int64_t rev;    /* its x-rev header, which the value's rev repeats */
+  bool unchanged; /* "changed":[]: an announcement without a write */
+  char *document; /* the text of its "document" value */
+} change_event_t;
+
+typedef struct change_events {
+  change_event_t *v;
+  size_t n;
+} change_events_t;
+
+static void change_events_free(change_events_t *ev) {
+  for (size_t i = 0; i < ev->n; i++) free(ev->v[i].document);
+  free(ev->v);
+}
+
+/* Reads one event: the key is the value's _id, x-rev its rev, the value one
+ * line: {"_id",...,"rev":N,...,"changed":[...],"document":{...}}. */
+static change_event_t parse_change_event(const rd_kafka_message_t *m) {
+  change_event_t e = {.document = NULL};
+  ck_assert(!m->err && m->key && m->key_len > 0 && m->key_len < sizeof e.id);
+  memcpy(e.id, m->key, m->key_len);
+  e.id[m->key_len] = '\0';
+  char *v = strndup(m->payload, m->len);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_msg(strlen(v) == m->len && !strchr(v, '\n'), "the event of %s is not one line", e.id);
+  char prefix[160];
+  snprintf(prefix, sizeof prefix, "{\"_id\":\"%s\",", e.id);
+  ck_assert_msg(!strncmp(v, prefix, strlen(prefix)), "the event keyed %s has another _id: %s", e.id, v);
+  const char *rev = strstr(v, ",\"rev\":"), *changed = strstr(v, ",\"changed\":[");
+  ck_assert_msg(rev && changed, "the event of %s has no rev or changed: %s", e.id, v);
+  e.rev = strtoll(rev + 7, NULL, 10);
+  e.unchanged = changed[12] == ']';
+  const char *doc = strchr(changed, ']');
+  ck_assert_msg(!strncmp(doc, "],\"document\":{", 14) && v[m->len - 1] == '}', "the event of %s: %s", e.id, v);
+  e.document = strndup(doc + 13, (size_t)(v + m->len - 1 - (doc + 13)));
+  rd_kafka_headers_t *h;
+  const void *x;
+  size_t xn;
+  ck_assert(!rd_kafka_message_headers(m, &h) && !rd_kafka_header_get_last(h, "x-rev", &x, &xn));
+  char xrev[24];
+  snprintf(xrev, sizeof xrev, "%.*s", (int)xn, (const char *)x);
+  ck_assert_msg(e.rev >= 1 && strtoll(xrev, NULL, 10) == e.rev, "the event of %s: x-rev %s, rev %lld", e.id, xrev,
+                (long long)e.rev);
+  free(v);
+  return e;
+}
+
+/* Everything the change topic holds, in its order. */
+static change_events_t read_change_events(const scenario_t *s) {
+  change_events_t ev = {NULL, 0};
+  rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, "changes-reader");
+  int64_t lo, hi;
+  ck_assert_int_eq(rd_kafka_query_watermark_offsets(rk, s->changes, 0, &lo, &hi, 5000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ev.v = calloc(hi > 0 ? (size_t)hi : 1, sizeof *ev.v);
+  ck_assert_ptr_nonnull(ev.v);
+  rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(l, s->changes, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  ck_assert_int_eq(rd_kafka_assign(rk, l), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_topic_partition_list_destroy(l);
+  int64_t bound = bound_in(30000);
+  while ((int64_t)ev.n < hi && !bound_passed(bound)) {
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+    if (!m) continue;
+    if (!m->err) ev.v[ev.n++] = parse_change_event(m);
+    rd_kafka_message_destroy(m);
+  }
+  ck_assert_msg((int64_t)ev.n == hi, "read %zu of the %lld change events", ev.n, (long long)hi);
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return ev;
+}
+
+/* How many events announce id at rev. */
+static size_t events_at(const change_events_t *ev, const char *id, int64_t rev) {
+  size_t n = 0;
+  for (size_t i = 0; i < ev->n; i++) n += !strcmp(ev->v[i].id, id) && ev->v[i].rev == rev;
+  return n;
+}
+
+/* A reader's fold of the topic (the greatest rev per _id) is the store:
+ * every event announces a document the store holds at that rev or later,
+ * and for each stored document (but `unannounced`, if not NULL: one that
+ * no event may name) the greatest rev announced is its rev, with its
+ * document exactly as stored (the JSON form, docs/DOCUMENT.md). */
+static void assert_fold_is_the_store(const change_events_t *ev, mem_store_t *mem, const char *unannounced) {
+  for (size_t i = 0; i < ev->n; i++) {
+    doc_t *d = mem_find(mem, ev->v[i].id);
+    ck_assert_msg(d, "an event of %s, which the store does not hold", ev->v[i].id);
+    ck_assert_msg(ev->v[i].rev <= d->rev, "%s announced at rev %lld, stored at %lld", ev->v[i].id,
+                  (long long)ev->v[i].rev, (long long)d->rev);
+  }
+  model_buf_t want = MODEL_BUF_INIT;
+  for (int k = 0; k < mem->n; k++) {
+    if (unannounced && !strcmp(mem->keys[k], unannounced)) continue;
+    const change_event_t *latest = NULL;
+    for (size_t i = 0; i < ev->n; i++)
+      if (!strcmp(ev->v[i].id, mem->keys[k]) && (!latest || ev->v[i].rev > latest->rev)) latest = &ev->v[i];
+    ck_assert_msg(latest, "%s is stored and was never announced", mem->keys[k]);
+    ck_assert_int_eq(latest->rev, mem->docs[k].rev);
+    model_buf_clear(&want);
+    model_codec_to_json(mem->docs[k].agg, mem->docs[k].rev, mem->docs[k].updated_at_ms, &want);
+    ck_assert_msg(want.len > 0 && strlen(latest->document) == want.len - 1 &&
+                      !memcmp(latest->document, want.data, want.len - 1),
+                  "the last event of %s carries another document:\n%s\nstored:\n%.*s", mem->keys[k], latest->document,
+                  (int)want.len, want.data);
+  }
+  model_buf_destroy(&want);
+}
+
+/* Every write the store took is announced: it took the revs 1..rev of each
+ * document (from an empty store), and each of them is on the topic, exactly
+ * once (once) or at least once (repeats after a retried delivery), as a
+ * write (a "changed" that is not empty). */
+static void assert_every_write_announced(const change_events_t *ev, mem_store_t *mem, bool once) {
+  for (int k = 0; k < mem->n; k++)
+    for (int64_t rev = 1; rev <= mem->docs[k].rev; rev++) {
+      size_t n = events_at(ev, mem->keys[k], rev);
+      ck_assert_msg(once ? n == 1 : n >= 1, "%s rev %lld announced %zu times", mem->keys[k], (long long)rev, n);
+    }
+  for (size_t i = 0; i < ev->n; i++)
+    ck_assert_msg(!ev->v[i].unchanged, "%s rev %lld announced without a change", ev->v[i].id, (long long)ev->v[i].rev);
+}
+
+/* The store took as many writes of documents as it holds revs. */
+static int64_t stored_revs(mem_store_t *mem) {
+  int64_t n = 0;
+  for (int k = 0; k < mem->n; k++) n += mem->docs[k].rev;
+  return n;
+}
+
+#define CHANGES_PENDING "aggregator_change_events_pending"
+#define CHANGES_OK "aggregator_change_events_total{result=\"ok\"}"
+
+/* With a change topic every write is announced, once: the run commits to
+ * the end, the topic holds one event per write the store took (keyed by
+ * _id, x-rev its rev, "changed" not empty), and its fold is the store.
+ * The group has nothing committed, so every command counts as read again
+ * and its aggregate is due for an announcement: its write's event is that
+ * announcement, and a command that comes after the write (the reading
+ * spreads over many flushes) announces nothing more. Rejects announce
+ * nothing. (That commits wait for the events: the next test.) */
+START_TEST(events_gate_commits) {
+  fixture_t f;
+  fixture_up_spread(&f, 0.05);
+  scenario_announce(&f.s);
+  double ok0 = metric_sample(CHANGES_OK);
+  run_result_t r = run_worker(&f.s, f.mem, true);
+  assert_ran_to_the_end(&r);
+  assert_committed_to_the_end(&f.s);
+  assert_documents(&f.s, f.mem);
+  change_events_t ev = read_change_events(&f.s);
+  ck_assert_int_eq((int64_t)ev.n, stored_revs(f.mem));
+  ck_assert_int_eq((int64_t)ev.n, f.mem->write_items); /* no conflict: every item sent landed */
+  assert_every_write_announced(&ev, f.mem, true);
+  assert_fold_is_the_store(&ev, f.mem, NULL);
+  ck_assert(metric_sample(CHANGES_OK) - ok0 == (double)ev.n);
+  ck_assert_uint_gt(ev.n, f.s.nexpected); /* more than one write of some aggregate */
+  change_events_free(&ev);
+  fixture_down(&f);
+}
+END_TEST
+
+/* The store holds every expected document (under its lock: the writer may
+ * be in it). */
+static bool store_holds(mem_store_t *mem, const scenario_t *s) {
+  mem_lock(mem);
+  bool all = mem->n == (int)s->nexpected;
+  for (size_t i = 0; all && i < s->nexpected; i++) {
+    doc_t *d = mem_find(mem, model_aggregate_key(s->expected[i], NULL));
+    all = d && model_aggregate_equal(d->agg, s->expected[i]);
+  }
+  mem_unlock(mem);
+  return all;
+}
+
+/* The change topic's broker is down: once the store holds every write,
+ * and the worker says change-event delivery is failing with events
+ * pending, what the group has committed is recorded; then the broker comes
+ * back and the watcher waits for everything to commit. */
+static double g_changes_pending_while_down;
+static void *watch_changes_down(void *arg) {
+  watcher_t *w = arg;
+  char reason[128] = "";
+  int64_t bound = bound_in(60000);
+  bool stored = false, seen = false;
+  while (!seen && !bound_passed(bound)) {
+    stored = stored || store_holds(w->mem, w->s);
+    g_changes_pending_while_down = metric_sample(CHANGES_PENDING);
+    seen = stored && g_changes_pending_while_down > 0 && !metrics_ready(reason, sizeof reason) &&
+           !strcmp(reason, "change-event delivery failing");
+    /* With the writes in, the clock moves on by seconds: the stall that
+     * makes the worker failing is CHANGES_STALL_MS of it. */
+    if (!seen) clock_manual_advance_seen(&g_clock, stored ? 1000 : TICK_MS, 10000);
+  }
+  if (!stored) w->failed = "the store never held every write while the change topic was down";
+  else if (!seen) w->failed = "never not-ready with \"change-event delivery failing\" and events pending";
+  committed(w->s, w->committed_while_held);
+  if (rd_kafka_mock_broker_set_up(g_mc, BROKER_CHANGES) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    w->failed = "the change topic's broker did not come back";
+  return watch(w);
+}
+
+/* Commits wait for the events: while the change topic's broker is down,
+ * the store takes every write, but the group commits nothing (it had
+ * nothing committed, and no write is announced), the worker is not ready
+ * ("change-event delivery failing") and counts its events pending; once
+ * the broker is back the events are delivered, the group commits to the
+ * end, and the fold of the topic is the store. */
+START_TEST(change_topic_down_holds_commits) {
+  fixture_t f;
+  fixture_up(&f, 0);
+  scenario_announce(&f.s);
+  ck_assert_int_eq(rd_kafka_mock_broker_set_down(g_mc, BROKER_CHANGES), RD_KAFKA_RESP_ERR_NO_ERROR);
+  metrics_set_assigned(false);
+  run_result_t r = run_worker_with(&f.s, f.mem, watch_changes_down, &f.w);
+  ck_assert_msg(!f.w.failed, "%s", f.w.failed);
+  for (int p = 0; p < PARTS; p++)
+    ck_assert_msg(f.w.committed_while_held[p] < 0, "partition %d committed %lld with no write announced", p,
+                  (long long)f.w.committed_while_held[p]);
+  ck_assert(g_changes_pending_while_down > 0);
+  assert_ran_to_the_end(&r);
+  ck_assert_str_ne(f.w.reason_at_end, "change-event delivery failing");
+  assert_committed_to_the_end(&f.s);
+  assert_documents(&f.s, f.mem);
+  change_events_t ev = read_change_events(&f.s);
+  assert_every_write_announced(&ev, f.mem, false);
+  assert_fold_is_the_store(&ev, f.mem, NULL);
+  change_events_free(&ev);
+  fixture_down(&f);
+}
+END_TEST
+
+/* A document the scenario's commands never touch, stored with a grade of
+ * version 5, and a command that grades it again with version 3 (stale). */
+#define LATE_ID "t9/late"
+static const char LATE_GRADE[] =
+    "{\"id\":\"late-1\",\"type\":\"grade.updated\",\"tenant\":\"t9\",\"assignment\":\"late\","
+    "\"ts\":\"2026-09-01T08:00:00Z\",\"student\":\"s1\",\"version\":3,\"data\":{\"points\":1}}";
+
+static model_aggregate_t *late_document(void) {
+  char cmd[sizeof LATE_GRADE];
+  memcpy(cmd, LATE_GRADE, sizeof cmd);
+  char *v = strstr(cmd, "\"version\":3");
+  ck_assert_ptr_nonnull(v);
+  v[10] = '5';
+  model_command_t *c = malloc(sizeof *c);
+  model_reject_t rej;
+  ck_assert(c && model_command_decode(cmd, strlen(cmd), 1 << 20, c, &rej));
+  model_aggregate_t *a = model_aggregate_new("t9", 2, "late", 4);
+  ck_assert_int_eq(model_aggregate_apply(a, c), MODEL_APPLY_APPLIED);
+  free(c);
+  return a;
+}
+
+/* Once the worker has taken in every command of the scenario (each read
+ * again: below its partition's end when it was assigned), a stale command
+ * comes at the end of partition 0: past that end, it was never read
+ * before, and announces nothing. */
+static scenario_t *g_late_scenario;
+static void *late_stale_command(void *arg) {
+  watcher_t *w = arg;
+  if (!wait_commands(g_base + w->s->valid + w->s->invalid, 120)) w->failed = "the worker stopped consuming";
+  produce_one(g_late_scenario, "late", LATE_GRADE); /* the watcher then waits for its commit too */
+  return watch(w);
+}
+
+/* The re-announce rule: a worker wrote every aggregate and crashed before
+ * announcing (the store holds each at its final state, the group has
+ * nothing committed). This one reads every command again, writes nothing
+ * (the store holds it all) and still announces every aggregate once, at
+ * its stored rev, with "changed":[] and the stored document; the group
+ * commits to the end. A command beyond its partition's end at assignment
+ * (produced once the rest was read) that changes nothing is not read
+ * again: its aggregate is neither written nor announced. */
+START_TEST(commands_read_again_are_announced) {
+  fixture_t f;
+  fixture_up_spread(&f, 0);
+  scenario_announce(&f.s);
+  ck_assert_int_gt(f.s.ends[0], 0); /* partition 0's first message fixes its end before the late one comes */
+  for (size_t i = 0; i < f.s.nexpected; i++) mem_put(f.mem, f.s.expected[i]);
+  model_aggregate_t *late = late_document();
+  mem_put(f.mem, late);
+  g_base = commands_seen();
+  g_late_scenario = &f.s;
+  run_result_t r = run_worker_with(&f.s, f.mem, late_stale_command, &f.w);
+  ck_assert_msg(!f.w.failed, "%s", f.w.failed);
+  assert_ran_to_the_end(&r);
+  assert_committed_to_the_end(&f.s);
+  ck_assert_int_eq(f.mem->writes, 0);
+  ck_assert_int_eq(f.mem->n, (int)f.s.nexpected + 1);
+  for (size_t i = 0; i < f.s.nexpected; i++) {
+    doc_t *d = mem_find(f.mem, model_aggregate_key(f.s.expected[i], NULL));
+    ck_assert(d && d->rev == 1 && model_aggregate_equal(d->agg, f.s.expected[i]));
+  }
+  change_events_t ev = read_change_events(&f.s);
+  ck_assert_uint_eq(ev.n, f.s.nexpected);
+  for (size_t i = 0; i < f.s.nexpected; i++) {
+    const char *id = model_aggregate_key(f.s.expected[i], NULL);
+    ck_assert_msg(events_at(&ev, id, 1) == 1, "%s announced %zu times at its stored rev", id, events_at(&ev, id, 1));
+  }
+  for (size_t i = 0; i < ev.n; i++) {
+    ck_assert_msg(ev.v[i].unchanged, "%s announced with a change, with nothing written", ev.v[i].id);
+    ck_assert_msg(strcmp(ev.v[i].id, LATE_ID), "a stale command past the end of its partition announced " LATE_ID);
+  }
+  doc_t *d = mem_find(f.mem, LATE_ID);
+  ck_assert(d && d->rev == 1 && model_aggregate_equal(d->agg, late));
+  assert_fold_is_the_store(&ev, f.mem, LATE_ID);
+  change_events_free(&ev);
+  model_aggregate_destroy(late);
+  fixture_down(&f);
+}
+END_TEST
+
 Suite *test_suite(void) {
   Suite *su = suite_create("consumer_mock");
   TCase *tc = tcase_create("mock cluster");
@@ -872,6 +1237,9 @@ Suite *test_suite(void) {
   tcase_add_test(tc, dead_letter_stall_is_failing);
   tcase_add_test(tc, a_late_reject_is_dead_lettered_and_committed);
   tcase_add_test(tc, run_and_replay_reject_the_same_commands_late);
+  tcase_add_test(tc, events_gate_commits);
+  tcase_add_test(tc, change_topic_down_holds_commits);
+  tcase_add_test(tc, commands_read_again_are_announced);
   suite_add_tcase(su, tc);
   return su;
 }
