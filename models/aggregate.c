@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "changes.h"
 #include "docsize.h"
 #include "oom.h"
 #include "record.h"
@@ -439,15 +438,17 @@ _Static_assert(MODEL_SLOT_MEMBER == MODEL_REC_F_MEMBER << MODEL_REC_MEMBER &&
 /* As the merge: the header by its stamp, then overlay's students either
  * looked up one by one in stored (a small overlay over a large stored
  * aggregate) or walked beside stored's in order. */
-void model_aggregate_wins(const model_aggregate_t *stored, const model_aggregate_t *overlay, model_changes_t *out) {
+bool model_aggregate_each_win(const model_aggregate_t *stored, const model_aggregate_t *overlay,
+                              model_slot_win_fn fn, void *ctx) {
   assert(model_table_key_len(&stored->t) == model_table_key_len(&overlay->t) &&
          !memcmp(model_table_key(&stored->t), model_table_key(&overlay->t), model_table_key_len(&overlay->t)));
   size_t hl, ol;
+  bool header = false;
   const uint8_t *h = model_table_header(&overlay->t, &ol), *cur = model_table_header(&stored->t, &hl);
   if (h[0] & MODEL_REC_H_PRESENT) {
     model_stamp_t st;
     model_rec_get_stamp(h + 1, &st);
-    if (!(cur[0] & MODEL_REC_H_PRESENT) || model_rec_stamp_greater(st.version, st.id, cur + 1)) out->header = true;
+    header = !(cur[0] & MODEL_REC_H_PRESENT) || model_rec_stamp_greater(st.version, st.id, cur + 1);
   }
   bool lookup = model_table_count(&overlay->t) * 16 < model_table_count(&stored->t);
   model_table_cursor_t ks, ko;
@@ -467,9 +468,10 @@ void model_aggregate_wins(const model_aggregate_t *stored, const model_aggregate
       while (sr && strcmp((const char *)sr, id) < 0) sr = model_table_cursor_next(&ks, &sl);
       if (sr && !strcmp((const char *)sr, id)) dr = sr, dl = sl;
     }
-    model_changes_add(out, id, id_len, record_wins(dr, dl, rec, len));
+    uint8_t mask = record_wins(dr, dl, rec, len);
+    if (mask) fn(ctx, id, id_len, mask);
   }
-  model_changes_normalize(out);
+  return header;
 }
 
 /* Do a and b have the same header record? */

@@ -79,6 +79,20 @@ bool model_aggregate_merge(model_aggregate_t *dst, const model_aggregate_t *src)
 model_apply_result_t model_aggregate_merge_within(model_aggregate_t *dst, const model_aggregate_t *src,
                                                   size_t max_bytes, size_t *would_be);
 
+/* A student's slots, as bits of a mask (models/changes.h lists them in this
+ * order). */
+enum { MODEL_SLOT_MEMBER = 1, MODEL_SLOT_SUBMISSION = 2, MODEL_SLOT_GRADE = 4 };
+
+/* The slots of overlay whose stamp is greater than stored's (or absent in
+ * stored): exactly what model_aggregate_merge(stored, overlay) changes.
+ * Calls fn for each student of overlay with such slots, in ascending order
+ * of id, with their MODEL_SLOT_* mask; returns whether the header wins.
+ * Keys must match. Linear in the students of both. (changes.h:
+ * model_aggregate_wins gathers them in a change set.) */
+typedef void (*model_slot_win_fn)(void *ctx, const char *id, size_t len, uint8_t mask);
+bool model_aggregate_each_win(const model_aggregate_t *stored, const model_aggregate_t *overlay,
+                              model_slot_win_fn fn, void *ctx);
+
 /* True if a and b hold the same slots (stamps and values). */
 bool model_aggregate_equal(const model_aggregate_t *a, const model_aggregate_t *b);
 

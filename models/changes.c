@@ -163,3 +163,10 @@ bool model_changes_next(const model_changes_t *c, size_t *pos, const char **id, 
 }
 
 size_t model_changes_memory(const model_changes_t *c) { return c->students.cap; }
+
+static void add_win(void *ctx, const char *id, size_t len, uint8_t mask) { model_changes_add(ctx, id, len, mask); }
+
+void model_aggregate_wins(const model_aggregate_t *stored, const model_aggregate_t *overlay, model_changes_t *out) {
+  if (model_aggregate_each_win(stored, overlay, add_win, out)) out->header = true;
+  model_changes_normalize(out);
+}

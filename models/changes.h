@@ -18,9 +18,6 @@
 #include "buf.h"
 #include "command.h"
 
-/* A student's slots, as bits of a mask; the event lists them in this order. */
-enum { MODEL_SLOT_MEMBER = 1, MODEL_SLOT_SUBMISSION = 2, MODEL_SLOT_GRADE = 4 };
-
 /* Which slots of one aggregate changed: the header, and (student id, slot mask) records. */
 typedef struct model_changes {
   model_buf_t students; /* records "id NUL mask": any order, repeats allowed until normalized */
