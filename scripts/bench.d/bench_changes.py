@@ -21,14 +21,15 @@ LATENCY_FIELDS = ["run", "rate", "commands", "sampled", "matched", "negative", "
                   "event_max_s", "durable_p50_s", "durable_p99_s", "events", "events_per_write", "flag"]
 
 
-def parse_counts(text):
-    """"40x400000,2000x200000" -> [(40, 400000), (2000, 200000)]."""
+def parse_counts(text, rounds):
+    """"40x1000000x4,2000x200000" -> [(40, 1000000, 4), (2000, 200000, rounds)]: assignments, commands and
+    the workload's rounds (rounds when not given)."""
     out = []
     for part in filter(None, text.split(",")):
-        m = re.fullmatch(r"(\d+)x(\d+)", part.strip())
-        if not m:
-            raise SystemExit("bench: --changes-counts takes ASSIGNMENTSxCOMMANDS,..., not %r" % part)
-        out.append((int(m.group(1)), int(m.group(2))))
+        m = re.fullmatch(r"(\d+)x(\d+)(?:x(\d+))?", part.strip())
+        if not m or m.group(3) == "0":
+            raise SystemExit("bench: --changes-counts takes ASSIGNMENTSxCOMMANDS[xROUNDS],..., not %r" % part)
+        out.append((int(m.group(1)), int(m.group(2)), int(m.group(3) or rounds)))
     return out
 
 
@@ -166,6 +167,18 @@ def change_topic(b, label):
 
 
 def one_run(b, a, label, topic, variant, sets, feed=None, wrap=()):
+    """one_run_once, again under label-again if the worker stopped before the end (a signal from outside: on
+    a shared machine a stray `kill` meets the bench's workers too)."""
+    try:
+        return one_run_once(b, a, label, topic, variant, sets, feed, wrap)
+    except SystemExit as e:
+        if "exited early (0)" not in str(e) or feed is not None:
+            raise
+        log("bench: %s; once more as %s-again" % (e, label))
+        return one_run_once(b, a, label + "-again", topic, variant, sets, feed, wrap)
+
+
+def one_run_once(b, a, label, topic, variant, sets, feed=None, wrap=()):
     """One `aggregator run` of topic with its own group, database and change topic (none for "none"); the
     row gets the writes the store acknowledged and the events on the change topic, per 1,000 commands."""
     ct = change_topic(b, label) if variant != "none" else None
@@ -184,7 +197,7 @@ def one_run(b, a, label, topic, variant, sets, feed=None, wrap=()):
     finally:
         b.metrics = orig
     m = got.get("m", {})
-    writes = m.get(("aggregator_store_writes_total", '{result="ok"}'), 0.0)
+    writes = int(m.get(("aggregator_store_writes_total", '{result="ok"}'), 0))
     events = b.offsets("end-offsets", b.brokers, ct) if ct else 0
     n = max(r["commands"], 1)
     r.update({"variant": variant, "store_writes_per_1000": round(writes / n * 1000, 3),
@@ -201,11 +214,13 @@ def changes(b, a):
     """--changes: the three variants of each workload in --changes-rounds rounds, the order flipped every
     round and rotated every second; then the latency run at a fixed rate; then, with --callgrind, the instruction counts."""
     rows = []
-    for na, n in parse_counts(a.changes_counts):
+    for j, (na, n, rounds) in enumerate(parse_counts(a.changes_counts, a.changes_rounds)):
         path = b.gen("w1-%dx%d" % (na, n), "--count", str(n), "--assignments", str(na), "--students", "30",
                      "--order", "time")
         t = b.topic("changes-a%d-%d" % (na, n), path)
-        for i in range(1, a.changes_rounds + 1):
+        if j == 0:  # a stack just started (the broker's group coordinator loading) slows the first run
+            one_run(b, a, "A%d-warm-up" % na, t, "docs", VARIANTS[1][1])
+        for i in range(1, rounds + 1):
             # Flipped every round, rotated every second: n d i, i d n, d i n, n i d, ... (each variant in
             # each place over six rounds).
             k = ((i - 1) // 2) % 3
@@ -224,7 +239,8 @@ def changes(b, a):
                 # A run shorter than the clock's tick (10 ms of CPU) may show none: then there is no ratio.
                 r["cpu_over_none"] = (round(r["cpu_s_per_million"] / base["cpu_s_per_million"], 3)
                                       if base["cpu_s_per_million"] else "")
-    write_csv(os.path.join(a.out, "changes.csv"), rows, CHANGES_FIELDS)
+    if rows:  # a run of the latency or the instructions alone leaves the last changes.csv as it is
+        write_csv(os.path.join(a.out, "changes.csv"), rows, CHANGES_FIELDS)
     print("| round | workload | variant | commands/s | of none | CPU s per million | of none | writes / 1k | "
           "events / 1k | events / write |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
@@ -235,91 +251,117 @@ def changes(b, a):
             r.get("flag", "")))
     if a.changes_latency_seconds > 0:
         latency(b, a, rows)
-    if a.callgrind:
+    if a.callgrind and a.changes_callgrind:
         instructions(b, a)
     return rows
 
 
 def latency(b, a, rows):
-    """A 40-assignment stream produced at --changes-rate (default half the rate with documents) for
-    --changes-latency-seconds, run with documents: command append to its first event holding it."""
+    """A 40-assignment stream produced at each rate of --changes-rate (default half the rate with documents)
+    for --changes-latency-seconds, run with documents: command append to its first event holding it."""
     docs = [r["commands_per_s"] for r in rows if r["variant"] == "docs" and r["workload"].startswith("40 ")]
-    rate = a.changes_rate or (round(sum(docs) / len(docs) / 2) if docs else 0)
-    if not rate:
+    rates = [int(x) for x in a.changes_rate.split(",") if x] or ([round(sum(docs) / len(docs) / 2)] if docs else [])
+    if not rates:
         raise SystemExit("bench: --changes without a 40-assignment workload needs --changes-rate")
-    n = int(rate * a.changes_latency_seconds)
-    path = b.gen("w1-40x%d" % n, "--count", str(n), "--assignments", "40", "--students", "30", "--order", "time")
-    label = "A40-docs-latency-at-%d-per-s" % rate
-    t = b.topic("changes-latency-%d" % rate, path, produce=False)
-    r = one_run(b, a, label, t, "docs", VARIANTS[1][1], feed=(path, n, rate))
-    every = max(1, n // 6 // a.changes_samples)
-    lat, sampled, negative, events = event_latency(b, t, r["change_topic"], every)
-    row = {"run": label, "rate": rate, "commands": r["commands"], "sampled": sampled, "matched": len(lat),
-           "negative": negative, "event_p50_s": pct(lat, 0.5), "event_p99_s": pct(lat, 0.99),
-           "event_max_s": lat[-1] if lat else "", "durable_p50_s": r["latency_p50_s"],
-           "durable_p99_s": r["latency_p99_s"], "events": events, "events_per_write": r.get("events_per_write"),
-           "flag": r.get("flag", "")}
-    write_csv(os.path.join(a.out, "changes_latency.csv"), [row], LATENCY_FIELDS)
-    print("command append to its event at %d commands/s (%d of %d sampled matched, %d negative): p50 %s s, p99 %s s, "
-          "max %s s; command to durable (the worker's histogram): p50 %s s, p99 %s s" % (
-              rate, len(lat), sampled, negative, row["event_p50_s"], row["event_p99_s"], row["event_max_s"],
-              row["durable_p50_s"], row["durable_p99_s"]))
+    out = []
+    for rate in rates:
+        n = int(rate * a.changes_latency_seconds)
+        path = b.gen("w1-40x%d" % n, "--count", str(n), "--assignments", "40", "--students", "30", "--order",
+                     "time")
+        label = "A40-docs-latency-at-%d-per-s" % rate
+        t = b.topic("changes-latency-%d" % rate, path, produce=False)
+        r = one_run(b, a, label, t, "docs", VARIANTS[1][1], feed=(path, n, rate))
+        every = max(1, n // 6 // a.changes_samples)
+        lat, sampled, negative, events = event_latency(b, t, r["change_topic"], every)
+        row = {"run": label, "rate": rate, "commands": r["commands"], "sampled": sampled, "matched": len(lat),
+               "negative": negative, "event_p50_s": pct(lat, 0.5), "event_p99_s": pct(lat, 0.99),
+               "event_max_s": lat[-1] if lat else "", "durable_p50_s": r["latency_p50_s"],
+               "durable_p99_s": r["latency_p99_s"], "events": events, "events_per_write": r.get("events_per_write"),
+               "flag": r.get("flag", "")}
+        out.append(row)
+        print("command append to its event at %d commands/s (%d of %d sampled matched, %d negative): p50 %s s, "
+              "p99 %s s, max %s s; command to durable (the worker's histogram): p50 %s s, p99 %s s" % (
+                  rate, len(lat), sampled, negative, row["event_p50_s"], row["event_p99_s"], row["event_max_s"],
+                  row["durable_p50_s"], row["durable_p99_s"]))
+    write_csv(os.path.join(a.out, "changes_latency.csv"), out, LATENCY_FIELDS)
 
 
 # The functions whose inclusive instructions are the events' own: the encoding, and our producer's calls
-# (each inclusive of the librdkafka calls it makes on the worker's threads).
+# (each inclusive of the librdkafka calls it makes on the worker's threads); TRACKED are reported apart
+# (which slots a write changed: kept whether or not events are on).
 ENCODE = ("model_change_event_json",)
-PRODUCER = ("changes_produce", "changes_poll", "changes_ticket", "changes_acked_seq", "changes_pending",
-            "changes_bytes", "changes_failing", "changes_new", "changes_destroy")
+PRODUCE = ("changes_produce",)
+POLL = ("changes_poll", "changes_ticket", "changes_acked_seq", "changes_pending", "changes_bytes", "changes_failing",
+        "changes_new", "changes_destroy")
+# Exclusive: the functions of models/changes.c (they call each other, so inclusive counts would overlap).
+TRACKED = ("model_changes_", "model_aggregate_wins", "sort_offsets", "is_normalized", "key_of_offset")
 
 
-def inclusive(prefix, names):
-    """Inclusive instructions of the named functions over every thread file of a callgrind run."""
+def inclusive(prefix, names, incl=True):
+    """Instructions of the named functions (incl=False: exclusive, of the functions named by these prefixes)
+    over every thread file of a callgrind run."""
     import glob
     tot = dict.fromkeys(names, 0)
     for f in sorted(glob.glob(prefix + "-*")):
-        out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", f], check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(["callgrind_annotate", "--inclusive=" + ("yes" if incl else "no"), "--threshold=100",
+                              f], check=True, capture_output=True, text=True).stdout
         for line in out.splitlines():
             m = re.match(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*) \[(.*)\]$", line)
             if m:
                 fn = m.group(2).rpartition(":")[2].split("'")[0]
-                if fn in tot:
-                    tot[fn] += int(m.group(1).replace(",", ""))
+                key = fn if incl else next((p for p in names if fn.startswith(p)), None)
+                if key in tot:
+                    tot[key] += int(m.group(1).replace(",", ""))
     return tot
 
 
 def instructions(b, a):
-    """`run` of a W1 stream (--changes-callgrind-count, 40 assignments) under callgrind without events and
-    with documents: instructions per command, and the events' share split into the encoding, our producer
-    (with the librdkafka calls it makes), librdkafka's own threads and the rest."""
-    cn = a.changes_callgrind_count
-    path = b.gen("w1-40x%d" % cn, "--count", str(cn), "--assignments", "40", "--students", "30", "--order", "time")
-    t = b.topic("changes-callgrind-%d" % cn, path)
-    rows, tot = [], {}
-    for variant, sets in VARIANTS[:2]:
-        prefix = os.path.join(b.work, "changes-%s.callgrind" % variant)
-        r = one_run(b, a, "A40-%s-under-callgrind" % variant, t, variant, sets, wrap=callgrind_wrap(prefix))
-        cr, text = callgrind_split(prefix, "run (%s)" % variant, cn)
-        print(text)
-        rows += cr
-        kinds = [x for x in cr if x["level"] == "kind"]
-        inc = inclusive(prefix, ENCODE + PRODUCER)
-        tot[variant] = {"total": sum(x["instructions"] for x in kinds),
-                        "rdkafka_threads": sum(x["instructions"] for x in kinds if x["thread"] == "librdkafka threads"),
-                        "encode": sum(inc[f] for f in ENCODE), "producer": sum(inc[f] for f in PRODUCER),
-                        "events": r["events"], "writes": r["writes"]}
-    no, do = tot["none"], tot["docs"]
-    extra = do["total"] - no["total"]
-    split = {"encode": do["encode"], "producer": do["producer"],
-             "rdkafka_threads": do["rdkafka_threads"] - no["rdkafka_threads"]}
-    split["rest"] = extra - sum(split.values())
-    for k, v in [("total_none", no["total"]), ("total_docs", do["total"]), ("events_extra", extra)] + list(split.items()):
-        rows.append({"process": "changes", "level": "summary", "thread": "", "kind": k, "dso": "", "symbol": "",
-                     "instructions": v, "per_command": round(v / cn), "pct": round(100 * v / no["total"], 1)})
+    """`run` of each --changes-callgrind workload (W1, 30 students) under callgrind without events and with
+    documents: instructions per command and per event, the extra split into the encoding, our producer's
+    calls (produce; poll and the rest, with the librdkafka calls they make), librdkafka's own threads and
+    the rest; and apart, the tracking of which slots a write changed (the writer's partial updates use it too,
+    so it runs with or without events)."""
+    rows = []
+    for na, cn, _ in parse_counts(a.changes_callgrind, 1):
+        path = b.gen("w1-%dx%d" % (na, cn), "--count", str(cn), "--assignments", str(na), "--students", "30",
+                     "--order", "time")
+        t = b.topic("changes-callgrind-a%d-%d" % (na, cn), path)
+        tot = {}
+        for variant, sets in VARIANTS[:2]:
+            prefix = os.path.join(b.work, "changes-%s.callgrind" % variant)
+            r = one_run(b, a, "A%d-%s-under-callgrind" % (na, variant), t, variant, sets,
+                        wrap=callgrind_wrap(prefix))
+            cr, text = callgrind_split(prefix, "run A%d (%s)" % (na, variant), cn)
+            print(text)
+            rows += cr
+            kinds = [x for x in cr if x["level"] == "kind"]
+            inc = inclusive(prefix, ENCODE + PRODUCE + POLL)
+            inc.update(inclusive(prefix, TRACKED, incl=False))
+            tot[variant] = {"total": sum(x["instructions"] for x in kinds),
+                            "rdkafka_threads": sum(x["instructions"] for x in kinds
+                                                   if x["thread"] == "librdkafka threads"),
+                            "encode": sum(inc[f] for f in ENCODE), "produce": sum(inc[f] for f in PRODUCE),
+                            "poll": sum(inc[f] for f in POLL), "tracked": sum(inc[f] for f in TRACKED),
+                            "events": r["events"], "writes": r["writes"]}
+        no, do = tot["none"], tot["docs"]
+        extra = do["total"] - no["total"]
+        split = {"encode": do["encode"], "produce": do["produce"], "poll": do["poll"],
+                 "rdkafka_threads": do["rdkafka_threads"] - no["rdkafka_threads"]}
+        split["rest"] = extra - sum(split.values())
+        ev = max(do["events"], 1)
+        for k, v in ([("total_none", no["total"]), ("total_docs", do["total"]), ("events_extra", extra)] +
+                     list(split.items()) + [("tracked_none", no["tracked"]), ("tracked_docs", do["tracked"]),
+                                            ("events", do["events"]), ("writes", do["writes"])]):
+            rows.append({"process": "changes A%d" % na, "level": "summary", "thread": "", "kind": k, "dso": "",
+                         "symbol": "per event %d" % round(v / ev) if k not in ("events", "writes") else "",
+                         "instructions": v, "per_command": round(v / cn, 3 if k in ("events", "writes") else 0),
+                         "pct": round(100 * v / no["total"], 1)})
+        print("A%d: instructions per command over %d commands: %d without events, %d with documents (+%.1f%%; "
+              "%d events, %d writes); the extra %d per command (%d per event): encoding %d, produce %d, poll and "
+              "the rest of the producer %d, librdkafka threads %d, rest %d; which slots changed: %d / %d per "
+              "command without / with events" % (
+                  na, cn, no["total"] / cn, do["total"] / cn, 100 * extra / no["total"], do["events"],
+                  do["writes"], extra / cn, extra / ev, split["encode"] / cn, split["produce"] / cn,
+                  split["poll"] / cn, split["rdkafka_threads"] / cn, split["rest"] / cn, no["tracked"] / cn,
+                  do["tracked"] / cn))
     write_csv(os.path.join(a.out, "changes_instructions.csv"), rows, CALLGRIND_FIELDS)
-    print("instructions per command over %d commands: %d without events, %d with documents (+%.1f%%; %d events, "
-          "%d writes); the extra %d per command: encoding %d, producer calls %d, librdkafka threads %d, rest %d" % (
-              cn, no["total"] / cn, do["total"] / cn, 100 * extra / no["total"], do["events"], do["writes"],
-              extra / cn, split["encode"] / cn, split["producer"] / cn, split["rdkafka_threads"] / cn,
-              split["rest"] / cn))
