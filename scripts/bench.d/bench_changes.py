@@ -211,8 +211,8 @@ def one_run_once(b, a, label, topic, variant, sets, feed=None, wrap=()):
 
 
 def changes(b, a):
-    """--changes: the three variants of each workload in --changes-rounds rounds, the order flipped every
-    round and rotated every second; then the latency run at a fixed rate; then, with --callgrind, the instruction counts."""
+    """--changes: the three variants of each workload in its rounds, the order flipped every round and rotated
+    every second; then the latency runs at a fixed rate; then, with --callgrind, the instruction counts."""
     rows = []
     for j, (na, n, rounds) in enumerate(parse_counts(a.changes_counts, a.changes_rounds)):
         path = b.gen("w1-%dx%d" % (na, n), "--count", str(n), "--assignments", str(na), "--students", "30",
@@ -249,6 +249,9 @@ def changes(b, a):
             r["round"], r["workload"], r["variant"], r["commands_per_s"], r["rate_of_none"], r["cpu_s_per_million"],
             r["cpu_over_none"], r["store_writes_per_1000"], r["events_per_1000"], r.get("events_per_write", ""),
             r.get("flag", "")))
+    for r in rows:  # a run without faults sends exactly one event per write
+        if r.get("flag"):
+            print("FLAG %s: %s" % (r["run"], r["flag"]))
     if a.changes_latency_seconds > 0:
         latency(b, a, rows)
     if a.callgrind and a.changes_callgrind:
