@@ -3,6 +3,7 @@
 # on this build's binaries and small inputs:
 # - every `scripts/bench ...` line takes its options and finds its binaries
 #   (--dry-run: it builds, starts and measures nothing, and says what it would run);
+# - scripts/bench --changes names its workloads and refuses one without its commands;
 # - scripts/bench-replay-threads and scripts/bench-models run for real;
 # - the page's callgrind block runs on 300 lines and names the decode;
 # - the scripts that need the running stack (bench-distinct, bench-rebalance,
@@ -54,6 +55,11 @@ done <"$TMP/commands"
 check "an unknown option is refused, exit 2" bash -c "'$SRC/scripts/bench' --no-such-option --dry-run >/dev/null 2>&1; test \$? -eq 2"
 "$SRC/scripts/bench" --ceiling --dry-run --binary-dir "$BIN" --out "$TMP/out" >/dev/null
 check "--dry-run creates no results folder" test ! -e "$TMP/out"
+check "the page names scripts/bench --changes" grep -q '^scripts/bench --changes' "$TMP/commands"
+"$SRC/scripts/bench" --changes --changes-counts 40x1000x3,20x600 --dry-run --binary-dir "$BIN" >"$TMP/dry"
+check "--changes --dry-run names its workloads" grep -qx 'bench: would run changes (40x1000x3,20x600, 2 rounds, latency)' "$TMP/dry"
+check "--changes refuses a workload without its commands, exit 1" bash -c \
+  "'$SRC/scripts/bench' --changes --changes-counts 40 --dry-run >/dev/null 2>&1; test \$? -eq 1"
 
 # scripts/bench-replay-threads: one pair on a small file.
 "$BIN/gen_commands" --seed 7 --count 2000 --assignments 200 --students 30 --duplicate-rate 0.2 --output "$TMP/F" 2>/dev/null

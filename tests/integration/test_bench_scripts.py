@@ -8,6 +8,9 @@ small, and write the rows their sections read:
   warm-up and the measured latency rows, with p50 and p99;
 - `scripts/bench --ceiling --cpu --callgrind` (without perf's profile): ceiling.csv with the replay's rate
   over the loop's, cpu.csv with `run`'s CPU per million, and the instructions per command of both;
+- `scripts/bench --changes --callgrind`: changes.csv with the three runs (none, docs, ids) of each workload in
+  each round, one event per store write in the runs with events; changes_latency.csv with every sampled
+  command matched to an event; changes_instructions.csv with both runs' instructions per command;
 - `scripts/bench-distinct --store mjs`, `scripts/bench-rebalance` and `scripts/bench-poison-flood`: their
   result lines.
 
@@ -118,6 +121,38 @@ def check_ceiling_cpu(b, tmp):
         h.log("the callgrind runs are left out in a sanitizer build")
 
 
+def check_changes(b, tmp):
+    out = os.path.join(tmp, "changes")
+    callgrind = [] if sanitized() else ["--callgrind", "--changes-callgrind", "40x300"]
+    b.run(out, "--changes", "--changes-counts", "40x3000,20x600", "--changes-rounds", "2", "--changes-rate", "1000",
+          "--changes-latency-seconds", "2", "--changes-samples", "20", *callgrind)
+    b.labels.add("A40-warm-up")  # its database: the warm-up run is not in the CSV
+    rows = b.rows(os.path.join(out, "changes.csv"))
+    assert sorted((r["workload"], r["round"], r["variant"]) for r in rows) == sorted(
+        (w, rd, v) for w in ("40 x 30, 3000", "20 x 30, 600") for rd in ("1", "2") for v in ("none", "docs", "ids")), rows
+    assert [r["variant"] for r in rows[:6]] == ["none", "docs", "ids", "ids", "docs", "none"], "order flipped"
+    for r in rows:
+        assert r["commands"] == r["of"] and float(r["commands_per_s"]) > 0, r
+        assert float(r["store_writes_per_1000"]) > 0 and float(r["rate_of_none"]) > 0, r
+        if r["variant"] == "none":
+            assert float(r["events_per_1000"]) == 0 and r["events_per_write"] == "", r
+        else:
+            assert float(r["events_per_write"]) == 1 and r["flag"] == "", r
+            assert r["events_per_1000"] == r["store_writes_per_1000"], r
+    lat = b.rows(os.path.join(out, "changes_latency.csv"))
+    assert len(lat) == 1 and lat[0]["commands"] == "2000", lat
+    assert int(lat[0]["sampled"]) > 0 and lat[0]["matched"] == lat[0]["sampled"], lat
+    assert 0 <= float(lat[0]["event_p50_s"]) <= float(lat[0]["event_p99_s"]), lat
+    if callgrind:
+        b.labels |= {"A40-none-under-callgrind", "A40-docs-under-callgrind"}
+        ins = {r["kind"]: r for r in b.rows(os.path.join(out, "changes_instructions.csv")) if r["level"] == "summary"}
+        assert int(ins["total_docs"]["instructions"]) > int(ins["total_none"]["instructions"]) > 0, ins
+        assert int(ins["encode"]["instructions"]) > 0 and int(ins["produce"]["instructions"]) > 0, ins
+        assert int(ins["events"]["instructions"]) == int(ins["writes"]["instructions"]) > 0, ins
+    else:
+        h.log("the callgrind runs are left out in a sanitizer build")
+
+
 def check_distinct(tmp):
     p = subprocess.run([os.path.join(h.SRC, "scripts", "bench-distinct"), "--store", "mjs", "--count", "3000",
                         "--assignments", "1000", "--seconds", "300", "--build", h.BIN],
@@ -160,6 +195,7 @@ def main():
             check_pipeline(b, tmp)
             check_latency(b, tmp)
             check_ceiling_cpu(b, tmp)
+            check_changes(b, tmp)
         finally:
             b.cleanup()
         check_distinct(tmp)
