@@ -31,8 +31,8 @@ struct batch {
   batch_too_large_t too_large; /* aggregates the store refused as too large, logged once each */
   batch_holding_t hold;        /* how unloaded entries hold their commands, if holding */
   bool holding;
-  batch_announce_cb announcer; /* announces what the store holds, if set (batch.h "Announcing") */
-  void *announcer_ctx;
+  batch_announce_cb announce_fn; /* announces what the store holds, if set (batch.h "Announcing") */
+  void *announce_ctx;
   uint32_t epoch;              /* of announcements: batch_next_epoch */
   model_command_t *recmd;      /* scratch for the commands applied again (batch_hold.h); ~6 KiB, made on first use */
   batch_stats_t stats;
@@ -63,8 +63,8 @@ batch_limits_t batch_limits_from_config(const config_t *cfg) {
 static void evict(batch_t *b);
 
 void batch_set_announcer(batch_t *b, batch_announce_cb fn, void *ctx) {
-  b->announcer = fn;
-  b->announcer_ctx = ctx;
+  b->announce_fn = fn;
+  b->announce_ctx = ctx;
 }
 
 void batch_next_epoch(batch_t *b) { b->epoch++; }
@@ -110,7 +110,7 @@ static bool rebuild(batch_t *b, batch_entry_t *e, writer_item_t *it) {
   it->agg = NULL;
   if (!b->recmd) b->recmd = oom_malloc(sizeof *b->recmd);
   size_t applied, limit = sink_document_limit(e->agg);
-  model_aggregate_t *stored = b->announcer ? model_aggregate_clone(e->agg) : NULL; /* what the next write changes */
+  model_aggregate_t *stored = b->announce_fn ? model_aggregate_clone(e->agg) : NULL; /* what the next write changes */
   size_t rejected = batch_holds_reapply(&holds, &b->hold, e->agg, limit, b->recmd, &applied);
   if (stored) {
     model_changes_clear(&e->changes);
@@ -162,7 +162,7 @@ model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, co
   }
   batch_latency_seq_add(&b->events, b->seq, event_ms);
   uint64_t seq = b->seq++;
-  bool due = announce && b->announcer && e->announced_epoch != b->epoch;
+  bool due = announce && b->announce_fn && e->announced_epoch != b->epoch;
   if (due) e->announce = true;
   if (r == MODEL_APPLY_APPLIED) {
     batch_writeset_note(e, cmd, before);
@@ -290,13 +290,13 @@ static void adopt_base(batch_t *b, batch_entry_t *e, writer_item_t *it, int64_t 
  * what changed) or e is due for an announcement (batch.h "Announcing"). */
 static void announce(batch_t *b, batch_entry_t *e, const model_aggregate_t *agg, int64_t rev, int64_t updated_at_ms,
                      model_changes_t *changed, bool sent) {
-  if (!b->announcer || (!sent && !e->announce)) return;
+  if (!b->announce_fn || (!sent && !e->announce)) return;
   if (sent)
     model_changes_normalize(changed);
   else
     model_changes_clear(changed);
   batch_written_t w = {agg, rev, updated_at_ms, changed, sent};
-  b->announcer(b->announcer_ctx, &w);
+  b->announce_fn(b->announce_ctx, &w);
   e->announce = false;
   e->announced_epoch = b->epoch;
 }
