@@ -15,10 +15,7 @@
  *                                                       then "member CONSUMER_ID CLIENT_ID" lines, sorted
  *   kafka_tool delete-records BROKERS TOPIC PARTITION OFFSET
  *                                                       moves the partition's log start to OFFSET
- *   kafka_tool end-offsets BROKERS TOPIC                high watermarks, "partition offset" lines
- *   kafka_tool set-config BROKERS TOPIC NAME=VALUE ...  sets the topic's dynamic configs to exactly these
- *                                                       (AlterConfigs: configs not named go back to the
- *                                                       broker's defaults) */
+ *   kafka_tool end-offsets BROKERS TOPIC                high watermarks, "partition offset" lines */
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
@@ -297,31 +294,6 @@ static int delete_records(const char *brokers, const char *topic, int32_t partit
   return 0;
 }
 
-static int set_config(const char *brokers, const char *topic, char **configs, int nconfigs) {
-  rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, brokers, NULL);
-  rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
-  for (int i = 0; i < nconfigs; i++) {
-    char *eq = strchr(configs[i], '=');
-    if (!eq) die(configs[i], "a topic config is NAME=VALUE");
-    *eq = '\0';
-    if (rd_kafka_ConfigResource_set_config(res, configs[i], eq + 1)) die(configs[i], "cannot set this topic config");
-  }
-  rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-  rd_kafka_AlterConfigs(rk, &res, 1, NULL, q);
-  rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
-  if (!ev) die("set-config", "timeout");
-  if (rd_kafka_event_error(ev)) die("set-config", rd_kafka_event_error_string(ev));
-  size_t n;
-  const rd_kafka_ConfigResource_t **out = rd_kafka_AlterConfigs_result_resources(rd_kafka_event_AlterConfigs_result(ev), &n);
-  for (size_t i = 0; i < n; i++)
-    if (rd_kafka_ConfigResource_error(out[i])) die("set-config", rd_kafka_ConfigResource_error_string(out[i]));
-  rd_kafka_event_destroy(ev);
-  rd_kafka_ConfigResource_destroy(res);
-  rd_kafka_queue_destroy(q);
-  rd_kafka_destroy(rk);
-  return 0;
-}
-
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int group(const char *brokers, const char *name) {
@@ -372,9 +344,8 @@ int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "dump")) return dump(argv[2], argv[3]);
   if (argc >= 5 && !strcmp(argv[1], "committed")) return committed(argv[2], argv[3], argv[4]);
   if (argc >= 4 && !strcmp(argv[1], "end-offsets")) return end_offsets(argv[2], argv[3]);
-  if (argc >= 4 && !strcmp(argv[1], "set-config")) return set_config(argv[2], argv[3], argv + 4, argc - 4);
   fputs("usage: kafka_tool create-topic|delete-topic|produce|produce-hex|dump|committed|group|delete-records|end-offsets|"
-        "set-config ... "
+        "... "
         "(see source)\n",
         stderr);
   return 2;
