@@ -231,6 +231,7 @@ START_TEST(a_miss_announces_only_what_wins_over_the_stored_document) {
   apply(b, &g1, false, MODEL_APPLY_APPLIED);
   ck_assert_int_eq(mem_flush(b, &s, mem_at(1000)), SINK_OK);
   batch_destroy(b);
+  model_aggregate_destroy(seen.last);
   b = new_batch(&seen);
   model_command_t old = grade("a1", "s1", "g0", 4, 1), r1 = roster("a1", "s1", "r1", 1);
   apply(b, &old, false, MODEL_APPLY_APPLIED);
