@@ -932,8 +932,10 @@ static change_event_t parse_change_event(const rd_kafka_message_t *m) {
   ck_assert(!m->err && m->key && m->key_len > 0 && m->key_len < sizeof e.id);
   memcpy(e.id, m->key, m->key_len);
   e.id[m->key_len] = '\0';
-  char *v = strndup(m->payload, m->len);
+  char *v = malloc(m->len + 1); /* not strndup: the payload has no NUL after it to stop at */
   ck_assert_ptr_nonnull(v);
+  memcpy(v, m->payload, m->len);
+  v[m->len] = '\0';
   ck_assert_msg(strlen(v) == m->len && !strchr(v, '\n'), "the event of %s is not one line", e.id);
   char prefix[160];
   snprintf(prefix, sizeof prefix, "{\"_id\":\"%s\",", e.id);
