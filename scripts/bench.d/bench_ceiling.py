@@ -314,7 +314,8 @@ def ceiling(b, a):
     for r in rows:
         print("| %s | %s | %s | %s | %s | %s | %s |" % (
             r["pair"], r["run"], r["commands_per_s"], r["cpu_s_per_million"], r["peak_rss_mib"], r["load_avg"],
-            "%.1f%% of the rate, %.2fx the CPU" % (100 * r["replay_of_loop"], r["replay_cpu_over_loop"])
+            "%.1f%% of the rate, %s" % (100 * r["replay_of_loop"], "%.2fx the CPU" % r["replay_cpu_over_loop"]
+                                         if r["replay_cpu_over_loop"] != "" else "no CPU ratio")
             if r.get("replay_of_loop") else ""))
     return rows
 
