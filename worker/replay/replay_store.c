@@ -22,9 +22,8 @@ typedef struct store_merge {
   replay_reject_fn reject;
   void *ctx;
   /* Change events (changes.topic set): every write is announced, and the
-   * replay ends once each event is acknowledged. */
-  changes_t *changes;
-  announcer_t announcer;
+   * replay ends once each event is acknowledged. NULL without. */
+  announcer_t *ann;
 } store_merge_t;
 
 /* --- the batch's writer pipeline --------------------------------------------------------- */
@@ -48,15 +47,18 @@ static bool store_step(const store_merge_t *r, int64_t wait_ms, bool force) {
 /* Serves the change events' acknowledgements (waiting up to timeout_ms);
  * false once an event can never be delivered. */
 static bool store_announced(store_merge_t *r, int timeout_ms) {
-  if (!r->changes) return true;
-  changes_poll(r->changes, timeout_ms);
-  return !r->announcer.failed && !changes_broken(r->changes); /* logged by the producer */
+  if (!r->ann) return true;
+  changes_poll(r->ann->changes, timeout_ms);
+  return announcer_ok(r->ann); /* logged by the producer */
 }
+
+/* True while a change event awaits its acknowledgement. */
+static bool store_unannounced(const store_merge_t *r) { return r->ann && changes_pending(r->ann->changes); }
 
 /* The memory batch.max_pending_bytes bounds: unwritten changes (in-flight
  * snapshots included) and unacknowledged change events. */
 static uint64_t store_pending(const store_merge_t *r) {
-  return batch_pending_bytes(r->batch) + (r->changes ? changes_bytes(r->changes) : 0);
+  return batch_pending_bytes(r->batch) + (r->ann ? changes_bytes(r->ann->changes) : 0);
 }
 
 /* After a merge: lets the writer start a flush that is due, and holds the
@@ -67,7 +69,9 @@ static bool store_keep_up(store_merge_t *r) {
     if (signals_stop_count()) return false;
     if (batch_dirty(r->batch)) {
       if (!store_step(r, 100, true)) return false;
-    } else if (!r->changes || !changes_pending(r->changes) || !store_announced(r, 100)) {
+    } else if (store_unannounced(r)) {
+      if (!store_announced(r, 100)) return false;
+    } else {
       break;
     }
   }
@@ -80,7 +84,7 @@ static bool store_drain(store_merge_t *r) {
   while (batch_dirty(r->batch)) {
     if (signals_stop_count() || !store_step(r, 1000, true) || !store_announced(r, 0)) return false;
   }
-  while (r->changes && changes_pending(r->changes)) {
+  while (store_unannounced(r)) {
     if (signals_stop_count() || !store_announced(r, 100)) return false;
   }
   return true;
@@ -163,11 +167,7 @@ static void store_counts(void *ctx, replay_counts_t *c) {
 static void store_destroy(void *ctx) {
   store_merge_t *r = ctx;
   store_stop(r);
-  if (r->changes) {
-    batch_set_announcer(r->batch, NULL, NULL);
-    announcer_free(&r->announcer);
-    changes_destroy(r->changes);
-  }
+  announcer_destroy(r->ann); /* the flusher, its last user, is stopped */
   batch_destroy(r->batch);
   free(r);
 }
@@ -186,14 +186,13 @@ bool replay_store_merger(replay_merger_t *m, const config_t *cfg, const sink_t *
   *r = (store_merge_t){.cfg = cfg, .clock = clock, .batch = batch, .reject = reject, .ctx = ctx};
   if (*cfg->changes_topic) {
     char err[512];
-    r->changes = changes_new(cfg, clock, err, sizeof err);
-    if (!r->changes) {
+    r->ann = announcer_new(cfg, clock, err, sizeof err);
+    if (!r->ann) {
       log_error("replay: kafka producer of change events", "error", LOG_STR, err);
       store_destroy(r);
       return false;
     }
-    announcer_init(&r->announcer, r->changes, cfg);
-    batch_set_announcer(batch, announcer_announce, &r->announcer);
+    batch_set_announcer(batch, announcer_announce, r->ann);
   }
   r->flusher = store_flusher_new(r, sink);
   if (!r->flusher) {

@@ -316,8 +316,7 @@ typedef struct verify {
   const char **keys;
   model_buf_t out; /* the chunk's report lines */
   FILE *report;
-  changes_t *changes;  /* with --repair and changes.topic: the repairs' change events */
-  announcer_t announcer;
+  announcer_t *ann; /* with --repair and changes.topic: announces the repairs; else NULL */
 } verify_t;
 
 /* Compares (and repairs) the chunk of rebuilt documents rebuilt[0..n)
@@ -340,7 +339,7 @@ static bool verify_chunk(verify_t *v, const model_aggregate_t *const *rebuilt, s
     c.v[i].stored = NULL;
   }
   if (ok && drifted && v->o->repair)
-    ok = repair_chunk(&v->sink, v->cfg, v->clock, v->changes ? &v->announcer : NULL, &c);
+    ok = repair_chunk(&v->sink, v->cfg, v->clock, v->ann, &c);
   for (size_t i = 0; i < n && drifted; i++) {
     entry_t *e = &c.v[i];
     if (e->drift.kind == MODEL_DRIFT_NONE) continue;
@@ -392,34 +391,24 @@ static bool verify_compare(verify_t *v, const replay_rebuilt_t *rebuilt) {
 static bool announce_repairs(verify_t *v) {
   if (!v->o->repair || !*v->cfg->changes_topic) return true;
   char err[512];
-  v->changes = changes_new(v->cfg, v->clock, err, sizeof err);
-  if (!v->changes) {
-    log_error("verify: kafka producer of change events", "error", LOG_STR, err);
-    return false;
-  }
-  announcer_init(&v->announcer, v->changes, v->cfg);
-  return true;
+  v->ann = announcer_new(v->cfg, v->clock, err, sizeof err);
+  if (!v->ann) log_error("verify: kafka producer of change events", "error", LOG_STR, err);
+  return v->ann != NULL;
 }
 
 /* Waits for the repairs' change events to be acknowledged, as long as the
  * store may take to answer (store.connect_timeout_ms: a verify never waits
  * without bound); false if they are not by then, or cannot be delivered. */
 static bool repairs_announced(verify_t *v) {
-  if (!v->changes) return true;
+  if (!v->ann) return true;
   int64_t deadline = clock_mono(v->clock) + v->cfg->store_connect_timeout_ms;
-  while (changes_pending(v->changes) && !v->announcer.failed && !changes_broken(v->changes) && !signals_stop_count() &&
+  while (changes_pending(v->ann->changes) && announcer_ok(v->ann) && !signals_stop_count() &&
          clock_mono(v->clock) < deadline)
-    changes_poll(v->changes, 100);
-  if (!changes_pending(v->changes)) return true;
+    changes_poll(v->ann->changes, 100);
+  if (!changes_pending(v->ann->changes)) return true;
   log_error("verify: the change events of the repairs were not acknowledged within store.connect_timeout_ms",
             "topic", LOG_STR, v->cfg->changes_topic, "timeout_ms", LOG_INT, v->cfg->store_connect_timeout_ms);
   return false;
-}
-
-static void stop_announcing(verify_t *v) {
-  if (!v->changes) return;
-  announcer_free(&v->announcer);
-  changes_destroy(v->changes);
 }
 
 int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, verify_stats_t *stats) {
@@ -473,7 +462,7 @@ int verify_run(const config_t *cfg, const verify_options_t *o, FILE *report, ver
     rc = 128 + signals_stop_signal();
   }
   replay_rebuilt_free(&rebuilt);
-  stop_announcing(&v);
+  announcer_destroy(v.ann);
   store_destroy(v.store);
   stats->seconds = clock_mono_seconds(clock) - t0;
   return rc;

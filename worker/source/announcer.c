@@ -4,8 +4,12 @@
 #include <stdlib.h>
 
 #include "base/log.h"
+#include "oom.h"
 
-void announcer_init(announcer_t *a, changes_t *changes, const config_t *cfg) {
+announcer_t *announcer_new(const config_t *cfg, const clock_source_t *clock, char *err, size_t errsz) {
+  changes_t *changes = changes_new(cfg, clock, err, errsz);
+  if (!changes) return NULL;
+  announcer_t *a = oom_malloc(sizeof *a);
   *a = (announcer_t){.changes = changes, .include_document = cfg->changes_include_document != 0,
                      .value = MODEL_BUF_INIT};
   const char *fault = getenv("AGG_FAULT_KILL_AFTER_WRITE");
@@ -13,9 +17,17 @@ void announcer_init(announcer_t *a, changes_t *changes, const config_t *cfg) {
     a->kill_at = strtoll(fault, NULL, 10);
     log_warn("fault point armed: the process kills itself before announcing a write", "write", LOG_INT, a->kill_at);
   }
+  return a;
 }
 
-void announcer_free(announcer_t *a) { model_buf_destroy(&a->value); }
+void announcer_destroy(announcer_t *a) {
+  if (!a) return;
+  changes_destroy(a->changes);
+  model_buf_destroy(&a->value);
+  free(a);
+}
+
+bool announcer_ok(const announcer_t *a) { return !a->failed && !changes_broken(a->changes); }
 
 void announcer_announce(void *ctx, const batch_written_t *w) {
   announcer_t *a = ctx;

@@ -47,10 +47,9 @@ typedef struct consumer {
   int32_t last_partition;
   offsets_part_t *last_part;
   deadletter_t *dlq;
-  /* Change events (changes.topic set): the producer, and the batch's
-   * announcer over it; commits wait for their acknowledgements. */
-  changes_t *changes;
-  announcer_t announcer;
+  /* Change events (changes.topic set): the batch's announcer and its
+   * producer; commits wait for their acknowledgements. NULL without. */
+  announcer_t *ann;
   bool paused;
   bool fatal;
   bool stopped_at_start; /* SIGTERM while waiting for the brokers at start */
@@ -99,10 +98,13 @@ static void offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_t
 
 /* --- flushing ------------------------------------------------------------------- */
 
+/* The change-event producer, or NULL without change events. */
+static changes_t *events(const consumer_t *c) { return c->ann ? c->ann->changes : NULL; }
+
 /* Unwritten changes, unacknowledged dead letters and change events: the
  * memory that batch.max_pending_bytes bounds. */
 static uint64_t pending_bytes(const consumer_t *c) {
-  return batch_pending_bytes(c->batch) + deadletter_bytes(c->dlq) + (c->changes ? changes_bytes(c->changes) : 0);
+  return batch_pending_bytes(c->batch) + deadletter_bytes(c->dlq) + (events(c) ? changes_bytes(events(c)) : 0);
 }
 
 static void update_gauges(consumer_t *c) {
@@ -115,12 +117,12 @@ static void update_gauges(consumer_t *c) {
  * write up to it is announced and acknowledged (changes_producer.h). */
 static uint64_t durable_seq(const consumer_t *c) {
   uint64_t durable = batch_durable_seq(c->batch);
-  return c->changes ? changes_acked_seq(c->changes, durable) : durable;
+  return events(c) ? changes_acked_seq(events(c), durable) : durable;
 }
 
 /* Nothing unwritten and nothing unannounced: everything consumed is durable. */
 static bool all_durable(const consumer_t *c) {
-  return !batch_dirty(c->batch) && !(c->changes && changes_pending(c->changes));
+  return !batch_dirty(c->batch) && !(events(c) && changes_pending(events(c)));
 }
 
 /* One step of the flusher, and what it means for offsets (offsets.h): a
@@ -135,9 +137,9 @@ static bool flush_step(consumer_t *c, batch_now_t now, int64_t wait_ms, bool for
   if (ev.finished) {
     log_debug("flush finished", "status", LOG_INT, (int64_t)ev.status, "aggregates", LOG_INT, (int64_t)ev.items,
               "ms", LOG_INT, (int64_t)(ev.seconds * 1000));
-    if (c->changes) {
-      changes_ticket(c->changes, batch_durable_seq(c->batch));
-      if (c->announcer.failed) c->fatal = true;
+    if (c->ann) {
+      changes_ticket(c->ann->changes, batch_durable_seq(c->batch));
+      if (!announcer_ok(c->ann)) c->fatal = true;
     }
     landed = offsets_durable_to(c->offsets, durable_seq(c));
     if (ev.status == SINK_FATAL) {
@@ -160,9 +162,9 @@ static bool flush_step(consumer_t *c, batch_now_t now, int64_t wait_ms, bool for
 /* Serves the change events' acknowledgements: true when they let a
  * partition's durable offset move. */
 static bool announced(consumer_t *c, int timeout_ms) {
-  if (!c->changes) return false;
-  changes_poll(c->changes, timeout_ms);
-  if (changes_broken(c->changes)) c->fatal = true; /* logged by the producer */
+  if (!c->ann) return false;
+  changes_poll(c->ann->changes, timeout_ms);
+  if (!announcer_ok(c->ann)) c->fatal = true; /* logged by the producer */
   bool moved = offsets_durable_to(c->offsets, durable_seq(c));
   if (all_durable(c)) offsets_all_durable(c->offsets);
   return moved;
@@ -178,7 +180,7 @@ static bool drain(consumer_t *c, int64_t deadline) {
     if (left <= 0 || signals_stop_count() > 1) break;
     flush_step(c, now, left, true);
   }
-  while (c->changes && changes_pending(c->changes) && !c->fatal && clock_mono(c->clock) < deadline &&
+  while (c->ann && changes_pending(c->ann->changes) && !c->fatal && clock_mono(c->clock) < deadline &&
          signals_stop_count() <= 1)
     announced(c, 100);
   announced(c, 0);
@@ -363,7 +365,7 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
   }
   held_position_t pos;
   batch_origin_t origin = origin_of(p, m, &pos);
-  bool again = c->changes && read_again(c, p, m);
+  bool again = c->ann && read_again(c, p, m);
   model_apply_result_t r = batch_apply_from(c->batch, &c->cmd, &origin, again, ts, now, &rej);
   if (r == MODEL_APPLY_TOO_LARGE) {
     kafka_source_t src = kafka_source_of(m);
@@ -486,13 +488,12 @@ static bool create_clients(consumer_t *c) {
     return false;
   }
   if (*c->cfg->changes_topic) {
-    c->changes = changes_new(c->cfg, c->clock, errstr, sizeof errstr);
-    if (!c->changes) {
+    c->ann = announcer_new(c->cfg, c->clock, errstr, sizeof errstr);
+    if (!c->ann) {
       log_error("kafka producer of change events", "error", LOG_STR, errstr);
       return false;
     }
-    announcer_init(&c->announcer, c->changes, c->cfg);
-    batch_set_announcer(c->batch, announcer_announce, &c->announcer);
+    batch_set_announcer(c->batch, announcer_announce, c->ann);
   }
   rd_kafka_topic_partition_list_t *topics = kafka_topic_list(c->cfg);
   rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, topics);
@@ -507,11 +508,8 @@ static bool create_clients(consumer_t *c) {
 static void destroy_clients(consumer_t *c) {
   if (c->rk) rd_kafka_destroy(c->rk);
   deadletter_destroy(c->dlq);
-  if (c->changes) {
-    batch_set_announcer(c->batch, NULL, NULL);
-    announcer_free(&c->announcer);
-  }
-  changes_destroy(c->changes);
+  if (c->ann) batch_set_announcer(c->batch, NULL, NULL);
+  announcer_destroy(c->ann);
   for (size_t i = 0; c->offsets && i < offsets_count(c->offsets); i++)
     metrics_clear_lag(offsets_at(c->offsets, i)->topic, offsets_at(c->offsets, i)->partition);
   offsets_destroy(c->offsets);
