@@ -687,6 +687,116 @@ START_TEST(a_long_flush_is_logged) {
 }
 END_TEST
 
+/* A writer that meets a stale document in flush after flush (the cache of
+ * partitions it gave up and got back, which another member wrote
+ * meanwhile; a store restored from a backup) keeps its pace: the next
+ * flush begins at once, the conflicting aggregate first, reloaded, while
+ * the rest lands. Only flushes that land nothing back off (the flusher's
+ * PARTIAL_ROUNDS). The clock never moves here, so a backoff would hold
+ * every later flush: counting each flush with a conflict as a lost race
+ * throttled a whole writer to one flush per retry.backoff_max_ms. */
+START_TEST(conflicts_beside_landed_writes_never_back_off) {
+  mem_store_t s;
+  mem_init(&s);
+  sink_t sink = mem_sink(&s);
+  batch_t *b = new_batch();
+  clock_manual_t clock;
+  clock_manual_init(&clock, 1000, 1788220800000LL);
+  flusher_t *f = flusher_new(b, &sink, 0, &clock.source);
+  flusher_set_retry(f, 100, 10000);
+  char a[8], id[16];
+  for (int i = 0; i < 30; i++) { /* stored and cached */
+    snprintf(a, sizeof a, "s%02d", i);
+    apply(b, a, "x1", "c0", 1);
+  }
+  while (batch_dirty(b)) flusher_step(f, batch_now(&clock.source), 1000, true);
+  for (int i = 0; i < 30; i++) { /* another writer moves every one of them on */
+    snprintf(a, sizeof a, "s%02d", i);
+    model_aggregate_t *other = model_aggregate_new("t1", 2, a, strlen(a));
+    model_command_t c = roster(a, "x2", "o1", 1, true);
+    model_aggregate_apply(other, &c);
+    mem_put(&s, other);
+    model_aggregate_destroy(other);
+  }
+  int partial = 0;
+  for (int i = 0; i < 30; i++) { /* each flush: last round's conflict reloaded, a new one, a new document */
+    snprintf(a, sizeof a, "s%02d", i);
+    snprintf(id, sizeof id, "c%d", i + 1);
+    apply(b, a, "x3", id, 1);
+    snprintf(a, sizeof a, "n%02d", i);
+    apply(b, a, "x1", id, 1);
+    flusher_event_t ev = flusher_step(f, batch_now(&clock.source), 1000, true);
+    ck_assert_msg(ev.started, "round %d: no flush began with %zu aggregates dirty", i, batch_dirty_count(b));
+    if (ev.finished && ev.status == SINK_PARTIAL) {
+      partial++;
+      ck_assert(ev.landed > 0);
+      ck_assert_int_eq(ev.retry_in_ms, 0);
+    }
+  }
+  ck_assert_int_ge(partial, 20);
+  for (int i = 0; i < 8 && batch_dirty(b); i++) flusher_step(f, batch_now(&clock.source), 1000, true);
+  ck_assert(!batch_dirty(b));
+  for (int i = 0; i < 30; i++) {
+    char key[16];
+    snprintf(key, sizeof key, "t1/s%02d", i);
+    ck_assert_int_eq(assigned(&s, key), 3); /* x1 ours, x2 the other writer's, x3 ours again */
+  }
+  flusher_destroy(f);
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
+/* A rival that writes every document just before each of our writes: no
+ * flush lands anything, and after PARTIAL_ROUNDS of them in a row the next
+ * waits out a backoff instead of spinning. */
+static sink_status_t rival_write(void *ctx, sink_write_item_t *items, size_t n, int64_t now, sink_error_t *err) {
+  static uint64_t version;
+  mem_store_t *s = ctx;
+  for (size_t i = 0; i < n; i++) { /* a slot of the rival's own, so that ours is never in the store */
+    size_t len;
+    const char *key = model_aggregate_key(items[i].agg, &len);
+    const char *slash = memchr(key, '/', len);
+    model_aggregate_t *other = model_aggregate_new("t1", 2, slash + 1, len - (size_t)(slash + 1 - key));
+    model_command_t c = roster(slash + 1, "rival", "r1", ++version, true);
+    model_aggregate_apply(other, &c);
+    mem_put(s, other);
+    model_aggregate_destroy(other);
+  }
+  return mem_write(ctx, items, n, now, err);
+}
+
+START_TEST(flushes_that_land_nothing_back_off) {
+  mem_store_t s;
+  mem_init(&s);
+  sink_t sink = mem_sink(&s);
+  sink.write = rival_write;
+  batch_t *b = new_batch();
+  clock_manual_t clock;
+  clock_manual_init(&clock, 1000, 1788220800000LL);
+  flusher_t *f = flusher_new(b, &sink, 0, &clock.source);
+  flusher_set_retry(f, 100, 10000);
+  apply(b, "h1", "s1", "c1", 1);
+  int rounds = 0;
+  flusher_event_t ev = {0};
+  while (rounds < 20) {
+    ev = flusher_step(f, batch_now(&clock.source), 1000, true);
+    if (ev.finished) {
+      ck_assert_int_eq(ev.status, SINK_PARTIAL);
+      ck_assert_uint_eq(ev.landed, 0);
+      rounds++;
+    }
+    if (ev.finished && !ev.started) break; /* backing off */
+  }
+  ck_assert_int_eq(rounds, 8);
+  ck_assert_int_gt(ev.retry_in_ms, 0);
+  ck_assert(batch_dirty(b));
+  flusher_destroy(f);
+  batch_destroy(b);
+  mem_free(&s);
+}
+END_TEST
+
 Suite *test_suite(void) {
   Suite *su = suite_create("writer");
   TCase *tc = tcase_create("pipelined");
@@ -704,6 +814,8 @@ Suite *test_suite(void) {
   tcase_add_test(tc, destroy_within_abandons_a_stuck_flush);
   tcase_add_test(tc, destroy_within_waits_for_a_flush_that_lands);
   tcase_add_test(tc, a_long_flush_is_logged);
+  tcase_add_test(tc, conflicts_beside_landed_writes_never_back_off);
+  tcase_add_test(tc, flushes_that_land_nothing_back_off);
   suite_add_tcase(su, tc);
   return su;
 }

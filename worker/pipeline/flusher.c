@@ -12,7 +12,13 @@
 #include "base/retry.h"
 #include "writer.h"
 
-/* Flushes with conflicts only, in a row, before the next one backs off. */
+/* Flushes in a row that landed nothing and came back with conflicts, before
+ * the next one backs off (two writers racing on one hot document must not
+ * spin). A flush that lands anything is progress and resets the count:
+ * counting every flush with a conflict instead throttled a whole writer to
+ * one flush per retry.backoff_max_ms whenever each of its flushes met one
+ * stale document (a cache of partitions it had given up, a store restored
+ * from a backup), which looked like a stall. */
 #define PARTIAL_ROUNDS 8
 
 struct flusher {
@@ -117,13 +123,14 @@ static bool end_flight(flusher_t *f, int64_t wait_ms, flusher_event_t *ev) {
   ev->finished = true;
   ev->seconds = job->seconds;
   ev->items = job->nitems;
+  ev->landed = (size_t)(job->written + job->unchanged);
   batch_now_t back = batch_now(f->clock); /* the take may have waited: the flush's latencies end now */
   ev->status = batch_flush_end(f->batch, job, back, &ev->err);
   if (ev->status == SINK_OK || ev->status == SINK_PARTIAL) {
     metrics_store_answered();
     f->attempt = 0;
     f->retry_at = 0;
-    f->partial_rounds = ev->status == SINK_PARTIAL ? f->partial_rounds + 1 : 0;
+    f->partial_rounds = ev->status == SINK_PARTIAL && !ev->landed ? f->partial_rounds + 1 : 0;
     if (f->partial_rounds >= PARTIAL_ROUNDS) {
       ev->retry_in_ms = retry_backoff_ms(f->backoff_ms, f->backoff_max_ms, f->partial_rounds - PARTIAL_ROUNDS);
       f->retry_at = back.mono_ms + ev->retry_in_ms;

@@ -9,9 +9,11 @@
  * worker keeps up, batch.linger_ms, batch.max_commands and
  * batch.max_aggregates bound latency and bulk size. A flush that failed
  * (store down, items rejected) begins again after capped full-jitter backoff
- * (retry.h); one with conflicts only begins again at once, and after 8 such
- * in a row backs off too (two writers racing on one hot document must not
- * spin).
+ * (retry.h); one with conflicts begins again at once (the conflicting
+ * aggregates reloaded first), and only after 8 in a row that landed
+ * nothing backs off too (two writers racing on one hot document must not
+ * spin; a flush that lands anything is progress, however many of its
+ * aggregates conflicted).
  *
  * A flush that runs long says so: every FLUSHER_SLOW_LOG_MS (or what
  * flusher_set_slow_log says) while one is in flight, flusher_step (and a
@@ -48,6 +50,7 @@ typedef struct flusher_event {
   int64_t retry_in_ms;   /* the backoff before the next attempt, after a failure */
   double seconds;        /* how long the finished flush took in the writer */
   size_t items;          /* aggregates it carried */
+  size_t landed;         /* of them, those the store now holds: written, or found there already */
   bool started;          /* a flush began: it covers every command applied so far */
 } flusher_event_t;
 
