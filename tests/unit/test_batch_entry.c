@@ -37,7 +37,7 @@ static batch_entry_t *apply(fixture_t *f, const char *a, const char *student) {
   size_t before = model_aggregate_student_count(e->agg);
   ck_assert_int_eq(model_aggregate_apply(e->agg, &c), MODEL_APPLY_APPLIED);
   batch_writeset_note(e, &c, before);
-  batch_entries_change(&f->s, e, f->seq++, 1000);
+  batch_entries_change(&f->s, e, f->seq++, 1000, 1000);
   return e;
 }
 

@@ -354,6 +354,11 @@ const config_prop_t config_props[] = {
          "Memory bound on unwritten changes (the aggregates with changes not yet durable, their snapshots in "
          "flight, their bookkeeping and the messages kept for aggregates whose stored document is not loaded "
          "yet): past it the worker pauses fetching until a flush succeeds."),
+    INT("batch", "stall_timeout_ms", "120000", 1000, 3600000, CONFIG_LIVE, batch_stall_timeout_ms,
+        "A worker that holds unwritten changes and has landed no write for this long is stalled: it warns with "
+        "the counts, answers /readyz 503 with the reason and sets aggregator_writer_stalled, which the shipped "
+        "alert pages on. The default is twice the longest a single store call may take (its 60 s socket "
+        "timeout), so no slow write alone trips it, and an operator hears of a stall within minutes."),
     INT("retry", "backoff_ms", "100", 1, 60000, 0, retry_backoff_ms,
         "First delay before retrying a failed store write; doubles on each failure, with jitter."),
     INT("retry", "backoff_max_ms", "10000", 1, 600000, 0, retry_backoff_max_ms,

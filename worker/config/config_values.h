@@ -51,6 +51,7 @@ typedef struct config {
   int64_t batch_max_aggregates;
   int64_t batch_linger_ms;
   int64_t batch_max_pending_bytes;
+  int64_t batch_stall_timeout_ms;
 
   int64_t retry_backoff_ms;
   int64_t retry_backoff_max_ms;

@@ -25,6 +25,10 @@ static _Atomic(const clock_source_t *) g_clock;
  * the producer that reports it (NULL: none pending). */
 static _Atomic(const clock_source_t *) g_change_clock;
 static _Atomic int64_t g_change_oldest_ms;
+/* The oldest unwritten change: when it was applied, on the clock of the
+ * consumer that reports it (NULL: nothing unwritten). */
+static _Atomic(const clock_source_t *) g_unwritten_clock;
+static _Atomic int64_t g_unwritten_oldest_ms;
 
 /* ---- the generic recorders ---- */
 
@@ -110,6 +114,18 @@ double metrics_change_events_oldest_seconds(void) {
   const clock_source_t *clock = atomic_load(&g_change_clock);
   if (!clock) return 0;
   int64_t age = clock_mono(clock) - atomic_load(&g_change_oldest_ms);
+  return age > 0 ? (double)age / 1e3 : 0;
+}
+
+void metrics_set_oldest_unwritten(const clock_source_t *clock, int64_t oldest_mono_ms) {
+  atomic_store(&g_unwritten_oldest_ms, oldest_mono_ms);
+  atomic_store(&g_unwritten_clock, oldest_mono_ms == INT64_MAX ? NULL : clock);
+}
+
+double metrics_oldest_unwritten_seconds(void) {
+  const clock_source_t *clock = atomic_load(&g_unwritten_clock);
+  if (!clock) return 0;
+  int64_t age = clock_mono(clock) - atomic_load(&g_unwritten_oldest_ms);
   return age > 0 ? (double)age / 1e3 : 0;
 }
 
@@ -239,6 +255,10 @@ void metrics_set_changes_failing(bool failing) { readiness_set_changes_failing(&
 void metrics_store_answered(void) { readiness_store_answered(&g_readiness); }
 void metrics_store_failed(void) { readiness_store_failed(&g_readiness); }
 void metrics_heartbeat(void) { readiness_heartbeat(&g_readiness); }
+void metrics_set_writer_stalled(bool stalled, uint64_t unwritten, int64_t since_mono_ms) {
+  readiness_set_stalled(&g_readiness, stalled, unwritten, since_mono_ms);
+  metrics_set(METRICS_ROW_WRITER_STALLED, 0, stalled ? 1 : 0);
+}
 
 bool metrics_ready(char *reason, size_t reasonsz) { return readiness_ready(&g_readiness, reason, reasonsz); }
 bool metrics_healthy(char *reason, size_t reasonsz) { return readiness_healthy(&g_readiness, reason, reasonsz); }

@@ -90,6 +90,20 @@ void metrics_set_change_events_pending(uint64_t n, const clock_source_t *clock, 
 /* For the renderer: the age in seconds of the oldest pending change event. */
 double metrics_change_events_oldest_seconds(void);
 
+/* The oldest change merged in memory and not yet durable in the store was
+ * applied at oldest_mono_ms on clock's monotonic clock (INT64_MAX: none);
+ * aggregator_oldest_unwritten_age_seconds reads its age when /metrics is
+ * scraped, so it keeps growing while nothing is written. clock must
+ * outlive its use here: the consumer records INT64_MAX when it goes. */
+void metrics_set_oldest_unwritten(const clock_source_t *clock, int64_t oldest_mono_ms);
+/* For the renderer: the age in seconds of the oldest unwritten change, 0 when none. */
+double metrics_oldest_unwritten_seconds(void);
+/* The writer's stall watchdog decided (stall.h): stalled with `unwritten`
+ * aggregates unwritten and nothing landed since since_mono_ms (the
+ * readiness clock's, metrics_set_clock), or not. Feeds readiness and
+ * aggregator_writer_stalled. */
+void metrics_set_writer_stalled(bool stalled, uint64_t unwritten, int64_t since_mono_ms);
+
 /* One flush took `seconds` and wrote `aggregates` documents. */
 void metrics_flush(double seconds, uint64_t aggregates);
 /* `commands` commands became durable `seconds` after their Kafka message

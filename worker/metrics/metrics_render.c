@@ -105,6 +105,7 @@ void metrics_render(model_buf_t *out) {
   metrics_proc_read(&scrape.proc);
   scrape.ready = metrics_ready(NULL, 0);
   scrape.change_oldest_s = metrics_change_events_oldest_seconds();
+  scrape.unwritten_oldest_s = metrics_oldest_unwritten_seconds();
   for (size_t r = 0; r < METRICS_ROW_COUNT; r++) {
     const metrics_def_t *m = &metrics_table[r];
     metrics_sample_t v;

@@ -103,6 +103,11 @@ static bool read_change_oldest(const metrics_scrape_t *s, metrics_sample_t *out)
   return true;
 }
 
+static bool read_unwritten_oldest(const metrics_scrape_t *s, metrics_sample_t *out) {
+  *out = (metrics_sample_t){.kind = METRICS_F64, .v.f = s->unwritten_oldest_s};
+  return true;
+}
+
 static bool read_cpu(const metrics_scrape_t *s, metrics_sample_t *out) {
   *out = (metrics_sample_t){.kind = METRICS_F64, .v.f = s->proc.cpu_seconds};
   return s->proc.have_cpu;

@@ -78,6 +78,8 @@ typedef enum { METRICS_REBALANCE_EVENTS(METRICS_ENUM_CONSTANT) } metrics_rebalan
   X(CHANGE_EVENTS_OLDEST, "aggregator_change_events_oldest_pending_seconds", GAUGE, NO_LABELS, READ, read_change_oldest, "Age of the oldest write whose change event is not yet acknowledged (the oldest unannounced write); 0 when every event is acknowledged.") \
   X(STORE_RETRIES, "aggregator_store_retries_total", COUNTER, NO_LABELS, SLOTS, NULL, "Flushes the store failed (unreachable, timed out, refused items), attempted again after a backoff.") \
   X(DIRTY, "aggregator_dirty_aggregates", GAUGE, NO_LABELS, SLOTS, NULL, "Aggregates changed in memory and not yet written.") \
+  X(UNWRITTEN_OLDEST, "aggregator_oldest_unwritten_age_seconds", GAUGE, NO_LABELS, READ, read_unwritten_oldest, "Age of the oldest change merged in memory and not yet durable in the store; 0 when every change is written. A writer that keeps up holds it near batch.linger_ms plus a flush; it grows without bound while the writer stalls.") \
+  X(WRITER_STALLED, "aggregator_writer_stalled", GAUGE, NO_LABELS, SLOTS, NULL, "1 while the worker holds unwritten changes and has landed no write for batch.stall_timeout_ms (then not ready, and the alert pages: docs/OPERATIONS.md).") \
   X(CACHED, "aggregator_cached_aggregates", GAUGE, NO_LABELS, SLOTS, NULL, "Clean aggregates kept in memory (LRU cache).") \
   X(CACHED_LIMIT, "aggregator_cached_aggregates_limit", GAUGE, NO_LABELS, SLOTS, NULL, "The configured cache.max_aggregates: the most clean aggregates the cache keeps.") \
   X(CACHED_BYTES, "aggregator_cached_bytes", GAUGE, NO_LABELS, SLOTS, NULL, "Memory held by the clean aggregates kept in memory, measured as aggregator_pending_bytes is.") \
@@ -85,7 +87,7 @@ typedef enum { METRICS_REBALANCE_EVENTS(METRICS_ENUM_CONSTANT) } metrics_rebalan
   X(PENDING_BYTES, "aggregator_pending_bytes", GAUGE, NO_LABELS, SLOTS, NULL, "Memory held by unwritten changes; fetching pauses past batch.max_pending_bytes.") \
   X(PENDING_BYTES_LIMIT, "aggregator_pending_bytes_limit", GAUGE, NO_LABELS, SLOTS, NULL, "The configured batch.max_pending_bytes: past it fetching pauses.") \
   X(FETCH_PAUSED, "aggregator_fetch_paused", GAUGE, NO_LABELS, SLOTS, NULL, "1 while fetching is paused because unwritten changes reached batch.max_pending_bytes.") \
-  X(READY, "aggregator_ready", GAUGE, NO_LABELS, READ, read_ready, "1 when /readyz answers 200 (assigned partitions, dead-letter and change-event delivery working, store answering).") \
+  X(READY, "aggregator_ready", GAUGE, NO_LABELS, READ, read_ready, "1 when /readyz answers 200 (assigned partitions, dead-letter and change-event delivery working, store answering, writer not stalled).") \
   X(ASSIGNED_PARTITIONS, "aggregator_assigned_partitions", GAUGE, NO_LABELS, SLOTS, NULL, "Partitions this worker holds in its consumer group.") \
   X(REBALANCES, "aggregator_rebalances_total", COUNTER, LABELS1(REBALANCE_EVENT), SLOTS, NULL, "Consumer group rebalances seen by this worker, by event (assigned: partitions given to it; revoked: taken back after it wrote and committed them; lost: taken without a hand-over).") \
   X(BUILD_INFO, "aggregator_build_info", GAUGE, LABELS1(VERSION), CONST, 1, "Always 1; the labels tell the build.") \
@@ -141,6 +143,7 @@ typedef struct metrics_scrape {
   metrics_proc_t proc;
   bool ready;              /* metrics_ready's decision */
   double change_oldest_s;  /* age of the oldest unacknowledged change event, 0 when none */
+  double unwritten_oldest_s; /* age of the oldest unwritten change, 0 when none */
 } metrics_scrape_t;
 
 /* Per bucket, not cumulative; the last is above every bound. Guarded by lock. */

@@ -17,6 +17,9 @@ void readiness_init(readiness_t *r, const clock_source_t *clock) {
   atomic_init(&r->store_failed, false);
   atomic_init(&r->dead_letter_failing, false);
   atomic_init(&r->changes_failing, false);
+  atomic_init(&r->stalled, false);
+  atomic_init(&r->stalled_unwritten, 0);
+  atomic_init(&r->stalled_since_ms, 0);
   atomic_init(&r->store_answer_ms, READINESS_NEVER);
   atomic_init(&r->heartbeat_ms, READINESS_NEVER);
   atomic_init(&r->store_window_ms, READINESS_STORE_WINDOW_MS);
@@ -35,6 +38,12 @@ void readiness_set_assigned(readiness_t *r, bool has_assignment) { SET(r->assign
 void readiness_set_dead_letter_failing(readiness_t *r, bool failing) { SET(r->dead_letter_failing, failing); }
 
 void readiness_set_changes_failing(readiness_t *r, bool failing) { SET(r->changes_failing, failing); }
+
+void readiness_set_stalled(readiness_t *r, bool stalled, uint64_t unwritten, int64_t since_ms) {
+  SET(r->stalled_unwritten, unwritten);
+  SET(r->stalled_since_ms, since_ms);
+  SET(r->stalled, stalled);
+}
 
 void readiness_store_answered(readiness_t *r) {
   SET(r->store_failed, false);
@@ -63,6 +72,15 @@ bool readiness_ready(readiness_t *r, char *reason, size_t reasonsz) {
   int64_t answered = GET(r->store_answer_ms);
   if (answered == READINESS_NEVER) return why(reason, reasonsz, "store has not answered yet", -1);
   if (GET(r->store_failed)) return why(reason, reasonsz, "store unreachable", -1);
+  if (GET(r->stalled)) {
+    /* After a store that fails (its error says more), before a store that
+     * is silent: a write that never comes back is the stall's cause, and
+     * the counts say what waits on it. */
+    if (reason && reasonsz)
+      snprintf(reason, reasonsz, "writer stalled: %llu aggregates unwritten, nothing written for %.1f s",
+               (unsigned long long)GET(r->stalled_unwritten), (double)(now_ms(r) - GET(r->stalled_since_ms)) / 1e3);
+    return false;
+  }
   int64_t age = now_ms(r) - answered;
   if (age > GET(r->store_window_ms)) return why(reason, reasonsz, "store silent for", age);
   return true;

@@ -2,8 +2,9 @@
  * aggregator_ready gauge.
  *
  * Ready: the worker holds a partition assignment, neither dead-letter nor
- * change-event delivery is failing, and the store answered within the store window and has not
- * failed since. A worker that is not ready is taken out of rotation, not
+ * change-event delivery is failing, the store answered within the store window and has not
+ * failed since, and the writer is not stalled (stall.h: unwritten changes
+ * and no write landed for batch.stall_timeout_ms). A worker that is not ready is taken out of rotation, not
  * restarted. Healthy: the main loop beat within the heartbeat window; a
  * worker that is not healthy is stuck and is restarted.
  *
@@ -37,7 +38,9 @@
 
 typedef struct readiness {
   _Atomic(const clock_source_t *) clock; /* NULL: the process's clocks */
-  atomic_bool assigned, store_failed, dead_letter_failing, changes_failing;
+  atomic_bool assigned, store_failed, dead_letter_failing, changes_failing, stalled;
+  _Atomic uint64_t stalled_unwritten; /* while stalled: aggregates unwritten */
+  _Atomic int64_t stalled_since_ms;   /* while stalled: monotonic, the writer's last progress */
   _Atomic int64_t store_answer_ms; /* monotonic; READINESS_NEVER until the store answers */
   _Atomic int64_t heartbeat_ms;    /* monotonic; READINESS_NEVER until the first beat */
   _Atomic int64_t store_window_ms, heartbeat_window_ms;
@@ -46,7 +49,7 @@ typedef struct readiness {
 /* Nothing assigned, nothing answered, no beat yet, default windows, the
  * process's clocks. */
 #define READINESS_INIT                                                                                 \
-  {NULL, false, false, false, false, READINESS_NEVER, READINESS_NEVER, READINESS_STORE_WINDOW_MS, \
+  {NULL,  false, false, false, false, false, 0, 0, READINESS_NEVER, READINESS_NEVER, READINESS_STORE_WINDOW_MS, \
    READINESS_HEARTBEAT_WINDOW_MS}
 
 /* Resets r to READINESS_INIT reading clock (NULL: the process's clocks). */
@@ -62,6 +65,10 @@ void readiness_set_assigned(readiness_t *r, bool has_assignment);
 void readiness_set_dead_letter_failing(readiness_t *r, bool failing);
 /* changes_producer.h decides when change-event delivery counts as failing. */
 void readiness_set_changes_failing(readiness_t *r, bool failing);
+/* The writer's stall watchdog (stall.h) decides: stalled with this many
+ * aggregates unwritten, nothing landed since since_ms (monotonic, on r's
+ * clock); or not stalled. */
+void readiness_set_stalled(readiness_t *r, bool stalled, uint64_t unwritten, int64_t since_ms);
 /* Any successful reply from the store; clears a failure. */
 void readiness_store_answered(readiness_t *r);
 /* The store could not be reached; not ready until it answers again. */

@@ -27,6 +27,7 @@ struct batch {
   batch_latency_seq_t events;   /* when every command not yet committable entered, by seq */
   uint64_t seq;                 /* the seq of the next command */
   uint64_t flight_seq;          /* the least flight_seq of the job in flight */
+  int64_t flight_ms;            /* and when its command was applied (monotonic) */
   batch_flushcap_t cap;
   batch_too_large_t too_large; /* aggregates the store refused as too large, logged once each */
   batch_holding_t hold;        /* how unloaded entries hold their commands, if holding */
@@ -68,6 +69,8 @@ void batch_set_announcer(batch_t *b, batch_announce_cb fn, void *ctx) {
 }
 
 void batch_next_epoch(batch_t *b) { b->epoch++; }
+
+void batch_forget_clean(batch_t *b) { batch_entries_evict(&b->ents, 0, 0); }
 
 /* Lower cache bounds take effect at once, not at the next flush. */
 void batch_set_limits(batch_t *b, const batch_limits_t *limits) {
@@ -167,7 +170,7 @@ model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, co
   if (r == MODEL_APPLY_APPLIED) {
     batch_writeset_note(e, cmd, before);
     if (!e->loaded) batch_entries_hold(&b->ents, e, b->holding, origin);
-    batch_entries_change(&b->ents, e, seq, event_ms);
+    batch_entries_change(&b->ents, e, seq, event_ms, now.mono_ms);
     b->stats.applied++;
   } else if (due && !e->dirty && !e->inflight) {
     /* Due for an announcement at the stored rev, which may be newer than
@@ -175,7 +178,7 @@ model_apply_result_t batch_apply_from(batch_t *b, const model_command_t *cmd, co
      * flush, its commands durable with it. */
     b->stats.stale++;
     batch_entries_unload(&b->ents, e);
-    batch_entries_change(&b->ents, e, seq, event_ms);
+    batch_entries_change(&b->ents, e, seq, event_ms, now.mono_ms);
   } else {
     apply_stale(b, e, event_ms, now);
   }
@@ -208,6 +211,14 @@ uint64_t batch_durable_seq(const batch_t *b) {
   if (oldest && oldest->pend_seq < s) s = oldest->pend_seq;
   if (b->job && b->flight_seq < s) s = b->flight_seq;
   return s;
+}
+
+int64_t batch_oldest_unwritten_ms(const batch_t *b) {
+  int64_t ms = INT64_MAX;
+  const batch_entry_t *oldest = batch_writeset_oldest(&b->ents.ws);
+  if (oldest) ms = oldest->pend_ms;
+  if (b->job && b->flight_ms < ms) ms = b->flight_ms;
+  return ms;
 }
 
 size_t batch_flush_cap(const batch_t *b) { return batch_flushcap_get(&b->cap, b->lim.linger_ms); }
@@ -249,6 +260,7 @@ writer_job_t *batch_flush_begin(batch_t *b, batch_now_t now) {
   job->chunk = b->lim.max_aggregates > 0 ? (size_t)b->lim.max_aggregates : 1000;
   job->now_ms = now.wall_ms;
   b->flight_seq = batch_writeset_oldest(&b->ents.ws)->pend_seq;
+  b->flight_ms = batch_writeset_oldest(&b->ents.ws)->pend_ms;
   while (job->nitems < n) snapshot(b, job, batch_writeset_oldest(&b->ents.ws)); /* oldest first */
   job->commands = b->commands_since_flush;
   job->first_pending_ms = b->first_pending_ms;
@@ -407,6 +419,7 @@ sink_status_t batch_flush_end(batch_t *b, writer_job_t *job, batch_now_t now, si
 
 size_t batch_pending_bytes(const batch_t *b) { return b->ents.pending_bytes + b->inflight_bytes; }
 size_t batch_dirty_count(const batch_t *b) { return b->ents.ws.ndirty; }
+size_t batch_in_flight_count(const batch_t *b) { return b->job ? b->job->nitems : 0; }
 size_t batch_cached_count(const batch_t *b) { return b->ents.cache.nclean; }
 size_t batch_cached_bytes(const batch_t *b) { return b->ents.cache.bytes; }
 const batch_stats_t *batch_stats(const batch_t *b) { return &b->stats; }

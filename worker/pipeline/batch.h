@@ -212,6 +212,16 @@ void batch_set_announcer(batch_t *b, batch_announce_cb fn, void *ctx);
 /* A new epoch (the consumer: partitions were assigned): an aggregate that
  * a command marked `announce` touches is announced once more. */
 void batch_next_epoch(batch_t *b);
+/* Evicts every clean entry (the consumer: partitions were given up). A
+ * clean copy is current only while no one else writes its document, which
+ * holds while this worker owns its partition: once given up, another
+ * member writes it, and a copy kept would make its next write here
+ * conflict. The entries do not know their partition, so all go: each
+ * aggregate touched again costs one load, in the flush that writes it,
+ * where a stale copy would cost a write that fails, a load and the write
+ * again. Dirty and in-flight entries stay (they are written as usual, their
+ * revs guarding the store). */
+void batch_forget_clean(batch_t *b);
 
 /* True when a flush should begin: a limit is reached (commands, dirty
  * aggregates or linger since the first command not in any flush), or the
@@ -230,6 +240,11 @@ bool batch_in_flight(const batch_t *b);
 uint64_t batch_seq(const batch_t *b);
 /* Every command with a seq below this is durable (or was stale). */
 uint64_t batch_durable_seq(const batch_t *b);
+/* When the oldest change not yet durable (dirty, or in the flush in
+ * flight) was applied, on the monotonic clock of batch_now_t; INT64_MAX
+ * when every change is durable. The dirty list is in the order changes
+ * came, so this is O(1), as batch_durable_seq. */
+int64_t batch_oldest_unwritten_ms(const batch_t *b);
 
 /* The most aggregates the next flush takes (batch_flushcap.h), never below
  * BATCH_FLUSH_FLOOR. */
@@ -256,6 +271,7 @@ size_t batch_pending_bytes(const batch_t *b); /* heap held by unwritten changes:
                                                  entries (aggregate, entry, changes) plus the
                                                  snapshots in flight (aggregate, job item, list) */
 size_t batch_dirty_count(const batch_t *b);
+size_t batch_in_flight_count(const batch_t *b); /* aggregates in the flush in flight, 0 without one */
 size_t batch_cached_count(const batch_t *b); /* clean, loaded entries in the LRU */
 size_t batch_cached_bytes(const batch_t *b); /* their memory, as cache.max_bytes counts it */
 const batch_stats_t *batch_stats(const batch_t *b);

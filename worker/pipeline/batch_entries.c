@@ -32,10 +32,10 @@ static void clean(batch_entries_t *s, batch_entry_t *e) {
   batch_cache_keep(&s->cache, e);
 }
 
-void batch_entries_change(batch_entries_t *s, batch_entry_t *e, uint64_t seq, int64_t event_ms) {
+void batch_entries_change(batch_entries_t *s, batch_entry_t *e, uint64_t seq, int64_t event_ms, int64_t mono_ms) {
   if (!e->dirty) {
     batch_cache_leave_lru(&s->cache, e);
-    batch_writeset_mark(&s->ws, e, seq);
+    batch_writeset_mark(&s->ws, e, seq, mono_ms);
   }
   batch_latency_add(&e->arr_pend, event_ms, 1, &BATCH_LATENCY_PER_AGGREGATE);
   account(s, e);
@@ -44,6 +44,7 @@ void batch_entries_change(batch_entries_t *s, batch_entry_t *e, uint64_t seq, in
 void batch_entries_take_off(batch_entries_t *s, batch_entry_t *e) {
   e->inflight = true;
   e->flight_seq = e->pend_seq;
+  e->flight_ms = e->pend_ms;
   assert(!e->arr_flight.n); /* one job at a time, and the last one's were settled */
   batch_latency_free(&e->arr_flight);
   e->arr_flight = e->arr_pend; /* its commands ride on the snapshot */

@@ -78,10 +78,11 @@ void batch_entries_free(batch_entries_t *s);
 /* e's memory changed (its aggregate, arrival times or holds): counted
  * again if it is dirty or in flight. */
 void batch_entries_recount(batch_entries_t *s, batch_entry_t *e);
-/* A command of this seq, which entered at event_ms (a wall time), changed
- * e (what it changed is recorded already: batch_writeset_note, holds):
- * dirty, out of the LRU, its arrival time with the pending changes. */
-void batch_entries_change(batch_entries_t *s, batch_entry_t *e, uint64_t seq, int64_t event_ms);
+/* A command of this seq, which entered at event_ms (a wall time) and was
+ * applied at mono_ms (monotonic), changed e (what it changed is recorded
+ * already: batch_writeset_note, holds): dirty, out of the LRU, its arrival
+ * time with the pending changes. */
+void batch_entries_change(batch_entries_t *s, batch_entry_t *e, uint64_t seq, int64_t event_ms, int64_t mono_ms);
 /* The dirty e went into a snapshot (its changes handed over,
  * batch_writeset_hand_over): in flight, its arrival times with it. */
 void batch_entries_take_off(batch_entries_t *s, batch_entry_t *e);

@@ -4,7 +4,8 @@
  *
  * Who changes which fields:
  *  - batch_entries.c, the state machine of an entry: agg, rev, loaded,
- *    dirty, inflight, pend_seq, flight_seq, mem, the arrival times
+ *    dirty, inflight, pend_seq, flight_seq (and their times, pend_ms and
+ *    flight_ms), mem, the arrival times
  *    (batch_latency.h) and the holds (batch_hold.h), through its
  *    transitions, and the lists through the two below; its header states
  *    the states, the transitions and the invariants they keep;
@@ -43,6 +44,8 @@ typedef struct batch_entry {
   size_t mem;          /* bytes counted in pending_bytes while dirty or in flight, in the cache's bytes while in the LRU */
   uint64_t pend_seq;   /* while dirty: seq of the oldest command not in the store nor in flight */
   uint64_t flight_seq; /* while in flight: pend_seq when the snapshot was taken */
+  int64_t pend_ms;     /* while dirty: when the command of pend_seq was applied (monotonic ms) */
+  int64_t flight_ms;   /* while in flight: pend_ms when the snapshot was taken */
   bool loaded;
   bool dirty;    /* changes not in any snapshot: in the dirty list */
   bool inflight; /* a snapshot of it is in the job in flight */

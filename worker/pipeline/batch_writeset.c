@@ -7,10 +7,11 @@ void batch_writeset_init(batch_writeset_t *w) {
   batch_entry_list_init(&w->dirty);
 }
 
-void batch_writeset_mark(batch_writeset_t *w, batch_entry_t *e, uint64_t seq) {
+void batch_writeset_mark(batch_writeset_t *w, batch_entry_t *e, uint64_t seq, int64_t mono_ms) {
   if (e->dirty) return;
   e->dirty = true;
   e->pend_seq = seq;
+  e->pend_ms = mono_ms;
   batch_entry_list_push_front(&w->dirty, e);
   w->ndirty++;
 }
@@ -22,6 +23,7 @@ void batch_writeset_redirty_old(batch_writeset_t *w, batch_entry_t *e) {
     w->ndirty++;
   e->dirty = true;
   e->pend_seq = e->flight_seq;
+  e->pend_ms = e->flight_ms;
   batch_entry_list_push_back(&w->dirty, e);
 }
 

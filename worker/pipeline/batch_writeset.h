@@ -41,9 +41,9 @@ typedef struct batch_writeset {
 
 void batch_writeset_init(batch_writeset_t *w);
 
-/* e (in no list) changed with the command of this seq: into the list, at
- * the front, unless it is dirty already. */
-void batch_writeset_mark(batch_writeset_t *w, batch_entry_t *e, uint64_t seq);
+/* e (in no list) changed with the command of this seq, applied at mono_ms
+ * (monotonic): into the list, at the front, unless it is dirty already. */
+void batch_writeset_mark(batch_writeset_t *w, batch_entry_t *e, uint64_t seq, int64_t mono_ms);
 /* A snapshot of e in flight did not land: what it carried is owed again,
  * from its flight_seq on, older than every dirty entry: to the back. Called
  * newest first over a job's items, so that they keep their order. */

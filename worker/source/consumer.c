@@ -12,6 +12,7 @@
 #include "changes_producer.h"
 #include "deadletter.h"
 #include "pipeline/flusher.h"
+#include "pipeline/stall.h"
 #include "kafka.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -56,6 +57,8 @@ typedef struct consumer {
   int64_t last_commit;   /* monotonic ms */
   int64_t last_tick;     /* monotonic ms: the last once-a-second chores */
   int64_t stop_deadline; /* monotonic ms by which a stop ends (shutdown.timeout_ms); INT64_MAX while running */
+  stall_watch_t stall;   /* the writer's stall watchdog (batch.stall_timeout_ms) */
+  sink_error_t last_failure; /* why the last flush that did not land everything did not, for the stall's warning */
   model_command_t cmd;
   /* The burst's valid commands by type, applied and stale: counted in the
    * metrics once per burst (count_burst) instead of once per message. */
@@ -135,6 +138,8 @@ static bool flush_step(consumer_t *c, batch_now_t now, int64_t wait_ms, bool for
   flusher_event_t ev = flusher_step(c->flusher, now, wait_ms, force);
   bool landed = false;
   if (ev.finished) {
+    if (ev.landed) stall_landed(&c->stall, clock_mono(c->clock));
+    if (ev.status != SINK_OK) c->last_failure = ev.err;
     log_debug("flush finished", "status", LOG_INT, (int64_t)ev.status, "aggregates", LOG_INT, (int64_t)ev.items,
               "ms", LOG_INT, (int64_t)(ev.seconds * 1000));
     if (c->ann) {
@@ -157,6 +162,30 @@ static bool flush_step(consumer_t *c, batch_now_t now, int64_t wait_ms, bool for
   if (all_durable(c)) offsets_all_durable(c->offsets);
   if (ev.finished || ev.started) update_gauges(c);
   return landed;
+}
+
+/* The stall watchdog's verdict, once a second (stall.h): logged, and fed
+ * to readiness and the metrics, when it changes or goes on. */
+static void check_stall(consumer_t *c, int64_t now) {
+  int64_t oldest = batch_oldest_unwritten_ms(c->batch);
+  metrics_set_oldest_unwritten(c->clock, oldest);
+  stall_event_t e = stall_check(&c->stall, now, oldest);
+  if (e == STALL_NONE) return;
+  uint64_t unwritten = batch_dirty_count(c->batch) + batch_in_flight_count(c->batch);
+  if (e == STALL_ENDED) {
+    log_info("writer resumed", "dirty_aggregates", LOG_INT, (int64_t)batch_dirty_count(c->batch));
+    metrics_set_writer_stalled(false, 0, 0);
+    return;
+  }
+  const batch_stats_t *s = batch_stats(c->batch);
+  log_warn("writer stalled: unwritten changes and no write landed", "seconds", LOG_INT,
+           stall_age_ms(&c->stall, now) / 1000, "unwritten_aggregates", LOG_INT, (int64_t)unwritten,
+           "dirty_aggregates", LOG_INT, (int64_t)batch_dirty_count(c->batch), "flush_in_flight", LOG_INT,
+           (int64_t)flusher_in_flight(c->flusher), "oldest_unwritten_seconds", LOG_INT,
+           oldest == INT64_MAX ? 0 : (now - oldest) / 1000, "writes", LOG_INT, (int64_t)s->writes_ok, "conflicts",
+           LOG_INT, (int64_t)s->conflicts, "write_errors", LOG_INT, (int64_t)s->write_errors, "last_failure",
+           LOG_STR, c->last_failure.message, "timeout_ms", LOG_INT, c->stall.timeout_ms);
+  metrics_set_writer_stalled(true, unwritten, c->stall.since_ms);
 }
 
 /* Serves the change events' acknowledgements: true when they let a
@@ -264,6 +293,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
       metrics_clear_lag(parts->elems[i].topic, parts->elems[i].partition);
       offsets_remove(c->offsets, parts->elems[i].topic, parts->elems[i].partition);
     }
+    batch_forget_clean(c->batch); /* their aggregates are the next owner's to write (batch.h) */
+    update_gauges(c);
     apply_assignment(rk, coop, false, parts);
     char names[512];
     log_info(lost ? "partitions lost" : "partitions revoked", "count", LOG_INT, (int64_t)parts->cnt, "total",
@@ -437,6 +468,7 @@ static void reload(consumer_t *c, const consumer_reload_t *rl) {
   batch_set_limits(c->batch, &limits);
   report_bounds(c);
   flusher_set_retry(c->flusher, c->cfg->retry_backoff_ms, c->cfg->retry_backoff_max_ms);
+  stall_set_timeout(&c->stall, c->cfg->batch_stall_timeout_ms);
   log_setup(c->cfg->log_level, c->cfg->log_format);
   log_info("configuration reloaded");
   if (restart[0]) log_warn("changed keys need a restart to apply", "keys", LOG_STR, restart);
@@ -506,6 +538,8 @@ static bool create_clients(consumer_t *c) {
 }
 
 static void destroy_clients(consumer_t *c) {
+  metrics_set_oldest_unwritten(c->clock, INT64_MAX); /* the clock it reads goes with the run */
+  metrics_set_writer_stalled(false, 0, 0);
   if (c->rk) rd_kafka_destroy(c->rk);
   deadletter_destroy(c->dlq);
   if (c->ann) batch_set_announcer(c->batch, NULL, NULL);
@@ -596,6 +630,7 @@ static void turn(consumer_t *c, const consumer_reload_t *rl) {
     metrics_heartbeat();
     report_lag(c);
     update_gauges(c);
+    check_stall(c, now);
   }
   if (signals_take_reload()) reload(c, rl);
 }
@@ -644,6 +679,7 @@ int consumer_run(config_t *cfg, batch_t *batch, const sink_t *sink, const clock_
   c->batch = batch;
   c->clock = clock;
   c->stop_deadline = INT64_MAX;
+  stall_init(&c->stall, cfg->batch_stall_timeout_ms);
   srand((unsigned)clock_wall(clock) ^ (unsigned)getpid()); /* the retry jitter's seed: any value differing per run */
   signals_install(SIGNALS_STOP | SIGNALS_RELOAD | SIGNALS_IGNORE_PIPE);
   metrics_set_assigned(false);
