@@ -15,6 +15,7 @@
 #include "store/store_error.h"
 #include "store/store_internal.h"
 #include "store/store_outcome.h"
+#include "store/store_resolve.h"
 
 static bson_error_t mkerr(uint32_t domain, uint32_t code) {
   bson_error_t e;
@@ -482,6 +483,197 @@ START_TEST(read_back_claims_only_own_write) {
 }
 END_TEST
 
+
+/* --- replies drawn at random ------------------------------------------------- */
+
+static uint64_t rnd_next(uint64_t *x) { /* splitmix64 */
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+typedef enum { FATE_OK, FATE_CONFLICT, FATE_ERROR } fate_t;
+typedef enum { SHAPE_MONGODB, SHAPE_MJS, SHAPE_FERRETDB } shape_t;
+
+/* The reply a server of that shape gives to a bulk whose items end as
+ * fate says: MongoDB counts every item and names each write error by its
+ * index (a partial update that matches nothing is only missing from
+ * nMatched); mongo-java-server counts failed inserts in nInserted too;
+ * FerretDB stops at the first write error, counts nothing and names index
+ * 0 (store_profile.c). */
+static void reply_of(shape_t shape, const fixture_t *f, const fate_t *fate, size_t n, model_buf_t *out,
+                     bool *executed) {
+  int64_t inserted = 0, inserts = 0, matched = 0;
+  model_buf_t errs = MODEL_BUF_INIT;
+  size_t nerr = 0;
+  for (size_t i = 0; i < n; i++) {
+    const sink_write_item_t *it = &f->items[i];
+    if (it->rev == 0) inserts++;
+    if (fate[i] == FATE_OK) {
+      if (it->rev == 0)
+        inserted++;
+      else
+        matched++;
+      continue;
+    }
+    if (fate[i] == FATE_CONFLICT && it->partial) continue; /* no error: only missing from nMatched */
+    if (shape == SHAPE_FERRETDB && nerr) continue;        /* stopped at the first */
+    int code = fate[i] == FATE_CONFLICT ? 11000 : 2;
+    model_buf_printf(&errs, "%s{\"index\": %zu, \"code\": %d, \"errmsg\": \"e\"}", nerr ? ", " : "",
+                     shape == SHAPE_FERRETDB ? (size_t)0 : i, code);
+    nerr++;
+  }
+  if (shape == SHAPE_MJS && nerr) inserted = inserts;
+  if (shape == SHAPE_FERRETDB && nerr) inserted = matched = 0;
+  model_buf_printf(out, "{\"nInserted\": %lld, \"nMatched\": %lld, \"nModified\": %lld, \"nUpserted\": 0, "
+                        "\"writeErrors\": [%s]}",
+                   (long long)inserted, (long long)matched, (long long)matched, errs.len ? errs.data : "");
+  *executed = nerr == 0;
+  model_buf_destroy(&errs);
+}
+
+/* Whatever the fates and the server's shape, the outcome reader either
+ * gives every item its true fate (SINK_OK) or says it cannot tell
+ * (SINK_RETRY, incomplete, every item pending for the resolution): it
+ * never calls an item written that was not, nor the reverse. On MongoDB's
+ * replies it can always tell, but when some and not all partial updates
+ * missed, or some missed beside a write error. */
+START_TEST(bulk_replies_at_random_never_misread) {
+  uint64_t rnd = 2024;
+  int told = 0, untold = 0;
+  for (int round = 0; round < 20000; round++) {
+    fixture_t f;
+    size_t n = 1 + rnd_next(&rnd) % NITEMS;
+    fx_init(&f, n);
+    fate_t fate[NITEMS];
+    size_t partials = 0, partial_misses = 0, write_errors = 0;
+    for (size_t i = 0; i < n; i++) {
+      unsigned kind = (unsigned)(rnd_next(&rnd) % 3); /* an insert, a whole replace, a partial update */
+      f.items[i].rev = kind == 0 ? 0 : (int64_t)i + 1;
+      f.items[i].partial = kind == 2;
+      unsigned r = (unsigned)(rnd_next(&rnd) % 10);
+      fate[i] = r < 6 ? FATE_OK : r < 9 ? FATE_CONFLICT : FATE_ERROR;
+      partials += f.items[i].partial;
+      partial_misses += f.items[i].partial && fate[i] == FATE_CONFLICT;
+      write_errors += fate[i] == FATE_ERROR || (fate[i] == FATE_CONFLICT && !f.items[i].partial);
+    }
+    shape_t shape = (shape_t)(rnd_next(&rnd) % 3);
+    model_buf_t reply = MODEL_BUF_INIT;
+    bool executed;
+    reply_of(shape, &f, fate, n, &reply, &executed);
+    bson_error_t e = executed ? mkerr(0, 0) : mkerr(MONGOC_ERROR_SERVER, 11000);
+    sink_status_t st = outcome(&f, executed, e, reply.data, n);
+    if (st == SINK_OK) {
+      told++;
+      ck_assert(!f.incomplete);
+      for (size_t i = 0; i < n; i++) {
+        sink_item_result_t want =
+            fate[i] == FATE_OK ? SINK_ITEM_OK : fate[i] == FATE_CONFLICT ? SINK_ITEM_CONFLICT : SINK_ITEM_REJECTED;
+        ck_assert_msg(f.items[i].result == want, "round %d, shape %d, item %zu: %d for fate %d; reply %s", round,
+                      (int)shape, i, (int)f.items[i].result, (int)fate[i], reply.data);
+      }
+    } else {
+      untold++;
+      ck_assert_int_eq(st, SINK_RETRY);
+      ck_assert_msg(f.incomplete, "round %d: a retry that is not for want of a full reply: %s", round, reply.data);
+      assert_all_pending(&f);
+      /* a shortfall beside a write error could be a server that stopped there */
+      ck_assert_msg(shape != SHAPE_MONGODB || (partial_misses > 0 && (partial_misses < partials || write_errors > 0)),
+                    "round %d: MongoDB's reply %s was not read", round, reply.data);
+    }
+    model_buf_destroy(&reply);
+  }
+  ck_assert(told > 1000 && untold > 1000);
+}
+END_TEST
+
+/* A server whose every item's fate is drawn at random, behind the
+ * resolution's two callbacks (store_resolve.h): landed in the bulk (the
+ * read-back finds it), conflicting, refused, or never accounted for (a
+ * single write's reply short too); and a store that fails now and then.
+ * The resolution ends after one read and at most one write per item, and
+ * every item ends with its fate or, when the call fails, pending: never
+ * forgotten, never claimed. */
+typedef enum { RFATE_LANDED, RFATE_CONFLICT, RFATE_REJECTED, RFATE_UNREPORTED } rfate_t;
+
+typedef struct random_server {
+  rfate_t fate[NITEMS];
+  bool read_fails;
+  int reads, writes;
+} random_server_t;
+
+static sink_status_t rs_read_back(void *ctx, sink_write_item_t *items, size_t n, sink_error_t *err) {
+  random_server_t *s = ctx;
+  s->reads++;
+  for (size_t i = 0; i < n; i++) items[i].result = SINK_ITEM_RETRY;
+  if (s->read_fails) {
+    snprintf(err->message, sizeof err->message, "read failed");
+    return SINK_RETRY;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (s->fate[i] == RFATE_LANDED) items[i].result = SINK_ITEM_OK;
+  return SINK_OK;
+}
+
+static sink_status_t rs_write_one(void *ctx, sink_write_item_t *items, size_t i, sink_error_t *err) {
+  random_server_t *s = ctx;
+  s->writes++;
+  ck_assert_msg(s->fate[i] != RFATE_LANDED, "item %zu landed and was sent again", i);
+  switch (s->fate[i]) {
+  case RFATE_CONFLICT:
+    items[i].result = SINK_ITEM_CONFLICT;
+    return SINK_OK;
+  case RFATE_REJECTED:
+    items[i].result = SINK_ITEM_REJECTED;
+    items[i].error_code = 2;
+    return SINK_OK;
+  default:
+    snprintf(err->message, sizeof err->message, "the reply did not account for the item");
+    return SINK_RETRY;
+  }
+}
+
+START_TEST(resolution_at_random_ends_with_every_item_placed) {
+  uint64_t rnd = 77;
+  int ok = 0, retried = 0;
+  for (int round = 0; round < 20000; round++) {
+    size_t n = 1 + rnd_next(&rnd) % NITEMS;
+    random_server_t s = {.read_fails = rnd_next(&rnd) % 10 == 0};
+    sink_write_item_t items[NITEMS];
+    memset(items, 0, sizeof items);
+    bool unreported = false;
+    for (size_t i = 0; i < n; i++) {
+      unsigned r = (unsigned)(rnd_next(&rnd) % 20);
+      s.fate[i] = r < 10 ? RFATE_LANDED : r < 16 ? RFATE_CONFLICT : r < 19 ? RFATE_REJECTED : RFATE_UNREPORTED;
+      unreported |= s.fate[i] == RFATE_UNREPORTED;
+      items[i].result = (sink_item_result_t)(rnd_next(&rnd) % 5); /* whatever the bulk left there */
+    }
+    store_resolver_t r = {rs_read_back, rs_write_one, &s};
+    sink_error_t err = {0};
+    sink_status_t st = store_resolve(&r, items, n, &err);
+    ck_assert_int_eq(s.reads, 1);
+    ck_assert_int_le(s.writes, (int)n);
+    if (st == SINK_OK) {
+      ok++;
+      ck_assert(!s.read_fails && !unreported);
+      for (size_t i = 0; i < n; i++) {
+        sink_item_result_t want = s.fate[i] == RFATE_LANDED     ? SINK_ITEM_OK
+                                  : s.fate[i] == RFATE_CONFLICT ? SINK_ITEM_CONFLICT
+                                                                : SINK_ITEM_REJECTED;
+        ck_assert_int_eq(items[i].result, want);
+      }
+    } else {
+      retried++;
+      ck_assert_int_eq(st, SINK_RETRY);
+      ck_assert(s.read_fails || unreported);
+      for (size_t i = 0; i < n; i++) ck_assert_int_eq(items[i].result, SINK_ITEM_RETRY);
+    }
+  }
+  ck_assert(ok > 1000 && retried > 1000);
+}
+END_TEST
+
 /* --- configuration ------------------------------------------------------- */
 
 START_TEST(bulk_partial_misses) {
@@ -608,6 +800,8 @@ Suite *test_suite(void) {
   tcase_add_test(tc, bulk_command_error);
   tcase_add_test(tc, bulk_incomplete_reply);
   tcase_add_test(tc, read_back_claims_only_own_write);
+  tcase_add_test(tc, bulk_replies_at_random_never_misread);
+  tcase_add_test(tc, resolution_at_random_ends_with_every_item_placed);
   suite_add_tcase(s, tc);
   tc = tcase_create("config");
   tcase_add_test(tc, new_validates_without_connecting);

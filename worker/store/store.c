@@ -34,6 +34,7 @@
 #include "store_internal.h"
 #include "store_outcome.h"
 #include "store_profile.h"
+#include "store_resolve.h"
 #include "base/store_shard.h"
 #include "base/value.h"
 
@@ -419,17 +420,27 @@ static sink_status_t read_back(store_t *store, sink_write_item_t *items, size_t 
   return st;
 }
 
-/* Finds out what became of every item after a reply that did not account
- * for them all: a server that stops an update command at its first write
- * error, even when it is unordered, reports neither the writes it did
- * before the error nor the error's real index (store_profile.c). So: read
- * the items back; an item whose stored document is this write's has
- * landed. The others are sent one by one, since a single write's reply is
- * unambiguous: one that another writer moved on comes back as a conflict,
- * as it would from MongoDB. MongoDB's replies account for every whole
- * item; it takes this path only when some but not all partial updates of a
- * command matched nothing (store_bulk_outcome), which needs a race with
- * another writer. */
+/* store_resolve's callbacks for one store_write (store_resolve.h). */
+typedef struct resolving {
+  store_t *store;
+  int64_t updated_at_ms;
+} resolving_t;
+
+static sink_status_t resolve_read_back(void *ctx, sink_write_item_t *items, size_t n, sink_error_t *err) {
+  resolving_t *r = ctx;
+  return read_back(r->store, items, n, r->updated_at_ms, err);
+}
+
+static sink_status_t resolve_write_one(void *ctx, sink_write_item_t *items, size_t i, sink_error_t *err) {
+  resolving_t *r = ctx;
+  bool incomplete;
+  return write_bulk(r->store, items, &i, 1, r->updated_at_ms, &incomplete, err);
+}
+
+/* After a reply that did not account for every item: MongoDB's replies
+ * account for every whole item; it takes this path only when some but not
+ * all partial updates of a command matched nothing (store_bulk_outcome),
+ * which needs a race with another writer. */
 static sink_status_t resolve_incomplete(store_t *store, sink_write_item_t *items, size_t nitems,
                                          int64_t updated_at_ms, sink_error_t *err) {
   if (!store->warned_incomplete) {
@@ -438,11 +449,9 @@ static sink_status_t resolve_incomplete(store_t *store, sink_write_item_t *items
     store->warned_incomplete = true;
   }
   store_error_clear(err);
-  sink_status_t st = read_back(store, items, nitems, updated_at_ms, err);
-  bool incomplete;
-  for (size_t i = 0; st == SINK_OK && i < nitems; i++)
-    if (items[i].result == SINK_ITEM_RETRY) st = write_bulk(store, items, &i, 1, updated_at_ms, &incomplete, err);
-  return st;
+  resolving_t ctx = {store, updated_at_ms};
+  store_resolver_t r = {resolve_read_back, resolve_write_one, &ctx};
+  return store_resolve(&r, items, nitems, err);
 }
 
 sink_status_t store_write(store_t *store, sink_write_item_t *items, size_t nitems, int64_t updated_at_ms,
