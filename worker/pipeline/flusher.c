@@ -15,10 +15,10 @@
 /* Flushes in a row that landed nothing and came back with conflicts, before
  * the next one backs off (two writers racing on one hot document must not
  * spin). A flush that lands anything is progress and resets the count:
- * counting every flush with a conflict instead throttled a whole writer to
- * one flush per retry.backoff_max_ms whenever each of its flushes met one
- * stale document (a cache of partitions it had given up, a store restored
- * from a backup), which looked like a stall. */
+ * counting every flush with a conflict would throttle a whole writer to
+ * one flush per retry.backoff_max_ms whenever each of its flushes meets one
+ * stale document (a cache of partitions it gave up, a store restored from
+ * a backup), which looks like a stall. */
 #define PARTIAL_ROUNDS 8
 
 struct flusher {
