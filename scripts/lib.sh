@@ -8,12 +8,14 @@
 #
 #   $AGG_CACHE_DIR/m2/                   Maven local repository
 #   $AGG_CACHE_DIR/kafka-<ver>/libs/     broker jars (+ .complete marker)
+#   $AGG_CACHE_DIR/kafka-tools-<ver>/libs/   command-line tools' jars (+ .complete marker)
 #   $AGG_CACHE_DIR/mongo-java-server-<ver>/libs/   its jars (+ .complete marker)
 #   $AGG_CACHE_DIR/go/{mod,build}/       Go module and build caches
 #   $AGG_CACHE_DIR/bin/ferretdb-<ver>    FerretDB binary
 #   $AGG_CACHE_DIR/librdkafka-<ver>/     librdkafka, static (+ .complete marker);
 #   $AGG_CACHE_DIR/librdkafka            a link to it, CMakeLists.txt's default AGG_RDKAFKA_PREFIX
 #   $AGG_CACHE_DIR/stack/                running stack: config, data, logs, pids
+#   $AGG_CACHE_DIR/stack-secured/        its secured profile: the same, certificates, secrets
 
 AGG_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 AGG_CACHE_DIR="${AGG_CACHE_DIR:-$HOME/.cache/aggregator}"
@@ -85,6 +87,30 @@ agg_install_kafka() {
         agg_die "Maven could not resolve the Kafka jars (log: $log)"
     fi
     ls "$libs"/kafka_2.13-*.jar >/dev/null 2>&1 || agg_die "kafka_2.13 jar missing after Maven run (log: $log)"
+    touch "$libs/.complete"
+}
+
+agg_kafka_tools_libs() { echo "$AGG_CACHE_DIR/kafka-tools-$(agg_kafka_version)/libs"; }
+
+# Kafka's command-line tools (kafka-acls.sh's AclCommand and the others of
+# org.apache.kafka.tools), the same way, at the broker's version.
+agg_install_kafka_tools() {
+    local libs
+    libs="$(agg_kafka_tools_libs)"
+    [ -f "$libs/.complete" ] && return 0
+    command -v mvn >/dev/null || agg_die "mvn not found (Maven 3.8+ is required to fetch the Kafka tools' jars)"
+    agg_log "bootstrap: resolving the Kafka $(agg_kafka_version) tools' jars with Maven into $libs"
+    rm -rf "$libs"
+    mkdir -p "$libs" "$AGG_CACHE_DIR/m2"
+    local log="$AGG_CACHE_DIR/kafka-tools-maven.log"
+    if ! mvn -B -q -Dstyle.color=never -f "$AGG_ROOT/scripts/kafka-tools/pom.xml" \
+            -Dkafka.version="$(agg_kafka_version)" -Dmaven.repo.local="$AGG_CACHE_DIR/m2" \
+            dependency:copy-dependencies -DincludeScope=runtime \
+            -DoutputDirectory="$libs" >"$log" 2>&1; then
+        cat "$log" >&2
+        agg_die "Maven could not resolve the Kafka tools' jars (log: $log)"
+    fi
+    ls "$libs"/kafka-tools-*.jar >/dev/null 2>&1 || agg_die "kafka-tools jar missing after Maven run (log: $log)"
     touch "$libs/.complete"
 }
 
