@@ -32,13 +32,28 @@ else
   [ "$commit" = unknown ] || fail "outside git the commit is '$commit', expected unknown"
 fi
 
-# The libraries: what they say at run time, which is what pkg-config built
-# against unless one was upgraded since.
-for lib in librdkafka:rdkafka libmongoc:libmongoc-1.0 libbson:libbson-1.0; do
+# librdkafka: the version it was built against (CMakeLists.txt caches it),
+# which a static link keeps at run time; scripts/bootstrap's build is the
+# one scripts/lib.sh pins, 2.12 or later (SCRAM on Kafka 4.x needs 2.6.1).
+v="$(field librdkafka)"
+cache="${AGG_BINARY_DIR:-}/CMakeCache.txt"
+if [ -f "$cache" ]; then
+  built="$(sed -n 's/^AGG_RDKAFKA_VERSION:INTERNAL=//p' "$cache")"
+  [ "$v" = "$built" ] || fail "librdkafka runs as $v, built against '$built'"
+  if [ "$(sed -n 's/^AGG_RDKAFKA_SOURCE:INTERNAL=//p' "$cache")" = bootstrap ]; then
+    pinned="$(bash -c '. "$1/scripts/lib.sh" && echo "${AGG_RDKAFKA_DEB_VERSION%-*}"' _ "$SRC")"
+    [ "$v" = "$pinned" ] || fail "librdkafka $v, scripts/lib.sh pins $pinned"
+    [ "$(printf '%s\n' 2.12.0 "$v" | sort -V | head -1)" = 2.12.0 ] || fail "librdkafka $v is older than 2.12"
+  fi
+fi
+
+# The other libraries: what they say at run time, which is what pkg-config
+# built against unless one was upgraded since.
+for lib in librdkafka:- libmongoc:libmongoc-1.0 libbson:libbson-1.0; do
   name="${lib%%:*}" pc="${lib#*:}"
   v="$(field "$name")"
   printf '%s' "$v" | grep -qE '^[0-9]+\.[0-9]+\.[0-9]+' || fail "$name version '$v' is not a version"
-  if command -v pkg-config >/dev/null && built="$(pkg-config --modversion "$pc" 2>/dev/null)"; then
+  if [ "$pc" != - ] && command -v pkg-config >/dev/null && built="$(pkg-config --modversion "$pc" 2>/dev/null)"; then
     [ "$v" = "$built" ] || fail "$name runs as $v, built against $built"
   fi
 done

@@ -66,7 +66,8 @@ from checklist import Fail, case, check, report  # noqa: E402,F401
 AGGREGATOR = os.environ.get("AGGREGATOR") or os.path.join(SRC, "build", "aggregator")
 DOCKER = os.path.join(SRC, "docker")
 
-RUNTIME_LIBS = {"librdkafka1", "libmongoc-1.0-0", "libbson-1.0-0", "libmicrohttpd12"}
+# librdkafka is linked statically (scripts/bootstrap builds it): the image needs the libraries it links.
+RUNTIME_LIBS = {"libmongoc-1.0-0", "libbson-1.0-0", "libmicrohttpd12", "libsasl2-2", "libcurl4"}
 # Runtime packages that are not libraries of the binary, and why.
 RUNTIME_EXTRA = {"ca-certificates"}  # TLS to brokers and MongoDB
 # In debian:bookworm-slim already (Essential/required): no install needed.
@@ -387,8 +388,13 @@ def test_dockerfile():
     check(RUNTIME_LIBS <= rt_pkgs, "runtime stage misses %s" % (RUNTIME_LIBS - rt_pkgs))
     check(not [p for p in rt_pkgs if p.endswith("-dev") or p in ("build-essential", "cmake", "gcc")],
           "runtime stage installs build tools: %s" % rt_pkgs)
-    for p in ("librdkafka-dev", "libmongoc-dev", "libbson-dev", "libmicrohttpd-dev", "cmake"):
+    for p in ("libmongoc-dev", "libbson-dev", "libmicrohttpd-dev", "cmake") + rdkafka_build_deps():
         check(p in build_pkgs, "build stage misses %s" % p)
+    check("librdkafka-dev" not in build_pkgs, "the build stage installs librdkafka-dev: the image is to carry the "
+          "librdkafka scripts/lib.sh builds, not the system's")
+    script = " ".join(a for w, a in build if w == "RUN")
+    check("agg_install_librdkafka" in script and "-DAGG_RDKAFKA_PREFIX=" in script,
+          "the build stage does not build librdkafka with scripts/lib.sh and link it (AGG_RDKAFKA_PREFIX)")
     instr = {}
     for word, args in runtime:
         instr.setdefault(word, []).append(args)
@@ -410,6 +416,13 @@ def test_dockerfile():
     check(m and m.group(1) in dests and dests[m.group(1)] == "docker/healthcheck.sh",
           "HEALTHCHECK must run the copied docker/healthcheck.sh: %s" % hc)
     return user
+
+
+def rdkafka_build_deps():
+    """The -dev packages scripts/lib.sh's librdkafka build links (AGG_RDKAFKA_BUILD_DEPS)."""
+    r = run(["bash", "-c", '. "$1/scripts/lib.sh" && echo "${AGG_RDKAFKA_BUILD_DEPS[@]}"', "_", SRC])
+    check(r.returncode == 0 and r.stdout.split(), "scripts/lib.sh names no AGG_RDKAFKA_BUILD_DEPS: %s" % r.stderr)
+    return tuple(r.stdout.split())
 
 
 def cmake_product_rules():
@@ -481,12 +494,14 @@ def test_dockerfile_runtime_libraries():
 
 def test_dockerfile_build_packages():
     """The build stage installs the -dev packages of the libraries CMakeLists.txt asks pkg-config for in a
-    product build (BUILD_TESTING=OFF), and no others (libinih-dev was installed for years, linked by nothing)."""
+    product build (BUILD_TESTING=OFF) and those of librdkafka's build (scripts/lib.sh), and no others
+    (libinih-dev was installed for years, linked by nothing)."""
     modules = set(re.findall(r"pkg_check_modules\(\w+ REQUIRED IMPORTED_TARGET ([\w.+-]+)\)", cmake_product_rules()))
     check(modules, "no pkg_check_modules in CMakeLists.txt")
     build_pkgs = apt_installs(dockerfile_stages()[0][1])
     provided = set()
-    for p in sorted(b for b in build_pkgs if b.endswith("-dev") or b == "check"):
+    rdkafka_deps = set(rdkafka_build_deps())
+    for p in sorted(b for b in build_pkgs if (b.endswith("-dev") or b == "check") and b not in rdkafka_deps):
         r = run(["dpkg", "-L", p])
         pcs = {os.path.basename(line)[:-3] for line in r.stdout.splitlines() if line.endswith(".pc")}
         check(pcs & modules, "the build stage installs %s, which provides none of %s" % (p, sorted(modules)))

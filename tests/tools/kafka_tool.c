@@ -15,7 +15,11 @@
  *                                                       then "member CONSUMER_ID CLIENT_ID" lines, sorted
  *   kafka_tool delete-records BROKERS TOPIC PARTITION OFFSET
  *                                                       moves the partition's log start to OFFSET
- *   kafka_tool end-offsets BROKERS TOPIC                high watermarks, "partition offset" lines */
+ *   kafka_tool end-offsets BROKERS TOPIC                high watermarks, "partition offset" lines
+ *
+ * AGG_KAFKA_TOOL_PROPERTIES names a file of NAME=VALUE lines (# comments)
+ * of librdkafka settings every client of the tool gets first: the secured
+ * stack's admin-rdkafka.properties (scripts/stack start-secured). */
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
@@ -32,9 +36,29 @@ static void die(const char *what, const char *why) {
   exit(1);
 }
 
+/* Applies the NAME=VALUE lines of the file AGG_KAFKA_TOOL_PROPERTIES names,
+ * if it names one; a line that is not a setting librdkafka takes is fatal. */
+static void apply_properties(rd_kafka_conf_t *conf) {
+  const char *path = getenv("AGG_KAFKA_TOOL_PROPERTIES");
+  if (!path || !*path) return;
+  FILE *f = fopen(path, "r");
+  if (!f) die(path, "cannot open");
+  char line[4096], err[512];
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n")] = '\0';
+    if (!line[0] || line[0] == '#') continue;
+    char *eq = strchr(line, '=');
+    if (!eq) die(path, "a line without NAME=VALUE");
+    *eq = '\0';
+    if (rd_kafka_conf_set(conf, line, eq + 1, err, sizeof err) != RD_KAFKA_CONF_OK) die(path, err);
+  }
+  fclose(f);
+}
+
 static rd_kafka_t *client(rd_kafka_type_t type, const char *brokers, const char *group) {
   char err[512];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  apply_properties(conf);
   if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, err, sizeof err) ||
       (group && rd_kafka_conf_set(conf, "group.id", group, err, sizeof err)) ||
       (type == RD_KAFKA_PRODUCER && (rd_kafka_conf_set(conf, "acks", "all", err, sizeof err) ||
