@@ -12,7 +12,7 @@
 
 #include "../common/corpus.h"
 #include "../fuzz/scan_diff.h"
-#include "json_simd.h"
+#include "json/json_simd.h"
 
 #define MAXB (1u << 20)
 
