@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_scan.h"
-#include "json_simd.h"
+#include "json/json_scan.h"
+#include "json/json_simd.h"
 #include "timestamp.h"
 #include "timestamp_parse.h"
 #include "zero.h"
@@ -400,6 +400,12 @@ static inline bool same_bytes_13_24(const char *a, const char *b, size_t n) {
   return ((x0 ^ y0) | (x1 ^ y1) | (x2 ^ y2)) == 0;
 }
 
+/* model_timestamp_parse(), the common form (milliseconds, 24 bytes) inline. */
+static inline __attribute__((always_inline)) bool parse_ts(const char *s, size_t len, int64_t *ms) {
+  if (len == 24) return model_timestamp_parse_at(s, 24, true, ms);
+  return model_timestamp_parse(s, len, ms);
+}
+
 /* check_ts, inline for a string without escapes that parses (whatever
  * fault another field has: parsing records none, and *cmd is unspecified
  * on a reject); anything else goes to check_ts_any, which decides from the
@@ -407,7 +413,7 @@ static inline bool same_bytes_13_24(const char *a, const char *b, size_t n) {
 static inline __attribute__((always_inline)) bool check_ts(check_t *c, const char *name,
                                                            const model_json_value_t *v, bool required,
                                                            bool nullable, int64_t *ms) {
-  if (v->type == MODEL_JSON_STRING && !v->escaped && model_timestamp_parse_inline(c->buf + v->start, v->len, ms))
+  if (v->type == MODEL_JSON_STRING && !v->escaped && parse_ts(c->buf + v->start, v->len, ms))
     return true;
   return check_ts_any(c, name, v, required, nullable, ms);
 }

@@ -1,7 +1,8 @@
 /* The parsing of model_timestamp_parse() (timestamp.h), inline for the
  * decode of a command, which parses one or more timestamps per command and
  * spares the call for the common form (milliseconds, 24 bytes). Included by
- * timestamp.c and command.c only. */
+ * timestamp.c and command.c only. It calls nothing of theirs: the parse
+ * sits under both, and no include runs back up to them. */
 #ifndef MODEL_TIMESTAMP_PARSE_H
 #define MODEL_TIMESTAMP_PARSE_H
 
@@ -124,13 +125,6 @@ static inline __attribute__((always_inline)) bool model_timestamp_parse_at(const
   }
   *ms = model_timestamp_days_of(y, mo, dd) * 86400000 + (int64_t)(h * 3600000 + mi * 60000 + se * 1000 + millis);
   return true;
-}
-
-/* model_timestamp_parse(), the common form inline. */
-static inline __attribute__((always_inline)) bool model_timestamp_parse_inline(const char *s, size_t len,
-                                                                               int64_t *ms) {
-  if (len == 24) return model_timestamp_parse_at(s, 24, true, ms);
-  return model_timestamp_parse(s, len, ms);
 }
 
 #endif

@@ -451,7 +451,8 @@ def installed_files():
     if re.search(r"^install\(TARGETS aggregator RUNTIME DESTINATION \$\{CMAKE_INSTALL_BINDIR\}\)", rules, re.M):
         out["/usr/bin/aggregator"] = "aggregator"
     conf = re.search(r'if\(CMAKE_INSTALL_FULL_SYSCONFDIR STREQUAL "/etc"\)\s+set\(AGG_CONF_DIR (\S+)\)', rules)
-    for src in re.findall(r"^install\(FILES (\S+) DESTINATION \$\{AGG_CONF_DIR\}\)", rules, re.M):
+    # a rule of a component that a plain install takes (not EXCLUDE_FROM_ALL)
+    for src in re.findall(r"^install\(FILES (\S+) DESTINATION \$\{AGG_CONF_DIR\}(?: COMPONENT \w+)?\)", rules, re.M):
         if conf:
             out[conf.group(1) + "/" + os.path.basename(src)] = src
     return out

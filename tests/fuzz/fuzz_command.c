@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "command.h"
-#include "json_scan.h"
+#include "json/json_scan.h"
 #include "ref_utf8.h"
 #include "timestamp.h"
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "json_scan.h"
+#include "json/json_scan.h"
 
 typedef struct ref_json_schema {
   const char *const *root_keys;

@@ -1,4 +1,4 @@
-/* A deliberately plain UTF-8 check, independent of models/json_scan.c: the
+/* A deliberately plain UTF-8 check, independent of models/json/json_scan.c: the
  * reference the decoder's fast validator is compared with, by the unit tests
  * and by the fuzz target. Returns the length of the longest valid prefix. */
 #ifndef REF_UTF8_H

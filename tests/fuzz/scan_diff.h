@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "command.h"
-#include "json_scan.h"
+#include "json/json_scan.h"
 #include "ref_json_scan.h"
 
 static const model_json_kernel_t scan_diff_kernels[] = {MODEL_JSON_KERNEL_SCALAR, MODEL_JSON_KERNEL_SSE2,

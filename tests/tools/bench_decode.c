@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "command.h"
-#include "json_scan.h"
+#include "json/json_scan.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 static uint32_t next(void) { /* xorshift64* */

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "command.h"
-#include "json_scan.h"
+#include "json/json_scan.h"
 #include "../fuzz/ref_utf8.h"
 #include "../fuzz/scan_diff.h"
 

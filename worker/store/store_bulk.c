@@ -32,7 +32,7 @@ size_t sink_document_limit(const model_aggregate_t *agg) {
  * nothing; strings in UTF-8) is off: every key the codec writes is a field
  * name of docs/DOCUMENT.md or an id (letters, digits, '-' and '_'), and
  * every string was checked as UTF-8 when its command was decoded
- * (models/json_scan.c) or its stored document read (models/codec_bson.c).
+ * (models/json/json_scan.c) or its stored document read (models/codec_bson.c).
  * Checking again would walk every byte of every document written. */
 static void no_validate(bson_t *opts) { BSON_APPEND_BOOL(opts, "validate", false); }
 

@@ -1,6 +1,6 @@
 /* The text of JSON strings, shared by the scan (json_scan.c, json_scan_run.h)
  * and json_text.c: the UTF-8 sequences a string may hold and the escapes it
- * may be written with. Private to models/json_*; the functions others call
+ * may be written with. Private to models/json/; the functions others call
  * (model_utf8_check, model_json_unescape) are declared in json_scan.h. */
 #ifndef MODEL_JSON_TEXT_H
 #define MODEL_JSON_TEXT_H
