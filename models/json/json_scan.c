@@ -2,21 +2,25 @@
  *
  * Design notes (the why):
  * - Two paths. Most commands, whoever writes them, are one object of known
- *   keys in any order and spacing, string values without escapes, and a
- *   sub-object of the same kind. The plain path (plain_object in
- *   json_scan_run.h) scans exactly that shape: a key's first two bytes pick
- *   the one schema name it may be (model_json_slots_t), compared in place
- *   with its '"' and ':' in one 16-byte compare; values are lexed and
- *   captured (the value of a name the schema marks as an id with one
- *   16-byte mask of id bytes instead of the string kernel, which the caller
- *   then need not check again: model_json_value_t.ident); a repeated name
- *   or anything outside the shape (an unknown key, an escape, a nested
- *   array, a bad number or literal) makes it give up without reporting
- *   anything. Text of that shape is valid JSON, valid UTF-8 (checked as it
- *   goes), has no duplicate keys (a name whose value is already captured is
- *   a repeat) and no U+0000 (that needs an escape), so when the plain path
- *   gets to the end, the scan is done. Otherwise the full scan below starts
- *   over from the first byte and decides.
+ *   keys in any order and any whitespace, string values (escaped as any
+ *   encoder escapes them), and a sub-object of the same kind. The plain path
+ *   (plain_object in json_scan_run.h) scans exactly that shape: a key's
+ *   first two bytes pick the one schema name it may be (model_json_slots_t),
+ *   compared in place with its '"' and ':' in one 16-byte compare (with its
+ *   '"' alone when whitespace comes before the ':'); whitespace is skipped
+ *   at one cost per byte whichever of the four it is; an escape is checked
+ *   where the string kernel stops at it, as the full scan checks it; values
+ *   are lexed and captured (the value of a name the schema marks as an id
+ *   with one 16-byte mask of id bytes instead of the string kernel, which
+ *   the caller then need not check again: model_json_value_t.ident); a
+ *   repeated name or anything outside the shape (an unknown key, an escaped
+ *   key, an escape that makes U+0000 or a lone surrogate, a nested array, a
+ *   bad number or literal) makes it give up without reporting anything.
+ *   Text of that shape is valid JSON, valid UTF-8 (checked as it goes), has
+ *   no duplicate keys (a name whose value is already captured is a repeat)
+ *   and no U+0000, so when the plain path gets to the end, the scan is done.
+ *   Otherwise the full scan below starts over from the first byte and
+ *   decides.
  * - One pass over the text with an explicit container stack and gotos
  *   instead of recursion: no depth-dependent C stack use and no per-value
  *   function calls on the hot path. The loop (json_scan_run.h) is compiled
@@ -368,21 +372,47 @@ static const unsigned char *lex_escape(scan_t *s, const unsigned char *p, const 
 
 /* ------------------------------------------------------------ the scan */
 
+/* JSON's whitespace (space, tab, LF, CR), one bit each: a byte is tested
+ * with one compare and one bit test, whichever of the four it is. */
+#define WS_BITS ((1ULL << ' ') | (1ULL << '\t') | (1ULL << '\n') | (1ULL << '\r'))
+
+static inline __attribute__((always_inline)) bool is_ws(unsigned c) { return c <= ' ' && ((WS_BITS >> c) & 1); }
+
 static inline __attribute__((always_inline)) const unsigned char *skip_ws(const unsigned char *p,
                                                                           const unsigned char *end) {
-  while (p < end && *p <= ' ' && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+  while (p < end && is_ws(*p)) p++;
   return p;
 }
 
-/* Past the whitespace at p, inside an object whose '}' comes before end:
- * one space (as many producers write after ',' and ':') in one step. */
-static inline __attribute__((always_inline)) const unsigned char *plain_ws(const unsigned char *p,
-                                                                           const unsigned char *end) {
+/* Past the whitespace at p, inside an object whose '}' comes before end
+ * (the '}' stops the run, so end is not compared): any run of the four
+ * bytes, at one cost per byte. */
+static inline __attribute__((always_inline)) const unsigned char *plain_ws(const unsigned char *p) {
   if (__builtin_expect(*p <= ' ', 0)) {
-    p += *p == ' ';
-    if (*p <= ' ') p = skip_ws(p, end);
+    p += *p == ' '; /* one space, as many producers write after ',' and ':', in one step */
+    while (is_ws(*p)) p++;
   }
   return p;
+}
+
+/* The escape at p (a backslash) of a string on the plain path, before end:
+ * the byte after it; or NULL where the full scan is to decide (an invalid
+ * escape, U+0000, a lone surrogate), as for anything outside the shape. */
+static inline __attribute__((always_inline)) const unsigned char *plain_escape(const unsigned char *p,
+                                                                             const unsigned char *end) {
+  switch (p[1]) {
+  case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+    return p + 2;
+  case 'u': {
+    int cp = end - p >= 6 ? model_json_hex4(p + 2) : -1;
+    if (cp <= 0) return NULL;
+    if (cp < 0xD800 || cp > 0xDFFF) return p + 6;
+    if (cp > 0xDBFF || end - p < 12 || p[6] != '\\' || p[7] != 'u') return NULL;
+    int lo = model_json_hex4(p + 8);
+    return lo >= 0xDC00 && lo <= 0xDFFF ? p + 12 : NULL;
+  }
+  default: return NULL;
+  }
 }
 
 static inline bool is_digit(unsigned c) { return c - '0' < 10u; }
@@ -524,17 +554,17 @@ void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *le
   }
 }
 
-/* Whether the 16 bytes at kp hold the pattern of entry e where its mask
- * has bits. */
-static inline __attribute__((always_inline)) bool pattern_is(const unsigned char *kp, const model_json_slot_t *e) {
+/* The bytes of the 16 at kp equal to those of entry e's pattern (bit k:
+ * byte k). */
+static inline __attribute__((always_inline)) unsigned pattern_eq(const unsigned char *kp, const model_json_slot_t *e) {
 #ifdef MODEL_JSON_HAVE_SSE2
-  unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)kp),
-                                                           _mm_load_si128((const __m128i *)(const void *)e->pat)));
+  return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)kp),
+                                                    _mm_load_si128((const __m128i *)(const void *)e->pat)));
 #else
   unsigned eq = 0;
   for (unsigned k = 0; k < 16; k++) eq |= (unsigned)(kp[k] == e->pat[k]) << k;
+  return eq;
 #endif
-  return (eq & e->mask) == e->mask;
 }
 
 /* The bytes from p, fewer than 16 before end, with zeros after them to
@@ -552,31 +582,55 @@ tail16(const unsigned char *p, const unsigned char *base, const unsigned char *e
   return pad;
 }
 
+/* Where the value of entry e's key at kp (in the text: the copy that
+ * tail16 made is compared, never read on) starts, given eq, the bytes of the
+ * 16 there equal to e's pattern: past the ':' when they hold the whole
+ * pattern; past whitespace and a ':' when they hold the name and its quote
+ * (as some encoders write "id" : ...); else NULL. */
+static inline __attribute__((always_inline)) const unsigned char *key_value(const unsigned char *kp,
+                                                                            const model_json_slot_t *e, unsigned eq) {
+  if (__builtin_expect((eq & e->mask) == e->mask, 1)) return kp + e->skip;
+  unsigned quoted = e->mask >> 1; /* the name and its quote */
+  if (e->mask == SLOT_NONE || (eq & quoted) != quoted) return NULL;
+  const unsigned char *q = plain_ws(kp + e->skip - 1);
+  return q != kp + e->skip - 1 && *q == ':' ? q + 1 : NULL;
+}
+
 /* plain_key for a slot that several names share, or none, or a key that
- * is not its slot's name: kp's 16 bytes compared with each name of the
- * slot in turn. */
-static __attribute__((noinline)) const model_json_slot_t *plain_key_shared(const unsigned char *kp,
-                                                                          const model_json_slots_t *slots) {
-  unsigned h = slot_of(kp);
+ * is not its slot's name: kp's 16 bytes (k: where they are read) compared
+ * with each name of the slot in turn. */
+static __attribute__((noinline)) const model_json_slot_t *
+plain_key_shared(const unsigned char *kp, const unsigned char *k, const model_json_slots_t *slots,
+                 const unsigned char **value) {
+  unsigned h = slot_of(k);
   if (slots->count[h] < 2) return NULL;
   for (size_t i = 0; i < slots->n; i++) {
     const model_json_slot_t *e = &slots->name[i];
-    if (e->skip && slot_of(e->pat) == h && pattern_is(kp, e)) return e;
+    if (e->skip && slot_of(e->pat) == h && (*value = key_value(kp, e, pattern_eq(k, e)))) return e;
   }
   return NULL;
 }
 
 /* The plain path's key lookup: the entry of the name whose key, with its
- * '"' and ':', starts at kp, or NULL. Before `safe` (end - 16), 16 bytes
- * are readable at kp; past it, the bytes left are compared from tail16 (a
+ * '"' and ':' (whitespace before the ':' allowed), starts at kp, or NULL;
+ * *value: the byte after the ':'. Before `safe` (end - 16), 16 bytes are
+ * readable at kp; past it, the bytes left are compared from tail16 (a
  * pattern's bytes are nonzero, so it never matches the padding). */
 static inline __attribute__((always_inline)) const model_json_slot_t *
 plain_key(const unsigned char *kp, const unsigned char *base, const unsigned char *safe, const unsigned char *end,
-          const model_json_slots_t *slots) {
+          const model_json_slots_t *slots, const unsigned char **value) {
   unsigned char pad[32];
-  if (__builtin_expect(kp > safe, 0)) kp = tail16(kp, base, end, pad);
-  const model_json_slot_t *e = &slots->slot[slot_of(kp)];
-  if (__builtin_expect(!pattern_is(kp, e), 0)) return plain_key_shared(kp, slots);
+  const unsigned char *k = __builtin_expect(kp > safe, 0) ? tail16(kp, base, end, pad) : kp;
+  const model_json_slot_t *e = &slots->slot[slot_of(k)];
+  unsigned eq = pattern_eq(k, e);
+  if (__builtin_expect((eq & e->mask) == e->mask, 1)) {
+    *value = kp + e->skip;
+    return e;
+  }
+  if ((*value = key_value(kp, e, eq))) return e;
+  const unsigned char *v; /* its own: the call takes its address, not that of the caller's */
+  e = plain_key_shared(kp, k, slots, &v);
+  *value = v;
   return e;
 }
 

@@ -255,8 +255,10 @@ key_quote:; /* p is at the key's opening quote */
 /* The plain path (see json_scan.c). plain_object scans the members of one
  * object of the plain shape: p is past its '{', slots its schema names and
  * vals where their values go. Keys come in any order, each one a schema name written
- * without escapes, with whitespace where JSON allows it but before a ':'. A
- * member's value is a string without escapes, a number, a literal, or, when
+ * without escapes, with any whitespace where JSON allows it. A member's
+ * value is a string (its escapes checked as the full scan checks them: an
+ * escape that makes U+0000 or a lone surrogate leaves the shape), a number,
+ * a literal, or, when
  * the member is name sub_index, an object that plain_sub scans the same way
  * with the schema's sub names. It returns the byte after the closing '}',
  * with every member's value captured as scan_run captures it; or NULL as
@@ -275,15 +277,23 @@ key_quote:; /* p is at the key's opening quote */
 SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const plain_t *x, const unsigned char *p);
 
 /* The rest of a string from q, a byte the kernel stopped at that is not
- * its closing quote: UTF-8 sequences are checked and stepped over. Returns
- * the closing quote, or NULL at an escape, a control byte, bad UTF-8 or the
- * end of the text. */
+ * its closing quote: UTF-8 sequences and escapes are checked and stepped
+ * over (*esc set at an escape). Returns the closing quote, or NULL at a
+ * control byte, bad UTF-8, an escape the full scan is to decide, or the end
+ * of the text. */
 SCAN_ATTR static __attribute__((noinline)) const unsigned char *SCAN_NAME(plain_string_rest)(
-    const unsigned char *base, const unsigned char *q, const unsigned char *end) {
+    const unsigned char *base, const unsigned char *q, const unsigned char *end, bool *esc) {
   for (;;) {
     if (q == end) return NULL;
     if (*q == '"') return q;
-    if (*q < 0x80) return NULL; /* an escape or a control byte */
+    if (*q == '\\') {
+      *esc = true;
+      q = plain_escape(q, end);
+      if (!q) return NULL;
+      q = SCAN_STOP(q, end, base);
+      continue;
+    }
+    if (*q < 0x80) return NULL; /* a control byte */
     do {
       size_t k = model_json_utf8_seq(q, (size_t)(end - q));
       if (!k) return NULL;
@@ -303,11 +313,12 @@ SCAN_NAME(plain_value)(const plain_t *x, const unsigned char *p, model_json_valu
   if (p == end) return NULL;
   switch (*p) {
   case '"': {
+    bool esc = false;
     const unsigned char *q = SCAN_STOP(p + 1, end, base);
-    if (q == end || *q != '"') q = SCAN_NAME(plain_string_rest)(base, q, end);
+    if (q == end || *q != '"') q = SCAN_NAME(plain_string_rest)(base, q, end, &esc);
     if (!q) return NULL;
     c->type = MODEL_JSON_STRING;
-    c->escaped = false;
+    c->escaped = esc;
     c->ident = false;
     c->start = (size_t)(p + 1 - base);
     c->len = (size_t)(q - p - 1);
@@ -351,25 +362,25 @@ SCAN_ATTR static inline __attribute__((always_inline)) const unsigned char *
 SCAN_NAME(plain_object)(const plain_t *x, const unsigned char *p, const model_json_slots_t *slots,
                         model_json_value_t *vals, int sub_index) {
   const unsigned char *const base = x->base;
-  p = plain_ws(p, x->end);
+  p = plain_ws(p);
   if (*p == '}') return p + 1;
   for (;;) {
     /* p is at a key's opening quote, or the text leaves the shape */
     if (*p != '"') return NULL;
-    const model_json_slot_t *e = plain_key(p + 1, base, x->safe, x->end, slots);
+    const unsigned char *v; /* the byte after the key's ':' */
+    const model_json_slot_t *e = plain_key(p + 1, base, x->safe, x->end, slots, &v);
     if (!e) return NULL;
     /* Every value starts ABSENT (model_json_scan): one already captured
      * is the name met before. */
     model_json_value_t *c = (model_json_value_t *)(void *)((char *)vals + e->at); /* &vals[e->name] */
     if (c->type != MODEL_JSON_ABSENT) return NULL;
-    p += 1 + e->skip;
-    /* p is at the value of member i, maybe after one space (as many
-     * producers write it), or other whitespace, which plain_value skips */
-    if (*p != '"' && *p == ' ') p++;
+    p = v;
+    /* p is at the value of member i, maybe after whitespace */
+    if (*p != '"') p = plain_ws(p);
     if (*p == '"') {
       p++;
       const unsigned char *q = p;
-      bool ident = false;
+      bool ident = false, esc = false;
       if (e->ident) {
         /* An id: its bytes are the trailing ones of the mask of its 16
          * (tail16's near the end; the '}' at end[-1] is no id byte, so
@@ -382,12 +393,14 @@ SCAN_NAME(plain_object)(const plain_t *x, const unsigned char *p, const model_js
       if (!ident) {
         q = SCAN_STOP(p, x->end, base);
         if (q == x->end || *q != '"') {
-          q = SCAN_NAME(plain_string_rest)(base, q, x->end);
+          bool e_rest = false; /* its own: the call takes its address, not that of esc */
+          q = SCAN_NAME(plain_string_rest)(base, q, x->end, &e_rest);
           if (!q) return NULL;
+          esc = e_rest;
         }
       }
       c->type = MODEL_JSON_STRING;
-      c->escaped = false;
+      c->escaped = esc;
       c->ident = ident;
       c->start = (size_t)(p - base);
       c->len = (size_t)(q - p);
@@ -414,14 +427,11 @@ SCAN_NAME(plain_object)(const plain_t *x, const unsigned char *p, const model_js
     }
     /* then ',' and the next key's quote, or the object's end */
     if (*p != ',') {
-      p = plain_ws(p, x->end);
+      p = plain_ws(p);
       if (*p != ',') return *p == '}' ? p + 1 : NULL;
     }
     p++;
-    if (*p != '"') {
-      if (*p == ' ') p++;
-      if (*p != '"') p = plain_ws(p, x->end);
-    }
+    if (*p != '"') p = plain_ws(p);
   }
 }
 

@@ -24,7 +24,8 @@ same_codes() { diff <(codes "$1") <(codes "$2") >/dev/null; }
 
 common=(--seed 5 --tenants 3 --assignments 20 --students 12 --count 3000 --duplicate-rate 0.2 --invalid-rate 0.2
   --order shuffle)
-for s in ours reordered python uuid; do
+all_styles=(ours reordered python uuid tabs crlf php jackson dotnet go)
+for s in "${all_styles[@]}"; do
   "$GEN" "${common[@]}" --style "$s" >"$TMP/$s.jsonl" 2>/dev/null
   check "$s: replay exits 0" "$AGG" replay --input "$TMP/$s.jsonl" --output "$TMP/$s.out" --rejects "$TMP/$s.rej" \
     2>"$TMP/$s.err"
@@ -32,11 +33,17 @@ done
 "$GEN" "${common[@]}" >"$TMP/default.jsonl" 2>/dev/null
 check "ours is the default style" cmp -s "$TMP/default.jsonl" "$TMP/ours.jsonl"
 check "ours: rejects seen" test -s "$TMP/ours.rej"
-for s in reordered python uuid; do
+for s in reordered python uuid tabs crlf php jackson dotnet go; do
   check "$s: lines differ from ours" bash -c "! cmp -s '$TMP/$s.jsonl' '$TMP/ours.jsonl'"
   if [ "$s" = uuid ]; then
     check "$s: documents = ours but for the command ids" same_but_ids "$TMP/$s.out" "$TMP/ours.out"
     check "$s: documents hold UUID command ids" grep -Eq '"c":"[0-9a-f]{8}-[0-9a-f]{4}-4' "$TMP/$s.out"
+  elif [ "$s" = php ] || [ "$s" = jackson ] || [ "$s" = dotnet ] || [ "$s" = go ]; then
+    # their texts are others (cmdgen_texts): the same in all four, however escaped
+    check "$s: documents = php's" same "$TMP/$s.out" "$TMP/php.out"
+    check "$s: documents differ from ours by their texts only" \
+      diff <(norm "$TMP/$s.out" | sed -E 's/"(title|feedback)":"([^"\\]|\\.)*"/"\1":"X"/g') \
+        <(norm "$TMP/ours.out" | sed -E 's/"(title|feedback)":"([^"\\]|\\.)*"/"\1":"X"/g')
   else
     check "$s: documents = ours" same "$TMP/$s.out" "$TMP/ours.out"
   fi
@@ -51,6 +58,14 @@ check "python: the reordered keys with \", \" and \": \"" \
   bash -c "grep -Eq '^\{\"id\": \"[^\"]+\", \"tenant\": \"[^\"]+\", \"assignment\": \"[^\"]+\", \"version\": [0-9]+, \"ts\": \"[^\"]+\", \"type\": \"[a-z.]+\", \"student\": \"[^\"]+\", \"data\": \{\"points\": ' <<<'$(first python)'"
 check "uuid: keys sorted at both levels, a UUID command id" \
   bash -c "grep -Eq '^\{\"assignment\":\"[^\"]+\",\"data\":\{\"feedback\":[^,]+,\"points\":[^}]+\},\"id\":\"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\",\"student\":\"[^\"]+\",\"tenant\":\"[^\"]+\",\"ts\":\"[^\"]+\",\"type\":\"[a-z.]+\",\"version\":[0-9]+\}$' <<<'$(first uuid)'"
+check "tabs: a tab after '{', around ':', and before each key" \
+  bash -c "grep -q \$'^{\\t\"id\"\\t:\\t\"[^\"]*\",\\t\"tenant\"\\t:\\t' '$TMP/tabs.jsonl'"
+check "crlf: python's lines, ended with CR LF" bash -c "cmp -s <(sed 's/\\r\$//' '$TMP/crlf.jsonl') '$TMP/python.jsonl' && grep -c \$'\\r\$' '$TMP/crlf.jsonl' >/dev/null"
+check "php: \\/ and lowercase \\u escapes" bash -c "grep -q '\\\\/' '$TMP/php.jsonl' && grep -q '\\\\u00e9' '$TMP/php.jsonl'"
+check "php: a surrogate pair past U+FFFF" grep -q '\\ud83d\\u' "$TMP/php.jsonl"
+check "jackson: uppercase \\u escapes, no \\/" bash -c "grep -q '\\\\u00E9' '$TMP/jackson.jsonl' && ! grep -q '\\\\/' '$TMP/jackson.jsonl'"
+check "dotnet: HTML's characters and quotes as \\u" bash -c "grep -q '\\\\u0026' '$TMP/dotnet.jsonl' && grep -q '\\\\u0022' '$TMP/dotnet.jsonl'"
+check "go: HTML's characters as \\u, accents as UTF-8" bash -c "grep -q '\\\\u003c' '$TMP/go.jsonl' && grep -q \$'\\xc3\\xa9' '$TMP/go.jsonl'"
 check "bad style refused" bash -c "! '$GEN' --style java >/dev/null 2>&1"
 
 checks_finish "test_gen_styles: "

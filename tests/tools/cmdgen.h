@@ -303,17 +303,88 @@ static inline uint32_t cmdgen_mix32(uint32_t x, uint32_t salt) {
 }
 
 /* The ways the stream's lines can be written: the same commands, in
- * another key order, spacing or id form, as producers other than ours write
- * them. */
+ * another key order, spacing, id form or string escaping, as producers
+ * other than ours write them. */
 enum {
   CMDGEN_STYLE_OURS,      /* schema order (id, type, tenant, assignment, student, version, ts, data), no spaces */
   CMDGEN_STYLE_REORDERED, /* id, tenant, assignment, version, ts, type, student, data; no spaces */
   CMDGEN_STYLE_PYTHON,    /* the reordered keys as Python's json.dumps writes them: ", " and ": " */
   CMDGEN_STYLE_UUID,      /* UUID command ids; keys sorted by name at both levels, no spaces */
+  CMDGEN_STYLE_TABS,      /* the reordered keys indented with tabs on one line: a key after as many tabs
+                           * as its depth, a tab before and after ':', the tabs of its depth less one
+                           * before a '}' */
+  CMDGEN_STYLE_CRLF,      /* python's lines as a Windows producer ends them: "\r\n" */
+  /* Texts with the characters encoders escape (titles, feedback: cmdgen_texts), each written as: */
+  CMDGEN_STYLE_PHP,       /* PHP's json_encode: the reordered keys, "\/", "\"", non-ASCII as \u00e9 (pairs past U+FFFF) */
+  CMDGEN_STYLE_JACKSON,   /* Java's Jackson with ESCAPE_NON_ASCII: schema order, non-ASCII as \u00E9 */
+  CMDGEN_STYLE_DOTNET,    /* .NET's System.Text.Json: the reordered keys, non-ASCII and " ' < > & + ` as \u00E9 */
+  CMDGEN_STYLE_GO,        /* Go's encoding/json: schema order, < > & as \u003c \u003e \u0026, UTF-8 as it is */
   CMDGEN_STYLE_COUNT
 };
 
-static const char *const cmdgen_style_names[CMDGEN_STYLE_COUNT] = {"ours", "reordered", "python", "uuid"};
+static const char *const cmdgen_style_names[CMDGEN_STYLE_COUNT] = {"ours", "reordered", "python", "uuid", "tabs",
+                                                                   "crlf", "php",  "jackson",   "dotnet", "go"};
+
+/* Whether a style writes its texts from cmdgen_texts (escaped its way). */
+static inline bool cmdgen_style_escapes(int style) { return style >= CMDGEN_STYLE_PHP; }
+
+/* The titles and feedback of the escaping styles, in UTF-8: the same
+ * commands as the others' texts, with slashes, quotes, a backslash, HTML's
+ * characters, accents and characters past U+FFFF (a surrogate pair). */
+static const char *const cmdgen_texts_titles[] = {
+    "Dissertation : la R\xc3\xa9volution", "Chapter 5 quiz (A/B)", "Lab report: \"titration\"",
+    "Reading log \xe2\x80\x93 week 3", "Poetry analysis \xe2\x80\x9cOzymandias\xe2\x80\x9d",
+    "Fractions \xc2\xbd worksheet", "Book review: <Dune>", "History timeline 1914/1918",
+    "Photosynthesis & respiration", "Espa\xc3\xb1ol vocabulario 4", "Geometry proofs: \xe2\x88\xa0" "ABC",
+    "Group presentation \xf0\x9f\x8e\xa4",
+};
+static const char *const cmdgen_texts_feedback[] = {
+    "Tr\xc3\xa8s bien !",   "See comments / rubric", "Great effort \xf0\x9f\x91\x8d",
+    "Cite your sources (APA/MLA)", "Well argued: \"clear\" thesis", "Late submission \xe2\x80\x93 2 days",
+    "",                       "Check question 3 & 4",  "Excellent <3",
+    "L'\xc3\xa9l\xc3\xa8ve peut mieux faire", "Nice diagrams \\o/", "Redo part b: x + y",
+};
+
+/* Appends text (UTF-8) as a JSON string the way style's encoder writes it. */
+static inline void cmdgen_put_text(model_buf_t *b, const char *text, int style) {
+  bool upper = style == CMDGEN_STYLE_JACKSON || style == CMDGEN_STYLE_DOTNET;
+  const char *hex = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  const unsigned char *p = (const unsigned char *)text;
+  model_buf_putc(b, '"');
+  while (*p) {
+    unsigned c = *p, cp = c;
+    size_t n = 1;
+    if (c >= 0xF0) cp = (c & 7u) << 18 | (p[1] & 63u) << 12 | (p[2] & 63u) << 6 | (p[3] & 63u), n = 4;
+    else if (c >= 0xE0) cp = (c & 15u) << 12 | (p[1] & 63u) << 6 | (p[2] & 63u), n = 3;
+    else if (c >= 0xC0) cp = (c & 31u) << 6 | (p[1] & 63u), n = 2;
+    bool esc;
+    switch (style) {
+    case CMDGEN_STYLE_PHP: esc = cp >= 0x80; break;
+    case CMDGEN_STYLE_JACKSON: esc = cp >= 0x80; break;
+    case CMDGEN_STYLE_DOTNET: esc = cp >= 0x80 || strchr("\"'<>&+`", (int)cp); break;
+    case CMDGEN_STYLE_GO: esc = cp == '<' || cp == '>' || cp == '&'; break;
+    default: esc = false;
+    }
+    if (esc) {
+      unsigned units[2] = {cp, 0}, nu = 1;
+      if (cp >= 0x10000) units[0] = 0xD800 + ((cp - 0x10000) >> 10), units[1] = 0xDC00 + (cp & 0x3FF), nu = 2;
+      for (unsigned k = 0; k < nu; k++) {
+        char u[7] = {'\\', 'u', hex[units[k] >> 12], hex[units[k] >> 8 & 15], hex[units[k] >> 4 & 15],
+                     hex[units[k] & 15], 0};
+        model_buf_puts(b, u);
+      }
+    } else if (c == '"' || c == '\\') {
+      model_buf_putc(b, '\\');
+      model_buf_putc(b, (char)c);
+    } else if (c == '/' && style == CMDGEN_STYLE_PHP) {
+      model_buf_puts(b, "\\/");
+    } else {
+      model_buf_append(b, (const char *)p, n);
+    }
+    p += n;
+  }
+  model_buf_putc(b, '"');
+}
 
 /* One member of a line being rendered: its key and its value, as JSON. */
 typedef struct cmdgen_member {
@@ -328,23 +399,35 @@ enum { CMDGEN_D_CLASS, CMDGEN_D_TITLE, CMDGEN_D_STATUS, CMDGEN_D_DUE_AT, CMDGEN_
        CMDGEN_D_RETURNED_AT, CMDGEN_D_FEEDBACK, CMDGEN_D_COUNT };
 
 /* The order each style writes the members in, by the indexes above. */
+#define CMDGEN_ROOT_OURS {CMDGEN_K_ID, CMDGEN_K_TYPE, CMDGEN_K_TENANT, CMDGEN_K_ASSIGNMENT, CMDGEN_K_STUDENT, \
+                          CMDGEN_K_VERSION, CMDGEN_K_TS, CMDGEN_K_DATA}
+#define CMDGEN_ROOT_REORDERED {CMDGEN_K_ID, CMDGEN_K_TENANT, CMDGEN_K_ASSIGNMENT, CMDGEN_K_VERSION, CMDGEN_K_TS, \
+                               CMDGEN_K_TYPE, CMDGEN_K_STUDENT, CMDGEN_K_DATA}
 static const uint8_t cmdgen_root_order[CMDGEN_STYLE_COUNT][CMDGEN_K_COUNT] = {
-    {CMDGEN_K_ID, CMDGEN_K_TYPE, CMDGEN_K_TENANT, CMDGEN_K_ASSIGNMENT, CMDGEN_K_STUDENT, CMDGEN_K_VERSION, CMDGEN_K_TS,
-     CMDGEN_K_DATA},
-    {CMDGEN_K_ID, CMDGEN_K_TENANT, CMDGEN_K_ASSIGNMENT, CMDGEN_K_VERSION, CMDGEN_K_TS, CMDGEN_K_TYPE, CMDGEN_K_STUDENT,
-     CMDGEN_K_DATA},
-    {CMDGEN_K_ID, CMDGEN_K_TENANT, CMDGEN_K_ASSIGNMENT, CMDGEN_K_VERSION, CMDGEN_K_TS, CMDGEN_K_TYPE, CMDGEN_K_STUDENT,
-     CMDGEN_K_DATA},
+    CMDGEN_ROOT_OURS,
+    CMDGEN_ROOT_REORDERED,
+    CMDGEN_ROOT_REORDERED,
     {CMDGEN_K_ASSIGNMENT, CMDGEN_K_DATA, CMDGEN_K_ID, CMDGEN_K_STUDENT, CMDGEN_K_TENANT, CMDGEN_K_TS, CMDGEN_K_TYPE,
      CMDGEN_K_VERSION},
+    CMDGEN_ROOT_REORDERED, /* tabs */
+    CMDGEN_ROOT_REORDERED, /* crlf */
+    CMDGEN_ROOT_REORDERED, /* php */
+    CMDGEN_ROOT_OURS,      /* jackson */
+    CMDGEN_ROOT_REORDERED, /* dotnet */
+    CMDGEN_ROOT_OURS,      /* go */
 };
+#undef CMDGEN_ROOT_OURS
+#undef CMDGEN_ROOT_REORDERED
+#define CMDGEN_DATA_OURS {0, 1, 2, 3, 4, 5, 6, 7}
 static const uint8_t cmdgen_data_order[CMDGEN_STYLE_COUNT][CMDGEN_D_COUNT] = {
-    {0, 1, 2, 3, 4, 5, 6, 7},
-    {0, 1, 2, 3, 4, 5, 6, 7},
-    {0, 1, 2, 3, 4, 5, 6, 7},
+    CMDGEN_DATA_OURS,
+    CMDGEN_DATA_OURS,
+    CMDGEN_DATA_OURS,
     {CMDGEN_D_CLASS, CMDGEN_D_DUE_AT, CMDGEN_D_FEEDBACK, CMDGEN_D_POINTS, CMDGEN_D_RETURNED_AT, CMDGEN_D_STATUS,
      CMDGEN_D_SUBMITTED_AT, CMDGEN_D_TITLE},
+    CMDGEN_DATA_OURS, CMDGEN_DATA_OURS, CMDGEN_DATA_OURS, CMDGEN_DATA_OURS, CMDGEN_DATA_OURS, CMDGEN_DATA_OURS,
 };
+#undef CMDGEN_DATA_OURS
 
 static inline void cmdgen_set(cmdgen_member_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline void cmdgen_set(cmdgen_member_t *m, const char *fmt, ...) {
@@ -361,18 +444,52 @@ static inline void cmdgen_set_ts(cmdgen_member_t *m, int64_t ms) {
   cmdgen_set(m, "\"%s\"", ts);
 }
 
-/* Appends the members that are set, in `order`, as one object's members. */
+/* The whitespace of a style in an object at depth `depth` (1: the top
+ * level): after a ',' (where ','), before a key ('k'), before a ':' ('c'),
+ * after it (':'), before the '}' ('}'). */
+static inline void cmdgen_put_ws(model_buf_t *b, int style, char where, unsigned depth) {
+  bool spaced = style == CMDGEN_STYLE_PYTHON || style == CMDGEN_STYLE_CRLF;
+  if (style == CMDGEN_STYLE_TABS) {
+    unsigned n = where == ':' || where == 'c' ? 1 : where == '}' ? depth - 1 : where == ',' ? 0 : depth;
+    for (unsigned k = 0; k < n; k++) model_buf_putc(b, '\t');
+  } else if (spaced && (where == ',' || where == ':')) {
+    model_buf_putc(b, ' ');
+  }
+}
+
+/* Appends the members that are set, in `order`, as the members of one
+ * object at depth `depth` (1: the top level) in `style`. */
 static inline void cmdgen_put_members(model_buf_t *b, const cmdgen_member_t *m, const uint8_t *order, size_t n,
-                                      bool spaced, const char *extra_after_id) {
+                                      int style, unsigned depth, const char *extra_after_id) {
   bool first = true;
   for (size_t k = 0; k < n; k++) {
     const cmdgen_member_t *x = &m[order[k]];
     if (!x->set) continue;
-    if (!first) model_buf_puts(b, spaced ? ", " : ",");
+    if (!first) {
+      model_buf_putc(b, ',');
+      cmdgen_put_ws(b, style, ',', depth);
+    }
     first = false;
-    model_buf_printf(b, spaced ? "\"%s\": %s" : "\"%s\":%s", x->key, x->val);
+    cmdgen_put_ws(b, style, 'k', depth);
+    model_buf_printf(b, "\"%s\"", x->key);
+    cmdgen_put_ws(b, style, 'c', depth);
+    model_buf_putc(b, ':');
+    cmdgen_put_ws(b, style, ':', depth);
+    model_buf_puts(b, x->val);
     if (extra_after_id && order[k] == CMDGEN_K_ID) model_buf_puts(b, extra_after_id);
   }
+  cmdgen_put_ws(b, style, '}', depth);
+}
+
+/* A member set to text as a JSON string of the style. */
+static inline void cmdgen_set_text(cmdgen_member_t *m, const char *text, int style) {
+  model_buf_t t = MODEL_BUF_INIT;
+  cmdgen_put_text(&t, text, style);
+  size_t n = t.len < sizeof m->val ? t.len : sizeof m->val - 1;
+  memcpy(m->val, t.data, n);
+  m->val[n] = '\0';
+  m->set = true;
+  model_buf_destroy(&t);
 }
 
 /* Appends event e as one line, '\n' included, in the stream's style. */
@@ -380,11 +497,12 @@ static inline void cmdgen_render(const cmdgen_t *g, const cmdgen_event_t *e, mod
   static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyz";
   const cmdgen_opts_t *o = &g->o;
   int style = o->style;
-  bool spaced = style == CMDGEN_STYLE_PYTHON;
+  bool spaced = style == CMDGEN_STYLE_PYTHON || style == CMDGEN_STYLE_CRLF;
+  const char *eol = style == CMDGEN_STYLE_CRLF ? "\r\n" : "\n";
   uint32_t r = e->rnd;
   int bad = e->invalid;
   if (bad == 1) { /* an empty line: invalid_json */
-    model_buf_putc(b, '\n');
+    model_buf_puts(b, eol);
     return;
   }
   size_t start = b->len;
@@ -422,7 +540,10 @@ static inline void cmdgen_render(const cmdgen_t *g, const cmdgen_event_t *e, mod
   case MODEL_CMD_ASSIGNMENT_UPSERTED: {
     static const char *const st[] = {"published", "published", "published", "draft", "closed"};
     cmdgen_set(&d[CMDGEN_D_CLASS], "\"cls-%03u\"", class_no);
-    cmdgen_set(&d[CMDGEN_D_TITLE], "\"%s\"", cmdgen_titles[cmdgen_mix32(e->assignment, 3) % 12]);
+    if (cmdgen_style_escapes(style))
+      cmdgen_set_text(&d[CMDGEN_D_TITLE], cmdgen_texts_titles[cmdgen_mix32(e->assignment, 3) % 12], style);
+    else
+      cmdgen_set(&d[CMDGEN_D_TITLE], "\"%s\"", cmdgen_titles[cmdgen_mix32(e->assignment, 3) % 12]);
     cmdgen_set(&d[CMDGEN_D_STATUS], "\"%s\"", st[cmdgen_mix32(r, 4) % 5]);
     if (cmdgen_mix32(r, 5) % 4) cmdgen_set_ts(&d[CMDGEN_D_DUE_AT], CMDGEN_T0 + 14 * CMDGEN_DAY + (int64_t)(r % 1000) * CMDGEN_HOUR);
     else cmdgen_set(&d[CMDGEN_D_DUE_AT], "null");
@@ -442,7 +563,10 @@ static inline void cmdgen_render(const cmdgen_t *g, const cmdgen_event_t *e, mod
     if (p < 5) cmdgen_set(&d[CMDGEN_D_POINTS], "null");
     else if (p < 30) cmdgen_set(&d[CMDGEN_D_POINTS], "%u.5", 50 + q % 50);
     else cmdgen_set(&d[CMDGEN_D_POINTS], "%u", 40 + q % 61);
-    if (cmdgen_mix32(r, 11) % 5 < 3) cmdgen_set(&d[CMDGEN_D_FEEDBACK], "\"%s\"", cmdgen_feedback[cmdgen_mix32(r, 12) % 12]);
+    if (cmdgen_mix32(r, 11) % 5 < 3 && cmdgen_style_escapes(style))
+      cmdgen_set_text(&d[CMDGEN_D_FEEDBACK], cmdgen_texts_feedback[cmdgen_mix32(r, 12) % 12], style);
+    else if (cmdgen_mix32(r, 11) % 5 < 3)
+      cmdgen_set(&d[CMDGEN_D_FEEDBACK], "\"%s\"", cmdgen_feedback[cmdgen_mix32(r, 12) % 12]);
     else cmdgen_set(&d[CMDGEN_D_FEEDBACK], "null");
     break;
   }
@@ -451,12 +575,13 @@ static inline void cmdgen_render(const cmdgen_t *g, const cmdgen_event_t *e, mod
   if (bad == 2) model_buf_puts(b, "["); /* not_object */
   model_buf_putc(b, '{');
   /* 4: duplicate_key, a second tenant right after the id */
-  const char *dup = bad != 4 ? NULL : spaced ? ", \"tenant\": \"x\"" : ",\"tenant\":\"x\"";
+  const char *dup = bad != 4 ? NULL : spaced ? ", \"tenant\": \"x\"" : style == CMDGEN_STYLE_TABS ? ",\t\"tenant\"\t:\t\"x\""
+                                                                       : ",\"tenant\":\"x\"";
   if (e->type == MODEL_CMD_ASSIGNMENT_UPSERTED || e->type == MODEL_CMD_SUBMISSION_UPDATED ||
       e->type == MODEL_CMD_GRADE_UPDATED) {
     model_buf_t data = MODEL_BUF_INIT;
     model_buf_putc(&data, '{');
-    cmdgen_put_members(&data, d, cmdgen_data_order[style], CMDGEN_D_COUNT, spaced, NULL);
+    cmdgen_put_members(&data, d, cmdgen_data_order[style], CMDGEN_D_COUNT, style, 2, NULL);
     model_buf_putc(&data, '}');
     m[CMDGEN_K_DATA].set = true;
     size_t n = data.len < sizeof m[CMDGEN_K_DATA].val ? data.len : sizeof m[CMDGEN_K_DATA].val - 1;
@@ -464,11 +589,11 @@ static inline void cmdgen_render(const cmdgen_t *g, const cmdgen_event_t *e, mod
     m[CMDGEN_K_DATA].val[n] = '\0';
     model_buf_destroy(&data);
   }
-  cmdgen_put_members(b, m, cmdgen_root_order[style], CMDGEN_K_COUNT, spaced, dup);
+  cmdgen_put_members(b, m, cmdgen_root_order[style], CMDGEN_K_COUNT, style, 1, dup);
   model_buf_putc(b, '}');
   if (bad == 2) model_buf_putc(b, ']');
   if (bad == 12) b->len = start + (b->len - start) / 2; /* truncated: invalid_json */
-  model_buf_putc(b, '\n');
+  model_buf_puts(b, eol);
 }
 
 #endif

@@ -5,7 +5,7 @@
  *                [--count N] [--mix upserted=W,deleted=W,submission=W,grade=W,assigned=W,unassigned=W]
  *                [--invalid-rate F] [--duplicate-rate F] [--order time|shuffle]
  *                [--versions counter|time] [--skew FRACTION:SHARE] [--start-spread-days N]
- *                [--style ours|reordered|python|uuid] [--output FILE|-]
+ *                [--style ours|reordered|python|uuid|tabs|crlf|php|jackson|dotnet|go] [--output FILE|-]
  *
  * --skew 0.1:0.9 gives 10% of the assignments 90% of the commands.
  * --start-spread-days 0 starts every assignment at once, so all of them are
@@ -14,7 +14,11 @@
  * default) in the schema's key order without spaces; reordered in the order
  * id, tenant, assignment, version, ts, type, student, data; python the
  * reordered keys with ", " and ": " as Python's json.dumps writes them; uuid
- * with UUID command ids and the keys sorted by name at both levels.
+ * with UUID command ids and the keys sorted by name at both levels; tabs the
+ * reordered keys indented with tabs on one line; crlf python's lines ended
+ * with "\r\n". php, jackson, dotnet and go write titles and feedback with
+ * slashes, quotes, HTML's characters, accents and emoji, escaped as those
+ * encoders escape them (cmdgen.h): the same texts in all four.
  * --count is the number of valid commands (default: exactly the base
  * commands, 1 + 3 x students per assignment, which fill every slot); fewer
  * than that fills assignments partly. Duplicates and invalid lines come on
@@ -33,7 +37,7 @@ static int usage(const char *msg) {
           "                    [--mix upserted=W,deleted=W,submission=W,grade=W,assigned=W,unassigned=W]\n"
           "                    [--invalid-rate F] [--duplicate-rate F] [--order time|shuffle]\n"
           "                    [--versions counter|time] [--skew FRACTION:SHARE] [--start-spread-days N]\n"
-          "                    [--style ours|reordered|python|uuid] [--output FILE|-]\n",
+          "                    [--style ours|reordered|python|uuid|tabs|crlf|php|jackson|dotnet|go] [--output FILE|-]\n",
           msg);
   return 2;
 }

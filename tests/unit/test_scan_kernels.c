@@ -239,9 +239,9 @@ END_TEST
 
 /* The ident flag (model_json_value_t): the plain path sets it on exactly
  * the string values of the names marked as ids that are 1..16 id bytes,
- * anywhere in the text (a value in its last 16 bytes too), on every kernel;
- * never on another name, a longer or empty value, other bytes, or a text
- * the full scan decides. */
+ * anywhere in the text (a value in its last 16 bytes too), whatever the
+ * whitespace around them, on every kernel; never on another name, a longer
+ * or empty value, other bytes or escapes, or a text the full scan decides. */
 START_TEST(test_ident) {
   static model_json_slots_t root_slots, sub_slots;
   model_json_slots(scan_diff_root, scan_diff_root_l, 8, 1u << 2 | 1u << 3 | 1u << 4, &root_slots);
@@ -255,11 +255,13 @@ START_TEST(test_ident) {
       {"{\"tenant\":\"t-1_X\",\"assignment\":\"0123456789abcdef\",\"student\":\"0123456789abcdef0\"}", 1 | 2},
       {"{\"student\":\"s\",\"tenant\":\"a.b\",\"assignment\":\"\"}", 4},
       {"{\"tenant\":\"abc\"}", 1},
-      {"{ \"tenant\" : \"abc\" }", 0},
+      {"{ \"tenant\" : \"abc\" }", 1},
+      {"{\t\"tenant\"\r\n:\t\"abc\" ,\"student\" :\"a\\/b\"\n}", 1},
       {"{\"tenant\": \"ABCDEFGHIJKLMNOP\", \"type\": \"abc\"}", 1},
       {"{\"tenant\":\"\xc3\xa9\",\"student\":\"a b\"}", 0},
-      {"{\"tenant\":\"x\",\"assignment\":\"a\\\"\"}", 0},
-      {"{\"tenant\":\"a\\u0041\",\"student\":\"s\"}", 0},
+      {"{\"tenant\":\"x\",\"assignment\":\"a\\\"\"}", 1},
+      {"{\"tenant\":\"a\\u0041\",\"student\":\"s\"}", 4},
+      {"{\"ten\\u0061nt\":\"abc\"}", 0}, /* an escaped key: the full scan decides */
       {"{\"data\":{\"class\":\"c-1\",\"title\":\"t\"},\"tenant\":\"zz\"}", 16 | 1},
       {"{\"tenant\":\"zz\",\"x\":1}", 0},
   };
