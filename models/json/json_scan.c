@@ -567,12 +567,6 @@ static inline __attribute__((always_inline)) unsigned pattern_eq(const unsigned 
 #endif
 }
 
-/* Whether the 16 bytes at kp hold the pattern of entry e where its mask
- * has bits. */
-static inline __attribute__((always_inline)) bool pattern_is(const unsigned char *kp, const model_json_slot_t *e) {
-  return (pattern_eq(kp, e) & e->mask) == e->mask;
-}
-
 /* The bytes from p, fewer than 16 before end, with zeros after them to
  * make 16: in pad, from a copy of the text's last 16 bytes when it has
  * them, else byte by byte. */
