@@ -539,6 +539,32 @@ bool model_aggregate_find_student(const model_aggregate_t *agg, const char *id, 
   return false;
 }
 
+bool model_aggregate_remove_student(model_aggregate_t *agg, const char *id, size_t len) {
+  size_t at;
+  if (!model_aggregate_find_student(agg, id, len, &at)) return false;
+  model_table_builder_t b = MODEL_TABLE_BUILDER_INIT;
+  model_table_cursor_t k;
+  model_table_cursor_init(&k, &agg->t);
+  size_t rl, students = 0, i = 0;
+  for (const uint8_t *r = model_table_cursor_next(&k, &rl); r; r = model_table_cursor_next(&k, &rl), i++) {
+    if (i == at) continue;
+    model_table_builder_add(&b, r, rl);
+    students += model_docsize_student(r, rl);
+  }
+  model_table_builder_install(&b, &agg->t);
+  size_t hlen;
+  set_doc_size(agg, model_docsize_base(agg->t.tlen, agg->t.alen) +
+                        model_docsize_header(model_table_header(&agg->t, &hlen)) + students);
+  return true;
+}
+
+bool model_aggregate_is_empty(const model_aggregate_t *agg) {
+  if (model_table_count(&agg->t)) return false;
+  model_header_view_t h;
+  model_aggregate_header(agg, &h);
+  return !h.present;
+}
+
 model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg) {
   model_aggregate_t *c = oom_malloc(sizeof *c);
   model_table_copy(&c->t, &agg->t);

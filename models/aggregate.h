@@ -112,6 +112,15 @@ bool model_aggregate_diff(const model_aggregate_t *from, const model_aggregate_t
  * touched since the last write into indexes of the snapshot. */
 bool model_aggregate_find_student(const model_aggregate_t *agg, const char *id, size_t len, size_t *index);
 
+/* Removes every slot of the student id[0..len) (an erasure, erased.h): the
+ * one change that takes a student out, so it is not a merge and never
+ * happens by stamps. False when agg has no such student. Linear in the
+ * students. */
+bool model_aggregate_remove_student(model_aggregate_t *agg, const char *id, size_t len);
+
+/* True when agg holds no slot: no header and no student (no document). */
+bool model_aggregate_is_empty(const model_aggregate_t *agg);
+
 /* A deep copy; never NULL (out of memory aborts, see oom.h). */
 model_aggregate_t *model_aggregate_clone(const model_aggregate_t *agg);
 
