@@ -161,15 +161,23 @@ const char *kafka_client_name(kafka_client_t client) {
 /* librdkafka's syslog levels onto ours, so its messages are structured log
  * lines like the rest.
  *
- * A broker failure ("Connect to ... failed", a SASL handshake refused, ...)
- * reaches us twice: librdkafka logs it with facility FAIL and hands the same
- * text to error_cb with its error code (rd_kafka_broker_set_error does
- * both). error_cb's line is kept, since it names the error; the FAIL line is
- * dropped unless it is a debug one (those, with `debug` set, go only here). */
+ * A broker failure (facility FAIL: "Connect to ... failed", a SASL
+ * handshake refused, a connection closed by the peer) is logged by
+ * rd_kafka_broker_set_error at the level it judges, and handed to error_cb
+ * with its error code too when that level is LOG_ERR or worse. Those reach
+ * us twice: error_cb's line is kept, since it names the error, and the FAIL
+ * line dropped. Below LOG_ERR the FAIL line is the only report: a
+ * connection that failed while it was not idle (librdkafka logs the idle
+ * ones, the brokers' connection reaper, at debug level only), so a request
+ * was in flight or had just been sent. That is a failure for the worker,
+ * logged as a warning: a fetch cut in the middle again and again is
+ * otherwise a worker that reads nothing and says nothing. */
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
-  if (level <= 6 && !strcmp(fac, "FAIL")) return;
-  log_level_t l = level <= 3 ? LOG_LEVEL_ERROR : level == 4 ? LOG_LEVEL_WARN : level <= 6 ? LOG_LEVEL_INFO
-                                                                                                   : LOG_LEVEL_DEBUG;
+  bool fail = !strcmp(fac, "FAIL");
+  if (fail && level <= 3) return;
+  log_level_t l = level <= 3 ? LOG_LEVEL_ERROR : level == 4 || (fail && level <= 6) ? LOG_LEVEL_WARN
+                  : level <= 6                                                      ? LOG_LEVEL_INFO
+                                                                                    : LOG_LEVEL_DEBUG;
   log_emit(l, buf, "component", LOG_STR, "rdkafka", "client", LOG_STR, rd_kafka_name(rk), "facility", LOG_STR, fac,
            NULL);
 }
