@@ -32,8 +32,7 @@ static rd_kafka_t *client_new(const config_t *cfg, const char *servers, char *er
     rd_kafka_conf_destroy(conf);
     return NULL;
   }
-  rd_kafka_conf_set_log_cb(conf, NULL);
-  rd_kafka_conf_set_error_cb(conf, NULL);
+  kafka_conf_quiet(conf);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, errsz);
   if (!rk) rd_kafka_conf_destroy(conf);
   return rk;
@@ -61,10 +60,12 @@ static size_t check_brokers(const config_t *cfg, const clock_source_t *clock, FI
    * bound passed: one broker that never answers takes no time from another. */
   int64_t start = clock_mono(clock);
   rd_kafka_resp_err_t last[64];
-  bool done[64];
+  bool done[64], refused[64];
+  char why[64][1024];
   int64_t bound = 30000;
   for (size_t i = 0; i < n; i++) {
     done[i] = clients[i] == NULL;
+    refused[i] = false;
     last[i] = RD_KAFKA_RESP_ERR__TIMED_OUT;
     if (clients[i]) bound = kafka_setup_timeout_ms(clients[i]); /* the same in every client */
   }
@@ -78,18 +79,28 @@ static size_t check_brokers(const config_t *cfg, const clock_source_t *clock, FI
       last[i] = rd_kafka_metadata(clients[i], 0, NULL, &md, (int)step);
       if (md) rd_kafka_metadata_destroy(md);
       done[i] = last[i] == RD_KAFKA_RESP_ERR_NO_ERROR;
+      /* A refusal (credentials, certificate) ends this broker's wait: it
+       * does not heal by waiting. Served by the poll. */
+      if (!done[i]) {
+        rd_kafka_poll(clients[i], 0);
+        done[i] = refused[i] = kafka_refusal(clients[i], false, why[i], sizeof why[i]) != KAFKA_REFUSAL_NONE;
+      }
       pending = pending || !done[i];
     }
   }
   for (size_t i = 0; i < n; i++) {
-    char line[1024];
+    char line[1600];
     if (!clients[i]) {
       snprintf(line, sizeof line, "cannot reach Kafka broker %s: librdkafka: %s", names[i], errs[i]);
       report(err_out, line);
       *all = false;
       continue;
     }
-    if (last[i]) {
+    if (refused[i]) {
+      snprintf(line, sizeof line, "cannot reach Kafka broker %s: %s", names[i], why[i]);
+      report(err_out, line);
+      *all = false;
+    } else if (last[i]) {
       snprintf(line, sizeof line, "cannot reach Kafka broker %s within %lld ms: %s", names[i], (long long)bound,
                rd_kafka_err2str(last[i]));
       report(err_out, line);

@@ -509,7 +509,7 @@ static bool create_clients(consumer_t *c) {
   }
   if (chk != KAFKA_CHECK_OK) {
     log_error(errstr, "check", LOG_STR,
-              chk == KAFKA_CHECK_MISSING ? "missing topic" : chk == KAFKA_CHECK_UNREACHABLE ? "unreachable" : "failed");
+              kafka_check_name(chk));
     return false;
   }
   rd_kafka_poll_set_consumer(c->rk);

@@ -63,6 +63,26 @@ rd_kafka_t *kafka_producer_new(const config_t *cfg, kafka_client_t client, kafka
 /* Sets one property or fills errstr ("name: librdkafka's message"). */
 bool kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *errstr, size_t errsz);
 
+/* Faults of a connection to a broker that waiting does not heal: the
+ * broker refused the SASL credentials, or the TLS handshake failed (the
+ * broker's certificate does not verify against ssl.ca.location, names
+ * another host, or the broker wants a client certificate). */
+typedef enum { KAFKA_REFUSAL_NONE, KAFKA_REFUSAL_CREDENTIALS, KAFKA_REFUSAL_TLS } kafka_refusal_t;
+/* The last refusal rk's brokers gave, as its error callback saw it (the
+ * callbacks of kafka_conf_new and kafka_conf_quiet record it; they run in
+ * rd_kafka_poll, or in rd_kafka_consumer_poll once the main queue is the
+ * consumer's): KAFKA_REFUSAL_NONE, or its kind with why (may be NULL) given
+ * one line naming it ("credentials refused: SASL authentication failed for
+ * user 'u' (SCRAM-SHA-512): librdkafka's reason", "the broker's
+ * certificate does not verify (kafka.rdkafka.ssl.ca.location 'f'): ..."),
+ * scrubbed of the secrets in redact_global(). With take, it is forgotten
+ * once read. Thread-safe. */
+kafka_refusal_t kafka_refusal(const rd_kafka_t *rk, bool take, char *why, size_t size);
+/* A client that logs nothing (no log callback) and whose error callback
+ * only records refusals for kafka_refusal: for a caller that reports what
+ * it could not reach once, itself (`config check --connect`). */
+void kafka_conf_quiet(rd_kafka_conf_t *conf);
+
 /* Splits cfg->kafka_topics ("a, b,c") into a new list; caller destroys it. */
 rd_kafka_topic_partition_list_t *kafka_topic_list(const config_t *cfg);
 
@@ -86,16 +106,23 @@ int64_t kafka_setup_timeout_ms(rd_kafka_t *rk);
  * in steps of at most a second; between steps rk's callbacks are served (rd_kafka_poll: call
  * this before rd_kafka_poll_set_consumer) so that librdkafka's reasons are
  * logged, and tick (may be NULL) is called: returning false ends the wait
- * (KAFKA_CHECK_STOPPED: a SIGTERM during start-up). err gets
- * one line naming the missing topic(s) and their key, or why the cluster
- * did not say. */
+ * (KAFKA_CHECK_STOPPED: a SIGTERM during start-up). A refusal
+ * (kafka_refusal: credentials refused, a certificate that does not verify)
+ * ends the wait at once, since waiting does not heal it. err gets one line
+ * naming the missing topic(s) and their key, the topics the principal may
+ * not even describe, the refusal, or why the cluster did not say. */
 typedef enum {
   KAFKA_CHECK_OK,
   KAFKA_CHECK_MISSING,     /* the cluster answered: a topic does not exist */
   KAFKA_CHECK_UNREACHABLE, /* no broker answered within the timeout */
-  KAFKA_CHECK_FAILED,      /* the cluster answered with another error (e.g. not authorized) */
+  KAFKA_CHECK_FAILED,      /* the cluster answered with another error */
   KAFKA_CHECK_STOPPED,     /* tick asked to stop */
+  KAFKA_CHECK_REFUSED,     /* a broker refused the client (kafka_refusal) */
+  KAFKA_CHECK_DENIED,      /* the principal may not describe a topic (no grant on it) */
 } kafka_check_t;
+/* A short name of a result for a log field: "missing topic", "unreachable",
+ * "refused", "not authorized", ... */
+const char *kafka_check_name(kafka_check_t chk);
 enum { KAFKA_CHECK_COMMANDS = 1u, KAFKA_CHECK_DLQ = 2u, KAFKA_CHECK_CHANGES = 4u };
 kafka_check_t kafka_check_topic_set(rd_kafka_t *rk, const config_t *cfg, unsigned which, const clock_source_t *clock,
                                     bool (*tick)(void *ctx), void *ctx, char *err, size_t errsz);
