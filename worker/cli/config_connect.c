@@ -14,6 +14,10 @@
 #include "base/redact.h"
 #include "store/store.h"
 
+/* How long the brokers, which answered already, have to describe the
+ * topics and the group: the whole check stays within seconds. */
+#define CONFIG_CONNECT_GRANTS_MS 5000
+
 /* Prints one "aggregator: ..." line, scrubbed of every known secret. */
 static void report(FILE *out, const char *line) {
   char msg[2048];
@@ -115,6 +119,25 @@ static size_t check_brokers(const config_t *cfg, const clock_source_t *clock, FI
   return ok;
 }
 
+static void say_missing(void *ctx, kafka_grant_t grant, const char *key, const char *name, const char *line) {
+  (void)grant, (void)key, (void)name;
+  report(ctx, line);
+}
+
+/* The grants the worker needs (kafka_check_grants): one line per missing
+ * one. True when none is missing, or when this librdkafka cannot ask (said
+ * on a line of its own, which is no failure of the configuration). */
+static bool check_grants(rd_kafka_t *rk, const config_t *cfg, FILE *err_out) {
+  char why[1024], line[1200];
+  unsigned which = KAFKA_CHECK_COMMANDS | KAFKA_CHECK_DLQ | KAFKA_CHECK_CHANGES | KAFKA_CHECK_GROUP;
+  kafka_check_t chk = kafka_check_grants(rk, cfg, which, CONFIG_CONNECT_GRANTS_MS, say_missing, err_out, why,
+                                         sizeof why);
+  if (chk == KAFKA_CHECK_OK || chk == KAFKA_CHECK_DENIED) return chk == KAFKA_CHECK_OK;
+  snprintf(line, sizeof line, "cannot check the grants: %s", why);
+  report(err_out, line);
+  return chk == KAFKA_CHECK_UNSUPPORTED;
+}
+
 /* The topics that must exist: kafka.topics, kafka.dlq_topic and, when set,
  * changes.topic (what `run` checks at start). */
 static void check_topics(const config_t *cfg, const clock_source_t *clock, FILE *err_out, bool *all,
@@ -128,13 +151,21 @@ static void check_topics(const config_t *cfg, const clock_source_t *clock, FILE 
     return;
   }
   char why[1024];
-  if (kafka_check_topics(rk, cfg, true, clock, NULL, NULL, why, sizeof why) == KAFKA_CHECK_OK) {
-    model_buf_printf(reached, "; topics %s and dead-letter topic %s", cfg->kafka_topics, cfg->kafka_dlq_topic);
-    if (*cfg->changes_topic) model_buf_printf(reached, "; change topic %s", cfg->changes_topic);
-  } else {
+  kafka_check_t chk = kafka_check_topics(rk, cfg, true, clock, NULL, NULL, why, sizeof why);
+  /* A topic the principal may not describe is named by the grants below,
+   * with the grant it needs. */
+  if (chk != KAFKA_CHECK_OK && chk != KAFKA_CHECK_DENIED) {
     snprintf(line, sizeof line, "cannot reach the topics: %s", why);
     report(err_out, line);
     *all = false;
+  }
+  if (chk == KAFKA_CHECK_OK || chk == KAFKA_CHECK_DENIED || chk == KAFKA_CHECK_MISSING) {
+    bool granted = check_grants(rk, cfg, err_out);
+    *all = *all && granted;
+    if (chk == KAFKA_CHECK_OK && granted) {
+      model_buf_printf(reached, "; topics %s and dead-letter topic %s", cfg->kafka_topics, cfg->kafka_dlq_topic);
+      if (*cfg->changes_topic) model_buf_printf(reached, "; change topic %s", cfg->changes_topic);
+    }
   }
   rd_kafka_destroy(rk);
 }

@@ -453,6 +453,7 @@ const char *kafka_check_name(kafka_check_t chk) {
     case KAFKA_CHECK_REFUSED: return "refused";
     case KAFKA_CHECK_DENIED: return "not authorized";
     case KAFKA_CHECK_STOPPED: return "stopped";
+    case KAFKA_CHECK_UNSUPPORTED: return "unsupported";
     default: return "failed";
   }
 }

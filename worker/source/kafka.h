@@ -118,18 +118,52 @@ typedef enum {
   KAFKA_CHECK_FAILED,      /* the cluster answered with another error */
   KAFKA_CHECK_STOPPED,     /* tick asked to stop */
   KAFKA_CHECK_REFUSED,     /* a broker refused the client (kafka_refusal) */
-  KAFKA_CHECK_DENIED,      /* the principal may not describe a topic (no grant on it) */
+  KAFKA_CHECK_DENIED,      /* the principal lacks a grant (kafka_check_grants) or may not describe a topic */
+  KAFKA_CHECK_UNSUPPORTED, /* this librdkafka cannot ask (kafka_check_grants before 2.3) */
 } kafka_check_t;
 /* A short name of a result for a log field: "missing topic", "unreachable",
  * "refused", "not authorized", ... */
 const char *kafka_check_name(kafka_check_t chk);
-enum { KAFKA_CHECK_COMMANDS = 1u, KAFKA_CHECK_DLQ = 2u, KAFKA_CHECK_CHANGES = 4u };
+enum { KAFKA_CHECK_COMMANDS = 1u, KAFKA_CHECK_DLQ = 2u, KAFKA_CHECK_CHANGES = 4u, KAFKA_CHECK_GROUP = 8u };
 kafka_check_t kafka_check_topic_set(rd_kafka_t *rk, const config_t *cfg, unsigned which, const clock_source_t *clock,
                                     bool (*tick)(void *ctx), void *ctx, char *err, size_t errsz);
 /* The command topics and, with `dlq`, every topic `run` writes: the
  * dead-letter topic and the change topic (when set). */
 kafka_check_t kafka_check_topics(rd_kafka_t *rk, const config_t *cfg, bool dlq, const clock_source_t *clock,
                                  bool (*tick)(void *ctx), void *ctx, char *err, size_t errsz);
+
+/* The grants the worker needs (SPEC.md section 5, "Security"). */
+typedef enum {
+  KAFKA_GRANT_TOPIC_READ,    /* Read on each of kafka.topics */
+  KAFKA_GRANT_GROUP_READ,    /* Read on kafka.group */
+  KAFKA_GRANT_DLQ_WRITE,     /* Write on kafka.dlq_topic */
+  KAFKA_GRANT_CHANGES_WRITE, /* Write on changes.topic */
+} kafka_grant_t;
+/* One missing grant: on the resource `name` of the configuration key `key`,
+ * with one line naming it ("not authorized: user 'u' may not read
+ * kafka.topics 't' (it may: DESCRIBE): it needs Read on the topic"). */
+typedef void kafka_grant_fn(void *ctx, kafka_grant_t grant, const char *key, const char *name, const char *line);
+/* Asks the brokers, through rk, what its principal may do: on the topics
+ * `which` names (KAFKA_CHECK_COMMANDS: Read; KAFKA_CHECK_DLQ and
+ * KAFKA_CHECK_CHANGES: Write) with DescribeTopics, and on kafka.group
+ * (KAFKA_CHECK_GROUP: Read) with DescribeConsumerGroups, both with the
+ * authorized operations of KIP-430. They need only Describe, which Read
+ * and Write include, and they read and write nothing: no message is
+ * produced, no offset committed, no group joined. A resource the principal
+ * may not even describe answers an authorization error, named the same.
+ * Each missing grant goes to `missing` (may be NULL); a topic that does not
+ * exist is not one (kafka_check_topic_set names it), nor is a broker that
+ * does not list the operations (before Kafka 2.3).
+ *
+ * Waits up to timeout_ms (plus a second) for each of the two answers.
+ * Returns KAFKA_CHECK_OK; KAFKA_CHECK_DENIED when a grant is missing;
+ * KAFKA_CHECK_REFUSED (a refusal, kafka_refusal), KAFKA_CHECK_UNREACHABLE
+ * or KAFKA_CHECK_FAILED when the brokers did not say; or
+ * KAFKA_CHECK_UNSUPPORTED with a librdkafka before 2.3; err gets one line
+ * unless OK. Call it before rd_kafka_poll_set_consumer or after: its
+ * answers come on a queue of its own. */
+kafka_check_t kafka_check_grants(rd_kafka_t *rk, const config_t *cfg, unsigned which, int timeout_ms,
+                                 kafka_grant_fn *missing, void *ctx, char *err, size_t errsz);
 
 /* A rejected message, as the dead-letter topic needs it: a consumed
  * message (kafka_source_of), or a copy of one held past its poll (a late
