@@ -185,11 +185,16 @@ static void check_store(const config_t *cfg, const clock_source_t *clock, FILE *
   sink_status_t st = SINK_FATAL;
   if (store) {
     int64_t deadline = clock_mono(clock) + cfg->store_connect_timeout_ms;
+    /* A fault that waiting does not heal (store_ping_cause) ends the wait. */
     do st = store_ping(store, &err);
-    while (st == SINK_RETRY && clock_mono(clock) < deadline);
+    while (st == SINK_RETRY && !store_ping_cause(store) && clock_mono(clock) < deadline);
   }
   if (st == SINK_OK) {
     model_buf_printf(reached, "; store %s", shown.data);
+  } else if (store_ping_cause(store)) {
+    snprintf(line, sizeof line, "cannot reach the store %s: %s", shown.data, err.message);
+    report(err_out, line);
+    *all = false;
   } else {
     snprintf(line, sizeof line, "cannot reach the store %s within store.connect_timeout_ms (%lld ms): %s", shown.data,
              (long long)cfg->store_connect_timeout_ms, err.message);
