@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Faults that waiting does not heal, on scripts/stack's secured profile, each named with its cause
-(docs/OPERATIONS.md, "What config check --connect checks"):
+(docs/OPERATIONS.md, "Running on a secured cluster": what `config check --connect` checks):
 - Kafka: a wrong password and a CA that did not sign the broker's certificate: `config check --connect` names
   them within 10 s, and `run` exits 1 naming them within 10 s;
 - each missing grant, for a user of this test's own (SCRAM-SHA-512) given grants step by step: no grant at all,
