@@ -745,6 +745,22 @@ START_TEST(test_readiness_policy) {
   ck_assert_str_eq(reason, "dead-letter delivery failing");
   readiness_set_dead_letter_failing(&r, false);
   ck_assert(readiness_ready(&r, NULL, 0));
+  /* A store fault with its cause: named until the store answers. */
+  readiness_store_failed_cause(&r, "credentials refused");
+  ck_assert(!readiness_ready(&r, reason, sizeof reason));
+  ck_assert_str_eq(reason, "store unreachable: credentials refused");
+  readiness_store_answered(&r);
+  ck_assert(readiness_ready(&r, NULL, 0));
+  /* A source that cannot do its work: named first, even with no assignment. */
+  readiness_set_source_failing(&r, "not authorized: may not read kafka.topics 't'");
+  ck_assert(!readiness_ready(&r, reason, sizeof reason));
+  ck_assert_str_eq(reason, "Kafka: not authorized: may not read kafka.topics 't'");
+  readiness_set_assigned(&r, false);
+  ck_assert(!readiness_ready(&r, reason, sizeof reason));
+  ck_assert_str_eq(reason, "Kafka: not authorized: may not read kafka.topics 't'");
+  readiness_set_assigned(&r, true);
+  readiness_set_source_failing(&r, NULL);
+  ck_assert(readiness_ready(&r, NULL, 0));
   readiness_heartbeat(&r);
   clock_manual_advance(&clk, READINESS_HEARTBEAT_WINDOW_MS);
   ck_assert(readiness_healthy(&r, NULL, 0));

@@ -1,6 +1,7 @@
 /* `aggregator run`: the live worker. Wires config, logging, metrics, the
  * MongoDB store and the batch behind the Kafka consumer. */
 #include <stdio.h>
+#include <string.h>
 
 #include "pipeline/batch.h"
 #include "cli.h"
@@ -40,13 +41,22 @@ int cli_run(const cli_options_t *o) {
    * reason, rather than at the first flush; a store that is down is an
    * outage like any other and is retried. */
   sink_status_t st = store_ping(store, &serr);
-  if (st == SINK_FATAL) {
+  const char *cause = store_ping_cause(store);
+  /* Refused credentials and a certificate that does not verify will not
+   * heal by waiting either, though the driver's error for the latter is
+   * the retryable one of an outage: the run ends with the cause, as a
+   * missing topic ends it. A TLS-only server met without TLS looks like a
+   * server closing connections, which an outage does too: retried, with
+   * the likely cause as the not-ready reason. */
+  bool hopeless = cause && (!strcmp(cause, "credentials refused") || strstr(cause, "certificate"));
+  if (st == SINK_FATAL || hopeless) {
     log_error("store refused the worker", "error", LOG_STR, serr.message);
     goto out;
   }
-  if (st == SINK_RETRY)
+  if (st == SINK_RETRY) {
     log_warn("store not reachable yet; retrying in the background", "error", LOG_STR, serr.message);
-  else
+    if (cause) metrics_store_failed_cause(cause);
+  } else
     metrics_store_answered();
   batch_limits_t limits = batch_limits_from_config(cfg);
   batch = batch_new(&limits);

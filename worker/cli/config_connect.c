@@ -14,6 +14,10 @@
 #include "base/redact.h"
 #include "store/store.h"
 
+/* How long the brokers, which answered already, have to describe the
+ * topics and the group: the whole check stays within seconds. */
+#define CONFIG_CONNECT_GRANTS_MS 5000
+
 /* Prints one "aggregator: ..." line, scrubbed of every known secret. */
 static void report(FILE *out, const char *line) {
   char msg[2048];
@@ -32,8 +36,7 @@ static rd_kafka_t *client_new(const config_t *cfg, const char *servers, char *er
     rd_kafka_conf_destroy(conf);
     return NULL;
   }
-  rd_kafka_conf_set_log_cb(conf, NULL);
-  rd_kafka_conf_set_error_cb(conf, NULL);
+  kafka_conf_quiet(conf);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, errsz);
   if (!rk) rd_kafka_conf_destroy(conf);
   return rk;
@@ -61,10 +64,12 @@ static size_t check_brokers(const config_t *cfg, const clock_source_t *clock, FI
    * bound passed: one broker that never answers takes no time from another. */
   int64_t start = clock_mono(clock);
   rd_kafka_resp_err_t last[64];
-  bool done[64];
+  bool done[64], refused[64];
+  char why[64][1024];
   int64_t bound = 30000;
   for (size_t i = 0; i < n; i++) {
     done[i] = clients[i] == NULL;
+    refused[i] = false;
     last[i] = RD_KAFKA_RESP_ERR__TIMED_OUT;
     if (clients[i]) bound = kafka_setup_timeout_ms(clients[i]); /* the same in every client */
   }
@@ -78,18 +83,28 @@ static size_t check_brokers(const config_t *cfg, const clock_source_t *clock, FI
       last[i] = rd_kafka_metadata(clients[i], 0, NULL, &md, (int)step);
       if (md) rd_kafka_metadata_destroy(md);
       done[i] = last[i] == RD_KAFKA_RESP_ERR_NO_ERROR;
+      /* A refusal (credentials, certificate) ends this broker's wait: it
+       * does not heal by waiting. Served by the poll. */
+      if (!done[i]) {
+        rd_kafka_poll(clients[i], 0);
+        done[i] = refused[i] = kafka_refusal(clients[i], false, why[i], sizeof why[i]) != KAFKA_REFUSAL_NONE;
+      }
       pending = pending || !done[i];
     }
   }
   for (size_t i = 0; i < n; i++) {
-    char line[1024];
+    char line[1600];
     if (!clients[i]) {
       snprintf(line, sizeof line, "cannot reach Kafka broker %s: librdkafka: %s", names[i], errs[i]);
       report(err_out, line);
       *all = false;
       continue;
     }
-    if (last[i]) {
+    if (refused[i]) {
+      snprintf(line, sizeof line, "cannot reach Kafka broker %s: %s", names[i], why[i]);
+      report(err_out, line);
+      *all = false;
+    } else if (last[i]) {
       snprintf(line, sizeof line, "cannot reach Kafka broker %s within %lld ms: %s", names[i], (long long)bound,
                rd_kafka_err2str(last[i]));
       report(err_out, line);
@@ -102,6 +117,25 @@ static size_t check_brokers(const config_t *cfg, const clock_source_t *clock, FI
   }
   free(list);
   return ok;
+}
+
+static void say_missing(void *ctx, kafka_grant_t grant, const char *key, const char *name, const char *line) {
+  (void)grant, (void)key, (void)name;
+  report(ctx, line);
+}
+
+/* The grants the worker needs (kafka_check_grants): one line per missing
+ * one. True when none is missing, or when this librdkafka cannot ask (said
+ * on a line of its own, which is no failure of the configuration). */
+static bool check_grants(rd_kafka_t *rk, const config_t *cfg, FILE *err_out) {
+  char why[1024], line[1200];
+  unsigned which = KAFKA_CHECK_COMMANDS | KAFKA_CHECK_DLQ | KAFKA_CHECK_CHANGES | KAFKA_CHECK_GROUP;
+  kafka_check_t chk = kafka_check_grants(rk, cfg, which, CONFIG_CONNECT_GRANTS_MS, say_missing, err_out, why,
+                                         sizeof why);
+  if (chk == KAFKA_CHECK_OK || chk == KAFKA_CHECK_DENIED) return chk == KAFKA_CHECK_OK;
+  snprintf(line, sizeof line, "cannot check the grants: %s", why);
+  report(err_out, line);
+  return chk == KAFKA_CHECK_UNSUPPORTED;
 }
 
 /* The topics that must exist: kafka.topics, kafka.dlq_topic and, when set,
@@ -117,13 +151,21 @@ static void check_topics(const config_t *cfg, const clock_source_t *clock, FILE 
     return;
   }
   char why[1024];
-  if (kafka_check_topics(rk, cfg, true, clock, NULL, NULL, why, sizeof why) == KAFKA_CHECK_OK) {
-    model_buf_printf(reached, "; topics %s and dead-letter topic %s", cfg->kafka_topics, cfg->kafka_dlq_topic);
-    if (*cfg->changes_topic) model_buf_printf(reached, "; change topic %s", cfg->changes_topic);
-  } else {
+  kafka_check_t chk = kafka_check_topics(rk, cfg, true, clock, NULL, NULL, why, sizeof why);
+  /* A topic the principal may not describe is named by the grants below,
+   * with the grant it needs. */
+  if (chk != KAFKA_CHECK_OK && chk != KAFKA_CHECK_DENIED) {
     snprintf(line, sizeof line, "cannot reach the topics: %s", why);
     report(err_out, line);
     *all = false;
+  }
+  if (chk == KAFKA_CHECK_OK || chk == KAFKA_CHECK_DENIED || chk == KAFKA_CHECK_MISSING) {
+    bool granted = check_grants(rk, cfg, err_out);
+    *all = *all && granted;
+    if (chk == KAFKA_CHECK_OK && granted) {
+      model_buf_printf(reached, "; topics %s and dead-letter topic %s", cfg->kafka_topics, cfg->kafka_dlq_topic);
+      if (*cfg->changes_topic) model_buf_printf(reached, "; change topic %s", cfg->changes_topic);
+    }
   }
   rd_kafka_destroy(rk);
 }
@@ -143,11 +185,16 @@ static void check_store(const config_t *cfg, const clock_source_t *clock, FILE *
   sink_status_t st = SINK_FATAL;
   if (store) {
     int64_t deadline = clock_mono(clock) + cfg->store_connect_timeout_ms;
+    /* A fault that waiting does not heal (store_ping_cause) ends the wait. */
     do st = store_ping(store, &err);
-    while (st == SINK_RETRY && clock_mono(clock) < deadline);
+    while (st == SINK_RETRY && !store_ping_cause(store) && clock_mono(clock) < deadline);
   }
   if (st == SINK_OK) {
     model_buf_printf(reached, "; store %s", shown.data);
+  } else if (store_ping_cause(store)) {
+    snprintf(line, sizeof line, "cannot reach the store %s: %s", shown.data, err.message);
+    report(err_out, line);
+    *all = false;
   } else {
     snprintf(line, sizeof line, "cannot reach the store %s within store.connect_timeout_ms (%lld ms): %s", shown.data,
              (long long)cfg->store_connect_timeout_ms, err.message);

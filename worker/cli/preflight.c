@@ -45,6 +45,6 @@ int preflight_changes(const config_t *cfg, const char *command) {
     return 128 + signals_stop_signal();
   }
   log_error(why, "command", LOG_STR, command, "check", LOG_STR,
-            chk == KAFKA_CHECK_MISSING ? "missing topic" : chk == KAFKA_CHECK_UNREACHABLE ? "unreachable" : "failed");
+            kafka_check_name(chk));
   return 1;
 }

@@ -103,7 +103,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   bool ready = !strcmp(url, "/readyz");
   if (ready || !strcmp(url, "/healthz")) {
-    char reason[160], body[192];
+    char reason[600], body[608]; /* a cause names a user, a topic and the grant it needs */
     bool ok = ready ? h->ready(reason, sizeof reason) : h->healthy(reason, sizeof reason);
     if (ok) return reply_text(c, MHD_HTTP_OK, "ok\n");
     snprintf(body, sizeof body, "%s\n", reason);

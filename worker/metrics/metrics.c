@@ -254,6 +254,8 @@ void metrics_set_dead_letter_failing(bool failing) { readiness_set_dead_letter_f
 void metrics_set_changes_failing(bool failing) { readiness_set_changes_failing(&g_readiness, failing); }
 void metrics_store_answered(void) { readiness_store_answered(&g_readiness); }
 void metrics_store_failed(void) { readiness_store_failed(&g_readiness); }
+void metrics_store_failed_cause(const char *cause) { readiness_store_failed_cause(&g_readiness, cause); }
+void metrics_set_source_failing(const char *why) { readiness_set_source_failing(&g_readiness, why); }
 void metrics_heartbeat(void) { readiness_heartbeat(&g_readiness); }
 void metrics_set_writer_stalled(bool stalled, uint64_t unwritten, int64_t since_mono_ms) {
   readiness_set_stalled(&g_readiness, stalled, unwritten, since_mono_ms);

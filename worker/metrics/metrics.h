@@ -163,6 +163,11 @@ void metrics_set_dead_letter_failing(bool failing); /* deadletter.h decides */
 void metrics_set_changes_failing(bool failing);     /* changes_producer.h decides */
 void metrics_store_answered(void); /* any successful reply from the store */
 void metrics_store_failed(void);   /* the store could not be reached */
+/* The same, naming a cause that waiting does not heal (readiness.h). */
+void metrics_store_failed_cause(const char *cause);
+/* The Kafka consumer cannot do its work, for the reason why; NULL or "":
+ * it can again (readiness.h). */
+void metrics_set_source_failing(const char *why);
 /* Liveness input: call from the main loop at least every few seconds. */
 void metrics_heartbeat(void);
 

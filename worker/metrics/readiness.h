@@ -13,14 +13,21 @@
  * test moves a clock_manual_t instead of sleeping. Windows and ages are in
  * whole milliseconds, the clock's unit.
  *
+ * Never ready while the source is failing (readiness_set_source_failing:
+ * the brokers refuse the worker, or it lacks a grant it needs): a worker
+ * that cannot read its topics is never ready, whatever else holds, and the
+ * reason names why.
+ *
  * Ownership and threads: a readiness_t is embedded by its owner (no
  * allocation, nothing to destroy), either statically with READINESS_INIT or
  * with readiness_init. Every input and decision is an atomic, so one
- * thread records while another decides, without a lock. The clock it reads
+ * thread records while another decides, without a lock; the texts of the
+ * causes (the source's, the store's) are copied under a mutex of their own. The clock it reads
  * belongs to the caller and must outlive its use here. */
 #ifndef READINESS_H
 #define READINESS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -44,13 +51,16 @@ typedef struct readiness {
   _Atomic int64_t store_answer_ms; /* monotonic; READINESS_NEVER until the store answers */
   _Atomic int64_t heartbeat_ms;    /* monotonic; READINESS_NEVER until the first beat */
   _Atomic int64_t store_window_ms, heartbeat_window_ms;
+  pthread_mutex_t cause_lock;  /* guards the two texts below */
+  char source_failing[512];    /* "" unless the source is failing: why */
+  char store_cause[512];       /* "" or why the store's last attempt failed */
 } readiness_t;
 
 /* Nothing assigned, nothing answered, no beat yet, default windows, the
  * process's clocks. */
 #define READINESS_INIT                                                                                 \
   {NULL,  false, false, false, false, false, 0, 0, READINESS_NEVER, READINESS_NEVER, READINESS_STORE_WINDOW_MS, \
-   READINESS_HEARTBEAT_WINDOW_MS}
+   READINESS_HEARTBEAT_WINDOW_MS, PTHREAD_MUTEX_INITIALIZER, "", ""}
 
 /* Resets r to READINESS_INIT reading clock (NULL: the process's clocks). */
 void readiness_init(readiness_t *r, const clock_source_t *clock);
@@ -73,6 +83,13 @@ void readiness_set_stalled(readiness_t *r, bool stalled, uint64_t unwritten, int
 void readiness_store_answered(readiness_t *r);
 /* The store could not be reached; not ready until it answers again. */
 void readiness_store_failed(readiness_t *r);
+/* The same, with the cause the reason names (a fault that waiting does not
+ * heal: "credentials refused", "the server's certificate does not verify",
+ * ...; store_error.h) until the store answers; NULL or "": none known. */
+void readiness_store_failed_cause(readiness_t *r, const char *cause);
+/* The source (the Kafka consumer) cannot do its work, for the reason why
+ * (cut to 511 bytes): not ready until it is cleared with NULL or "". */
+void readiness_set_source_failing(readiness_t *r, const char *why);
 /* The main loop is alive. */
 void readiness_heartbeat(readiness_t *r);
 

@@ -364,7 +364,7 @@ static rd_kafka_t *consumer_new(const config_t *cfg) {
   if (chk != KAFKA_CHECK_OK) {
     if (chk != KAFKA_CHECK_STOPPED)
       log_error(errstr, "check", LOG_STR,
-                chk == KAFKA_CHECK_MISSING ? "missing topic" : chk == KAFKA_CHECK_UNREACHABLE ? "unreachable" : "failed");
+                kafka_check_name(chk));
     rd_kafka_destroy(rk);
     return NULL;
   }

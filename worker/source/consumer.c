@@ -14,6 +14,7 @@
 #include "pipeline/flusher.h"
 #include "pipeline/stall.h"
 #include "kafka.h"
+#include "kafka_access.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "metrics/metrics.h"
@@ -48,6 +49,7 @@ typedef struct consumer {
   int32_t last_partition;
   offsets_part_t *last_part;
   deadletter_t *dlq;
+  kafka_access_t *access; /* refusals and grants, for readiness (kafka_access.h) */
   /* Change events (changes.topic set): the batch's announcer and its
    * producer; commits wait for their acknowledgements. NULL without. */
   announcer_t *ann;
@@ -372,6 +374,7 @@ static void handle_message(consumer_t *c, rd_kafka_message_t *m, batch_now_t now
   if (m->err) {
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
     log_warn("consumer error", "error", LOG_STR, rd_kafka_message_errstr(m));
+    kafka_access_error(c->access, m->err, rd_kafka_message_errstr(m));
     return;
   }
   offsets_part_t *p = c->last_part;
@@ -509,9 +512,10 @@ static bool create_clients(consumer_t *c) {
   }
   if (chk != KAFKA_CHECK_OK) {
     log_error(errstr, "check", LOG_STR,
-              chk == KAFKA_CHECK_MISSING ? "missing topic" : chk == KAFKA_CHECK_UNREACHABLE ? "unreachable" : "failed");
+              kafka_check_name(chk));
     return false;
   }
+  c->access = kafka_access_start(c->rk, c->cfg, c->clock);
   rd_kafka_poll_set_consumer(c->rk);
 
   c->dlq = deadletter_new(c->cfg, c->offsets, c->clock, errstr, sizeof errstr);
@@ -540,6 +544,7 @@ static bool create_clients(consumer_t *c) {
 static void destroy_clients(consumer_t *c) {
   metrics_set_oldest_unwritten(c->clock, INT64_MAX); /* the clock it reads goes with the run */
   metrics_set_writer_stalled(false, 0, 0);
+  kafka_access_destroy(c->access);
   if (c->rk) rd_kafka_destroy(c->rk);
   deadletter_destroy(c->dlq);
   if (c->ann) batch_set_announcer(c->batch, NULL, NULL);
@@ -631,6 +636,7 @@ static void turn(consumer_t *c, const consumer_reload_t *rl) {
     report_lag(c);
     update_gauges(c);
     check_stall(c, now);
+    kafka_access_tick(c->access);
   }
   if (signals_take_reload()) reload(c, rl);
 }

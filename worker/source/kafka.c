@@ -2,6 +2,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/redact.h"
 #include "oom.h"
 
 #include <inttypes.h>
@@ -182,12 +183,104 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
            NULL);
 }
 
+/* --- refusals ------------------------------------------------------------------- */
+
+/* The last refusal of each client, by its name (rd_kafka_name: unique in
+ * the process, "aggregator#consumer-3"). librdkafka hands a broker's
+ * failure only to the error callback, which has no room of its own per
+ * client (the opaque is the client owner's), so the callbacks record here
+ * and kafka_refusal reads. A few clients live at once; the oldest slot is
+ * reused. */
+typedef struct refusal_slot {
+  char name[128];
+  kafka_refusal_t kind;
+  char why[1024];
+} refusal_slot_t;
+
+static refusal_slot_t g_refusals[16];
+static size_t g_refusal_next;
+static pthread_mutex_t g_refusal_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A property of rk's configuration, or "" when unset. */
+static void conf_value(rd_kafka_t *rk, const char *name, char *out, size_t size) {
+  size_t n = size;
+  if (rd_kafka_conf_get(rd_kafka_conf(rk), name, out, &n) != RD_KAFKA_CONF_OK) out[0] = '\0';
+}
+
+/* Records a failure that waiting does not heal: a SASL authentication that
+ * failed (__AUTHENTICATION), a TLS handshake that failed (__SSL: the
+ * broker's certificate does not verify, or names another host, or the
+ * broker asks for a client certificate). A handshake cut by a disconnect
+ * is __TRANSPORT, an outage, and is not recorded. */
+static void refusal_record(rd_kafka_t *rk, int err, const char *reason) {
+  kafka_refusal_t kind = err == RD_KAFKA_RESP_ERR__AUTHENTICATION ? KAFKA_REFUSAL_CREDENTIALS
+                         : err == RD_KAFKA_RESP_ERR__SSL          ? KAFKA_REFUSAL_TLS
+                                                                  : KAFKA_REFUSAL_NONE;
+  if (kind == KAFKA_REFUSAL_NONE) return;
+  char why[1024], a[256], b[256];
+  if (kind == KAFKA_REFUSAL_CREDENTIALS) {
+    conf_value(rk, "sasl.username", a, sizeof a);
+    conf_value(rk, "sasl.mechanisms", b, sizeof b);
+    snprintf(why, sizeof why, "credentials refused: SASL authentication failed for user '%s' (%s): %s", a, b,
+             reason);
+  } else {
+    conf_value(rk, "ssl.ca.location", a, sizeof a);
+    bool verify = strstr(reason, "certificate verify failed") || strstr(reason, "verify broker certificate") ||
+                  strstr(reason, "could not be verified");
+    snprintf(why, sizeof why, "%s (kafka.rdkafka.ssl.ca.location '%s'): %s",
+             verify ? "the broker's certificate does not verify" : "the TLS handshake failed",
+             *a ? a : "the system's CAs", reason);
+  }
+  redact_set_scrub_str(redact_global(), why, sizeof why); /* a broker's text may quote anything */
+  pthread_mutex_lock(&g_refusal_lock);
+  refusal_slot_t *slot = NULL;
+  for (size_t i = 0; i < sizeof g_refusals / sizeof *g_refusals && !slot; i++)
+    if (!strcmp(g_refusals[i].name, rd_kafka_name(rk))) slot = &g_refusals[i];
+  if (!slot) {
+    slot = &g_refusals[g_refusal_next];
+    g_refusal_next = (g_refusal_next + 1) % (sizeof g_refusals / sizeof *g_refusals);
+    snprintf(slot->name, sizeof slot->name, "%s", rd_kafka_name(rk));
+  }
+  slot->kind = kind;
+  snprintf(slot->why, sizeof slot->why, "%s", why);
+  pthread_mutex_unlock(&g_refusal_lock);
+}
+
+kafka_refusal_t kafka_refusal(const rd_kafka_t *rk, bool take, char *why, size_t size) {
+  kafka_refusal_t kind = KAFKA_REFUSAL_NONE;
+  if (why && size) why[0] = '\0';
+  pthread_mutex_lock(&g_refusal_lock);
+  for (size_t i = 0; i < sizeof g_refusals / sizeof *g_refusals; i++) {
+    refusal_slot_t *s = &g_refusals[i];
+    if (s->kind == KAFKA_REFUSAL_NONE || strcmp(s->name, rd_kafka_name(rk))) continue;
+    kind = s->kind;
+    if (why && size) snprintf(why, size, "%s", s->why);
+    if (take) s->kind = KAFKA_REFUSAL_NONE;
+  }
+  pthread_mutex_unlock(&g_refusal_lock);
+  return kind;
+}
+
 static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
   (void)opaque;
-  /* Most are transient (broker down): librdkafka retries by itself. */
-  log_emit(err == RD_KAFKA_RESP_ERR__FATAL ? LOG_LEVEL_ERROR : LOG_LEVEL_WARN, reason, "component", LOG_STR,
-           "rdkafka", "client", LOG_STR, rd_kafka_name(rk), "error", LOG_STR,
+  refusal_record(rk, err, reason);
+  /* Most are transient (broker down): librdkafka retries by itself. A
+   * refusal is not: an operator has to act. */
+  bool refused = err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL;
+  log_emit(err == RD_KAFKA_RESP_ERR__FATAL || refused ? LOG_LEVEL_ERROR : LOG_LEVEL_WARN, reason, "component",
+           LOG_STR, "rdkafka", "client", LOG_STR, rd_kafka_name(rk), "error", LOG_STR,
            rd_kafka_err2name((rd_kafka_resp_err_t)err), NULL);
+}
+
+/* Records refusals, logs nothing (kafka_conf_quiet). */
+static void quiet_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+  (void)opaque;
+  refusal_record(rk, err, reason);
+}
+
+void kafka_conf_quiet(rd_kafka_conf_t *conf) {
+  rd_kafka_conf_set_log_cb(conf, NULL);
+  rd_kafka_conf_set_error_cb(conf, quiet_error_cb);
 }
 
 rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, const char *const *forced,
@@ -276,8 +369,8 @@ kafka_check_t kafka_check_topic_set(rd_kafka_t *rk, const config_t *cfg, unsigne
     rd_kafka_topic_partition_list_add(topics, cfg->changes_topic, RD_KAFKA_PARTITION_UA)->opaque =
         (void *)"changes.topic";
   int64_t timeout = kafka_setup_timeout_ms(rk), deadline = clock_mono(clock) + timeout;
-  char missing[400] = "";
-  int nmissing = 0;
+  char missing[400] = "", denied[400] = "";
+  int nmissing = 0, ndenied = 0;
   kafka_check_t rc = KAFKA_CHECK_OK;
   err[0] = '\0';
   for (int i = 0; i < topics->cnt && rc == KAFKA_CHECK_OK; i++) {
@@ -301,7 +394,11 @@ kafka_check_t kafka_check_topic_set(rd_kafka_t *rk, const config_t *cfg, unsigne
                    "unreachable, or refusing this client; see librdkafka's lines above): %s",
                    (long long)(timeout / 1000), cfg->kafka_brokers, rd_kafka_err2str(e));
           rc = KAFKA_CHECK_UNREACHABLE;
-        } else if (rd_kafka_poll(rk, 0), tick && !tick(ctx)) { /* the poll logs why (error_cb) meanwhile */
+        } else if (rd_kafka_poll(rk, 0), kafka_refusal(rk, true, err, errsz)) {
+          /* error_cb, served by the poll, logged it too: waiting does not
+           * heal it, so the wait ends at the first. */
+          rc = KAFKA_CHECK_REFUSED;
+        } else if (tick && !tick(ctx)) {
           rc = KAFKA_CHECK_STOPPED;
         } else {
           continue;
@@ -318,6 +415,10 @@ kafka_check_t kafka_check_topic_set(rd_kafka_t *rk, const config_t *cfg, unsigne
       if (te == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
         append_named(missing, sizeof missing, key, name);
         nmissing++;
+      } else if (te == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
+        /* Not even Describe: whether it exists is not said either. */
+        append_named(denied, sizeof denied, key, name);
+        ndenied++;
       } else if (te && te != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) {
         snprintf(err, errsz, "the brokers refuse the metadata of %s '%s': %s", key, name, rd_kafka_err2str(te));
         rc = KAFKA_CHECK_FAILED;
@@ -328,12 +429,33 @@ kafka_check_t kafka_check_topic_set(rd_kafka_t *rk, const config_t *cfg, unsigne
     rd_kafka_topic_destroy(t);
   }
   rd_kafka_topic_partition_list_destroy(topics);
-  if (rc == KAFKA_CHECK_OK && nmissing) {
+  if (rc == KAFKA_CHECK_OK && ndenied) {
+    char user[256];
+    conf_value(rk, "sasl.username", user, sizeof user);
+    snprintf(err, errsz,
+             "not authorized: the brokers do not let user '%s' describe %s (the worker needs Read on its command "
+             "topics, Write on the dead-letter and change topics)",
+             *user ? user : "ANONYMOUS", denied);
+    rc = KAFKA_CHECK_DENIED;
+  } else if (rc == KAFKA_CHECK_OK && nmissing) {
     snprintf(err, errsz, "%s %s not exist on the brokers (%s); topics are never auto-created: create %s first",
              missing, nmissing > 1 ? "do" : "does", cfg->kafka_brokers, nmissing > 1 ? "them" : "it");
     rc = KAFKA_CHECK_MISSING;
   }
   return rc;
+}
+
+const char *kafka_check_name(kafka_check_t chk) {
+  switch (chk) {
+    case KAFKA_CHECK_OK: return "ok";
+    case KAFKA_CHECK_MISSING: return "missing topic";
+    case KAFKA_CHECK_UNREACHABLE: return "unreachable";
+    case KAFKA_CHECK_REFUSED: return "refused";
+    case KAFKA_CHECK_DENIED: return "not authorized";
+    case KAFKA_CHECK_STOPPED: return "stopped";
+    case KAFKA_CHECK_UNSUPPORTED: return "unsupported";
+    default: return "failed";
+  }
 }
 
 rd_kafka_headers_t *kafka_reject_headers(const kafka_source_t *src, const model_reject_t *rej) {

@@ -53,6 +53,7 @@
 
 struct store {
   mongoc_client_t *client;
+  const char *ping_cause; /* store_ping_cause: a static text or NULL */
   mongoc_collection_t *collection;
   const store_profile_t *profile; /* the server's; NULL until the first load or write */
   store_shard_t shard;            /* the fields every filter carries besides _id (store_shard.h) */
@@ -243,14 +244,21 @@ sink_status_t store_ping(store_t *store, sink_error_t *err) {
   bson_error_t e;
   bool ok = mongoc_client_command_simple(store->client, "admin", &cmd, NULL, &reply, &e);
   sink_status_t st = SINK_OK;
+  store->ping_cause = NULL;
   if (!ok) {
     st = store_classify_error(&e, &reply);
-    store_error_set_bson(err, "ping", &e);
+    store->ping_cause = store_error_cause(&e, &reply, mongoc_uri_get_tls(mongoc_client_get_uri(store->client)));
+    if (store->ping_cause)
+      store_error_set(err, e.domain, e.code, "ping: %s: %s", store->ping_cause, e.message);
+    else
+      store_error_set_bson(err, "ping", &e);
   }
   bson_destroy(&reply);
   bson_destroy(&cmd);
   return st;
 }
+
+const char *store_ping_cause(const store_t *store) { return store ? store->ping_cause : NULL; }
 
 /* --- load ---------------------------------------------------------------- */
 

@@ -52,6 +52,11 @@ store_t *store_open(const struct config *cfg, sink_error_t *err);
 
 /* A round trip to the server (the `ping` command). */
 sink_status_t store_ping(store_t *store, sink_error_t *err);
+/* Why the last store_ping failed, when waiting will not heal it
+ * ("credentials refused", "the server's certificate does not verify ...",
+ * store_error.h's store_error_cause; err->message starts with it too), or
+ * NULL. */
+const char *store_ping_cause(const store_t *store);
 
 /* Loads the documents whose _id is in keys. On MongoDB that is one find
  * with $in (more than 10,000 keys are split); on a server that answers a

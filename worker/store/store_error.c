@@ -84,3 +84,24 @@ sink_status_t store_classify_error(const bson_error_t *error, const bson_t *repl
       return SINK_FATAL;
   }
 }
+
+/* Whether text, or the reply's errmsg, contains needle (case as given). */
+static bool says(const bson_error_t *e, const bson_t *reply, const char *needle) {
+  if (strstr(e->message, needle)) return true;
+  bson_iter_t it;
+  return reply && bson_iter_init_find(&it, reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it) &&
+         strstr(bson_iter_utf8(&it, NULL), needle);
+}
+
+const char *store_error_cause(const bson_error_t *error, const bson_t *reply, bool tls) {
+  if ((error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE) ||
+      (error->domain == MONGOC_ERROR_SERVER && error->code == 18 /* AuthenticationFailed */) ||
+      says(error, reply, "password authentication failed") || says(error, reply, "Authentication failed"))
+    return "credentials refused";
+  if (says(error, reply, "certificate verify failed"))
+    return "the server's certificate does not verify (tlsCAFile in store.uri)";
+  if (says(error, reply, "TLS handshake failed")) return "the TLS handshake failed";
+  if (!tls && says(error, reply, "Server closed connection"))
+    return "the server closed the connection at the first command: a TLS-only server? (store.uri has no tls=true)";
+  return NULL;
+}

@@ -41,4 +41,15 @@ bool store_server_code_is_transient(int32_t code);
  * reply or NULL. Returns SINK_RETRY or SINK_FATAL (never SINK_OK). */
 sink_status_t store_classify_error(const bson_error_t *error, const bson_t *reply);
 
+/* Why a failure will not heal by waiting, when it is known: the server
+ * refused the credentials (a server's AuthenticationFailed, the driver's
+ * authentication error, or FerretDB passing on PostgreSQL's "password
+ * authentication failed"), the server's certificate does not verify
+ * against tlsCAFile, or a client without TLS (`tls` is false) saw the
+ * server close the connection at its first command, as a TLS-only server
+ * does. Looks at the error and, when given, the reply's errmsg (a server's
+ * text may be longer than error->message holds). NULL when none is known;
+ * else a short text for a log line and a not-ready reason. */
+const char *store_error_cause(const bson_error_t *error, const bson_t *reply, bool tls);
+
 #endif
