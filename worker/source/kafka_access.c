@@ -69,7 +69,7 @@ static bool probe(kafka_access_t *a, int timeout_ms) {
     default:
       /* The brokers did not say (an outage): nothing is known to be
        * missing; the consumer's own errors and refusals still count. */
-      log_warn("cannot check the grants", "error", LOG_STR, err);
+      log_warn("cannot check the grants", "error", LOG_STR, err[0] ? err : "the brokers gave no answer that says");
       return false;
   }
 }
@@ -80,7 +80,11 @@ kafka_access_t *kafka_access_start(rd_kafka_t *rk, const config_t *cfg, const cl
   a->cfg = cfg;
   a->clock = clock;
   metrics_set_source_failing(NULL);
-  probe(a, (int)kafka_setup_timeout_ms(rk));
+  /* The start-up check has waited for the brokers already (kafka_check_topics):
+   * they answer a description within the probe's bound, and the main loop
+   * must not wait on a coordinator that does not (a missing group grant
+   * then comes as the consumer's own error, kafka_access_error). */
+  probe(a, KAFKA_ACCESS_PROBE_TIMEOUT_MS);
   return a;
 }
 
