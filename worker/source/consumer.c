@@ -237,9 +237,10 @@ static const char *partition_names(const rd_kafka_topic_partition_list_t *parts,
   return out;
 }
 
-/* Applies an assignment change: with the eager protocol (range,
+/* Applies an assignment change: with the eager protocol (classic range,
  * roundrobin) `parts` is the whole new assignment, or NULL to give
- * everything up; with the cooperative one it is what is added (assign) or
+ * everything up; with an incremental one (the next-generation `consumer`
+ * protocol, or classic cooperative-sticky) it is what is added (assign) or
  * taken away (!assign). */
 static void apply_assignment(rd_kafka_t *rk, bool coop, bool assign, const rd_kafka_topic_partition_list_t *parts) {
   const char *what = assign ? "assign failed" : "unassign failed";
@@ -255,15 +256,23 @@ static void apply_assignment(rd_kafka_t *rk, bool coop, bool assign, const rd_ka
   if (e) log_error(what, "error", LOG_STR, rd_kafka_err2str(e));
 }
 
-/* Both protocols go through here. Eager (the worker's default, kafka.c): at
- * every rebalance, before the group reassigns anything, each member is
- * asked to give up all its partitions; the generation is still valid then,
- * so what the drain below makes durable commits, and the next owner of each
- * partition starts where this one stopped. Cooperative: only the partitions
- * that move are revoked, the same way. A loss (the member was fenced: its
- * session expired, or librdkafka declared it) commits nothing, since the
- * group no longer takes this member's commits: the next owner re-reads from
- * the last commit. */
+/* Every protocol goes through here. The next-generation one
+ * (kafka.group_protocol = consumer; librdkafka reports it as COOPERATIVE):
+ * the broker computes the target assignment and each member is asked to
+ * give up only the partitions that move, while it keeps consuming the
+ * others; it still owns them, with its member epoch, until it acknowledges
+ * the revocation, which librdkafka sends once this callback returns, so
+ * what the drain below makes durable commits and the next owner starts
+ * where this one stopped. Classic eager (roundrobin, kafka.c): before the
+ * group reassigns anything each member gives up all its partitions, the
+ * same way, while the generation is still valid. A loss (the member was
+ * fenced: its session expired, or librdkafka declared it) commits nothing,
+ * since the group no longer takes this member's commits: the next owner
+ * re-reads from the last commit.
+ *
+ * The drain writes everything held, the partitions kept included: one
+ * flush, after which the kept partitions' commands go on from where they
+ * were. */
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
                          void *opaque) {
   consumer_t *c = opaque;
@@ -570,7 +579,9 @@ static bool start(consumer_t *c, const sink_t *sink, int *rc) {
     }
     return false;
   }
-  log_info("worker started", "group", LOG_STR, c->cfg->kafka_group, "topics", LOG_STR, c->cfg->kafka_topics);
+  log_info("worker started", "group", LOG_STR, c->cfg->kafka_group, "group_protocol", LOG_STR,
+           c->cfg->kafka_group_protocol == CONFIG_GROUP_PROTOCOL_CLASSIC ? "classic" : "consumer", "topics", LOG_STR,
+           c->cfg->kafka_topics);
   return true;
 }
 
