@@ -326,7 +326,7 @@ const config_prop_t config_props[] = {
         "Consumer group id; every instance of one deployment uses the same group."),
     STR("kafka", "dlq_topic", "string", "assignment-commands-dlq", check_topic, "a topic name, not in kafka.topics",
         0, kafka_dlq_topic, "Dead-letter topic: rejected commands are produced here byte for byte, with x-error-* headers."),
-    ENUM("kafka", "group_protocol", "classic", group_protocols, 0, kafka_group_protocol,
+    ENUM("kafka", "group_protocol", "consumer", group_protocols, 0, kafka_group_protocol,
          "How the group's instances share the partitions (librdkafka `group.protocol`). consumer: the "
          "next-generation protocol (brokers from Kafka 4.0), where a join or a leave moves only the partitions "
          "that must move, each handed over written and committed, and the others keep consuming; its session "

@@ -278,7 +278,11 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
   consumer_t *c = opaque;
   bool coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
   c->last_rkt = NULL; /* offsets changes below */
-  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS && !parts->cnt && coop) {
+    /* The next-generation protocol follows every revocation with an
+     * assignment of what is added, often nothing: not an event. */
+    apply_assignment(rk, coop, true, parts);
+  } else if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     for (int i = 0; i < parts->cnt; i++) offsets_add(c->offsets, parts->elems[i].topic, parts->elems[i].partition);
     batch_next_epoch(c->batch); /* their commands read again are announced again (batch.h "Announcing") */
     apply_assignment(rk, coop, true, parts);
