@@ -175,7 +175,7 @@ START_TEST(group_protocol_chooses_the_defaults) {
     const char *set, *protocol, *strategy, *session;
   } cases[] = {
       {"kafka.group_protocol=consumer", "consumer", NULL, NULL},
-      {"kafka.group_protocol=classic", "classic", "roundrobin", "10000"},
+      {"kafka.group_protocol=classic", "classic", "roundrobin", "45000"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *sets[] = {"kafka.brokers=127.0.0.1:1", (char *)cases[i].set};

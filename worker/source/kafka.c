@@ -36,7 +36,16 @@ const kafka_default_t kafka_defaults[] = {
      "eager: a join hands every partition over written and committed (measured against cooperative-sticky in "
      "docs/BENCHMARKS.md)", true},
     {KAFKA_RUN_CONSUMER, "auto.offset.reset", "earliest", "a new group starts from the oldest command", false},
-    {KAFKA_RUN_CONSUMER, "session.timeout.ms", "10000", "a dead worker's partitions move within seconds", true},
+    /* A member whose heartbeats go unanswered for this long gives its
+     * partitions up as lost, uncommitted. When the broker holding the
+     * group's coordinator dies, the classic protocol has no coordinator for
+     * about 10 s (the cluster fences the broker, then the new coordinator
+     * loads the group): with 10 s every member lost its partitions and the
+     * group re-read thousands of commands (docs/OPERATIONS.md, Kafka down);
+     * with Kafka's 45 s none did. The cost: a dead worker's partitions wait
+     * 45 s. */
+    {KAFKA_RUN_CONSUMER, "session.timeout.ms", "45000",
+     "a broker's loss costs no member its partitions (10 s did); a dead worker's partitions wait this long", true},
     /* librdkafka stops fetching once the consumer's queue holds
      * queued.min.messages, and the high-level consumer forwards every
      * partition's queue to one queue, so the threshold counts all partitions
