@@ -277,20 +277,21 @@ static void wake_fetchers(consumer_t *c) {
 /* Every protocol goes through here. The next-generation one
  * (kafka.group_protocol = consumer; librdkafka reports it as COOPERATIVE):
  * the broker computes the target assignment and each member is asked to
- * give up only the partitions that move, while it keeps consuming the
- * others; it still owns them, with its member epoch, until it acknowledges
- * the revocation, which librdkafka sends once this callback returns, so
- * what the drain below makes durable commits and the next owner starts
- * where this one stopped. Classic eager (roundrobin, kafka.c): before the
- * group reassigns anything each member gives up all its partitions, the
- * same way, while the generation is still valid. A loss (the member was
- * fenced: its session expired, or librdkafka declared it) commits nothing,
- * since the group no longer takes this member's commits: the next owner
- * re-reads from the last commit.
+ * give up only the partitions that move; the other members go on
+ * consuming. This member still owns them, with its member epoch, until it
+ * acknowledges the revocation, which librdkafka sends once this callback
+ * has unassigned them, so what the drain below makes durable commits and
+ * the next owner starts where this one stopped. librdkafka pauses all of
+ * this member's partitions until then: the drain is its whole stop, after
+ * which it goes on with those it keeps (wake_fetchers). Classic eager
+ * (roundrobin, kafka.c): before the group reassigns anything each member
+ * gives up all its partitions, the same way, while the generation is still
+ * valid. A loss (the member was fenced: its session expired, or librdkafka
+ * declared it) commits nothing, since the group no longer takes this
+ * member's commits: the next owner re-reads from the last commit.
  *
- * The drain writes everything held, the partitions kept included: one
- * flush, after which the kept partitions' commands go on from where they
- * were. */
+ * The drain writes everything held, the partitions kept included (which
+ * partition an aggregate came from is not kept). */
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
                          void *opaque) {
   consumer_t *c = opaque;
