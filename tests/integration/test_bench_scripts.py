@@ -11,7 +11,7 @@ small, and write the rows their sections read:
 - `scripts/bench --changes --callgrind`: changes.csv with the three runs (none, docs, ids) of each workload in
   each round, one event per store write in the runs with events; changes_latency.csv with every sampled
   command matched to an event; changes_instructions.csv with both runs' instructions per command;
-- `scripts/bench-distinct --store mjs`, `scripts/bench-rebalance` and `scripts/bench-poison-flood`: their
+- `scripts/bench-distinct --store mjs`, `scripts/bench-rebalance consumer roundrobin` and `scripts/bench-poison-flood`: their
   result lines.
 
 scripts/bench runs with --no-stack on the stack's ports and --binary-dir on this build; its topics and
@@ -165,13 +165,18 @@ def check_distinct(tmp):
 
 def check_rebalance(tmp):
     env = dict(os.environ, AGG_CACHE_DIR=os.path.join(tmp, "cache"))
-    p = subprocess.run([os.path.join(h.SRC, "scripts", "bench-rebalance"), "--runs", "1", "--count", "3000",
-                        "--rate", "1000", "roundrobin"], capture_output=True, text=True, timeout=900, env=env)
+    p = subprocess.run([os.path.join(h.SRC, "scripts", "bench-rebalance"), "--runs", "1", "--count", "15000",
+                        "--rate", "1000", "consumer", "roundrobin"], capture_output=True, text=True, timeout=900,
+                       env=env)
     assert p.returncode == 0, "bench-rebalance: exit %d\n%s" % (p.returncode, p.stderr[-3000:])
-    lines = [l for l in p.stdout.splitlines() if l.startswith("roundrobin,")]
-    assert len(lines) == 1, p.stdout
-    strategy, run, commands, consumed, reread, lost, revoked, join_s, ok = lines[0].split(",")
-    assert (commands, ok) == ("3000", "yes") and int(consumed) >= 3000 and float(join_s) > 0, lines[0]
+    header, *lines = p.stdout.splitlines()
+    names = header.split(",")
+    assert [l.split(",")[0] for l in lines] == ["consumer", "roundrobin"], p.stdout
+    for line in lines:
+        r = dict(zip(names, line.split(",")))
+        assert (r["leave"], r["commands"], r["documents_ok"]) == ("stop", "15000", "yes"), line
+        assert int(r["consumed"]) >= 15000 and float(r["join_s"]) > 0 and float(r["leave_s"]) > 0, line
+        assert all(float(r[k]) >= 0 for k in ("join_stall_s", "leave_stall_s", "join_idle_s", "base_stall_s")), line
 
 
 def check_poison_flood(tmp):

@@ -1,14 +1,12 @@
 #!/usr/bin/env python3
 """Workers joining a busy group hand their partitions over written and
 committed (docs/GUARANTEES.md, Rebalances): a worker consumes a steady
-stream; a second joins, then a third. With the worker's assignment strategy
-(the default, eager), every rebalance asks each member to give all its
-partitions up, and the revocation writes and commits what it holds first,
-so:
+stream; a second joins, then a third. With the worker's group protocol (the
+default, `consumer`: only the partitions that move are revoked; or classic
+eager `roundrobin`, where every member gives all its partitions up), a
+revocation writes and commits what the member holds first, so:
 
-- no worker's log has "partitions lost" (librdkafka 2.0's cooperative-sticky
-  has the incumbent lose its partitions at each join: measured in
-  docs/BENCHMARKS.md);
+- no worker's log has "partitions lost";
 - no command is read twice: the next owner of a partition starts at the
   offset after the last command its previous owner read. The bound is
   zero, checked as the sum of the workers' aggregator_commands_total (each

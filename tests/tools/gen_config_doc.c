@@ -142,7 +142,8 @@ static void describe_markdown(FILE *out) {
   model_buf_t b = MODEL_BUF_INIT;
   model_buf_puts(&b, markdown_intro);
   for (size_t i = 0; i < kafka_defaults_count; i++)
-    model_buf_printf(&b, "| %s | `%s` | `%s` | %s |\n", kafka_client_name(kafka_defaults[i].client),
+    model_buf_printf(&b, "| %s%s | `%s` | `%s` | %s |\n", kafka_client_name(kafka_defaults[i].client),
+                     kafka_defaults[i].classic_only ? ", `kafka.group_protocol = classic`" : "",
                      kafka_defaults[i].name, kafka_defaults[i].value, kafka_defaults[i].why);
   model_buf_puts(&b, markdown_after_kafka_defaults);
   for (size_t s = 0; s < config_sections_count; s++) {

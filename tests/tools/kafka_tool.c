@@ -12,7 +12,9 @@
  *                                                       that hold a newline byte
  *   kafka_tool committed BROKERS GROUP TOPIC            committed offsets of GROUP, "partition offset" lines
  *   kafka_tool group BROKERS GROUP                      GROUP as the coordinator describes it: "state S",
- *                                                       then "member CONSUMER_ID CLIENT_ID" lines, sorted
+ *                                                       "coordinator BROKER_ID", then "member CONSUMER_ID
+ *                                                       CLIENT_ID" lines, sorted
+ *   kafka_tool leaders BROKERS TOPIC                    each partition's leader, "partition broker_id" lines
  *   kafka_tool delete-records BROKERS TOPIC PARTITION OFFSET
  *                                                       moves the partition's log start to OFFSET
  *   kafka_tool end-offsets BROKERS TOPIC                high watermarks, "partition offset" lines
@@ -88,7 +90,9 @@ static void sleep_until(const struct timespec *start, double seconds) {
 static int create_topic(const char *brokers, const char *topic, int partitions, char **configs, int nconfigs) {
   rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, brokers, NULL);
   char err[512];
-  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, 1, err, sizeof err);
+  /* -1: the cluster's default.replication.factor (1 on the plain stack, 3
+   * on the 3-broker profile). */
+  rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, -1, err, sizeof err);
   if (!nt) die("topic", err);
   for (int i = 0; i < nconfigs; i++) {
     char *eq = strchr(configs[i], '=');
@@ -334,6 +338,8 @@ static int group(const char *brokers, const char *name) {
   if (rd_kafka_ConsumerGroupDescription_error(g[0]))
     die("group", rd_kafka_error_string(rd_kafka_ConsumerGroupDescription_error(g[0])));
   printf("state %s\n", rd_kafka_consumer_group_state_name(rd_kafka_ConsumerGroupDescription_state(g[0])));
+  const rd_kafka_Node_t *coordinator = rd_kafka_ConsumerGroupDescription_coordinator(g[0]);
+  printf("coordinator %d\n", coordinator ? rd_kafka_Node_id(coordinator) : -1);
   size_t m = rd_kafka_ConsumerGroupDescription_member_count(g[0]);
   char **lines = calloc(m + 1, sizeof *lines);
   for (size_t i = 0; i < m; i++) {
@@ -355,6 +361,21 @@ static int group(const char *brokers, const char *name) {
   return 0;
 }
 
+static int leaders(const char *brokers, const char *topic) {
+  rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, brokers, NULL);
+  rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+  const rd_kafka_metadata_t *md = NULL;
+  rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, 10000);
+  if (e) die("leaders", rd_kafka_err2str(e));
+  if (md->topic_cnt != 1 || md->topics[0].err) die("leaders", md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "");
+  for (int i = 0; i < md->topics[0].partition_cnt; i++)
+    printf("%" PRId32 " %" PRId32 "\n", md->topics[0].partitions[i].id, md->topics[0].partitions[i].leader);
+  rd_kafka_metadata_destroy(md);
+  rd_kafka_topic_destroy(t);
+  rd_kafka_destroy(rk);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 5 && !strcmp(argv[1], "create-topic")) return create_topic(argv[2], argv[3], atoi(argv[4]), argv + 5, argc - 5);
   if (argc >= 4 && !strcmp(argv[1], "delete-topic")) return delete_topic(argv[2], argv[3]);
@@ -368,7 +389,9 @@ int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "dump")) return dump(argv[2], argv[3]);
   if (argc >= 5 && !strcmp(argv[1], "committed")) return committed(argv[2], argv[3], argv[4]);
   if (argc >= 4 && !strcmp(argv[1], "end-offsets")) return end_offsets(argv[2], argv[3]);
-  fputs("usage: kafka_tool create-topic|delete-topic|produce|produce-hex|dump|committed|group|delete-records|end-offsets ... "
+  if (argc >= 4 && !strcmp(argv[1], "leaders")) return leaders(argv[2], argv[3]);
+  fputs("usage: kafka_tool create-topic|delete-topic|produce|produce-hex|dump|committed|group|delete-records|end-offsets|"
+        "leaders ... "
         "(see source)\n",
         stderr);
   return 2;

@@ -131,13 +131,13 @@ START_TEST(each_client_gets_its_properties) {
 }
 END_TEST
 
-/* The run consumer's assignment strategy is eager (roundrobin: a join hands
- * every partition over written and committed, where librdkafka 2.0's
- * cooperative-sticky loses the incumbent's partitions), and an operator can
- * still choose another. The replay consumer joins no group: it gets none. */
+/* With the classic protocol the run consumer's assignment strategy is eager
+ * (roundrobin: a join hands every partition over written and committed),
+ * and an operator can still choose another. */
 START_TEST(assignment_strategy_default_and_override) {
   char errstr[256], v[128];
-  config_t *cfg = load(NULL, 0);
+  char *classic[] = {"kafka.group_protocol=classic"};
+  config_t *cfg = load(classic, 1);
   rd_kafka_conf_t *run = kafka_conf_new(cfg, KAFKA_RUN_CONSUMER, NULL, errstr, sizeof errstr);
   ck_assert_msg(run, "%s", errstr);
   get(run, "partition.assignment.strategy", v, sizeof v);
@@ -145,14 +145,81 @@ START_TEST(assignment_strategy_default_and_override) {
   rd_kafka_conf_destroy(run);
   config_destroy(cfg);
 
-  char *sets[] = {"kafka.rdkafka.partition.assignment.strategy=cooperative-sticky"};
-  cfg = load(sets, 1);
+  char *sets[] = {"kafka.group_protocol=classic", "kafka.rdkafka.partition.assignment.strategy=cooperative-sticky"};
+  cfg = load(sets, 2);
   run = kafka_conf_new(cfg, KAFKA_RUN_CONSUMER, NULL, errstr, sizeof errstr);
   ck_assert_msg(run, "%s", errstr);
   get(run, "partition.assignment.strategy", v, sizeof v);
   ck_assert_str_eq(v, "cooperative-sticky");
   rd_kafka_conf_destroy(run);
   config_destroy(cfg);
+}
+END_TEST
+
+/* kafka.group_protocol reaches the run consumer as group.protocol. With
+ * `consumer` the broker owns the group's timing and assignment: the
+ * classic-only defaults stay unset, and librdkafka accepts the consumer
+ * (it refuses one given session.timeout.ms or an assignment strategy);
+ * those given as kafka.rdkafka.* keys are configuration errors that name
+ * where the setting lives. The replay consumer joins no group: it is left
+ * alone. */
+START_TEST(group_protocol_chooses_the_defaults) {
+  char errstr[256], v[128], pristine_strategy[128], pristine_session[64], pristine_protocol[64];
+  rd_kafka_conf_t *pristine = rd_kafka_conf_new();
+  get(pristine, "group.protocol", pristine_protocol, sizeof pristine_protocol);
+  get(pristine, "partition.assignment.strategy", pristine_strategy, sizeof pristine_strategy);
+  get(pristine, "session.timeout.ms", pristine_session, sizeof pristine_session);
+  rd_kafka_conf_destroy(pristine);
+  const char *forced[] = {"group.id", "g", NULL};
+  static const struct {
+    const char *set, *protocol, *strategy, *session;
+  } cases[] = {
+      {"kafka.group_protocol=consumer", "consumer", NULL, NULL},
+      {"kafka.group_protocol=classic", "classic", "roundrobin", "45000"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *sets[] = {"kafka.brokers=127.0.0.1:1", (char *)cases[i].set};
+    config_t *cfg = load(sets, 2);
+    rd_kafka_conf_t *run = kafka_conf_new(cfg, KAFKA_RUN_CONSUMER, forced, errstr, sizeof errstr);
+    ck_assert_msg(run, "%s", errstr);
+    get(run, "group.protocol", v, sizeof v);
+    ck_assert_str_eq(v, cases[i].protocol);
+    get(run, "partition.assignment.strategy", v, sizeof v);
+    ck_assert_str_eq(v, cases[i].strategy ? cases[i].strategy : pristine_strategy);
+    get(run, "session.timeout.ms", v, sizeof v);
+    ck_assert_str_eq(v, cases[i].session ? cases[i].session : pristine_session);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, run, errstr, sizeof errstr);
+    ck_assert_msg(rk, "%s: librdkafka refuses the consumer: %s", cases[i].set, errstr);
+    rd_kafka_destroy(rk);
+    rd_kafka_conf_t *replay = kafka_conf_new(cfg, KAFKA_REPLAY_CONSUMER, NULL, errstr, sizeof errstr);
+    ck_assert_msg(replay, "%s", errstr);
+    get(replay, "group.protocol", v, sizeof v);
+    ck_assert_str_eq(v, pristine_protocol);
+    rd_kafka_conf_destroy(replay);
+    config_destroy(cfg);
+  }
+
+  static const struct {
+    const char *set, *where;
+  } refused[] = {
+      {"kafka.rdkafka.session.timeout.ms=12000", "group.consumer.session.timeout.ms"},
+      {"kafka.rdkafka.heartbeat.interval.ms=1000", "group.consumer.heartbeat.interval.ms"},
+      {"kafka.rdkafka.partition.assignment.strategy=range", "kafka.group_protocol = classic"},
+      {"kafka.rdkafka.group.protocol=classic", "cannot be passed through"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    char *sets[] = {"kafka.group_protocol=consumer", (char *)refused[i].set};
+    config_t *cfg = config_new();
+    config_error_t err;
+    ck_assert_msg(!config_load(cfg, NULL, sets, 2, &err), "%s accepted", refused[i].set);
+    ck_assert_msg(strstr(err.message, refused[i].where), "%s: %s", refused[i].set, err.message);
+    config_destroy(cfg);
+    if (i == 3) continue;
+    /* The same key with the classic protocol is the operator's to set. */
+    sets[0] = "kafka.group_protocol=classic";
+    cfg = load(sets, 2);
+    config_destroy(cfg);
+  }
 }
 END_TEST
 
@@ -198,8 +265,9 @@ static char *capture_end(void) {
 START_TEST(dead_letter_producer_does_not_warn_about_consumer_properties) {
   log_setup(LOG_LEVEL_DEBUG, LOG_FORMAT_JSON);
   char *sets[] = {"kafka.brokers=127.0.0.1:1", "kafka.rdkafka.auto.offset.reset=latest",
-                  "kafka.rdkafka.session.timeout.ms=12000", "kafka.rdkafka.linger.ms=20"};
-  config_t *cfg = load(sets, 4);
+                  "kafka.rdkafka.session.timeout.ms=12000", "kafka.rdkafka.linger.ms=20",
+                  "kafka.group_protocol=classic"}; /* session.timeout.ms is a client setting with it */
+  config_t *cfg = load(sets, 5);
   char errstr[256];
 
   /* Control: put directly on a producer, librdkafka warns (so the capture works). */
@@ -284,6 +352,7 @@ Suite *test_suite(void) {
   tcase_add_test(tc, scopes_from_librdkafka);
   tcase_add_test(tc, each_client_gets_its_properties);
   tcase_add_test(tc, assignment_strategy_default_and_override);
+  tcase_add_test(tc, group_protocol_chooses_the_defaults);
   tcase_add_test(tc, dead_letter_producer_does_not_warn_about_consumer_properties);
   tcase_add_test(tc, broker_failure_logged_once);
   suite_add_tcase(s, tc);

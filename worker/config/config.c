@@ -709,6 +709,31 @@ static bool rdkafka_given(const loader_t *L, const char *name) {
   return kv && *kv->value;
 }
 
+/* With the next-generation group protocol the broker owns the group's
+ * timing and its assignor: librdkafka refuses a consumer given any of these
+ * (only when the worker starts), so they are refused here, with FILE:LINE
+ * and where the setting lives instead. */
+static void check_group_protocol(loader_t *L) {
+  static const struct {
+    const char *name, *instead;
+  } classic_only[] = {
+      {"session.timeout.ms", "the broker's group.consumer.session.timeout.ms, or the group's "
+                             "consumer.session.timeout.ms (docs/OPERATIONS.md, Kafka down)"},
+      {"heartbeat.interval.ms", "the broker's group.consumer.heartbeat.interval.ms"},
+      {"partition.assignment.strategy", "the broker's assignor; or kafka.group_protocol = classic"},
+      {"group.protocol.type", "kafka.group_protocol = classic"},
+  };
+  if (L->cfg->kafka_group_protocol != CONFIG_GROUP_PROTOCOL_CONSUMER) return;
+  for (size_t k = 0; k < sizeof classic_only / sizeof classic_only[0]; k++) {
+    size_t i = 0;
+    if (!rdkafka_find(L, classic_only[k].name, &i)) continue;
+    char name[300];
+    snprintf(name, sizeof name, "kafka.rdkafka.%s%s", classic_only[k].name, L->rk[i].from_file ? "_file" : "");
+    fail(L, &L->rk[i], name, "not a client setting with kafka.group_protocol = consumer: it is %s",
+         classic_only[k].instead);
+  }
+}
+
 /* A SASL mechanism that takes a user name and password fails every
  * connection without them (librdkafka accepts the configuration and then
  * retries for ever); SSL settings with a plaintext protocol are ignored
@@ -810,6 +835,7 @@ bool config_load(config_t *cfg, const char *path, char *const *sets, size_t nset
   check_uri_files(&L);
   check_masked(&L);
   check_security(&L);
+  check_group_protocol(&L);
   bool ok = L.errors == 0;
   if (ok) {
     for (size_t i = 0; i < config_props_count; i++) export_origin(&cfg->origins[i], &L.props[i]);

@@ -17,6 +17,7 @@
 
 _Static_assert(sizeof(log_level_t) == sizeof(int), "enum fields are stored as int");
 _Static_assert(sizeof(log_format_t) == sizeof(int), "enum fields are stored as int");
+_Static_assert(sizeof(config_group_protocol_t) == sizeof(int), "enum fields are stored as int");
 
 #define KiB ((int64_t)1024)
 #define MiB (KiB * 1024)
@@ -288,6 +289,8 @@ static char *check_listen(const char *v, bool secret, char *why, size_t n) {
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const log_formats[] = {"json", "text", NULL};
 static const char *const booleans[] = {"false", "true", NULL};
+/* In the order of config_group_protocol_t. */
+static const char *const group_protocols[] = {"consumer", "classic", NULL};
 
 #define OFF(field) offsetof(config_t, field)
 #define STR(sec, key, tname, def, check, range, flags, field, doc) \
@@ -323,6 +326,13 @@ const config_prop_t config_props[] = {
         "Consumer group id; every instance of one deployment uses the same group."),
     STR("kafka", "dlq_topic", "string", "assignment-commands-dlq", check_topic, "a topic name, not in kafka.topics",
         0, kafka_dlq_topic, "Dead-letter topic: rejected commands are produced here byte for byte, with x-error-* headers."),
+    ENUM("kafka", "group_protocol", "consumer", group_protocols, 0, kafka_group_protocol,
+         "How the group's instances share the partitions (librdkafka `group.protocol`). consumer: the "
+         "next-generation protocol (brokers from Kafka 4.0), where a join or a leave moves only the partitions "
+         "that must move, each handed over written and committed, and the others keep consuming; its session "
+         "timeout and heartbeat are the broker's group settings (`group.consumer.session.timeout.ms`). classic: "
+         "for brokers before 4.0; eager `roundrobin`, every instance stops for each rebalance. Every instance of "
+         "one group uses the same one (docs/OPERATIONS.md, Scaling out)."),
     STR("store", "uri", "uri", "mongodb://localhost:27017", check_uri, "mongodb:// or mongodb+srv:// URI",
         CONFIG_SECRET, store_uri,
         "MongoDB connection string; TLS and authentication options go here. An option the MongoDB C driver "
@@ -624,6 +634,7 @@ const char *config_rdkafka_reserved(const char *name) {
       {"bootstrap.servers", "the worker sets it from kafka.brokers"},
       {"metadata.broker.list", "the worker sets it from kafka.brokers"},
       {"group.id", "the worker sets it from kafka.group"},
+      {"group.protocol", "the worker sets it from kafka.group_protocol"},
       {"enable.auto.commit", "the worker commits offsets itself, once their commands are durable"},
       {"auto.commit.enable", "the worker commits offsets itself, once their commands are durable"},
       {"enable.auto.offset.store", "the worker commits offsets itself, once their commands are durable"},

@@ -32,11 +32,16 @@ typedef struct config_kv {
   config_origin_t origin;
 } config_kv_t;
 
+/* kafka.group_protocol: how the `run` consumers of a group share the
+ * partitions (kafka.h). */
+typedef enum { CONFIG_GROUP_PROTOCOL_CONSUMER, CONFIG_GROUP_PROTOCOL_CLASSIC } config_group_protocol_t;
+
 typedef struct config {
   char *kafka_brokers;
   char *kafka_topics; /* comma list */
   char *kafka_group;
   char *kafka_dlq_topic;
+  config_group_protocol_t kafka_group_protocol;
   config_kv_t *rdkafka;
   size_t rdkafka_count;
 

@@ -25,20 +25,28 @@ static bool set_pairs(rd_kafka_conf_t *conf, const char *const *kv, char *errstr
 }
 
 const kafka_default_t kafka_defaults[] = {
-    /* The eager protocol: at every rebalance each member gives all its
+    /* The classic protocol (kafka.group_protocol = classic, for brokers
+     * before 4.0) is eager: at every rebalance each member gives all its
      * partitions up through the revocation callback, which writes and
      * commits what it holds first (consumer.c), so the next owner starts
-     * where the last one stopped. With librdkafka 2.0's cooperative-sticky,
-     * a commit sent during the incremental rebalance fails with
-     * ILLEGAL_GENERATION and librdkafka then declares the incumbent's other
-     * partitions lost: they change hands uncommitted and are read again.
-     * roundrobin rather than range: with several topics it spreads all their
-     * partitions evenly, where range splits each topic on its own. */
+     * where the last one stopped. roundrobin rather than range: with several
+     * topics it spreads all their partitions evenly, where range splits each
+     * topic on its own. cooperative-sticky (measured in docs/BENCHMARKS.md)
+     * stays an operator's choice. */
     {KAFKA_RUN_CONSUMER, "partition.assignment.strategy", "roundrobin",
-     "eager: a join hands every partition over written and committed; librdkafka 2.0's cooperative-sticky loses "
-     "the incumbent's partitions uncommitted at each join"},
-    {KAFKA_RUN_CONSUMER, "auto.offset.reset", "earliest", "a new group starts from the oldest command"},
-    {KAFKA_RUN_CONSUMER, "session.timeout.ms", "10000", "a dead worker's partitions move within seconds"},
+     "eager: a join hands every partition over written and committed (measured against cooperative-sticky in "
+     "docs/BENCHMARKS.md)", true},
+    {KAFKA_RUN_CONSUMER, "auto.offset.reset", "earliest", "a new group starts from the oldest command", false},
+    /* A member whose heartbeats go unanswered for this long gives its
+     * partitions up as lost, uncommitted. When the broker holding the
+     * group's coordinator dies, the classic protocol has no coordinator for
+     * about 10 s (the cluster fences the broker, then the new coordinator
+     * loads the group): with 10 s every member lost its partitions and the
+     * group re-read thousands of commands (docs/OPERATIONS.md, Kafka down);
+     * with Kafka's 45 s none did. The cost: a dead worker's partitions wait
+     * 45 s. */
+    {KAFKA_RUN_CONSUMER, "session.timeout.ms", "45000",
+     "a broker's loss costs no member its partitions (10 s did); a dead worker's partitions wait this long", true},
     /* librdkafka stops fetching once the consumer's queue holds
      * queued.min.messages, and the high-level consumer forwards every
      * partition's queue to one queue, so the threshold counts all partitions
@@ -48,35 +56,35 @@ const kafka_default_t kafka_defaults[] = {
      * small enough for a worker inside its memory bound
      * (batch.max_pending_bytes). */
     {KAFKA_RUN_CONSUMER, "queued.min.messages", "150000",
-     "about a second of the merge: librdkafka 2.0 refetches a full queue only after up to 1 s"},
-    {KAFKA_RUN_CONSUMER, "queued.max.messages.kbytes", "32768", "a cap across many partitions"},
+     "about a second of the merge: librdkafka 2.0 refetches a full queue only after up to 1 s", false},
+    {KAFKA_RUN_CONSUMER, "queued.max.messages.kbytes", "32768", "a cap across many partitions", false},
     {KAFKA_DLQ_PRODUCER, "linger.ms", "5", "rejects are rare: send them at once (acks=all and idempotence are "
-                                           "forced)"},
+                                           "forced)", false},
     {KAFKA_DLQ_PRODUCER, "message.timeout.ms", "60000",
-     "an undelivered reject is produced again by the worker; its offset stays uncommitted meanwhile"},
+     "an undelivered reject is produced again by the worker; its offset stays uncommitted meanwhile", false},
     /* librdkafka waits this long, from the first produce to a topic, before
      * it believes the topic does not exist (in case its creation has not
      * reached every broker). The worker checks the topic at start, so a
      * missing one means it is deleted: rejects must fail loudly within a
      * second rather than wait silently for librdkafka's half a minute. */
     {KAFKA_DLQ_PRODUCER, "topic.metadata.propagation.max.ms", "1000",
-     "a dead-letter topic deleted while running fails deliveries within a second (it is checked at start)"},
+     "a dead-letter topic deleted while running fails deliveries within a second (it is checked at start)", false},
     /* The change-event producer, as the dead-letter one: the worker produces
      * an undelivered event again itself, and a change topic deleted while
      * running fails loudly within a second (it is checked at start). */
     {KAFKA_CHANGE_PRODUCER, "message.timeout.ms", "60000",
      "an undelivered change event is produced again by the worker; the offsets of its writes stay uncommitted "
-     "meanwhile"},
+     "meanwhile", false},
     {KAFKA_CHANGE_PRODUCER, "topic.metadata.propagation.max.ms", "1000",
-     "a change topic deleted while running fails deliveries within a second (it is checked at start)"},
+     "a change topic deleted while running fails deliveries within a second (it is checked at start)", false},
     /* A replay is bound by fetching: the queue stays far ahead of the
      * merge so that the fetcher never idles between refills. The replay's
      * partitions forward to the one consumer queue too, so both thresholds
      * count all of them together. */
     {KAFKA_REPLAY_CONSUMER, "queued.min.messages", "500000",
-     "a replay is bound by fetching: keeps the consumer's queue ahead of the merge"},
-    {KAFKA_REPLAY_CONSUMER, "queued.max.messages.kbytes", "262144", "the same, at most 256 MiB of prefetch for all partitions together"},
-    {KAFKA_REPLAY_CONSUMER, "fetch.max.bytes", "104857600", "the same"},
+     "a replay is bound by fetching: keeps the consumer's queue ahead of the merge", false},
+    {KAFKA_REPLAY_CONSUMER, "queued.max.messages.kbytes", "262144", "the same, at most 256 MiB of prefetch for all partitions together", false},
+    {KAFKA_REPLAY_CONSUMER, "fetch.max.bytes", "104857600", "the same", false},
 };
 const size_t kafka_defaults_count = sizeof kafka_defaults / sizeof kafka_defaults[0];
 
@@ -288,8 +296,11 @@ rd_kafka_conf_t *kafka_conf_new(const config_t *cfg, kafka_client_t client, cons
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   bool ok = kafka_conf_set(conf, "bootstrap.servers", cfg->kafka_brokers, errstr, errsz) &&
             kafka_conf_set(conf, "client.id", "aggregator", errstr, errsz);
+  bool classic = cfg->kafka_group_protocol == CONFIG_GROUP_PROTOCOL_CLASSIC;
+  if (client == KAFKA_RUN_CONSUMER)
+    ok = ok && kafka_conf_set(conf, "group.protocol", classic ? "classic" : "consumer", errstr, errsz);
   for (size_t i = 0; ok && i < kafka_defaults_count; i++)
-    if (kafka_defaults[i].client == client)
+    if (kafka_defaults[i].client == client && (classic || !kafka_defaults[i].classic_only))
       ok = kafka_conf_set(conf, kafka_defaults[i].name, kafka_defaults[i].value, errstr, errsz);
   for (size_t i = 0; ok && i < cfg->rdkafka_count; i++)
     if (kafka_scope_applies(kafka_property_scope(cfg->rdkafka[i].name), client))

@@ -21,10 +21,14 @@ typedef enum { KAFKA_RUN_CONSUMER, KAFKA_DLQ_PRODUCER, KAFKA_REPLAY_CONSUMER, KA
 
 /* Where our defaults differ from librdkafka's, and why: one table that
  * configures the clients (kafka_conf_new) and writes the reference
- * (docs/CONFIG.md). Any kafka.rdkafka.* key overrides them. */
+ * (docs/CONFIG.md). Any kafka.rdkafka.* key overrides them. A classic_only
+ * row applies with kafka.group_protocol = classic alone: the
+ * next-generation protocol leaves the group's timing and assignment to the
+ * broker, and librdkafka refuses a consumer given them. */
 typedef struct kafka_default {
   kafka_client_t client;
   const char *name, *value, *why;
+  bool classic_only;
 } kafka_default_t;
 extern const kafka_default_t kafka_defaults[];
 extern const size_t kafka_defaults_count;
@@ -40,7 +44,8 @@ kafka_scope_t kafka_property_scope(const char *name);
 /* True when `client` uses properties of that scope. */
 bool kafka_scope_applies(kafka_scope_t scope, kafka_client_t client);
 
-/* A configuration with bootstrap.servers, then the client's kafka_defaults,
+/* A configuration with bootstrap.servers (and for the `run` consumer
+ * group.protocol from kafka.group_protocol), then the client's kafka_defaults,
  * then the pass-through properties that apply to this client (a
  * consumer-only property never reaches the dead-letter producer,
  * whose librdkafka would warn about it at every start, and the other way
