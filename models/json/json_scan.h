@@ -110,7 +110,7 @@ typedef struct model_json_schema {
  * one compare. Filled by model_json_slots; read only by the scan. */
 typedef struct model_json_slot {
   unsigned char pat[16]; /* name '"' ':', zero-padded */
-  uint32_t mask;         /* bit k: byte k of pat is compared; bit 16 (never met): no name, or several */
+  uint32_t mask;         /* bit k: byte k of pat is compared; bits 16, 17 (never met): no name, or several */
   uint8_t name;          /* index of the name */
   uint8_t skip;          /* bytes from a key's first byte to its value: the name's length + 2 */
   uint8_t ident;         /* its string values are checked for id bytes (model_json_value_t.ident) */

@@ -214,6 +214,42 @@ __attribute__((target("avx2"))) static inline unsigned model_json_id_len16_avx2(
 }
 #endif
 
+/* model_json_ws_mask16: bit i set when byte i of the 16 at p (all
+ * readable) is JSON whitespace (space, tab, LF, CR): the plain path's
+ * whitespace around a key's ':' (json_scan_run.h), found in one step
+ * however it is written. Four compares where the target has SSE2, else
+ * byte by byte. */
+static inline __attribute__((always_inline)) unsigned model_json_ws_mask16(const unsigned char *p) {
+#ifdef MODEL_JSON_HAVE_SSE2
+  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+  __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))),
+                           _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
+  return (unsigned)_mm_movemask_epi8(m);
+#else
+  unsigned m = 0;
+  for (unsigned i = 0; i < 16; i++) {
+    unsigned c = p[i];
+    m |= (unsigned)(c == ' ' || c == '\t' || c == '\n' || c == '\r') << i;
+  }
+  return m;
+#endif
+}
+
+#ifdef MODEL_JSON_HAVE_SSE2
+/* model_json_ws_mask16 for the AVX2 scan, with one byte shuffle (SSSE3,
+ * which AVX2 includes): the table holds, at each low nibble, the one
+ * whitespace byte with that nibble (0x20 at 0, '\t' at 9, '\n' at 10,
+ * '\r' at 13) and 0x80 elsewhere; a byte is whitespace when the table's
+ * entry for its low nibble is the byte itself. A byte >= 0x80 shuffles to
+ * 0, never itself; 0x80 never equals a byte below 0x80. */
+__attribute__((target("avx2"))) static inline unsigned model_json_ws_mask16_avx2(const unsigned char *p) {
+  const __m128i ws = _mm_setr_epi8(0x20, -128, -128, -128, -128, -128, -128, -128, -128, '\t', '\n', -128, -128,
+                                   '\r', -128, -128);
+  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+  return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_shuffle_epi8(ws, v), v));
+}
+#endif
+
 static inline __attribute__((always_inline)) unsigned model_json_printable_mask16(const unsigned char *p) {
 #ifdef MODEL_JSON_HAVE_SSE2
   __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
