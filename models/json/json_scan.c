@@ -10,8 +10,8 @@
  *   '"' alone when whitespace comes before the ':', and then the bytes
  *   from the quote to the value, whitespace, ':' and whitespace, found with
  *   one whitespace mask of the same 16 bytes, or in one word compare with
- *   the separator the last key had, as a producer writes the same one after
- *   every key); other whitespace is skipped at one cost per byte whichever
+ *   the separator the last key had, on this line or the thread's last one,
+ *   as a producer writes the same one after every key); other whitespace is skipped at one cost per byte whichever
  *   of the four it is, a single byte in one step; an escape is checked
  *   where the string kernel stops at it, as the full scan checks it; values
  *   are lexed and captured (the value of a name the schema marks as an id
@@ -392,11 +392,17 @@ static inline __attribute__((always_inline)) const unsigned char *skip_ws(const 
  * (the '}' stops the run, so end is not compared): any run of the four
  * bytes, at one cost per byte. */
 static inline __attribute__((always_inline)) const unsigned char *plain_ws(const unsigned char *p) {
-  if (__builtin_expect(*p <= ' ', 0) && is_ws(*p)) {
-    /* one byte of whitespace, as producers write after ',' and ':' (a
-     * space, a tab), in one step of the loop; a run, one step per byte */
-    do p++;
-    while (is_ws(*p));
+  if (__builtin_expect(*p <= ' ', 0)) {
+    /* one space or tab before a token, as Python writes after ',' and
+     * ':' and others indent, in one step (the '}' at the end comes after
+     * it, so p[1] is in the text) */
+    if ((*p == ' ' || *p == '\t') && p[1] > ' ') return p + 1;
+    /* else any byte of the four in one step of the loop, a run one step
+     * per byte */
+    if (is_ws(*p)) {
+      do p++;
+      while (is_ws(*p));
+    }
   }
   return p;
 }
@@ -556,7 +562,10 @@ static inline __attribute__((always_inline)) unsigned slot_of(const unsigned cha
 void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n, uint32_t ident,
                       model_json_slots_t *slots) {
   memset(slots, 0, sizeof *slots);
-  for (size_t h = 0; h < MODEL_JSON_SLOTS; h++) slots->slot[h].mask = SLOT_NONE;
+  for (size_t h = 0; h < MODEL_JSON_SLOTS; h++) {
+    slots->slot[h].mask = SLOT_NONE;
+    slots->slot[h].qmask = SLOT_NONE >> 1;
+  }
   slots->n = (uint8_t)(n < MODEL_JSON_NAMES_MAX ? n : MODEL_JSON_NAMES_MAX);
   for (size_t i = 0; i < slots->n; i++) {
     if (lens[i] > PLAIN_KEY_MAX) continue; /* never matched in place: the full scan decides */
@@ -567,11 +576,17 @@ void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *le
     e->mask = (4u << lens[i]) - 1;
     e->name = (uint8_t)i;
     e->skip = (uint8_t)(lens[i] + 2);
+    e->quote = (uint8_t)lens[i];
+    e->sep_at = lens[i] + 1u <= 12 ? (uint8_t)(lens[i] + 1) : 0;
+    e->qmask = e->mask >> 1;
     e->ident = (ident >> i) & 1;
     e->at = (uint16_t)(i * sizeof(model_json_value_t));
     unsigned h = slot_of(e->pat);
     slots->slot[h] = *e;
-    if (slots->count[h]++) slots->slot[h].mask = SLOT_NONE;
+    if (slots->count[h]++) {
+      slots->slot[h].mask = SLOT_NONE;
+      slots->slot[h].qmask = SLOT_NONE >> 1;
+    }
   }
 }
 
@@ -636,6 +651,16 @@ typedef struct {
    * sep_mask; none yet: sep 1 under mask 0, which no bytes match */
   uint32_t sep, sep_mask, sep_len;
 } plain_t;
+
+/* The separator after keys that this thread's last plain scan ended with
+ * (plain_t.sep), where the next one starts: a stream's lines come from one
+ * producer, so the next line's first key finds its separator in one
+ * compare too. Only ever compared with text: a stale one costs the mask.
+ * None yet: sep 1 under mask 0, which no bytes match. */
+typedef struct {
+  uint32_t sep, mask, len;
+} sep_t;
+static _Thread_local sep_t last_sep = {1, 0, 0};
 
 typedef bool (*scan_fn_t)(scan_t *, const model_json_schema_t *, model_json_value_t *,
                           model_json_value_t *);

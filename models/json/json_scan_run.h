@@ -285,24 +285,23 @@ SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(plain_t *x, const uns
  * whitespace, ':' and whitespace from there to the value; else NULL.
  *
  * A producer writes the same separator after every key ("\t:\t", " : "),
- * so the last one found (x->sep, its bytes; up to 4) is tried first, in one
- * word compare. Else it is found in one whitespace mask of the 16 bytes
- * (SCAN_WS16), whichever of the four bytes and however many, and
- * remembered. Bytes of tail16's padding are zeros, neither whitespace nor
+ * so the last one found (x->sep, its bytes, up to 4, each separator
+ * starting with whitespace; carried from line to line in last_sep) is
+ * tried first, in one word compare at e->sep_at. Else it is found in one
+ * whitespace mask of the 16 bytes (SCAN_WS16), whichever of the four bytes
+ * and however many, and remembered. Bytes of tail16's padding are zeros, neither whitespace nor
  * ':', and the text's last '}' stops both runs, so a position the mask
  * gives is in the text. */
 SCAN_ATTR static inline __attribute__((always_inline)) const unsigned char *
 SCAN_NAME(key_value)(plain_t *x, const unsigned char *kp, const unsigned char *k, const model_json_slot_t *e,
                      unsigned eq) {
   if (__builtin_expect((eq & e->mask) == e->mask, 1)) return kp + e->skip;
-  unsigned quoted = e->mask >> 1; /* the name and its quote (bit 16 for SLOT_NONE: never equal) */
-  if ((eq & quoted) != quoted) return NULL;
-  unsigned i = e->skip - 1; /* the byte after the key's closing quote */
-  uint32_t w = 0;
-  if (i <= 12) { /* 4 bytes at k + i are among its 16 */
-    memcpy(&w, k + i, 4);
-    if ((w & x->sep_mask) == x->sep) return kp + i + x->sep_len;
-  }
+  if ((eq & e->qmask) != e->qmask) return NULL; /* the name and its quote (bit 16 for SLOT_NONE: never equal) */
+  unsigned j = e->sep_at; /* the byte after the key's closing quote, or 0 (model_json_slot_t) */
+  uint32_t w;
+  memcpy(&w, k + j, 4);
+  if ((w & x->sep_mask) == x->sep) return kp + j + x->sep_len;
+  unsigned i = e->quote + 1u; /* the byte after the key's closing quote */
   const unsigned s = i;
   unsigned other = ~SCAN_WS16(k); /* bits 16 and up set: a run ends by byte 16 */
   i += (unsigned)__builtin_ctz(other >> i);
@@ -315,7 +314,7 @@ SCAN_NAME(key_value)(plain_t *x, const unsigned char *kp, const unsigned char *k
   if (k[i] != ':') return NULL;
   i++;
   i += (unsigned)__builtin_ctz(other >> i); /* at most 16: the caller skips the rest */
-  if (s <= 12 && i - s <= 4) {
+  if (j && i - s <= 4) { /* w holds it */
     x->sep_len = i - s;
     x->sep_mask = (uint32_t)LOW_BYTES(i - s);
     x->sep = w & x->sep_mask;
@@ -436,7 +435,7 @@ SCAN_NAME(plain_value)(plain_t *x, const unsigned char *p, model_json_value_t *c
     return p + n;
   }
   case '{':
-    if (!sub) return NULL;
+    if (!sub || !x->schema->sub_slots) return NULL; /* no slots: the full scan takes the sub object */
     c->type = MODEL_JSON_OBJECT;
     c->start = (size_t)(p - base);
     return SCAN_NAME(plain_sub)(x, p + 1);
@@ -536,18 +535,25 @@ SCAN_ATTR static bool SCAN_NAME(scan)(const char *buf, size_t len, const model_j
                                       model_json_result_t *res) {
   const unsigned char *base = (const unsigned char *)buf, *end = base + len;
   const unsigned char *p = base, *last = end; /* last: the end of the text but whitespace */
-  if (len < 2 || *p != '{' || last[-1] != '}') { /* whitespace around the text, or no object */
-    p = skip_ws(base, end);
-    while (last > p && (last[-1] == ' ' || last[-1] == '\n' || last[-1] == '\r' || last[-1] == '\t')) last--;
+  if (__builtin_expect(len < 2 || *p != '{' || last[-1] != '}', 0)) { /* whitespace around the text, or no object */
+    if (len >= 3 && *p == '{' && last[-2] == '}' && is_ws(last[-1])) {
+      last--; /* one byte after the object, as a line ended with CR LF has */
+    } else {
+      p = skip_ws(base, end);
+      while (last > p && is_ws(last[-1])) last--;
+      if (last - p < 2 || *p != '{' || last[-1] != '}') goto full;
+    }
   }
-  if (last - p >= 2 && *p == '{' && last[-1] == '}' && schema->root_slots &&
-      (schema->sub_index < 0 || schema->sub_slots)) {
-    plain_t x = {base, last, last - base >= 16 ? last - 16 : base, schema, sub_vals, 1, 0, 0};
+  if (schema->root_slots) { /* (without the sub list's slots, plain_value gives its object up) */
+    plain_t x = {base, last, last - base >= 16 ? last - 16 : base, schema, sub_vals,
+                 last_sep.sep, last_sep.mask, last_sep.len};
     p = SCAN_NAME(plain_object)(&x, p + 1, schema->root_slots, root_vals, schema->sub_index);
+    last_sep = (sep_t){x.sep, x.sep_mask, x.sep_len};
     if (p == last) {
       res->top = MODEL_JSON_OBJECT;
       return true;
     }
   }
+full:
   return scan_full(SCAN_NAME(scan_run), buf, len, schema, root_vals, sub_vals, res);
 }

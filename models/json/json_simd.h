@@ -68,7 +68,10 @@ model_json_stop_scalar(const unsigned char *p, const unsigned char *end, const u
 /* The vector kernels' constants ('"', '\', 0x20 in every byte), read from
  * memory: the empty asm hides which bytes they are, so that the compiler
  * loads them (or uses them as memory operands) instead of building each one
- * with three instructions every time a kernel is inlined. */
+ * with three instructions every time a kernel is inlined. The asm is
+ * volatile, so that each use reads them where it stands: read once and
+ * held in a vector register for the whole scan loop, the 0x20 vector was
+ * spilled to the stack and reloaded on the loop's path. */
 #define MODEL_JSON_X32(c) {c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c}
 static const char model_json_splat[3][32] __attribute__((aligned(32))) = {
     MODEL_JSON_X32('"'), MODEL_JSON_X32('\\'), MODEL_JSON_X32(0x20)};
@@ -76,7 +79,7 @@ static const char model_json_splat[3][32] __attribute__((aligned(32))) = {
 
 static inline __attribute__((always_inline)) const char (*model_json_splats(void))[32] {
   const char(*t)[32] = model_json_splat;
-  __asm__("" : "+r"(t));
+  __asm__ volatile("" : "+r"(t));
   return t;
 }
 
@@ -116,10 +119,13 @@ __attribute__((target("avx2"))) static inline uint32_t model_json_stops32(const 
   return (uint32_t)_mm256_movemask_epi8(m);
 }
 
-/* model_json_stop_avx2 past a first block without a stop. */
-__attribute__((target("avx2"))) static inline const unsigned char *
-model_json_stop_avx2_rest(const unsigned char *p, const unsigned char *end, const unsigned char *lo,
-                          const char (*k)[32]) {
+/* model_json_stop_avx2 past a first block without a stop, or in a buffer
+ * shorter than a block: out of line, so that the loop's registers (and a
+ * vector it may keep on the stack) do not weigh on the scan loop that
+ * inlines the kernel. */
+__attribute__((target("avx2"), noinline)) static const unsigned char *
+model_json_stop_avx2_rest(const unsigned char *p, const unsigned char *end, const unsigned char *lo) {
+  const char(*k)[32] = model_json_splats();
   while (end - p >= 32) {
     uint32_t bits = model_json_stops32(p, k);
     if (bits) return p + __builtin_ctz(bits);
@@ -132,16 +138,22 @@ model_json_stop_avx2_rest(const unsigned char *p, const unsigned char *end, cons
   return model_json_stop_sse2(p, end, lo);
 }
 
-/* The first block is tried before the loop: most strings end in it. */
+/* Inline: the first block, where most strings end, or, with fewer bytes
+ * than a block left, the last block, which ends at end (a line's last
+ * strings); longer strings go out of line. */
 __attribute__((target("avx2"))) static inline const unsigned char *
 model_json_stop_avx2(const unsigned char *p, const unsigned char *end, const unsigned char *lo) {
   const char(*k)[32] = model_json_splats();
   if (__builtin_expect(end - p >= 32, 1)) {
     uint32_t bits = model_json_stops32(p, k);
     if (bits) return p + (size_t)__builtin_ctz(bits);
-    p += 32;
+    return model_json_stop_avx2_rest(p + 32, end, lo);
   }
-  return model_json_stop_avx2_rest(p, end, lo, k);
+  if (p < end && end - lo >= 32) {
+    uint32_t bits = model_json_stops32(end - 32, k) >> (32 - (end - p));
+    return bits ? p + __builtin_ctz(bits) : end;
+  }
+  return model_json_stop_avx2_rest(p, end, lo);
 }
 #endif
 
