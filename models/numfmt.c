@@ -38,16 +38,43 @@ static const char digit_pairs[201] = "00010203040506070809"
                                      "80818283848586878889"
                                      "90919293949596979899";
 
-/* The digits go straight to their place in out: their count first (the
- * small numbers of versions and counters need a compare or two), then from
- * the right, two at a time. */
+/* 10^i, i = 0..19. */
+static const uint64_t pow10_u64[20] = {1ULL,
+                                       10ULL,
+                                       100ULL,
+                                       1000ULL,
+                                       10000ULL,
+                                       100000ULL,
+                                       1000000ULL,
+                                       10000000ULL,
+                                       100000000ULL,
+                                       1000000000ULL,
+                                       10000000000ULL,
+                                       100000000000ULL,
+                                       1000000000000ULL,
+                                       10000000000000ULL,
+                                       100000000000000ULL,
+                                       1000000000000000ULL,
+                                       10000000000000000ULL,
+                                       100000000000000000ULL,
+                                       1000000000000000000ULL,
+                                       10000000000000000000ULL};
+
+/* The digits go straight to their place in out: their count first, then
+ * from the right, two at a time. The count without a loop (a version in
+ * milliseconds has 13 digits, a loop over the powers took a step each): v
+ * has b = 64 - clz(v) bits, 2^(b-1) <= v < 2^b, so it has t or t + 1
+ * digits, t = floor(b log10 2), which (b * 1233) >> 12 is for every b from
+ * 1 to 64 (1233 / 4096 = 0.301025, log10 2 = 0.30103); t + 1 when v >=
+ * 10^t. t is at most 19. */
 size_t model_numfmt_u64(char *out, uint64_t v) {
   if (v < 10) {
     out[0] = (char)('0' + v);
     return 1;
   }
-  size_t n = 2;
-  for (uint64_t pow10 = 100; n < MODEL_NUMFMT_U64_MAX && v >= pow10; pow10 *= 10) n++;
+  unsigned b = 64u - (unsigned)__builtin_clzll(v);
+  size_t n = (b * 1233u) >> 12;
+  n += v >= pow10_u64[n];
   char *p = out + n;
   while (v >= 100) {
     unsigned r = (unsigned)(v % 100);

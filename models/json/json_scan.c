@@ -7,8 +7,12 @@
  *   (plain_object in json_scan_run.h) scans exactly that shape: a key's
  *   first two bytes pick the one schema name it may be (model_json_slots_t),
  *   compared in place with its '"' and ':' in one 16-byte compare (with its
- *   '"' alone when whitespace comes before the ':'); whitespace is skipped
- *   at one cost per byte whichever of the four it is; an escape is checked
+ *   '"' alone when whitespace comes before the ':', and then the bytes
+ *   from the quote to the value, whitespace, ':' and whitespace, found with
+ *   one whitespace mask of the same 16 bytes, or in one word compare with
+ *   the separator the last key had, on this line or the thread's last one,
+ *   as a producer writes the same one after every key); other whitespace is skipped at one cost per byte whichever
+ *   of the four it is, a single byte in one step; an escape is checked
  *   where the string kernel stops at it, as the full scan checks it; values
  *   are lexed and captured (the value of a name the schema marks as an id
  *   with one 16-byte mask of id bytes instead of the string kernel, which
@@ -389,8 +393,16 @@ static inline __attribute__((always_inline)) const unsigned char *skip_ws(const 
  * bytes, at one cost per byte. */
 static inline __attribute__((always_inline)) const unsigned char *plain_ws(const unsigned char *p) {
   if (__builtin_expect(*p <= ' ', 0)) {
-    p += *p == ' '; /* one space, as many producers write after ',' and ':', in one step */
-    while (is_ws(*p)) p++;
+    /* one space or tab before a token, as Python writes after ',' and
+     * ':' and others indent, in one step (the '}' at the end comes after
+     * it, so p[1] is in the text) */
+    if ((*p == ' ' || *p == '\t') && p[1] > ' ') return p + 1;
+    /* else any byte of the four in one step of the loop, a run one step
+     * per byte */
+    if (is_ws(*p)) {
+      do p++;
+      while (is_ws(*p));
+    }
   }
   return p;
 }
@@ -462,13 +474,27 @@ lex_number(const unsigned char *p, const unsigned char *end, bool *frac_exp, con
  * text there is not true, false or null. */
 static inline __attribute__((always_inline)) size_t lex_literal(const unsigned char *p, const unsigned char *end,
                                                                 model_json_type_t *type) {
-  static const char *const lit[3] = {"true", "false", "null"};
-  static const model_json_type_t lt[3] = {MODEL_JSON_TRUE, MODEL_JSON_FALSE, MODEL_JSON_NULL};
-  int i = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
-  size_t n = i == 1 ? 5 : 4;
-  if ((size_t)(end - p) < n || memcmp(p, lit[i], n) != 0) return 0;
-  *type = lt[i];
-  return n;
+  /* Compared as one 4-byte word (and the 'e' of false), not with memcmp:
+   * a null is as common as a short string in some producers' commands. */
+  uint32_t w, t, f, n;
+  if (end - p < 4) return 0;
+  memcpy(&w, p, 4);
+  memcpy(&t, "true", 4);
+  memcpy(&f, "fals", 4);
+  memcpy(&n, "null", 4);
+  if (w == n) {
+    *type = MODEL_JSON_NULL;
+    return 4;
+  }
+  if (w == t) {
+    *type = MODEL_JSON_TRUE;
+    return 4;
+  }
+  if (w == f && end - p >= 5 && p[4] == 'e') {
+    *type = MODEL_JSON_FALSE;
+    return 5;
+  }
+  return 0;
 }
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -517,10 +543,11 @@ match_key(const scan_t *s, const keyrec_t *k, const char (*names)[MODEL_JSON_KEY
  * the key holds nothing the string lexer would stop at. */
 #define PLAIN_KEY_MAX 14 /* a key and its '"' ':' within 16 bytes */
 
-/* A slot's mask when it holds no name or several: bit 16, which a compare
- * of 16 bytes never sets, so that the one compare of plain_key fails and
- * plain_key_shared decides. */
-#define SLOT_NONE (1u << 16)
+/* A slot's mask when it holds no name or several: bits 16 and 17, which a
+ * compare of 16 bytes never sets, so that the one compare of plain_key
+ * fails, and so does the compare of the name and its quote (the mask
+ * shifted right by one, bit 16 kept), and plain_key_shared decides. */
+#define SLOT_NONE (3u << 16)
 
 /* The slot of the text at kp: its first two bytes, hashed. For a name,
  * they are the name's first two bytes, or its only byte and the closing
@@ -535,7 +562,10 @@ static inline __attribute__((always_inline)) unsigned slot_of(const unsigned cha
 void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *lens, size_t n, uint32_t ident,
                       model_json_slots_t *slots) {
   memset(slots, 0, sizeof *slots);
-  for (size_t h = 0; h < MODEL_JSON_SLOTS; h++) slots->slot[h].mask = SLOT_NONE;
+  for (size_t h = 0; h < MODEL_JSON_SLOTS; h++) {
+    slots->slot[h].mask = SLOT_NONE;
+    slots->slot[h].qmask = SLOT_NONE >> 1;
+  }
   slots->n = (uint8_t)(n < MODEL_JSON_NAMES_MAX ? n : MODEL_JSON_NAMES_MAX);
   for (size_t i = 0; i < slots->n; i++) {
     if (lens[i] > PLAIN_KEY_MAX) continue; /* never matched in place: the full scan decides */
@@ -546,11 +576,17 @@ void model_json_slots(const char (*names)[MODEL_JSON_KEY_MAX], const uint8_t *le
     e->mask = (4u << lens[i]) - 1;
     e->name = (uint8_t)i;
     e->skip = (uint8_t)(lens[i] + 2);
+    e->quote = (uint8_t)lens[i];
+    e->sep_at = lens[i] + 1u <= 12 ? (uint8_t)(lens[i] + 1) : 0;
+    e->qmask = e->mask >> 1;
     e->ident = (ident >> i) & 1;
     e->at = (uint16_t)(i * sizeof(model_json_value_t));
     unsigned h = slot_of(e->pat);
     slots->slot[h] = *e;
-    if (slots->count[h]++) slots->slot[h].mask = SLOT_NONE;
+    if (slots->count[h]++) {
+      slots->slot[h].mask = SLOT_NONE;
+      slots->slot[h].qmask = SLOT_NONE >> 1;
+    }
   }
 }
 
@@ -582,57 +618,8 @@ tail16(const unsigned char *p, const unsigned char *base, const unsigned char *e
   return pad;
 }
 
-/* Where the value of entry e's key at kp (in the text: the copy that
- * tail16 made is compared, never read on) starts, given eq, the bytes of the
- * 16 there equal to e's pattern: past the ':' when they hold the whole
- * pattern; past whitespace and a ':' when they hold the name and its quote
- * (as some encoders write "id" : ...); else NULL. */
-static inline __attribute__((always_inline)) const unsigned char *key_value(const unsigned char *kp,
-                                                                            const model_json_slot_t *e, unsigned eq) {
-  if (__builtin_expect((eq & e->mask) == e->mask, 1)) return kp + e->skip;
-  unsigned quoted = e->mask >> 1; /* the name and its quote */
-  if (e->mask == SLOT_NONE || (eq & quoted) != quoted) return NULL;
-  const unsigned char *q = plain_ws(kp + e->skip - 1);
-  return q != kp + e->skip - 1 && *q == ':' ? q + 1 : NULL;
-}
-
-/* plain_key for a slot that several names share, or none, or a key that
- * is not its slot's name: kp's 16 bytes (k: where they are read) compared
- * with each name of the slot in turn. */
-static __attribute__((noinline)) const model_json_slot_t *
-plain_key_shared(const unsigned char *kp, const unsigned char *k, const model_json_slots_t *slots,
-                 const unsigned char **value) {
-  unsigned h = slot_of(k);
-  if (slots->count[h] < 2) return NULL;
-  for (size_t i = 0; i < slots->n; i++) {
-    const model_json_slot_t *e = &slots->name[i];
-    if (e->skip && slot_of(e->pat) == h && (*value = key_value(kp, e, pattern_eq(k, e)))) return e;
-  }
-  return NULL;
-}
-
-/* The plain path's key lookup: the entry of the name whose key, with its
- * '"' and ':' (whitespace before the ':' allowed), starts at kp, or NULL;
- * *value: the byte after the ':'. Before `safe` (end - 16), 16 bytes are
- * readable at kp; past it, the bytes left are compared from tail16 (a
- * pattern's bytes are nonzero, so it never matches the padding). */
-static inline __attribute__((always_inline)) const model_json_slot_t *
-plain_key(const unsigned char *kp, const unsigned char *base, const unsigned char *safe, const unsigned char *end,
-          const model_json_slots_t *slots, const unsigned char **value) {
-  unsigned char pad[32];
-  const unsigned char *k = __builtin_expect(kp > safe, 0) ? tail16(kp, base, end, pad) : kp;
-  const model_json_slot_t *e = &slots->slot[slot_of(k)];
-  unsigned eq = pattern_eq(k, e);
-  if (__builtin_expect((eq & e->mask) == e->mask, 1)) {
-    *value = kp + e->skip;
-    return e;
-  }
-  if ((*value = key_value(kp, e, eq))) return e;
-  const unsigned char *v; /* its own: the call takes its address, not that of the caller's */
-  e = plain_key_shared(kp, k, slots, &v);
-  *value = v;
-  return e;
-}
+/* key_value, plain_key_shared and plain_key, the plain path's key lookup,
+ * are in json_scan_run.h: they skip whitespace with the instance's mask. */
 
 /* The type of the value that starts with byte c (syntax aside). */
 static inline model_json_type_t top_type(unsigned c) {
@@ -659,7 +646,21 @@ typedef struct {
   const unsigned char *safe;       /* a key that starts before it has 16 readable bytes */
   const model_json_schema_t *schema;
   model_json_value_t *sub_vals;
+  /* the last separator of a key and its value found with whitespace in it
+   * (json_scan_run.h, key_value): its bytes (sep), sep_len of them, under
+   * sep_mask; none yet: sep 1 under mask 0, which no bytes match */
+  uint32_t sep, sep_mask, sep_len;
 } plain_t;
+
+/* The separator after keys that this thread's last plain scan ended with
+ * (plain_t.sep), where the next one starts: a stream's lines come from one
+ * producer, so the next line's first key finds its separator in one
+ * compare too. Only ever compared with text: a stale one costs the mask.
+ * None yet: sep 1 under mask 0, which no bytes match. */
+typedef struct {
+  uint32_t sep, mask, len;
+} sep_t;
+static _Thread_local sep_t last_sep = {1, 0, 0};
 
 typedef bool (*scan_fn_t)(scan_t *, const model_json_schema_t *, model_json_value_t *,
                           model_json_value_t *);
@@ -670,32 +671,38 @@ static bool scan_full(scan_fn_t run, const char *buf, size_t len, const model_js
 #define SCAN_NAME(x) x##_scalar
 #define SCAN_STOP model_json_stop_scalar
 #define SCAN_IDLEN model_json_id_len16
+#define SCAN_WS16 model_json_ws_mask16
 #define SCAN_ATTR
 #include "json_scan_run.h"
 #undef SCAN_NAME
 #undef SCAN_STOP
 #undef SCAN_IDLEN
+#undef SCAN_WS16
 #undef SCAN_ATTR
 
 #ifdef MODEL_JSON_HAVE_SSE2
 #define SCAN_NAME(x) x##_sse2
 #define SCAN_STOP model_json_stop_sse2
 #define SCAN_IDLEN model_json_id_len16
+#define SCAN_WS16 model_json_ws_mask16
 #define SCAN_ATTR
 #include "json_scan_run.h"
 #undef SCAN_NAME
 #undef SCAN_STOP
 #undef SCAN_IDLEN
+#undef SCAN_WS16
 #undef SCAN_ATTR
 
 #define SCAN_NAME(x) x##_avx2
 #define SCAN_STOP model_json_stop_avx2
 #define SCAN_IDLEN model_json_id_len16_avx2
-#define SCAN_ATTR __attribute__((target("avx2")))
+#define SCAN_WS16 model_json_ws_mask16_avx2
+#define SCAN_ATTR __attribute__((target("avx2,bmi,bmi2")))
 #include "json_scan_run.h"
 #undef SCAN_NAME
 #undef SCAN_STOP
 #undef SCAN_IDLEN
+#undef SCAN_WS16
 #undef SCAN_ATTR
 #endif
 
@@ -705,13 +712,22 @@ typedef bool (*kernel_scan_fn_t)(const char *, size_t, const model_json_schema_t
 
 static model_json_kernel_t forced_kernel = MODEL_JSON_KERNEL_AUTO;
 
+#ifdef MODEL_JSON_HAVE_SSE2
+/* The AVX2 instance is also compiled for BMI1 and BMI2 (andn, shrx, tzcnt
+ * in the key lookup's mask arithmetic), which every CPU with AVX2 has so
+ * far; all three are asked for, so that one without them takes SSE2. */
+static bool cpu_avx2(void) {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+}
+#endif
+
 bool model_json_kernel_available(model_json_kernel_t k) {
   switch (k) {
   case MODEL_JSON_KERNEL_AUTO:
   case MODEL_JSON_KERNEL_SCALAR: return true;
 #ifdef MODEL_JSON_HAVE_SSE2
   case MODEL_JSON_KERNEL_SSE2: return true;
-  case MODEL_JSON_KERNEL_AVX2: return __builtin_cpu_supports("avx2");
+  case MODEL_JSON_KERNEL_AVX2: return cpu_avx2();
 #endif
   default: return false;
   }
@@ -721,7 +737,7 @@ bool model_json_kernel_available(model_json_kernel_t k) {
 model_json_kernel_t model_json_kernel(void) {
   if (forced_kernel != MODEL_JSON_KERNEL_AUTO) return forced_kernel;
 #ifdef MODEL_JSON_HAVE_SSE2
-  return __builtin_cpu_supports("avx2") ? MODEL_JSON_KERNEL_AVX2 : MODEL_JSON_KERNEL_SSE2;
+  return cpu_avx2() ? MODEL_JSON_KERNEL_AVX2 : MODEL_JSON_KERNEL_SSE2;
 #else
   return MODEL_JSON_KERNEL_SCALAR;
 #endif

@@ -110,11 +110,19 @@ typedef struct model_json_schema {
  * one compare. Filled by model_json_slots; read only by the scan. */
 typedef struct model_json_slot {
   unsigned char pat[16]; /* name '"' ':', zero-padded */
-  uint32_t mask;         /* bit k: byte k of pat is compared; bit 16 (never met): no name, or several */
+  uint32_t mask;         /* bit k: byte k of pat is compared; bits 16, 17 (never met): no name, or several */
   uint8_t name;          /* index of the name */
   uint8_t skip;          /* bytes from a key's first byte to its value: the name's length + 2 */
   uint8_t ident;         /* its string values are checked for id bytes (model_json_value_t.ident) */
+  uint8_t quote;         /* the name's length: where the key's closing quote is, from its first byte */
   uint16_t at;           /* name * sizeof(model_json_value_t): where its value goes in the list's values */
+  /* quote + 1, the byte after the key's closing quote, when the 4 bytes
+   * from there are among the key's 16 (a name of at most 11 bytes), where
+   * the scan compares a separator with the text; else 0: the key's first
+   * byte, never whitespace, which no separator (each starts with
+   * whitespace) matches */
+  uint8_t sep_at;
+  uint32_t qmask; /* mask >> 1: the name and its quote, without the ':' */
 } __attribute__((aligned(32))) model_json_slot_t;
 
 typedef struct model_json_slots {

@@ -4,6 +4,7 @@
  *   SCAN_STOP     the kernel (p, end, lo): first byte of [p, end) a string
  *                 scan stops at, in a buffer that starts at lo
  *   SCAN_IDLEN    the id characters that start the 16 bytes at p (0..16)
+ *   SCAN_WS16     the whitespace bytes of the 16 at p (bit i: byte i)
  *   SCAN_ATTR     function attributes of the instance (a target, or nothing)
  * and with the helpers of json_scan.c in scope. Every instance does exactly
  * the same work, so the instances must agree byte for byte on every input.
@@ -274,7 +275,91 @@ key_quote:; /* p is at the key's opening quote */
  * is read without comparing p with end, except after a nested object, which
  * may end at that last '}'. */
 
-SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const plain_t *x, const unsigned char *p);
+SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(plain_t *x, const unsigned char *p);
+
+/* Where the value of entry e's key at kp starts (maybe after whitespace,
+ * which the caller skips), given k, where kp's 16 bytes are read (kp, or
+ * tail16's copy), and eq, the bytes there equal to e's pattern: past the
+ * ':' when they hold the whole pattern; when they hold the name and its
+ * quote (as some encoders write "id" : ...), past the separator, the
+ * whitespace, ':' and whitespace from there to the value; else NULL.
+ *
+ * A producer writes the same separator after every key ("\t:\t", " : "),
+ * so the last one found (x->sep, its bytes, up to 4, each separator
+ * starting with whitespace; carried from line to line in last_sep) is
+ * tried first, in one word compare at e->sep_at. Else it is found in one
+ * whitespace mask of the 16 bytes (SCAN_WS16), whichever of the four bytes
+ * and however many, and remembered. Bytes of tail16's padding are zeros, neither whitespace nor
+ * ':', and the text's last '}' stops both runs, so a position the mask
+ * gives is in the text. */
+SCAN_ATTR static inline __attribute__((always_inline)) const unsigned char *
+SCAN_NAME(key_value)(plain_t *x, const unsigned char *kp, const unsigned char *k, const model_json_slot_t *e,
+                     unsigned eq) {
+  if (__builtin_expect((eq & e->mask) == e->mask, 1)) return kp + e->skip;
+  if ((eq & e->qmask) != e->qmask) return NULL; /* the name and its quote (bit 16 for SLOT_NONE: never equal) */
+  unsigned j = e->sep_at; /* the byte after the key's closing quote, or 0 (model_json_slot_t) */
+  uint32_t w;
+  memcpy(&w, k + j, 4);
+  if ((w & x->sep_mask) == x->sep) return kp + j + x->sep_len;
+  unsigned i = e->quote + 1u; /* the byte after the key's closing quote */
+  const unsigned s = i;
+  unsigned other = ~SCAN_WS16(k); /* bits 16 and up set: a run ends by byte 16 */
+  i += (unsigned)__builtin_ctz(other >> i);
+  if (__builtin_expect(i >= 16, 0)) {
+    /* whitespace to the end of the 16 (k is kp then: tail16's padding
+     * stops a run): the rest of it byte by byte, up to the '}' at worst */
+    const unsigned char *q = plain_ws(kp + 16);
+    return *q == ':' ? q + 1 : NULL;
+  }
+  if (k[i] != ':') return NULL;
+  i++;
+  i += (unsigned)__builtin_ctz(other >> i); /* at most 16: the caller skips the rest */
+  if (j && i - s <= 4) { /* w holds it */
+    x->sep_len = i - s;
+    x->sep_mask = (uint32_t)LOW_BYTES(i - s);
+    x->sep = w & x->sep_mask;
+  }
+  return kp + i;
+}
+
+/* plain_key for a slot that several names share, or none, or a key that
+ * is not its slot's name: kp's 16 bytes (k: where they are read) compared
+ * with each name of the slot in turn. */
+SCAN_ATTR static __attribute__((noinline)) const model_json_slot_t *
+SCAN_NAME(plain_key_shared)(plain_t *x, const unsigned char *kp, const unsigned char *k,
+                            const model_json_slots_t *slots, const unsigned char **value) {
+  unsigned h = slot_of(k);
+  if (slots->count[h] < 2) return NULL;
+  for (size_t i = 0; i < slots->n; i++) {
+    const model_json_slot_t *e = &slots->name[i];
+    if (e->skip && slot_of(e->pat) == h && (*value = SCAN_NAME(key_value)(x, kp, k, e, pattern_eq(k, e)))) return e;
+  }
+  return NULL;
+}
+
+/* The plain path's key lookup: the entry of the name whose key, with its
+ * '"' and ':' (whitespace around the ':' allowed), starts at kp, or NULL;
+ * *value: the byte after the ':' (or after whitespace past it). Before
+ * `safe` (end - 16), 16 bytes are readable at kp; past it, the bytes left
+ * are compared from tail16 (a pattern's bytes are nonzero, so it never
+ * matches the padding). */
+SCAN_ATTR static inline __attribute__((always_inline)) const model_json_slot_t *
+SCAN_NAME(plain_key)(plain_t *x, const unsigned char *kp, const model_json_slots_t *slots,
+                     const unsigned char **value) {
+  unsigned char pad[32];
+  const unsigned char *k = __builtin_expect(kp > x->safe, 0) ? tail16(kp, x->base, x->end, pad) : kp;
+  const model_json_slot_t *e = &slots->slot[slot_of(k)];
+  unsigned eq = pattern_eq(k, e);
+  if (__builtin_expect((eq & e->mask) == e->mask, 1)) {
+    *value = kp + e->skip;
+    return e;
+  }
+  if ((*value = SCAN_NAME(key_value)(x, kp, k, e, eq))) return e;
+  const unsigned char *v; /* its own: the call takes its address, not that of the caller's */
+  e = SCAN_NAME(plain_key_shared)(x, kp, k, slots, &v);
+  *value = v;
+  return e;
+}
 
 /* The rest of a string from q, a byte the kernel stopped at that is not
  * its closing quote: UTF-8 sequences and escapes are checked and stepped
@@ -307,7 +392,7 @@ SCAN_ATTR static __attribute__((noinline)) const unsigned char *SCAN_NAME(plain_
  * should start (maybe whitespace first); c its slot; `sub`: an object is
  * scanned as the schema's sub object. Returns the byte after it, or NULL. */
 SCAN_ATTR static __attribute__((noinline)) const unsigned char *
-SCAN_NAME(plain_value)(const plain_t *x, const unsigned char *p, model_json_value_t *c, bool sub) {
+SCAN_NAME(plain_value)(plain_t *x, const unsigned char *p, model_json_value_t *c, bool sub) {
   const unsigned char *const base = x->base, *const end = x->end;
   if (p < end && *p <= ' ') p = skip_ws(p, end);
   if (p == end) return NULL;
@@ -350,7 +435,7 @@ SCAN_NAME(plain_value)(const plain_t *x, const unsigned char *p, model_json_valu
     return p + n;
   }
   case '{':
-    if (!sub) return NULL;
+    if (!sub || !x->schema->sub_slots) return NULL; /* no slots: the full scan takes the sub object */
     c->type = MODEL_JSON_OBJECT;
     c->start = (size_t)(p - base);
     return SCAN_NAME(plain_sub)(x, p + 1);
@@ -359,7 +444,7 @@ SCAN_NAME(plain_value)(const plain_t *x, const unsigned char *p, model_json_valu
 }
 
 SCAN_ATTR static inline __attribute__((always_inline)) const unsigned char *
-SCAN_NAME(plain_object)(const plain_t *x, const unsigned char *p, const model_json_slots_t *slots,
+SCAN_NAME(plain_object)(plain_t *x, const unsigned char *p, const model_json_slots_t *slots,
                         model_json_value_t *vals, int sub_index) {
   const unsigned char *const base = x->base;
   p = plain_ws(p);
@@ -368,7 +453,7 @@ SCAN_NAME(plain_object)(const plain_t *x, const unsigned char *p, const model_js
     /* p is at a key's opening quote, or the text leaves the shape */
     if (*p != '"') return NULL;
     const unsigned char *v; /* the byte after the key's ':' */
-    const model_json_slot_t *e = plain_key(p + 1, base, x->safe, x->end, slots, &v);
+    const model_json_slot_t *e = SCAN_NAME(plain_key)(x, p + 1, slots, &v);
     if (!e) return NULL;
     /* Every value starts ABSENT (model_json_scan): one already captured
      * is the name met before. */
@@ -437,7 +522,7 @@ SCAN_NAME(plain_object)(const plain_t *x, const unsigned char *p, const model_js
 
 /* The sub object (a command's `data`): its members' own objects are not
  * plain (sub_index -1). */
-SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(const plain_t *x, const unsigned char *p) {
+SCAN_ATTR static const unsigned char *SCAN_NAME(plain_sub)(plain_t *x, const unsigned char *p) {
   return SCAN_NAME(plain_object)(x, p, x->schema->sub_slots, x->sub_vals, -1);
 }
 
@@ -450,18 +535,25 @@ SCAN_ATTR static bool SCAN_NAME(scan)(const char *buf, size_t len, const model_j
                                       model_json_result_t *res) {
   const unsigned char *base = (const unsigned char *)buf, *end = base + len;
   const unsigned char *p = base, *last = end; /* last: the end of the text but whitespace */
-  if (len < 2 || *p != '{' || last[-1] != '}') { /* whitespace around the text, or no object */
-    p = skip_ws(base, end);
-    while (last > p && (last[-1] == ' ' || last[-1] == '\n' || last[-1] == '\r' || last[-1] == '\t')) last--;
+  if (__builtin_expect(len < 2 || *p != '{' || last[-1] != '}', 0)) { /* whitespace around the text, or no object */
+    if (len >= 3 && *p == '{' && last[-2] == '}' && is_ws(last[-1])) {
+      last--; /* one byte after the object, as a line ended with CR LF has */
+    } else {
+      p = skip_ws(base, end);
+      while (last > p && is_ws(last[-1])) last--;
+      if (last - p < 2 || *p != '{' || last[-1] != '}') goto full;
+    }
   }
-  if (last - p >= 2 && *p == '{' && last[-1] == '}' && schema->root_slots &&
-      (schema->sub_index < 0 || schema->sub_slots)) {
-    const plain_t x = {base, last, last - base >= 16 ? last - 16 : base, schema, sub_vals};
+  if (schema->root_slots) { /* (without the sub list's slots, plain_value gives its object up) */
+    plain_t x = {base, last, last - base >= 16 ? last - 16 : base, schema, sub_vals,
+                 last_sep.sep, last_sep.mask, last_sep.len};
     p = SCAN_NAME(plain_object)(&x, p + 1, schema->root_slots, root_vals, schema->sub_index);
+    last_sep = (sep_t){x.sep, x.sep_mask, x.sep_len};
     if (p == last) {
       res->top = MODEL_JSON_OBJECT;
       return true;
     }
   }
+full:
   return scan_full(SCAN_NAME(scan_run), buf, len, schema, root_vals, sub_vals, res);
 }

@@ -68,7 +68,10 @@ model_json_stop_scalar(const unsigned char *p, const unsigned char *end, const u
 /* The vector kernels' constants ('"', '\', 0x20 in every byte), read from
  * memory: the empty asm hides which bytes they are, so that the compiler
  * loads them (or uses them as memory operands) instead of building each one
- * with three instructions every time a kernel is inlined. */
+ * with three instructions every time a kernel is inlined. The asm is
+ * volatile, so that each use reads them where it stands: read once and
+ * held in a vector register for the whole scan loop, the 0x20 vector was
+ * spilled to the stack and reloaded on the loop's path. */
 #define MODEL_JSON_X32(c) {c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c}
 static const char model_json_splat[3][32] __attribute__((aligned(32))) = {
     MODEL_JSON_X32('"'), MODEL_JSON_X32('\\'), MODEL_JSON_X32(0x20)};
@@ -76,7 +79,7 @@ static const char model_json_splat[3][32] __attribute__((aligned(32))) = {
 
 static inline __attribute__((always_inline)) const char (*model_json_splats(void))[32] {
   const char(*t)[32] = model_json_splat;
-  __asm__("" : "+r"(t));
+  __asm__ volatile("" : "+r"(t));
   return t;
 }
 
@@ -116,10 +119,13 @@ __attribute__((target("avx2"))) static inline uint32_t model_json_stops32(const 
   return (uint32_t)_mm256_movemask_epi8(m);
 }
 
-/* model_json_stop_avx2 past a first block without a stop. */
-__attribute__((target("avx2"))) static inline const unsigned char *
-model_json_stop_avx2_rest(const unsigned char *p, const unsigned char *end, const unsigned char *lo,
-                          const char (*k)[32]) {
+/* model_json_stop_avx2 past a first block without a stop, or in a buffer
+ * shorter than a block: out of line, so that the loop's registers (and a
+ * vector it may keep on the stack) do not weigh on the scan loop that
+ * inlines the kernel. */
+__attribute__((target("avx2"), noinline)) static const unsigned char *
+model_json_stop_avx2_rest(const unsigned char *p, const unsigned char *end, const unsigned char *lo) {
+  const char(*k)[32] = model_json_splats();
   while (end - p >= 32) {
     uint32_t bits = model_json_stops32(p, k);
     if (bits) return p + __builtin_ctz(bits);
@@ -132,16 +138,22 @@ model_json_stop_avx2_rest(const unsigned char *p, const unsigned char *end, cons
   return model_json_stop_sse2(p, end, lo);
 }
 
-/* The first block is tried before the loop: most strings end in it. */
+/* Inline: the first block, where most strings end, or, with fewer bytes
+ * than a block left, the last block, which ends at end (a line's last
+ * strings); longer strings go out of line. */
 __attribute__((target("avx2"))) static inline const unsigned char *
 model_json_stop_avx2(const unsigned char *p, const unsigned char *end, const unsigned char *lo) {
   const char(*k)[32] = model_json_splats();
   if (__builtin_expect(end - p >= 32, 1)) {
     uint32_t bits = model_json_stops32(p, k);
     if (bits) return p + (size_t)__builtin_ctz(bits);
-    p += 32;
+    return model_json_stop_avx2_rest(p + 32, end, lo);
   }
-  return model_json_stop_avx2_rest(p, end, lo, k);
+  if (p < end && end - lo >= 32) {
+    uint32_t bits = model_json_stops32(end - 32, k) >> (32 - (end - p));
+    return bits ? p + __builtin_ctz(bits) : end;
+  }
+  return model_json_stop_avx2_rest(p, end, lo);
 }
 #endif
 
@@ -211,6 +223,42 @@ __attribute__((target("avx2"))) static inline unsigned model_json_id_len16_avx2(
   __m128i hi = _mm_shuffle_epi8(hi_class, _mm_and_si128(_mm_srli_epi16(v, 4), nib));
   unsigned other = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(lo, hi), _mm_setzero_si128()));
   return (unsigned)__builtin_ctz(other | 0x10000u);
+}
+#endif
+
+/* model_json_ws_mask16: bit i set when byte i of the 16 at p (all
+ * readable) is JSON whitespace (space, tab, LF, CR): the plain path's
+ * whitespace around a key's ':' (json_scan_run.h), found in one step
+ * however it is written. Four compares where the target has SSE2, else
+ * byte by byte. */
+static inline __attribute__((always_inline)) unsigned model_json_ws_mask16(const unsigned char *p) {
+#ifdef MODEL_JSON_HAVE_SSE2
+  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+  __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))),
+                           _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
+  return (unsigned)_mm_movemask_epi8(m);
+#else
+  unsigned m = 0;
+  for (unsigned i = 0; i < 16; i++) {
+    unsigned c = p[i];
+    m |= (unsigned)(c == ' ' || c == '\t' || c == '\n' || c == '\r') << i;
+  }
+  return m;
+#endif
+}
+
+#ifdef MODEL_JSON_HAVE_SSE2
+/* model_json_ws_mask16 for the AVX2 scan, with one byte shuffle (SSSE3,
+ * which AVX2 includes): the table holds, at each low nibble, the one
+ * whitespace byte with that nibble (0x20 at 0, '\t' at 9, '\n' at 10,
+ * '\r' at 13) and 0x80 elsewhere; a byte is whitespace when the table's
+ * entry for its low nibble is the byte itself. A byte >= 0x80 shuffles to
+ * 0, never itself; 0x80 never equals a byte below 0x80. */
+__attribute__((target("avx2"))) static inline unsigned model_json_ws_mask16_avx2(const unsigned char *p) {
+  const __m128i ws = _mm_setr_epi8(0x20, -128, -128, -128, -128, -128, -128, -128, -128, '\t', '\n', -128, -128,
+                                   '\r', -128, -128);
+  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+  return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_shuffle_epi8(ws, v), v));
 }
 #endif
 

@@ -49,6 +49,13 @@ size_t model_json_unescape(const char *str, size_t n, bool escaped, char *out, s
     if (!bs) break;
     unsigned char u[4];
     int k = model_json_decode_escape(&p, u);
+    if (o <= cap && cap - o >= 4) {
+      /* all 4 written at once, k of them kept: the bytes past them are
+       * written over by what follows, or lie past the result, within cap */
+      memcpy(out + o, u, 4);
+      o += (size_t)k;
+      continue;
+    }
     for (int i = 0; i < k; i++, o++)
       if (o < cap) out[o] = (char)u[i];
   }

@@ -185,6 +185,28 @@ START_TEST(test_plain_shapes) {
       "{\"id\":\"a\"]",
       "{\"ty\":1,\"id\":2,\"i\":3,\"t\":4,\"\":5}",
       "{\"id\":\"a\"} \t\r\n",
+      /* whitespace around a key's ':' (found with a mask of the key's 16
+       * bytes, then tried as the last separator found): the same after
+       * every key, another one, one that breaks the grammar after the
+       * first was learned, runs to and past the 16 bytes, a key near the
+       * end of the text */
+      "{\t\"id\"\t:\t\"a\",\t\"type\"\t:\t\"b\",\t\"tenant\"\t:\t\"c\"}",
+      "{\"id\"\t:\t\"a\",\"type\" : \"b\",\"tenant\"\r\n:\n\"c\",\"student\"\t:\t\"d\"}",
+      "{\"id\"\t:\t\"a\",\"type\"\tx\t\"b\"}",
+      "{\"id\"\t:\t\"a\",\"type\"\t:\t:\"b\"}",
+      "{\"id\"\t:\t\"a\",\"type\"\t\t\"b\"}",
+      "{\"id\"\t:\t\"a\",\"type\"\t;\t\"b\"}",
+      "{\"id\" : \"a\",\"type\" :\"b\",\"ts\": \"c\",\"tenant\" : 1}",
+      "{\"id\"              :              \"a\",\"type\"              :\"b\"}",
+      "{\"assignment\"   :   \"a\",\"assignment\"   :   \"b\"}",
+      "{\"assignment\"\t:\t\"a\",\"version\"\t:\t1,\"ts\"\t:\t2}",
+      "{\"data\"\t:\t{\t\t\"class\"\t:\t\"c\",\t\t\"points\"\t:\t30\t}}",
+      "{\"id\"\t:\t\"a\",\"x\"\t:\t1}",
+      "{\"id\"\t:\t\"a\",\"id\"\t:\t\"b\"}",
+      "{\"ts\" :",
+      "{\"ts\" : 1}",
+      "{\"ts\"\x0b:1}",
+      "{\"ts\" \x1f: 1}",
   };
   for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
     size_t n = strlen(docs[i]);
