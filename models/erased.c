@@ -124,7 +124,9 @@ bool model_erased_covers(const model_erased_t *e, const model_command_t *cmd) {
 model_erase_result_t model_erased_apply(const model_erased_t *e, model_aggregate_t *agg) {
   if (!e->count) return MODEL_ERASE_NONE;
   size_t tl;
-  const char *tenant = model_aggregate_tenant(agg, &tl);
+  char tenant[MODEL_ID_MAX + 1]; /* copied: the aggregate's block moves when a student is removed */
+  const char *t = model_aggregate_tenant(agg, &tl);
+  memcpy(tenant, t, tl);
   if (model_erased_has_tenant(e, tenant, tl)) return MODEL_ERASE_GONE;
   bool changed = false;
   for (size_t i = model_aggregate_student_count(agg); i-- > 0;) { /* from the end: removal keeps the earlier indexes */

@@ -114,7 +114,7 @@ typedef struct element {
 } element_t;
 
 static void random_command(uint64_t *rnd, int n, model_command_t *c) {
-  char t[8], a[8], s[8], id[16];
+  char t[16], a[16], s[16], id[16];
   snprintf(t, sizeof t, "t%d", (int)(rnd_next(rnd) % TENANTS));
   snprintf(a, sizeof a, "a%d", (int)(rnd_next(rnd) % ASSIGNMENTS));
   snprintf(s, sizeof s, "s%d", (int)(rnd_next(rnd) % STUDENTS));
@@ -141,7 +141,7 @@ static int agg_index(const char *tenant, const char *assignment) {
 }
 
 static model_aggregate_t *new_agg(int i) {
-  char t[8], a[8];
+  char t[16], a[16];
   snprintf(t, sizeof t, "t%d", i / ASSIGNMENTS);
   snprintf(a, sizeof a, "a%d", i % ASSIGNMENTS);
   return model_aggregate_new(t, 2, a, 2);
@@ -208,7 +208,7 @@ START_TEST(erasure_is_order_free_and_leaves_the_rest) {
     for (int k = 0; k < nerase && n < MAXCMD; k++) { /* erasures, some twice */
       element_t *x = &el[n++];
       x->erasure = true;
-      char t[8], s[8], id[16];
+      char t[16], s[16], id[16];
       snprintf(t, sizeof t, "t%d", (int)(rnd_next(&rnd) % TENANTS));
       snprintf(s, sizeof s, "s%d", (int)(rnd_next(&rnd) % STUDENTS));
       snprintf(id, sizeof id, "e%d", k);
