@@ -197,7 +197,7 @@ static void merge_without_erased(const element_t *el, int n, model_aggregate_t *
 START_TEST(erasure_is_order_free_and_leaves_the_rest) {
   uint64_t rnd = 4401;
   int gone = 0, changed = 0, kept = 0;
-  for (int round = 0; round < 400; round++) {
+  for (int round = 0; round < 150; round++) { /* seconds under valgrind */
     element_t el[MAXCMD];
     int n = 20 + (int)(rnd_next(&rnd) % (MAXCMD - 40));
     for (int k = 0; k < n; k++) {
@@ -253,7 +253,7 @@ START_TEST(erasure_is_order_free_and_leaves_the_rest) {
       model_aggregate_destroy(want[i]);
     }
   }
-  ck_assert(gone > 50 && changed > 50 && kept > 50);
+  ck_assert_msg(gone > 20 && changed > 20 && kept > 20, "gone %d, changed %d, kept %d", gone, changed, kept);
 }
 END_TEST
 

@@ -542,7 +542,7 @@ static void reply_of(shape_t shape, const fixture_t *f, const fate_t *fate, size
 START_TEST(bulk_replies_at_random_never_misread) {
   uint64_t rnd = 2024;
   int told = 0, untold = 0;
-  for (int round = 0; round < 20000; round++) {
+  for (int round = 0; round < 5000; round++) {
     fixture_t f;
     size_t n = 1 + rnd_next(&rnd) % NITEMS;
     fx_init(&f, n);
@@ -584,7 +584,7 @@ START_TEST(bulk_replies_at_random_never_misread) {
     }
     model_buf_destroy(&reply);
   }
-  ck_assert(told > 1000 && untold > 1000);
+  ck_assert_msg(told > 500 && untold > 500, "told %d, untold %d", told, untold);
 }
 END_TEST
 
@@ -637,7 +637,7 @@ static sink_status_t rs_write_one(void *ctx, sink_write_item_t *items, size_t i,
 START_TEST(resolution_at_random_ends_with_every_item_placed) {
   uint64_t rnd = 77;
   int ok = 0, retried = 0;
-  for (int round = 0; round < 20000; round++) {
+  for (int round = 0; round < 5000; round++) {
     size_t n = 1 + rnd_next(&rnd) % NITEMS;
     random_server_t s = {.read_fails = rnd_next(&rnd) % 10 == 0};
     sink_write_item_t items[NITEMS];
@@ -670,7 +670,7 @@ START_TEST(resolution_at_random_ends_with_every_item_placed) {
       for (size_t i = 0; i < n; i++) ck_assert_int_eq(items[i].result, SINK_ITEM_RETRY);
     }
   }
-  ck_assert(ok > 1000 && retried > 1000);
+  ck_assert_msg(ok > 500 && retried > 500, "ok %d, retried %d", ok, retried);
 }
 END_TEST
 
