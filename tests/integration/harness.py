@@ -277,6 +277,7 @@ class Scenario:
     def __init__(self, name, partitions=6, directory=None):
         """directory: where the scenario's files go (worker logs, streams), a fresh temporary one unless given."""
         self.name = name
+        self.partitions = partitions
         tag = f"{name}-{os.getpid()}-{random.randint(0, 99999)}"
         self.tag = tag
         self.topic = f"cmds-{tag}"
@@ -411,6 +412,17 @@ class Scenario:
             elif e.get("msg") in ("partitions revoked", "partitions lost"):
                 held -= names
         return held
+
+    def split_among(self, workers, when="during a rebalance"):
+        """True when workers (each still alive, or this fails at once) hold every partition of the topic
+        between them, each some and none twice: a group whose rebalance is over."""
+        held = []
+        for w in workers:
+            self.assert_alive(w, when)
+            held.append(self.holdings(w))
+        union = set().union(*held)
+        everything = {f"{self.topic}:{p}" for p in range(self.partitions)}
+        return all(held) and union == everything and sum(map(len, held)) == len(union)
 
     def log_events(self, w, msg):
         """The JSON log lines of worker w whose msg is msg, as dicts, in order."""
@@ -563,11 +575,13 @@ def assert_same_documents(expected, stored):
         raise AssertionError("\n".join(msg + missing[:5] + extra[:5]))
 
 
-def main(scenario_fn, name, partitions=6):
+@contextlib.contextmanager
+def scenario(name, partitions=6):
+    """A Scenario for the with-block: when the block fails, the tail of every worker's log is printed; the
+    scenario is cleaned up either way."""
     s = Scenario(name, partitions)
-    t0 = time.time()
     try:
-        scenario_fn(s)
+        yield s
     except Exception:
         for p in s.workers:
             log(f"--- {p.logpath} (tail)")
@@ -578,5 +592,11 @@ def main(scenario_fn, name, partitions=6):
         raise
     finally:
         s.cleanup()
+
+
+def main(scenario_fn, name, partitions=6):
+    t0 = time.time()
+    with scenario(name, partitions) as s:
+        scenario_fn(s)
     log(f"{name}: passed in {time.time() - t0:.1f}s")
     sys.exit(0)

@@ -61,8 +61,7 @@ def consumed(s, w):
 
 
 def run_scenario(name, fault):
-    s = h.Scenario(f"cluster-{name}")
-    try:
+    with h.scenario(f"cluster-{name}") as s:
         changes = s.create_topic("changes")
         stream = s.generate("--seed", "83", "--count", str(COUNT), "--assignments", "150", "--students", "30",
                             "--order", "time")
@@ -102,13 +101,6 @@ def run_scenario(name, fault):
         h.assert_same_documents(expected, stored)
         h.assert_fold_equals_store(h.change_events(s, changes), stored)
         h.log(f"{name}: {COUNT} commands, each consumed once; {len(stored)} documents equal to replay --input")
-    except Exception:
-        for p in s.workers:
-            h.log(f"--- {p.logpath} (tail)")
-            h.log(s.worker_log(p)[-4000:])
-        raise
-    finally:
-        s.cleanup()
 
 
 def rolling(s):

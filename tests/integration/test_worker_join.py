@@ -50,15 +50,9 @@ def scenario(s):
         return c is not None and c > 0
 
     h.wait_until(committed_some, 120, "the first worker committed nothing")
-    everything = {f"{s.topic}:{p}" for p in range(PARTITIONS)}
 
     def settled():
-        held = []
-        for w in workers:
-            s.assert_alive(w, "during a join")
-            held.append(s.holdings(w))
-        union = set().union(*held)
-        return all(held) and union == everything and sum(map(len, held)) == len(union)
+        return s.split_among(workers, "during a join")
 
     # Two joins, each while the stream is flowing: the incumbents hold read,
     # uncommitted commands when the rebalance starts.

@@ -108,16 +108,8 @@ def main():
     # document, and the writer lists the overlay's students (worker/pipeline/writer.c).
     for uri, cache in ((h.MONGO, "10000"), (MJS, "10000"), (h.MONGO, "0")):
         h.MONGO = uri
-        s = h.Scenario("partial")
-        try:
+        with h.scenario("partial") as s:
             scenario(s, cache)
-        except Exception:
-            for p in s.workers:
-                h.log(f"--- {p.logpath} (tail)")
-                h.log(s.worker_log(p)[-4000:])
-            raise
-        finally:
-            s.cleanup()
     h.log(f"partial: passed in {time.time() - t0:.1f}s")
 
 

@@ -52,17 +52,9 @@ def scenario(s, seed, kill):
         ports.append(port)
         return s.start_worker("g1", SETTINGS + [("metrics.listen", f"127.0.0.1:{port}")])
 
-    everything = {f"{s.topic}:{p}" for p in range(PARTITIONS)}
 
     def split_among(ws):
-        def settled():
-            held = []
-            for w in ws:
-                s.assert_alive(w, "during a rebalance")
-                held.append(s.holdings(w))
-            union = set().union(*held)
-            return all(held) and union == everything and sum(map(len, held)) == len(union)
-        return settled
+        return lambda: s.split_among(ws)
 
     producer = s.produce_async(stream, rate=2000)
     first, second = start(), start()
@@ -105,16 +97,8 @@ def main():
     for r in range(ROUNDS):
         for i, uri in enumerate(stores):
             h.MONGO = uri
-            s = h.Scenario("rebalance-writes", PARTITIONS)
-            try:
+            with h.scenario("rebalance-writes", PARTITIONS) as s:
                 scenario(s, 4800 + 10 * r + i, kill=(r + i) % 2 == 1)
-            except Exception:
-                for p in s.workers:
-                    h.log(f"--- {p.logpath} (tail)")
-                    h.log(s.worker_log(p)[-4000:])
-                raise
-            finally:
-                s.cleanup()
     h.log(f"rebalance-writes: passed in {time.time() - t0:.1f}s")
 
 
