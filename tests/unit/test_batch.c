@@ -16,6 +16,7 @@
 #include "model_fixtures.h"
 #include "metrics/metrics.h"
 #include "store/store_bulk.h"
+#include "../tools/cmdgen.h"
 
 /* A roster command of tenant t1 (model_fixtures.h). */
 static model_command_t roster(const char *assignment, const char *student, const char *id, uint64_t v, bool on) {
@@ -915,13 +916,6 @@ END_TEST
  * then, with store failures (retried) and writes by another writer
  * (conflicts) mixed in, cached and with no cache (every write after a load): every stored document must end equal to the merge
  * of all commands, and most writes must have been partial. */
-static uint64_t rnd_next(uint64_t *x) { /* splitmix64 */
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 static void random_partial_run(int64_t cache) {
   mem_store_t s;
   mem_init(&s);
@@ -935,18 +929,18 @@ static void random_partial_run(int64_t cache) {
   uint64_t rnd = 7, version = 1;
   int conflicts = 0, retries = 0;
   for (int round = 0; round < 400; round++) {
-    int ncmd = 1 + (int)(rnd_next(&rnd) % 4);
+    int ncmd = 1 + (int)(cmdgen_splitmix(&rnd) % 4);
     for (int k = 0; k < ncmd; k++) {
-      int a = (int)(rnd_next(&rnd) % 4);
+      int a = (int)(cmdgen_splitmix(&rnd) % 4);
       /* mostly the first twelve students; a new one one time in fifteen */
-      unsigned st = rnd_next(&rnd) % 15 == 0 ? 12 + (unsigned)(rnd_next(&rnd) % 40)
-                                             : (unsigned)(rnd_next(&rnd) % 12);
+      unsigned st = cmdgen_splitmix(&rnd) % 15 == 0 ? 12 + (unsigned)(cmdgen_splitmix(&rnd) % 40)
+                                             : (unsigned)(cmdgen_splitmix(&rnd) % 12);
       char sid[16], cid[24];
       snprintf(sid, sizeof sid, "s%02u", st);
       snprintf(cid, sizeof cid, "c%llu", (unsigned long long)version);
       /* versions sometimes repeat or go back: stale commands too */
-      uint64_t v = version - (rnd_next(&rnd) % 3 == 0 && version > 3 ? 2 : 0);
-      model_command_t c = roster(an[a], sid, cid, v, rnd_next(&rnd) % 3 != 0);
+      uint64_t v = version - (cmdgen_splitmix(&rnd) % 3 == 0 && version > 3 ? 2 : 0);
+      model_command_t c = roster(an[a], sid, cid, v, cmdgen_splitmix(&rnd) % 3 != 0);
       batch_apply(b, &c, 0, mem_at(0), NULL);
       model_aggregate_apply(want[a], &c);
       version++;

@@ -15,6 +15,7 @@
 #include "codec.h"
 #include "erased.h"
 #include "model_fixtures.h"
+#include "../tools/cmdgen.h"
 
 /* Counts the subjects and checks the stamp kept for t1/s1. */
 static void count_subjects(void *ctx, const model_erased_subject_t *s) {
@@ -97,13 +98,6 @@ END_TEST
 
 /* --- the property ---------------------------------------------------------- */
 
-static uint64_t rnd_next(uint64_t *x) { /* splitmix64 */
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 enum { TENANTS = 3, ASSIGNMENTS = 3, STUDENTS = 5, NAGG = TENANTS * ASSIGNMENTS, MAXCMD = 160 };
 
 /* A stream element: a command of the merge, or an erasure (student empty:
@@ -115,17 +109,17 @@ typedef struct element {
 
 static void random_command(uint64_t *rnd, int n, model_command_t *c) {
   char t[16], a[16], s[16], id[16];
-  snprintf(t, sizeof t, "t%d", (int)(rnd_next(rnd) % TENANTS));
-  snprintf(a, sizeof a, "a%d", (int)(rnd_next(rnd) % ASSIGNMENTS));
-  snprintf(s, sizeof s, "s%d", (int)(rnd_next(rnd) % STUDENTS));
+  snprintf(t, sizeof t, "t%d", (int)(cmdgen_splitmix(rnd) % TENANTS));
+  snprintf(a, sizeof a, "a%d", (int)(cmdgen_splitmix(rnd) % ASSIGNMENTS));
+  snprintf(s, sizeof s, "s%d", (int)(cmdgen_splitmix(rnd) % STUDENTS));
   snprintf(id, sizeof id, "c%d", n);
-  uint64_t v = 1 + rnd_next(rnd) % 6;
-  switch (rnd_next(rnd) % 5) {
+  uint64_t v = 1 + cmdgen_splitmix(rnd) % 6;
+  switch (cmdgen_splitmix(rnd) % 5) {
   case 0:
     fx_upsert(c, t, a, v, id, "k1", "Essay", MODEL_ASSIGNMENT_PUBLISHED, false, 0, true, 10);
     break;
   case 1:
-    fx_roster(c, t, a, s, v, id, rnd_next(rnd) % 3 != 0);
+    fx_roster(c, t, a, s, v, id, cmdgen_splitmix(rnd) % 3 != 0);
     break;
   case 2:
     fx_submission(c, t, a, s, v, id, MODEL_SUBMISSION_SUBMITTED, true, 1788220800000LL, false, 0);
@@ -199,21 +193,21 @@ START_TEST(erasure_is_order_free_and_leaves_the_rest) {
   int gone = 0, changed = 0, kept = 0;
   for (int round = 0; round < 150; round++) { /* seconds under valgrind */
     element_t el[MAXCMD];
-    int n = 20 + (int)(rnd_next(&rnd) % (MAXCMD - 40));
+    int n = 20 + (int)(cmdgen_splitmix(&rnd) % (MAXCMD - 40));
     for (int k = 0; k < n; k++) {
       random_command(&rnd, k, &el[k].cmd);
       el[k].erasure = false;
     }
-    int nerase = (int)(rnd_next(&rnd) % 4);
+    int nerase = (int)(cmdgen_splitmix(&rnd) % 4);
     for (int k = 0; k < nerase && n < MAXCMD; k++) { /* erasures, some twice */
       element_t *x = &el[n++];
       x->erasure = true;
       char t[16], s[16], id[16];
-      snprintf(t, sizeof t, "t%d", (int)(rnd_next(&rnd) % TENANTS));
-      snprintf(s, sizeof s, "s%d", (int)(rnd_next(&rnd) % STUDENTS));
+      snprintf(t, sizeof t, "t%d", (int)(cmdgen_splitmix(&rnd) % TENANTS));
+      snprintf(s, sizeof s, "s%d", (int)(cmdgen_splitmix(&rnd) % STUDENTS));
       snprintf(id, sizeof id, "e%d", k);
-      fx_base(&x->cmd, MODEL_CMD_ROSTER_ASSIGNED, t, "", rnd_next(&rnd) % 4 == 0 ? NULL : s, 1, id);
-      if (rnd_next(&rnd) % 3 == 0 && n < MAXCMD) el[n++] = *x;
+      fx_base(&x->cmd, MODEL_CMD_ROSTER_ASSIGNED, t, "", cmdgen_splitmix(&rnd) % 4 == 0 ? NULL : s, 1, id);
+      if (cmdgen_splitmix(&rnd) % 3 == 0 && n < MAXCMD) el[n++] = *x;
     }
     model_aggregate_t *want[NAGG], *got[NAGG];
     merge_without_erased(el, n, want);
@@ -221,7 +215,7 @@ START_TEST(erasure_is_order_free_and_leaves_the_rest) {
       int order[MAXCMD];
       for (int k = 0; k < n; k++) order[k] = k;
       for (int k = n - 1; k > 0 && shuffle; k--) { /* the first pass in stream order */
-        int j = (int)(rnd_next(&rnd) % (uint64_t)(k + 1));
+        int j = (int)(cmdgen_splitmix(&rnd) % (uint64_t)(k + 1));
         int tmp = order[k];
         order[k] = order[j];
         order[j] = tmp;

@@ -16,6 +16,7 @@
 #include "store/store_internal.h"
 #include "store/store_outcome.h"
 #include "store/store_resolve.h"
+#include "../tools/cmdgen.h"
 
 static bson_error_t mkerr(uint32_t domain, uint32_t code) {
   bson_error_t e;
@@ -486,13 +487,6 @@ END_TEST
 
 /* --- replies drawn at random ------------------------------------------------- */
 
-static uint64_t rnd_next(uint64_t *x) { /* splitmix64 */
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 typedef enum { FATE_OK, FATE_CONFLICT, FATE_ERROR } fate_t;
 typedef enum { SHAPE_MONGODB, SHAPE_MJS, SHAPE_FERRETDB } shape_t;
 
@@ -544,21 +538,21 @@ START_TEST(bulk_replies_at_random_never_misread) {
   int told = 0, untold = 0;
   for (int round = 0; round < 5000; round++) {
     fixture_t f;
-    size_t n = 1 + rnd_next(&rnd) % NITEMS;
+    size_t n = 1 + cmdgen_splitmix(&rnd) % NITEMS;
     fx_init(&f, n);
     fate_t fate[NITEMS];
     size_t partials = 0, partial_misses = 0, write_errors = 0;
     for (size_t i = 0; i < n; i++) {
-      unsigned kind = (unsigned)(rnd_next(&rnd) % 3); /* an insert, a whole replace, a partial update */
+      unsigned kind = (unsigned)(cmdgen_splitmix(&rnd) % 3); /* an insert, a whole replace, a partial update */
       f.items[i].rev = kind == 0 ? 0 : (int64_t)i + 1;
       f.items[i].partial = kind == 2;
-      unsigned r = (unsigned)(rnd_next(&rnd) % 10);
+      unsigned r = (unsigned)(cmdgen_splitmix(&rnd) % 10);
       fate[i] = r < 6 ? FATE_OK : r < 9 ? FATE_CONFLICT : FATE_ERROR;
       partials += f.items[i].partial;
       partial_misses += f.items[i].partial && fate[i] == FATE_CONFLICT;
       write_errors += fate[i] == FATE_ERROR || (fate[i] == FATE_CONFLICT && !f.items[i].partial);
     }
-    shape_t shape = (shape_t)(rnd_next(&rnd) % 3);
+    shape_t shape = (shape_t)(cmdgen_splitmix(&rnd) % 3);
     model_buf_t reply = MODEL_BUF_INIT;
     bool executed;
     reply_of(shape, &f, fate, n, &reply, &executed);
@@ -638,16 +632,16 @@ START_TEST(resolution_at_random_ends_with_every_item_placed) {
   uint64_t rnd = 77;
   int ok = 0, retried = 0;
   for (int round = 0; round < 5000; round++) {
-    size_t n = 1 + rnd_next(&rnd) % NITEMS;
-    random_server_t s = {.read_fails = rnd_next(&rnd) % 10 == 0};
+    size_t n = 1 + cmdgen_splitmix(&rnd) % NITEMS;
+    random_server_t s = {.read_fails = cmdgen_splitmix(&rnd) % 10 == 0};
     sink_write_item_t items[NITEMS];
     memset(items, 0, sizeof items);
     bool unreported = false;
     for (size_t i = 0; i < n; i++) {
-      unsigned r = (unsigned)(rnd_next(&rnd) % 20);
+      unsigned r = (unsigned)(cmdgen_splitmix(&rnd) % 20);
       s.fate[i] = r < 10 ? RFATE_LANDED : r < 16 ? RFATE_CONFLICT : r < 19 ? RFATE_REJECTED : RFATE_UNREPORTED;
       unreported |= s.fate[i] == RFATE_UNREPORTED;
-      items[i].result = (sink_item_result_t)(rnd_next(&rnd) % 5); /* whatever the bulk left there */
+      items[i].result = (sink_item_result_t)(cmdgen_splitmix(&rnd) % 5); /* whatever the bulk left there */
     }
     store_resolver_t r = {rs_read_back, rs_write_one, &s};
     sink_error_t err = {0};
