@@ -165,6 +165,15 @@ static size_t merge_record(const uint8_t *dr, size_t dlen, const uint8_t *sr, si
   return n;
 }
 
+/* b's records replace a's students, whose BSON size is `students`: the
+ * document's size is its frame and header's plus theirs. */
+static void install_students(model_aggregate_t *a, model_table_builder_t *b, size_t students) {
+  model_table_builder_install(b, &a->t);
+  size_t hlen;
+  set_doc_size(a, model_docsize_base(a->t.tlen, a->t.alen) + model_docsize_header(model_table_header(&a->t, &hlen)) +
+                      students);
+}
+
 /* The linear merge: walks both in order and builds dst's new table, which
  * replaces dst's students only if src won a slot. */
 static bool merge_linear(model_aggregate_t *dst, const model_aggregate_t *src) {
@@ -200,10 +209,7 @@ static bool merge_linear(model_aggregate_t *dst, const model_aggregate_t *src) {
     model_table_builder_discard(&b);
     return false;
   }
-  model_table_builder_install(&b, &dst->t);
-  size_t hlen;
-  set_doc_size(dst, model_docsize_base(dst->t.tlen, dst->t.alen) +
-                        model_docsize_header(model_table_header(&dst->t, &hlen)) + students);
+  install_students(dst, &b, students);
   return true;
 }
 
@@ -551,10 +557,7 @@ bool model_aggregate_remove_student(model_aggregate_t *agg, const char *id, size
     model_table_builder_add(&b, r, rl);
     students += model_docsize_student(r, rl);
   }
-  model_table_builder_install(&b, &agg->t);
-  size_t hlen;
-  set_doc_size(agg, model_docsize_base(agg->t.tlen, agg->t.alen) +
-                        model_docsize_header(model_table_header(&agg->t, &hlen)) + students);
+  install_students(agg, &b, students);
   return true;
 }
 

@@ -66,13 +66,6 @@ void model_erased_destroy(model_erased_t *e) {
   free(e);
 }
 
-/* Stamps compare by version, then by id bytewise (model_stamp_compare). */
-static int stamp_cmp(uint64_t va, const char *ia, size_t la, uint64_t vb, const char *ib, size_t lb) {
-  if (va != vb) return va < vb ? -1 : 1;
-  int c = memcmp(ia, ib, la < lb ? la : lb);
-  return c ? c : (la > lb) - (la < lb);
-}
-
 bool model_erased_add(model_erased_t *e, const char *tenant, size_t tl, const char *student, size_t sl,
                       uint64_t version, const char *id, size_t id_len) {
   if (!student) sl = 0;
@@ -81,8 +74,9 @@ bool model_erased_add(model_erased_t *e, const char *tenant, size_t tl, const ch
   size_t at = probe(e, hash, tenant, tl, student ? student : "", sl);
   entry_t *old = e->slots[at];
   if (old) {
-    const char *oid = old->bytes + old->tenant_len + 1 + old->student_len + 1;
-    if (stamp_cmp(version, id, id_len, old->version, oid, old->id_len) >= 0) return false;
+    model_stamp_t mine = {version, id, id_len},
+                  kept = {old->version, old->bytes + old->tenant_len + 1 + old->student_len + 1, old->id_len};
+    if (model_stamp_compare(&mine, &kept) >= 0) return false;
     free(old); /* the least stamp is kept: replaced below */
     e->count--;
   }

@@ -35,7 +35,8 @@ model_erased_t *model_erased_new(void);
 void model_erased_destroy(model_erased_t *e);
 
 /* Records that tenant (student NULL or empty: the whole tenant) is erased by
- * a command of stamp (version, id). True when the subject is new; for a
+ * a command of stamp (version, id; id NUL-terminated, id_len bytes, as a
+ * command's). True when the subject is new; for a
  * subject already erased the least stamp is kept (so that every instance
  * that learns the same erasures keeps the same stamps). Ids are valid ids
  * (the decoder's), at most MODEL_ID_MAX bytes. */
