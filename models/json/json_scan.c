@@ -674,11 +674,6 @@ static bool scan_full(scan_fn_t run, const char *buf, size_t len, const model_js
 #define SCAN_WS16 model_json_ws_mask16
 #define SCAN_ATTR
 #include "json_scan_run.h"
-#undef SCAN_NAME
-#undef SCAN_STOP
-#undef SCAN_IDLEN
-#undef SCAN_WS16
-#undef SCAN_ATTR
 
 #ifdef MODEL_JSON_HAVE_SSE2
 #define SCAN_NAME(x) x##_sse2
@@ -687,11 +682,6 @@ static bool scan_full(scan_fn_t run, const char *buf, size_t len, const model_js
 #define SCAN_WS16 model_json_ws_mask16
 #define SCAN_ATTR
 #include "json_scan_run.h"
-#undef SCAN_NAME
-#undef SCAN_STOP
-#undef SCAN_IDLEN
-#undef SCAN_WS16
-#undef SCAN_ATTR
 
 #define SCAN_NAME(x) x##_avx2
 #define SCAN_STOP model_json_stop_avx2
@@ -699,11 +689,6 @@ static bool scan_full(scan_fn_t run, const char *buf, size_t len, const model_js
 #define SCAN_WS16 model_json_ws_mask16_avx2
 #define SCAN_ATTR __attribute__((target("avx2,bmi,bmi2")))
 #include "json_scan_run.h"
-#undef SCAN_NAME
-#undef SCAN_STOP
-#undef SCAN_IDLEN
-#undef SCAN_WS16
-#undef SCAN_ATTR
 #endif
 
 /* One kernel's whole scan: the plain path, then the full scan if needed. */

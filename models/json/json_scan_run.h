@@ -6,7 +6,8 @@
  *   SCAN_IDLEN    the id characters that start the 16 bytes at p (0..16)
  *   SCAN_WS16     the whitespace bytes of the 16 at p (bit i: byte i)
  *   SCAN_ATTR     function attributes of the instance (a target, or nothing)
- * and with the helpers of json_scan.c in scope. Every instance does exactly
+ * and with the helpers of json_scan.c in scope; it undefines them at its end,
+ * ready for the next instance. Every instance does exactly
  * the same work, so the instances must agree byte for byte on every input.
  *
  * UTF-8 is validated in this same pass: outside strings the grammar allows
@@ -557,3 +558,9 @@ SCAN_ATTR static bool SCAN_NAME(scan)(const char *buf, size_t len, const model_j
 full:
   return scan_full(SCAN_NAME(scan_run), buf, len, schema, root_vals, sub_vals, res);
 }
+
+#undef SCAN_NAME
+#undef SCAN_STOP
+#undef SCAN_IDLEN
+#undef SCAN_WS16
+#undef SCAN_ATTR
