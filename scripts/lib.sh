@@ -66,74 +66,52 @@ agg_pg_bindir() {
 agg_ferretdb_bin() { echo "$AGG_CACHE_DIR/bin/ferretdb-$AGG_FERRETDB_VERSION"; }
 agg_toxiproxy_bin() { echo "$AGG_CACHE_DIR/bin/toxiproxy-$AGG_TOXIPROXY_VERSION"; }
 
-# Resolve the broker jars with Maven into the cache (no-op when present).
-# The .complete marker is written last, so an interrupted download is
-# retried instead of leaving a half-filled classpath.
-agg_install_kafka() {
-    local libs
-    libs="$(agg_kafka_libs)"
+# Resolves the runtime dependencies of scripts/$2/pom.xml with Maven into
+# the directory $3 of the cache (no-op when present); $1 names them in
+# messages, $4 is a jar that must be there afterwards (a glob), and further
+# arguments go to Maven. The .complete marker is written last, so an
+# interrupted download is retried instead of leaving a half-filled
+# classpath.
+agg_maven_libs() {
+    local what="$1" pom="$2" libs="$3" jar="$4"
+    shift 4
     [ -f "$libs/.complete" ] && return 0
-    command -v mvn >/dev/null || agg_die "mvn not found (Maven 3.8+ is required to fetch the Kafka jars)"
-    command -v java >/dev/null || agg_die "java not found (Java 17+ is required to run Kafka)"
-    agg_log "bootstrap: resolving Kafka $(agg_kafka_version) jars with Maven into $libs"
+    command -v mvn >/dev/null || agg_die "mvn not found (Maven 3.8+ is required to fetch $what)"
+    agg_log "bootstrap: resolving $what with Maven into $libs"
     rm -rf "$libs"
     mkdir -p "$libs" "$AGG_CACHE_DIR/m2"
-    local log="$AGG_CACHE_DIR/kafka-maven.log"
-    if ! mvn -B -q -Dstyle.color=never -f "$AGG_ROOT/scripts/kafka/pom.xml" \
+    local log="$AGG_CACHE_DIR/$pom-maven.log"
+    if ! mvn -B -q -Dstyle.color=never -f "$AGG_ROOT/scripts/$pom/pom.xml" "$@" \
             -Dmaven.repo.local="$AGG_CACHE_DIR/m2" \
             dependency:copy-dependencies -DincludeScope=runtime \
             -DoutputDirectory="$libs" >"$log" 2>&1; then
         cat "$log" >&2
-        agg_die "Maven could not resolve the Kafka jars (log: $log)"
+        agg_die "Maven could not resolve $what (log: $log)"
     fi
-    ls "$libs"/kafka_2.13-*.jar >/dev/null 2>&1 || agg_die "kafka_2.13 jar missing after Maven run (log: $log)"
+    compgen -G "$libs/$jar" >/dev/null || agg_die "$jar missing from $what after the Maven run (log: $log)"
     touch "$libs/.complete"
+}
+
+# The broker jars.
+agg_install_kafka() {
+    [ -f "$(agg_kafka_libs)/.complete" ] || command -v java >/dev/null ||
+        agg_die "java not found (Java 17+ is required to run Kafka)"
+    agg_maven_libs "the Kafka $(agg_kafka_version) jars" kafka "$(agg_kafka_libs)" 'kafka_2.13-*.jar'
 }
 
 agg_kafka_tools_libs() { echo "$AGG_CACHE_DIR/kafka-tools-$(agg_kafka_version)/libs"; }
 
 # Kafka's command-line tools (kafka-acls.sh's AclCommand and the others of
-# org.apache.kafka.tools), the same way, at the broker's version.
+# org.apache.kafka.tools), at the broker's version.
 agg_install_kafka_tools() {
-    local libs
-    libs="$(agg_kafka_tools_libs)"
-    [ -f "$libs/.complete" ] && return 0
-    command -v mvn >/dev/null || agg_die "mvn not found (Maven 3.8+ is required to fetch the Kafka tools' jars)"
-    agg_log "bootstrap: resolving the Kafka $(agg_kafka_version) tools' jars with Maven into $libs"
-    rm -rf "$libs"
-    mkdir -p "$libs" "$AGG_CACHE_DIR/m2"
-    local log="$AGG_CACHE_DIR/kafka-tools-maven.log"
-    if ! mvn -B -q -Dstyle.color=never -f "$AGG_ROOT/scripts/kafka-tools/pom.xml" \
-            -Dkafka.version="$(agg_kafka_version)" -Dmaven.repo.local="$AGG_CACHE_DIR/m2" \
-            dependency:copy-dependencies -DincludeScope=runtime \
-            -DoutputDirectory="$libs" >"$log" 2>&1; then
-        cat "$log" >&2
-        agg_die "Maven could not resolve the Kafka tools' jars (log: $log)"
-    fi
-    ls "$libs"/kafka-tools-*.jar >/dev/null 2>&1 || agg_die "kafka-tools jar missing after Maven run (log: $log)"
-    touch "$libs/.complete"
+    agg_maven_libs "the Kafka $(agg_kafka_version) tools' jars" kafka-tools "$(agg_kafka_tools_libs)" \
+        'kafka-tools-*.jar' -Dkafka.version="$(agg_kafka_version)"
 }
 
-# The same for mongo-java-server's jars.
+# mongo-java-server's jars.
 agg_install_mjs() {
-    local libs
-    libs="$(agg_mjs_libs)"
-    [ -f "$libs/.complete" ] && return 0
-    command -v mvn >/dev/null || agg_die "mvn not found (Maven 3.8+ is required to fetch mongo-java-server)"
-    agg_log "bootstrap: resolving mongo-java-server $(agg_mjs_version) jars with Maven into $libs"
-    rm -rf "$libs"
-    mkdir -p "$libs" "$AGG_CACHE_DIR/m2"
-    local log="$AGG_CACHE_DIR/mongo-java-server-maven.log"
-    if ! mvn -B -q -Dstyle.color=never -f "$AGG_ROOT/scripts/mongo-java-server/pom.xml" \
-            -Dmaven.repo.local="$AGG_CACHE_DIR/m2" \
-            dependency:copy-dependencies -DincludeScope=runtime \
-            -DoutputDirectory="$libs" >"$log" 2>&1; then
-        cat "$log" >&2
-        agg_die "Maven could not resolve the mongo-java-server jars (log: $log)"
-    fi
-    ls "$libs"/mongo-java-server-memory-backend-*.jar >/dev/null 2>&1 ||
-        agg_die "mongo-java-server memory backend jar missing after Maven run (log: $log)"
-    touch "$libs/.complete"
+    agg_maven_libs "the mongo-java-server $(agg_mjs_version) jars" mongo-java-server "$(agg_mjs_libs)" \
+        'mongo-java-server-memory-backend-*.jar'
 }
 
 # Build FerretDB from its released Go module (no-op when present).

@@ -68,20 +68,7 @@ group.consumer.min.session.timeout.ms=6000
 group.consumer.heartbeat.interval.ms=$CLU_HEARTBEAT_MS
 group.consumer.min.heartbeat.interval.ms=1000
 EOF
-    cat >"$K/log4j2.properties" <<EOF
-# Written by scripts/stack start-cluster. Everything to one file.
-status = warn
-appender.file.type = File
-appender.file.name = FILE
-appender.file.fileName = $K/logs/server.log
-appender.file.append = true
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.file.ref = FILE
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-EOF
+    write_kafka_log4j "scripts/stack start-cluster"
 }
 
 # Node $1 on the data it has (formatted by start-cluster).

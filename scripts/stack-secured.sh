@@ -91,20 +91,7 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 EOF
     chmod 600 "$K/server.properties"
-    cat >"$K/log4j2.properties" <<EOF
-# Written by scripts/stack start-secured. Everything to one file.
-status = warn
-appender.file.type = File
-appender.file.name = FILE
-appender.file.fileName = $K/logs/server.log
-appender.file.append = true
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.file.ref = FILE
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-EOF
+    write_kafka_log4j "scripts/stack start-secured"
     # The client settings of the tools and of kafka_tool, as admin.
     cat >"$SEC/admin.properties" <<EOF
 security.protocol=SASL_SSL
